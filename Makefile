@@ -1,0 +1,41 @@
+# Everything a fresh machine needs: `make run` opens the explorer, `make test` runs the tests.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install run test lint typecheck check screenshots snapshot-update bench clean
+
+$(STAMP): pyproject.toml requirements/constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --disable-pip-version-check -q -c requirements/constraints.txt -e '.[measure,test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/vramscope
+
+test: $(STAMP)
+	$(BIN)/pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check core tui hip_backend tests scripts
+	$(BIN)/ruff format --check core tui hip_backend tests scripts
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+check: lint typecheck test
+
+snapshot-update: $(STAMP)
+	$(BIN)/pytest -q tests/tui --snapshot-update
+
+screenshots: $(STAMP)
+	$(BIN)/python scripts/make_screenshots.py
+
+bench: $(STAMP)
+	$(BIN)/python scripts/benchmark.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,59 @@
+"""One error hierarchy. Every message names the file, key or flag at fault."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class VramscopeError(Exception):
+    """Base class of every error vramscope reports to a user as one line."""
+
+
+class UsageError(VramscopeError):
+    """A command-line flag or argument has a value that cannot be used."""
+
+    def __init__(self, flag: str, problem: str) -> None:
+        self.flag = flag
+        self.problem = problem
+        super().__init__(f"{flag}: {problem}")
+
+
+class ModelError(VramscopeError):
+    """A model cannot be read at all (as opposed to a file that falls back)."""
+
+    def __init__(self, path: Path | str, problem: str) -> None:
+        self.path = str(path)
+        self.problem = problem
+        super().__init__(f"{self.path}: {problem}")
+
+
+class ModelNotFoundError(ModelError):
+    """A MODEL argument names nothing vramscope can find."""
+
+
+class FileFault(VramscopeError):
+    """A file inside a model folder is unusable; callers usually fall back and warn."""
+
+    def __init__(self, path: Path | str, problem: str) -> None:
+        self.path = str(path)
+        self.problem = problem
+        super().__init__(f"{self.path}: {problem}")
+
+
+class HeaderError(FileFault):
+    """A safetensors header is malformed, truncated, too large or uses an unknown dtype."""
+
+
+class ConfigError(FileFault):
+    """A `config.json` is missing, unreadable, too large or not a JSON object."""
+
+
+class ShardIndexError(FileFault):
+    """A `model.safetensors.index.json` is unusable (ignored, as mlxcel does)."""
+
+
+def describe_os_error(exc: OSError) -> str:
+    """A short lowercase reason for an OSError (`permission denied`, `is a directory`)."""
+    if exc.strerror:
+        return exc.strerror[0].lower() + exc.strerror[1:]
+    return str(exc) or type(exc).__name__

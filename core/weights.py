@@ -1,0 +1,243 @@
+"""The weights term: exact bytes from safetensors, else an analytical count, else 7 B.
+
+Order (first that answers wins), as mlxcel's `resolve_weight_bytes`:
+1. `model.safetensors.index.json` when every listed shard exists: its
+   `metadata.total_size`, else the sum of the shards' headers;
+2. `model.safetensors`'s header (a failure here stops the safetensors search);
+3. every `*.safetensors` file's header, sorted by name;
+4. the analytical parameter count of `config.json` at 2 bytes per parameter;
+5. 7 B parameters at 2 bytes (14,000,000,000 bytes).
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from core.config import (
+    EXPERT_COUNT_KEYS,
+    HEAD_DIM_KEYS,
+    HIDDEN_SIZE_KEYS,
+    INTERMEDIATE_SIZE_KEYS,
+    LAYER_COUNT_KEYS,
+    MULTI_QUERY_KEY,
+    NUM_HEADS_KEYS,
+    NUM_KV_HEADS_KEYS,
+    ModelConfig,
+    as_u64,
+    decode_json,
+    get_f64,
+    read_small_file,
+)
+from core.errors import FileFault, ShardIndexError, describe_os_error
+from core.safetensors_header import read_header_weight_bytes
+from core.units import U64_MAX, f64_to_u64, sat_add
+
+INDEX_FILE = "model.safetensors.index.json"
+SINGLE_FILE = "model.safetensors"
+INDEX_SIZE_CAP = 64 * 1024 * 1024
+FALLBACK_PARAMS_BILLIONS = 7.0
+
+
+class WeightsSource(enum.Enum):
+    """Where the weights term came from (JSON label, text label)."""
+
+    SAFETENSORS_HEADER = ("safetensors_header", "safetensors header")
+    ANALYTICAL_CONFIG = ("analytical_config", "analytical estimate from config.json")
+    FALLBACK = ("fallback", "fallback (7 B params assumed)")
+
+    @property
+    def json_label(self) -> str:
+        """The `weights_source` value of the JSON report."""
+        return self.value[0]
+
+    @property
+    def text_label(self) -> str:
+        """The bracketed source on the banner's `Weights:` line."""
+        return self.value[1]
+
+
+@dataclass(frozen=True)
+class WeightsTerm:
+    """The weights term in bytes, its source and what was ignored on the way."""
+
+    bytes: int
+    source: WeightsSource
+    warnings: tuple[str, ...] = field(default=())
+    files: tuple[str, ...] = field(default=())
+    """The safetensors files whose headers or index gave the figure."""
+
+
+def is_plain_file_name(name: str) -> bool:
+    """A shard name that stays inside the folder: no separators, `..`, NUL or root."""
+    return (
+        bool(name)
+        and name not in (".",)
+        and "/" not in name
+        and "\\" not in name
+        and ".." not in name
+        and "\x00" not in name
+        and not Path(name).is_absolute()
+    )
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except (OSError, ValueError):  # symlink loops, names the OS refuses
+        return False
+
+
+def read_index_shards(model_dir: Path) -> tuple[list[str], int | None]:
+    """Validate the index; return its sorted shard names and `metadata.total_size`.
+
+    Raises ShardIndexError when the index must be ignored (mlxcel then goes on
+    to step 2), with the reason for the warning line.
+    """
+    path = model_dir / INDEX_FILE
+    try:
+        data = read_small_file(path, INDEX_SIZE_CAP)
+    except OSError as exc:
+        raise ShardIndexError(path, describe_os_error(exc)) from None
+    try:
+        index = decode_json(data, INDEX_FILE)
+    except ValueError as exc:
+        raise ShardIndexError(path, str(exc)) from None
+    if not isinstance(index, dict):
+        raise ShardIndexError(path, "is not a JSON object")
+    weight_map = index.get("weight_map")
+    if not isinstance(weight_map, dict) or not weight_map:
+        raise ShardIndexError(path, "has no non-empty 'weight_map' object")
+    names: set[str] = set()
+    for tensor, shard in weight_map.items():
+        if not isinstance(shard, str):
+            raise ShardIndexError(path, f"weight_map[{tensor!r}] is not a string")
+        if not is_plain_file_name(shard):
+            raise ShardIndexError(path, f"shard name {shard!r} is not a plain file name "
+                                        "in the model folder")
+        names.add(shard)
+    shards = sorted(names)
+    for shard in shards:
+        if not _exists(model_dir / shard):
+            raise ShardIndexError(path, f"lists shard {shard!r}, which is missing")
+    meta = index.get("metadata")
+    total = as_u64(meta.get("total_size")) if isinstance(meta, Mapping) else None
+    return shards, total
+
+
+def _sum_headers(paths: list[Path]) -> int:
+    total = 0
+    for path in paths:
+        total = sat_add(total, read_header_weight_bytes(path))
+    return total
+
+
+def _is_regular_file(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(path.stat().st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def safetensors_weight_bytes(model_dir: Path) -> tuple[int | None, list[str], list[str]]:
+    """mlxcel's `weight_footprint_bytes`: (bytes or None, files used, warnings)."""
+    warnings: list[str] = []
+    if _exists(model_dir / INDEX_FILE):
+        try:
+            shards, total = read_index_shards(model_dir)
+        except ShardIndexError as exc:
+            warnings.append(f"ignored {exc}")
+        else:
+            if total is not None:
+                return total, [INDEX_FILE], warnings
+            try:
+                return _sum_headers([model_dir / s for s in shards]), shards, warnings
+            except FileFault as exc:
+                warnings.append(f"ignored the index: {exc}")
+    single = model_dir / SINGLE_FILE
+    if _exists(single):
+        try:
+            return read_header_weight_bytes(single), [SINGLE_FILE], warnings
+        except FileFault as exc:
+            warnings.append(str(exc))
+            return None, [], warnings
+    try:
+        candidates = sorted(p for p in model_dir.glob("*.safetensors") if _is_regular_file(p))
+    except OSError as exc:
+        warnings.append(f"{model_dir}: {describe_os_error(exc)}")
+        return None, [], warnings
+    if not candidates:
+        return None, [], warnings
+    try:
+        return _sum_headers(candidates), [p.name for p in candidates], warnings
+    except FileFault as exc:
+        warnings.append(str(exc))
+        return None, [], warnings
+
+
+def _round_half_away(x: float) -> float:
+    """Rust's `f64::round` (half away from zero); Python's `round` is half-to-even."""
+    return math.copysign(math.floor(abs(x) + 0.5), x)
+
+
+def estimate_params_from_config(config: ModelConfig) -> float | None:
+    """mlxcel's analytical parameter count in billions, or None without H or L."""
+    text = config.text
+    h = get_f64(text, HIDDEN_SIZE_KEYS)
+    layers = get_f64(text, LAYER_COUNT_KEYS)
+    if h is None or layers is None:
+        return None
+    v = get_f64(text, ("vocab_size",))
+    v = 32000.0 if v is None else v
+    f = get_f64(text, INTERMEDIATE_SIZE_KEYS)
+    f = 4.0 * h if f is None else f
+    e = get_f64(text, EXPERT_COUNT_KEYS)
+    e = max(1.0 if e is None else e, 1.0)
+    nh = get_f64(text, NUM_HEADS_KEYS)
+    nh = h / 64.0 if nh is None else nh
+    kvh = get_f64(text, NUM_KV_HEADS_KEYS)
+    if kvh is None:
+        kvh = 1.0 if text.get(MULTI_QUERY_KEY) is True else nh
+    hd = get_f64(text, HEAD_DIM_KEYS)
+    if hd is None:
+        ratio = h / nh if nh > 0 else math.nan
+        hd = _round_half_away(ratio) if nh > 0 and math.isfinite(ratio) else 64.0
+    per_layer = (
+        h * (nh * hd) + 2.0 * h * (kvh * hd) + (nh * hd) * h
+        + 3.0 * h * f * e
+        + 2.0 * h
+    )
+    params = v * h + layers * per_layer
+    return params / 1e9
+
+
+def params_billions_to_bytes(billions: float) -> int:
+    """`trunc(min(max(P * 1e9 * 2.0, 0), U64_MAX))` (FP16-equivalent bytes)."""
+    x = billions * 1e9 * 2.0
+    if math.isnan(x):
+        return 0
+    return f64_to_u64(min(max(x, 0.0), float(U64_MAX)))
+
+
+def resolve_weight_bytes(model_dir: Path, config: ModelConfig | None) -> WeightsTerm:
+    """The weights term of a model folder (never raises for file faults)."""
+    exact, files, warnings = safetensors_weight_bytes(model_dir)
+    if exact is not None:
+        return WeightsTerm(exact, WeightsSource.SAFETENSORS_HEADER, tuple(warnings), tuple(files))
+    return weights_from_config(config, warnings)
+
+
+def weights_from_config(config: ModelConfig | None, warnings: list[str] | None = None
+                        ) -> WeightsTerm:
+    """Steps 4 and 5: the analytical count, else the 7 B fallback."""
+    notes = tuple(warnings or ())
+    billions = estimate_params_from_config(config) if config is not None else None
+    if billions is not None:
+        return WeightsTerm(params_billions_to_bytes(billions), WeightsSource.ANALYTICAL_CONFIG,
+                           notes)
+    return WeightsTerm(params_billions_to_bytes(FALLBACK_PARAMS_BILLIONS), WeightsSource.FALLBACK,
+                       notes)
