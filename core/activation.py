@@ -32,14 +32,14 @@ def resolve_activation_mult(raw: str | None) -> FloatSetting:
     return resolve_positive_float(raw, ACTIVATION_MULT_ENV, ACTIVATION_BUFFER_MULT)
 
 
-def compute_activation_bytes(dims: ActivationDims | None, ctx_len: int, batch: int,
-                             mult: float) -> int:
+def compute_activation_bytes(
+    dims: ActivationDims | None, ctx_len: int, batch: int, mult: float
+) -> int:
     """Streaming part `(hidden + inter) * batch * min(ctx, 512) * 2 * mult` plus logits."""
     if dims is None:
         return 0
     prefill = min(max(ctx_len, 1), ACTIVATION_PREFILL_TOKENS)
-    base = sat_mul(sat_add(dims.hidden, dims.intermediate), batch, prefill,
-                   ACTIVATION_DTYPE_BYTES)
+    base = sat_mul(sat_add(dims.hidden, dims.intermediate), batch, prefill, ACTIVATION_DTYPE_BYTES)
     if math.isfinite(mult) and mult > 0.0:
         stream = f64_to_u64(min(float(base) * mult, float(U64_MAX)))
     else:

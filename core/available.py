@@ -53,8 +53,9 @@ def mlx_device_limit(total: int) -> int:
     return int(total * MLX_DEVICE_LIMIT_FRACTION)
 
 
-def read_amdgpu_vram(pattern: str = "/sys/class/drm/card*/device/mem_info_vram_total"
-                     ) -> DeviceMemory | None:
+def read_amdgpu_vram(
+    pattern: str = "/sys/class/drm/card*/device/mem_info_vram_total",
+) -> DeviceMemory | None:
     """The largest amdgpu VRAM size in sysfs (the first device MLX would use)."""
     best: DeviceMemory | None = None
     for path in sorted(glob.glob(pattern)):
@@ -72,8 +73,17 @@ def read_nvidia_memory(timeout: float = 2.0) -> DeviceMemory | None:
     """GPU 0's memory from `nvidia-smi` (NVML; no CUDA context is created)."""
     try:
         out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=memory.total,name", "--format=csv,noheader,nounits",
-             "-i", "0"], capture_output=True, text=True, timeout=timeout, check=True,
+            [
+                "nvidia-smi",
+                "--query-gpu=memory.total,name",
+                "--format=csv,noheader,nounits",
+                "-i",
+                "0",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=True,
         ).stdout
         total_mib, name = (part.strip() for part in out.splitlines()[0].split(",", 1))
         return DeviceMemory(int(total_mib) * MIB, name)
@@ -95,8 +105,9 @@ def read_unified_memory_gib() -> int | None:
     if sys.platform != "darwin":
         return None
     try:
-        out = subprocess.run(["sysctl", "-n", "hw.memsize"], capture_output=True, text=True,
-                             timeout=2.0, check=True).stdout
+        out = subprocess.run(
+            ["sysctl", "-n", "hw.memsize"], capture_output=True, text=True, timeout=2.0, check=True
+        ).stdout
         return int(out.strip()) // GIB
     except (OSError, subprocess.SubprocessError, ValueError):
         return None
@@ -108,7 +119,7 @@ def parse_meminfo(text: str) -> int | None:
     for line in text.splitlines():
         for key in ("MemAvailable:", "MemTotal:"):
             if line.startswith(key):
-                fields = line[len(key):].split()
+                fields = line[len(key) :].split()
                 if fields and fields[0].isascii() and fields[0].isdigit():
                     values[key] = int(fields[0]) * 1024
     return values.get("MemAvailable:") or values.get("MemTotal:")
@@ -141,12 +152,15 @@ def resolve_available_memory(
         if limit:
             return AvailableMemory(limit, MEMORY_LIMIT_ENV)
         if not is_explicitly_unset(env_limit):
-            warning = (f'ignoring {MEMORY_LIMIT_ENV}="{env_limit}" (not a size such as 64GB, '
-                       "512M or 1073741824)")
+            warning = (
+                f'ignoring {MEMORY_LIMIT_ENV}="{env_limit}" (not a size such as 64GB, '
+                "512M or 1073741824)"
+            )
     device = device_probe(backend)
     if device is not None and mlx_device_limit(device.total_bytes) > 0:
-        return AvailableMemory(mlx_device_limit(device.total_bytes),
-                               f"MLX device limit: 80% of {device.name}", warning)
+        return AvailableMemory(
+            mlx_device_limit(device.total_bytes), f"MLX device limit: 80% of {device.name}", warning
+        )
     unified = unified_probe()
     if unified:
         return AvailableMemory(unified * GIB, "unified memory (hw.memsize)", warning)

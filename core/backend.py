@@ -46,8 +46,11 @@ class BackendChoice:
     reason: str
 
 
-def detect_backend(exists: Callable[[str], bool] | None = None,
-                   system: str | None = None, machine: str | None = None) -> BackendChoice:
+def detect_backend(
+    exists: Callable[[str], bool] | None = None,
+    system: str | None = None,
+    machine: str | None = None,
+) -> BackendChoice:
     """The backend of this machine from device nodes; CPU when no GPU is visible."""
     exists = exists or (lambda p: Path(p).exists())
     system = system or sys.platform
@@ -61,8 +64,9 @@ def detect_backend(exists: Callable[[str], bool] | None = None,
     return BackendChoice(Backend.CPU, True, "no GPU device node found")
 
 
-def resolve_backend(name: str, detect: Callable[[], BackendChoice] = detect_backend
-                    ) -> BackendChoice:
+def resolve_backend(
+    name: str, detect: Callable[[], BackendChoice] = detect_backend
+) -> BackendChoice:
     """`auto` detects; any other name is taken as chosen."""
     if name == "auto":
         return detect()

@@ -26,7 +26,11 @@ LAYER_COUNT_KEYS = ("num_hidden_layers", "n_layers", "num_layers", "n_layer")
 HIDDEN_SIZE_KEYS = ("hidden_size", "d_model", "dim", "model_dim", "n_embd")
 NUM_HEADS_KEYS = ("num_attention_heads", "num_heads", "n_heads", "n_head")
 NUM_KV_HEADS_KEYS = (
-    "num_key_value_heads", "num_kv_heads", "n_kv_heads", "n_head_kv", "multi_query_group_num",
+    "num_key_value_heads",
+    "num_kv_heads",
+    "n_kv_heads",
+    "n_head_kv",
+    "multi_query_group_num",
 )
 HEAD_DIM_KEYS = ("head_dim", "head_size")
 INTERMEDIATE_SIZE_KEYS = ("intermediate_size", "ffn_dim", "ffn_hidden_size")
@@ -160,8 +164,9 @@ def decode_json(data: bytes, what: str) -> Any:
     try:
         return json.loads(text, parse_constant=_reject_constant, parse_float=_strict_float)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{what} is not valid JSON ({exc.msg} at line {exc.lineno} "
-                         f"column {exc.colno})") from None
+        raise ValueError(
+            f"{what} is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+        ) from None
     except RecursionError:
         raise ValueError(f"{what} nests too deeply") from None
 

@@ -25,16 +25,16 @@ PAGED_V2_MAX_N_REP = 16
 NON_METAL_TARGET_CTAS = 512
 
 
-def auto_kv_budget_bytes(available: int, weights: int, activation: int, inflight: int,
-                         factor: float) -> int:
+def auto_kv_budget_bytes(
+    available: int, weights: int, activation: int, inflight: int, factor: float
+) -> int:
     """Invert `factor * (W + K) + A + I <= available` for K (paged KV `auto`)."""
     f = factor if math.isfinite(factor) and factor > 1.0 else 1.0
     rest = sat_sub(sat_sub(available, activation), inflight)
     return sat_sub(f64_to_u64(math.floor(float(rest) / f)), weights)
 
 
-def paged_block_bytes(per_token_batch1: int | None, num_layers: int, block_size: int
-                      ) -> int | None:
+def paged_block_bytes(per_token_batch1: int | None, num_layers: int, block_size: int) -> int | None:
     """Bytes of one paged block of one layer, or None when geometry is missing."""
     if per_token_batch1 is None or num_layers == 0 or block_size == 0:
         return None
@@ -83,8 +83,9 @@ def device_target_ctas(gpu_core_count: int | None = None) -> int:
     return gpu_core_count * 8 if gpu_core_count else NON_METAL_TARGET_CTAS
 
 
-def paged_v2_workspace_reserve_bytes(config: ModelConfig | None, batch: int,
-                                     target_ctas: int = NON_METAL_TARGET_CTAS) -> int:
+def paged_v2_workspace_reserve_bytes(
+    config: ModelConfig | None, batch: int, target_ctas: int = NON_METAL_TARGET_CTAS
+) -> int:
     """The paged-decode v2 workspace (the JSON `per_slot_overhead_bytes`)."""
     if config is None:
         return 0
@@ -135,8 +136,12 @@ def qwen3_next_fixed_state_bytes(config: ModelConfig) -> int:
     linear = layers - (layers // interval if interval else 0)
     hidden = config.u64(*HIDDEN_SIZE_KEYS)
     heads = config.u64(*NUM_HEADS_KEYS)
-    kd = (config.u64("linear_key_head_dim") or config.u64(*HEAD_DIM_KEYS)
-          or (hidden // heads if hidden and heads else None) or 128)
+    kd = (
+        config.u64("linear_key_head_dim")
+        or config.u64(*HEAD_DIM_KEYS)
+        or (hidden // heads if hidden and heads else None)
+        or 128
+    )
     vd = config.u64("linear_value_head_dim") or kd
     nk = config.u64("linear_num_key_heads") or 16
     nv = config.u64("linear_num_value_heads") or 64
@@ -153,8 +158,9 @@ class QuantRecommendation:
     reason: str
 
 
-def recommend_quantization(params_billions: float, memory_gb: int, kv_bytes: int | None,
-                           neural_accelerator: bool = False) -> QuantRecommendation:
+def recommend_quantization(
+    params_billions: float, memory_gb: int, kv_bytes: int | None, neural_accelerator: bool = False
+) -> QuantRecommendation:
     """mlxcel's `recommend_quantization` (memory in whole GB; 0 off Apple)."""
     kv_gb = ceil_div(kv_bytes, 1 << 30) if kv_bytes is not None else 2
     fp16_gb = math.ceil(params_billions * 2) + kv_gb
@@ -165,7 +171,8 @@ def recommend_quantization(params_billions: float, memory_gb: int, kv_bytes: int
             return QuantRecommendation("int8", "M5 NA delivers 2x throughput for INT8 vs FP16")
         if int4_gb <= memory_gb:
             return QuantRecommendation(
-                "int4", "M5 NA available but 8-bit exceeds memory; 4-bit recommended")
+                "int4", "M5 NA available but 8-bit exceeds memory; 4-bit recommended"
+            )
     if fp16_gb <= memory_gb:
         return QuantRecommendation("fp16", "Model fits in memory as FP16; no quantization needed")
     if int4_gb <= memory_gb:

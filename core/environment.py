@@ -21,8 +21,9 @@ from core.headroom import HEADROOM_FACTOR_ENV, resolve_headroom_factor
 ENV_NAMES = (HEADROOM_FACTOR_ENV, ACTIVATION_MULT_ENV, MEMORY_LIMIT_ENV, ROCM_MAX_INFLIGHT_ENV)
 
 
-def read_env(names: tuple[str, ...] = ENV_NAMES,
-             environb: Mapping[bytes, bytes] | None = None) -> dict[str, str | None]:
+def read_env(
+    names: tuple[str, ...] = ENV_NAMES, environb: Mapping[bytes, bytes] | None = None
+) -> dict[str, str | None]:
     """Each variable as text, or None when unset or not valid UTF-8."""
     source = os.environb if environb is None else environb
     values: dict[str, str | None] = {}
@@ -61,8 +62,9 @@ def resolve_settings(
     else:
         inflight = resolve_inflight_budget(env.get(ROCM_MAX_INFLIGHT_ENV))
     if available is None:
-        available = resolve_available_memory(backend, cli_limit=memory_limit,
-                                             env_limit=env.get(MEMORY_LIMIT_ENV))
+        available = resolve_available_memory(
+            backend, cli_limit=memory_limit, env_limit=env.get(MEMORY_LIMIT_ENV)
+        )
     for note in (factor.warning, mult.warning, available.warning):
         if note:
             warnings.append(note)

@@ -46,10 +46,14 @@ class QuantHint(enum.Enum):
 
 
 _QUANT_ALIASES = {
-    "default": QuantHint.DEFAULT, "": QuantHint.DEFAULT,
-    "fp16": QuantHint.FP16, "float16": QuantHint.FP16,
-    "int8": QuantHint.INT8, "i8": QuantHint.INT8,
-    "int4": QuantHint.INT4, "i4": QuantHint.INT4,
+    "default": QuantHint.DEFAULT,
+    "": QuantHint.DEFAULT,
+    "fp16": QuantHint.FP16,
+    "float16": QuantHint.FP16,
+    "int8": QuantHint.INT8,
+    "i8": QuantHint.INT8,
+    "int4": QuantHint.INT4,
+    "i4": QuantHint.INT4,
 }
 
 
@@ -57,8 +61,9 @@ def parse_quant_hint(text: str) -> QuantHint:
     """mlxcel's `parse_quant_hint` (case-insensitive aliases); ValueError otherwise."""
     hint = _QUANT_ALIASES.get(text.strip().lower())
     if hint is None:
-        raise ValueError(f"--quant: unknown value '{text}'; expected one of default, fp16, "
-                         "int8, int4")
+        raise ValueError(
+            f"--quant: unknown value '{text}'; expected one of default, fp16, int8, int4"
+        )
     return hint
 
 
@@ -134,14 +139,16 @@ class MemoryEstimate:
         return sat_sub(self.total_bytes, self.available_bytes)
 
 
-def estimate(model: ModelSnapshot, workload: Workload, settings: EstimateSettings
-             ) -> MemoryEstimate:
+def estimate(
+    model: ModelSnapshot, workload: Workload, settings: EstimateSettings
+) -> MemoryEstimate:
     """mlxcel's `estimate_total_memory` over an already-read model."""
     w = model.weights.bytes
     kv = kv_term(model.kv_arch, workload.max_tokens, workload.kv_int8, workload.batch)
     overhead = compute_runtime_headroom(sat_add(w, kv.bytes), settings.headroom_factor)
-    activation = compute_activation_bytes(model.activation_dims, workload.max_tokens,
-                                          workload.batch, settings.activation_mult)
+    activation = compute_activation_bytes(
+        model.activation_dims, workload.max_tokens, workload.batch, settings.activation_mult
+    )
     inflight = settings.backend_inflight_bytes
     runtime_headroom = sat_add(overhead, activation, inflight)
     return MemoryEstimate(

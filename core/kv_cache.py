@@ -117,7 +117,8 @@ def count_attention_layers(text: JsonObject, layers: int) -> int | None:
         entries = text.get(key)
         if isinstance(entries, list):
             return sum(
-                1 for e in entries
+                1
+                for e in entries
                 if isinstance(e, str) and ("attention" in e.lower() or e.lower() in ("attn", "*"))
             )
     pattern = text.get("hybrid_override_pattern")
@@ -135,7 +136,8 @@ def count_attention_layers(text: JsonObject, layers: int) -> int | None:
         mlp_only = text.get("mlp_only_layers")
         if isinstance(mlp_only, list):
             skipped = {
-                i for i in (as_u64(v) for v in mlp_only)
+                i
+                for i in (as_u64(v) for v in mlp_only)
                 if i is not None and i < layers and (i + 1) % interval == 0
             }
             full -= len(skipped)
@@ -143,8 +145,9 @@ def count_attention_layers(text: JsonObject, layers: int) -> int | None:
     return None
 
 
-def _sliding_groups(elems: int, window: int, global_layers: int, sliding: int
-                    ) -> tuple[KvGroup, ...]:
+def _sliding_groups(
+    elems: int, window: int, global_layers: int, sliding: int
+) -> tuple[KvGroup, ...]:
     groups: list[KvGroup] = []
     if global_layers > 0:
         groups.append(KvGroup(global_layers, elems, None))
@@ -154,13 +157,18 @@ def _sliding_groups(elems: int, window: int, global_layers: int, sliding: int
 
 
 def _sliding_detail(sliding: int, window: int, global_layers: int) -> str:
-    return (f"sliding-window: {sliding} layer(s) capped at {window if sliding else 0} tokens, "
-            f"{global_layers} global")
+    return (
+        f"sliding-window: {sliding} layer(s) capped at {window if sliding else 0} tokens, "
+        f"{global_layers} global"
+    )
 
 
 def _standard(layers: int, elems: int) -> KvArch:
-    return KvArch(KvKind.STANDARD, (KvGroup(layers, elems, None),),
-                  f"standard attention ({layers} layers, full context)")
+    return KvArch(
+        KvKind.STANDARD,
+        (KvGroup(layers, elems, None),),
+        f"standard attention ({layers} layers, full context)",
+    )
 
 
 def classify_kv_arch(config: ModelConfig) -> KvArch | None:
@@ -179,14 +187,20 @@ def classify_kv_arch(config: ModelConfig) -> KvArch | None:
         rope = 64 if rope is None else rope
         if "v3" in model_type:
             elems = sat_add(kv_lora_rank, rope)
-            return KvArch(KvKind.MLA_COMPRESSED, (KvGroup(layers, elems),),
-                          f"MLA compressed latent ({elems} elems/token/layer, shared across heads)")
+            return KvArch(
+                KvKind.MLA_COMPRESSED,
+                (KvGroup(layers, elems),),
+                f"MLA compressed latent ({elems} elems/token/layer, shared across heads)",
+            )
         nh = max(get_u64(text, NUM_HEADS_KEYS) or 1, 1)
         nope = as_u64(text.get("qk_nope_head_dim"))
         v_dim = as_u64(text.get("v_head_dim"))
         per_head = sat_add(128 if nope is None else nope, rope, 128 if v_dim is None else v_dim)
-        return KvArch(KvKind.MLA_DECOMPRESSED, (KvGroup(layers, sat_mul(nh, per_head)),),
-                      "MLA decompressed per-head K/V (DeepSeek-V2 style)")
+        return KvArch(
+            KvKind.MLA_DECOMPRESSED,
+            (KvGroup(layers, sat_mul(nh, per_head)),),
+            "MLA decompressed per-head K/V (DeepSeek-V2 style)",
+        )
 
     dims = attn_dims(text)
     if dims is None:
@@ -197,8 +211,11 @@ def classify_kv_arch(config: ModelConfig) -> KvArch | None:
     n_attn = count_attention_layers(text, layers)
     if n_attn is not None:
         window = as_u64(text.get("attention_window_size"))
-        detail = (f"hybrid: {n_attn} attention layer(s), windowed" if window is not None
-                  else f"hybrid: {n_attn} attention layer(s) hold KV (rest recurrent/SSM)")
+        detail = (
+            f"hybrid: {n_attn} attention layer(s), windowed"
+            if window is not None
+            else f"hybrid: {n_attn} attention layer(s) hold KV (rest recurrent/SSM)"
+        )
         return KvArch(KvKind.HYBRID, (KvGroup(n_attn, elems, window),), detail)
 
     window = as_u64(text.get("sliding_window"))
@@ -209,16 +226,20 @@ def classify_kv_arch(config: ModelConfig) -> KvArch | None:
             if strings:
                 global_layers = sum(1 for t in strings if t.lower() == "full_attention")
                 sliding = len(strings) - global_layers
-                return KvArch(KvKind.SLIDING_WINDOW,
-                              _sliding_groups(elems, window, global_layers, sliding),
-                              _sliding_detail(sliding, window, global_layers))
+                return KvArch(
+                    KvKind.SLIDING_WINDOW,
+                    _sliding_groups(elems, window, global_layers, sliding),
+                    _sliding_detail(sliding, window, global_layers),
+                )
         pattern = max(as_u64(text.get("sliding_window_pattern")) or 1, 1)
         global_layers = layers // pattern
         sliding = layers - global_layers
         if sliding > 0:
-            return KvArch(KvKind.SLIDING_WINDOW,
-                          _sliding_groups(elems, window, global_layers, sliding),
-                          _sliding_detail(sliding, window, global_layers))
+            return KvArch(
+                KvKind.SLIDING_WINDOW,
+                _sliding_groups(elems, window, global_layers, sliding),
+                _sliding_detail(sliding, window, global_layers),
+            )
     return _standard(layers, elems)
 
 
@@ -238,8 +259,9 @@ def kv_term(arch: KvArch | None, ctx_len: int, int8: bool, batch: int) -> KvTerm
     return KvTerm(total, marginal, arch.detail, arch.kind)
 
 
-def kv_cache_bytes(layers: int, kv_heads: int, head_dim: int, elem_bytes: int, ctx: int,
-                   batch: int) -> int:
+def kv_cache_bytes(
+    layers: int, kv_heads: int, head_dim: int, elem_bytes: int, ctx: int, batch: int
+) -> int:
     """The legacy flat formula `L * 2 * KVH * HD * eb * round_ctx(ctx) * batch`."""
     return sat_mul(layers, 2, kv_heads, head_dim, elem_bytes, round_ctx(ctx), batch)
 

@@ -47,8 +47,9 @@ class ModelSnapshot:
         return self.config.max_position_embeddings() if self.config else None
 
 
-def snapshot_from_config(display: str, config: ModelConfig | None, weights: WeightsTerm,
-                         warnings: tuple[str, ...] = ()) -> ModelSnapshot:
+def snapshot_from_config(
+    display: str, config: ModelConfig | None, weights: WeightsTerm, warnings: tuple[str, ...] = ()
+) -> ModelSnapshot:
     """Derive the KV architecture and activation sizes from a config (no I/O)."""
     return ModelSnapshot(
         display=display,
@@ -87,14 +88,22 @@ def read_model_dir(path: Path, display: str | None = None) -> ModelSnapshot:
     except ConfigError as exc:
         config = None
         if exc.problem == "not found":
-            warnings.append(f"{path / CONFIG_FILE}: not found; KV cache and activation are "
-                            "unavailable and weights fall back")
+            warnings.append(
+                f"{path / CONFIG_FILE}: not found; KV cache and activation are "
+                "unavailable and weights fall back"
+            )
         else:
             warnings.append(f"{exc}; ignored, so KV cache and activation are unavailable")
     weights = resolve_weight_bytes(path, config)
-    return snapshot_from_config(display if display is not None else str(path), config, weights,
-                                tuple(warnings))
+    return snapshot_from_config(
+        display if display is not None else str(path), config, weights, tuple(warnings)
+    )
 
 
-__all__ = ["ModelSnapshot", "check_model_dir", "read_model_dir", "snapshot_from_config",
-           "weights_from_config"]
+__all__ = [
+    "ModelSnapshot",
+    "check_model_dir",
+    "read_model_dir",
+    "snapshot_from_config",
+    "weights_from_config",
+]

@@ -76,8 +76,7 @@ def _decode_profile(data: dict[str, Any]) -> Profile:
     return Profile(
         repo_id=data["repo_id"],
         config_text=data["config_text"],
-        tensors=(tuple((n, d, tuple(s)) for n, d, s in tensors) if tensors is not None
-                 else None),
+        tensors=(tuple((n, d, tuple(s)) for n, d, s in tensors) if tensors is not None else None),
         shards={k: tuple(v) for k, v in shards.items()} if shards else None,
         header_metadata=dict(data.get("header_metadata") or {}),
     )
@@ -139,8 +138,11 @@ def encode_header(tensors: list[Tensor], metadata: dict[str, str]) -> tuple[byte
         if dtype not in DTYPE_ITEMSIZE:
             raise ValueError(f"unknown dtype {dtype!r} for tensor {name!r}")
         size = tensor_bytes(dtype, shape)
-        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [offset,
-                                                                               offset + size]}
+        header[name] = {
+            "dtype": dtype,
+            "shape": list(shape),
+            "data_offsets": [offset, offset + size],
+        }
         offset += size
     mlx_style = metadata.get("format") == "mlx"
     text = json.dumps(header, separators=(",", ":"), sort_keys=mlx_style).encode("utf-8")
@@ -149,8 +151,7 @@ def encode_header(tensors: list[Tensor], metadata: dict[str, str]) -> tuple[byte
     return text, offset
 
 
-def write_safetensors_skeleton(path: Path, tensors: list[Tensor], metadata: dict[str, str]
-                               ) -> int:
+def write_safetensors_skeleton(path: Path, tensors: list[Tensor], metadata: dict[str, str]) -> int:
     """Write a real header and extend the file over a sparse hole; return data bytes."""
     header, data_bytes = encode_header(tensors, metadata)
     with path.open("wb") as fh:
@@ -184,8 +185,10 @@ def write_skeleton(profile: Profile, dest: Path, *, layout: str = "headers") -> 
         else:
             write_safetensors_skeleton(dest / file, tensors, profile.header_metadata)
     if layout == "index-only" or (layout == "headers" and len(plan) > 1):
-        index = {"metadata": {"total_size": profile.weight_bytes},
-                 "weight_map": dict(sorted(weight_map.items()))}
+        index = {
+            "metadata": {"total_size": profile.weight_bytes},
+            "weight_map": dict(sorted(weight_map.items())),
+        }
         (dest / INDEX_FILE).write_text(json.dumps(index, indent=4), encoding="utf-8")
     return dest
 

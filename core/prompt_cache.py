@@ -20,11 +20,27 @@ from core.estimate import EstimateSettings, Workload, estimate
 from core.kv_cache import KvArch, KvKind, kv_term
 from core.model import ModelSnapshot
 
-SNAPSHOT_FAMILIES = frozenset({
-    "gemma3", "gemma4", "gemma4_unified", "llama4", "afmoe", "inkling", "inkling_mm_model",
-    "jamba", "falcon_h1", "lfm2", "bailing_moe_linear", "nemotron_h", "mamba", "mamba2",
-    "granitemoehybrid", "muse_glimmer", "plamo2",
-})
+SNAPSHOT_FAMILIES = frozenset(
+    {
+        "gemma3",
+        "gemma4",
+        "gemma4_unified",
+        "llama4",
+        "afmoe",
+        "inkling",
+        "inkling_mm_model",
+        "jamba",
+        "falcon_h1",
+        "lfm2",
+        "bailing_moe_linear",
+        "nemotron_h",
+        "mamba",
+        "mamba2",
+        "granitemoehybrid",
+        "muse_glimmer",
+        "plamo2",
+    }
+)
 FIXED_STATE_FAMILIES = frozenset({"qwen3_next", "qwen3_5", "qwen3_5_moe"})
 
 
@@ -55,15 +71,19 @@ def _unwindowed(arch: KvArch | None) -> KvArch | None:
     return replace(arch, groups=tuple(replace(g, window=None) for g in arch.groups))
 
 
-def prompt_cache_capacity(model: ModelSnapshot, settings: EstimateSettings, context_size: int,
-                          current: int | None = None) -> PromptCacheCapacity:
+def prompt_cache_capacity(
+    model: ModelSnapshot, settings: EstimateSettings, context_size: int, current: int | None = None
+) -> PromptCacheCapacity:
     """The default capacity when neither the environment nor a flag sets one."""
     tokens = representative_tokens(context_size)
     est = estimate(model, Workload(max_tokens=tokens), settings)
     left = est.slack_bytes if est.available_bytes > 0 else None
     types = _model_types(model)
-    fixed = (qwen3_next_fixed_state_bytes(model.config)
-             if model.config is not None and types & FIXED_STATE_FAMILIES else 0)
+    fixed = (
+        qwen3_next_fixed_state_bytes(model.config)
+        if model.config is not None and types & FIXED_STATE_FAMILIES
+        else 0
+    )
     kind = model.kv_arch.kind if model.kv_arch else None
     if fixed > 0 or kind in (KvKind.HYBRID, KvKind.PURE_SSM) or types & SNAPSHOT_FAMILIES:
         entry = kv_term(_unwindowed(model.kv_arch), tokens, False, 1).bytes + fixed

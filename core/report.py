@@ -7,8 +7,8 @@ import math
 from decimal import Decimal
 from typing import Any
 
-from core.downstream import paged_v2_workspace_reserve_bytes
 from core.config import PER_SLOT_OVERHEAD_FAMILIES
+from core.downstream import paged_v2_workspace_reserve_bytes
 from core.estimate import MemoryEstimate, kv_bytes_per_token
 from core.model import ModelSnapshot
 from core.units import format_bytes, sat_sub
@@ -23,31 +23,48 @@ def _line(label: str, value: str) -> str:
 def format_estimate(display: str, est: MemoryEstimate) -> str:
     """The `=== Memory Estimate ===` banner, line for line (every line ends in `\\n`)."""
     wl = est.workload
-    out = ["=== Memory Estimate ===\n",
-           _line("Model:", display),
-           _line("Context length:", f"{wl.max_tokens} tokens (batch = {wl.batch})"),
-           _line("Quant hint:", wl.quant.text_label),
-           _line("KV dtype:", wl.kv_cache_mode),
-           "\n",
-           _line("Weights:", f"{format_bytes(est.weights_bytes)}  "
-                             f"({est.weights_source.text_label})"),
-           _line("KV cache:", f"{format_bytes(est.kv.bytes)}  ({est.kv.detail})")]
+    out = [
+        "=== Memory Estimate ===\n",
+        _line("Model:", display),
+        _line("Context length:", f"{wl.max_tokens} tokens (batch = {wl.batch})"),
+        _line("Quant hint:", wl.quant.text_label),
+        _line("KV dtype:", wl.kv_cache_mode),
+        "\n",
+        _line("Weights:", f"{format_bytes(est.weights_bytes)}  ({est.weights_source.text_label})"),
+        _line("KV cache:", f"{format_bytes(est.kv.bytes)}  ({est.kv.detail})"),
+    ]
     if est.kv.available and est.kv.per_token_bytes > 0:
-        out.append(" " * _LABEL_WIDTH + f"({format_bytes(est.kv.per_token_bytes)} per token at "
-                                         "steady state, same dtype)\n")
-    out.append(_line("Activation:", f"{format_bytes(est.activation_bytes)}  (batch {wl.batch} × "
-                                    "≤512 prefill tokens × (hidden+intermediate) + logits)"))
-    overhead_shown = sat_sub(sat_sub(est.runtime_headroom_bytes, est.activation_bytes),
-                             est.backend_inflight_bytes)
-    out.append(_line("Allocator ovhd:", f"{format_bytes(overhead_shown)}  "
-                                        f"(factor {est.headroom_factor:.2f}x on weights+kv)"))
+        out.append(
+            " " * _LABEL_WIDTH + f"({format_bytes(est.kv.per_token_bytes)} per token at "
+            "steady state, same dtype)\n"
+        )
+    out.append(
+        _line(
+            "Activation:",
+            f"{format_bytes(est.activation_bytes)}  (batch {wl.batch} × "
+            "≤512 prefill tokens × (hidden+intermediate) + logits)",
+        )
+    )
+    overhead_shown = sat_sub(
+        sat_sub(est.runtime_headroom_bytes, est.activation_bytes), est.backend_inflight_bytes
+    )
+    out.append(
+        _line(
+            "Allocator ovhd:",
+            f"{format_bytes(overhead_shown)}  (factor {est.headroom_factor:.2f}x on weights+kv)",
+        )
+    )
     if est.backend_inflight_bytes > 0:
-        out.append(f"  Backend in-flight: {format_bytes(est.backend_inflight_bytes)}  "
-                   "(MLX_ROCM_MAX_INFLIGHT_MB)\n")
-    out += ["  -----\n",
-            _line("Total estimate:", format_bytes(est.total_bytes)),
-            _line("Available:", format_bytes(est.available_bytes)),
-            "\n"]
+        out.append(
+            f"  Backend in-flight: {format_bytes(est.backend_inflight_bytes)}  "
+            "(MLX_ROCM_MAX_INFLIGHT_MB)\n"
+        )
+    out += [
+        "  -----\n",
+        _line("Total estimate:", format_bytes(est.total_bytes)),
+        _line("Available:", format_bytes(est.available_bytes)),
+        "\n",
+    ]
     if est.fits:
         out.append(f"  FITS: {format_bytes(est.slack_bytes)} of headroom\n")
     else:
@@ -65,8 +82,11 @@ def inspect_report(model: ModelSnapshot, est: MemoryEstimate, version: str) -> d
     """The JSON report as an ordered dict, keys in mlxcel's `InspectReport` order."""
     wl = est.workload
     family = model.family
-    per_slot = (paged_v2_workspace_reserve_bytes(model.config, wl.batch)
-                if family in PER_SLOT_OVERHEAD_FAMILIES and model.config is not None else None)
+    per_slot = (
+        paged_v2_workspace_reserve_bytes(model.config, wl.batch)
+        if family in PER_SLOT_OVERHEAD_FAMILIES and model.config is not None
+        else None
+    )
     return {
         "vramscope_version": version,
         "model": model.display,
@@ -109,7 +129,7 @@ def format_f64_like_serde(x: float) -> str:
     k = int(parts.exponent)
     length = len(digits)
     kk = length + k  # 10^(kk-1) <= |x| < 10^kk
-    if 0 <= k and kk <= 16:
+    if k >= 0 and kk <= 16:
         return f"{sign}{digits}{'0' * k}.0"
     if 0 < kk <= 16:
         return f"{sign}{digits[:kk]}.{digits[kk:]}"
@@ -125,8 +145,10 @@ def _encode(value: Any, indent: int) -> str:
     if isinstance(value, dict):
         if not value:
             return "{}"
-        items = [f"{pad}{json.dumps(k, ensure_ascii=False)}: {_encode(v, indent + 1)}"
-                 for k, v in value.items()]
+        items = [
+            f"{pad}{json.dumps(k, ensure_ascii=False)}: {_encode(v, indent + 1)}"
+            for k, v in value.items()
+        ]
         return "{\n" + ",\n".join(items) + "\n" + "  " * indent + "}"
     if isinstance(value, float):
         return format_f64_like_serde(value) if math.isfinite(value) else "null"

@@ -24,10 +24,21 @@ HEADER_SIZE_CAP = 256 * 1024 * 1024  # mlxcel's cap on the JSON header length
 METADATA_KEY = "__metadata__"
 
 DTYPE_ITEMSIZE: dict[str, int] = {
-    "F64": 8, "I64": 8, "U64": 8,
-    "F32": 4, "I32": 4, "U32": 4,
-    "BF16": 2, "F16": 2, "I16": 2, "U16": 2,
-    "F8_E5M2": 1, "F8_E4M3": 1, "I8": 1, "U8": 1, "BOOL": 1,
+    "F64": 8,
+    "I64": 8,
+    "U64": 8,
+    "F32": 4,
+    "I32": 4,
+    "U32": 4,
+    "BF16": 2,
+    "F16": 2,
+    "I16": 2,
+    "U16": 2,
+    "F8_E5M2": 1,
+    "F8_E4M3": 1,
+    "I8": 1,
+    "U8": 1,
+    "BOOL": 1,
 }
 
 
@@ -111,17 +122,18 @@ def read_header_json(path: Path) -> tuple[Any, int, int]:
         with path.open("rb") as fh:
             prefix = fh.read(8)
             if len(prefix) < 8:
-                raise HeaderError(path, f"file is {len(prefix)} bytes, shorter than the "
-                                        "8-byte header length")
+                raise HeaderError(
+                    path, f"file is {len(prefix)} bytes, shorter than the 8-byte header length"
+                )
             (n,) = struct.unpack("<Q", prefix)
             if n == 0:
                 raise HeaderError(path, "header length is 0")
             if n > HEADER_SIZE_CAP:
-                raise HeaderError(path, f"header length {n} is over the "
-                                        f"{HEADER_SIZE_CAP}-byte cap")
+                raise HeaderError(path, f"header length {n} is over the {HEADER_SIZE_CAP}-byte cap")
             if 8 + n > st.st_size:
-                raise HeaderError(path, f"header length {n} runs past the end of the file "
-                                        f"({st.st_size} bytes)")
+                raise HeaderError(
+                    path, f"header length {n} runs past the end of the file ({st.st_size} bytes)"
+                )
             data = fh.read(n)
     except OSError as exc:
         raise HeaderError(path, describe_os_error(exc)) from None
@@ -146,7 +158,7 @@ def read_header_info(path: Path) -> HeaderInfo:
             if end is not None:
                 data_end = max(data_end, end)
     meta = header.get(METADATA_KEY)
-    metadata = ({str(k): str(v) for k, v in meta.items()} if isinstance(meta, dict) else {})
+    metadata = {str(k): str(v) for k, v in meta.items()} if isinstance(meta, dict) else {}
     return HeaderInfo(weight_bytes, 8 + n + data_end, size, metadata)
 
 

@@ -117,8 +117,9 @@ def read_index_shards(model_dir: Path) -> tuple[list[str], int | None]:
         if not isinstance(shard, str):
             raise ShardIndexError(path, f"weight_map[{tensor!r}] is not a string")
         if not is_plain_file_name(shard):
-            raise ShardIndexError(path, f"shard name {shard!r} is not a plain file name "
-                                        "in the model folder")
+            raise ShardIndexError(
+                path, f"shard name {shard!r} is not a plain file name in the model folder"
+            )
         names.add(shard)
     shards = sorted(names)
     for shard in shards:
@@ -206,11 +207,7 @@ def estimate_params_from_config(config: ModelConfig) -> float | None:
     if hd is None:
         ratio = h / nh if nh > 0 else math.nan
         hd = _round_half_away(ratio) if nh > 0 and math.isfinite(ratio) else 64.0
-    per_layer = (
-        h * (nh * hd) + 2.0 * h * (kvh * hd) + (nh * hd) * h
-        + 3.0 * h * f * e
-        + 2.0 * h
-    )
+    per_layer = h * (nh * hd) + 2.0 * h * (kvh * hd) + (nh * hd) * h + 3.0 * h * f * e + 2.0 * h
     params = v * h + layers * per_layer
     return params / 1e9
 
@@ -231,13 +228,16 @@ def resolve_weight_bytes(model_dir: Path, config: ModelConfig | None) -> Weights
     return weights_from_config(config, warnings)
 
 
-def weights_from_config(config: ModelConfig | None, warnings: list[str] | None = None
-                        ) -> WeightsTerm:
+def weights_from_config(
+    config: ModelConfig | None, warnings: list[str] | None = None
+) -> WeightsTerm:
     """Steps 4 and 5: the analytical count, else the 7 B fallback."""
     notes = tuple(warnings or ())
     billions = estimate_params_from_config(config) if config is not None else None
     if billions is not None:
-        return WeightsTerm(params_billions_to_bytes(billions), WeightsSource.ANALYTICAL_CONFIG,
-                           notes)
-    return WeightsTerm(params_billions_to_bytes(FALLBACK_PARAMS_BILLIONS), WeightsSource.FALLBACK,
-                       notes)
+        return WeightsTerm(
+            params_billions_to_bytes(billions), WeightsSource.ANALYTICAL_CONFIG, notes
+        )
+    return WeightsTerm(
+        params_billions_to_bytes(FALLBACK_PARAMS_BILLIONS), WeightsSource.FALLBACK, notes
+    )

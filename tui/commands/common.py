@@ -1,0 +1,82 @@
+"""Flags and helpers shared by subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from core.backend import BACKEND_CHOICES
+from core.estimate import DEFAULT_CTX_LEN
+
+
+def int_at_least(flag: str, minimum: int) -> Callable[[str], int]:
+    """An argparse type: a decimal integer of at least `minimum`."""
+
+    def convert(text: str) -> int:
+        try:
+            value = int(text, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got '{text}'") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    convert.__name__ = flag
+    return convert
+
+
+def add_estimate_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--max-tokens",
+        "-n",
+        type=int_at_least("--max-tokens", 0),
+        default=DEFAULT_CTX_LEN,
+        metavar="N",
+        help=f"context length in tokens (default {DEFAULT_CTX_LEN})",
+    )
+    p.add_argument(
+        "--batch",
+        type=int_at_least("--batch", 1),
+        default=1,
+        metavar="N",
+        help="concurrent sequences (default 1)",
+    )
+    p.add_argument(
+        "--kv-cache-mode",
+        choices=("fp16", "int8"),
+        default="fp16",
+        help="KV cache element type (default fp16)",
+    )
+    p.add_argument(
+        "--quant",
+        default="default",
+        metavar="{default,fp16,int8,int4}",
+        help="quantization label (never changes the bytes)",
+    )
+    p.add_argument(
+        "--backend",
+        choices=BACKEND_CHOICES,
+        default="auto",
+        help="backend to estimate for; only rocm adds the in-flight reserve "
+        "(default: this machine's, detected without starting a GPU runtime)",
+    )
+    p.add_argument(
+        "--inflight-mb",
+        metavar="RAW",
+        default=None,
+        help="ROCm in-flight budget in MiB; overrides MLX_ROCM_MAX_INFLIGHT_MB and "
+        "goes through the same parser (0 = bound off)",
+    )
+    p.add_argument(
+        "--memory-limit",
+        metavar="SIZE",
+        default=None,
+        help="available memory, e.g. 64GB, 512M or bytes; beats MLXCEL_MEMORY_LIMIT",
+    )
+
+
+def warn(lines: Sequence[str]) -> None:
+    """Print warning lines to stderr, one line each."""
+    for line in lines:
+        print(f"vramscope: warning: {line}", file=sys.stderr)

@@ -1,0 +1,69 @@
+"""`vramscope inspect MODEL`: mlxcel's banner or JSON report for one model."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from core import __version__
+from core.backend import resolve_backend
+from core.environment import read_env, resolve_settings
+from core.errors import UsageError
+from core.estimate import Workload, estimate, parse_quant_hint
+from core.memory_size import parse_optional_memory_size
+from core.model import read_model_dir
+from core.report import DOES_NOT_FIT_NOTE, format_estimate, inspect_report, to_json_pretty
+from tui.commands.common import add_estimate_flags, warn
+
+
+def register(sub: Any) -> None:
+    """Add the `inspect` parser."""
+    p = sub.add_parser(
+        "inspect",
+        help="print the memory estimate of a model",
+        description="Print mlxcel's pre-load memory estimate for MODEL.",
+    )
+    p.add_argument("model", metavar="MODEL", help="a model folder")
+    add_estimate_flags(p)
+    p.add_argument("--json", action="store_true", help="print the JSON report")
+    p.set_defaults(func=run)
+
+
+def parse_memory_limit_flag(text: str | None) -> int | None:
+    """`--memory-limit`: a size, or 0/none for "not set"; anything else is a usage error."""
+    if text is None:
+        return None
+    limit = parse_optional_memory_size(text)
+    if limit is None and text.strip().lower() not in ("", "0", "none"):
+        raise UsageError("--memory-limit", f"'{text}' is not a size (e.g. 64GB, 512M, 1073741824)")
+    return limit
+
+
+def run(args: argparse.Namespace) -> int:
+    """`vramscope inspect`: the banner (or JSON) for one model."""
+    try:
+        quant = parse_quant_hint(args.quant)
+    except ValueError as exc:
+        raise UsageError("--quant", str(exc).removeprefix("--quant: ")) from None
+    memory_limit = parse_memory_limit_flag(args.memory_limit)
+    choice = resolve_backend(args.backend)
+    resolved = resolve_settings(
+        choice.backend, read_env(), inflight_flag=args.inflight_mb, memory_limit=memory_limit
+    )
+    model = read_model_dir(Path(args.model), display=args.model)
+    warn(resolved.warnings + model.warnings)
+    workload = Workload(
+        max_tokens=args.max_tokens,
+        batch=args.batch,
+        kv_int8=args.kv_cache_mode == "int8",
+        quant=quant,
+    )
+    est = estimate(model, workload, resolved.settings)
+    if args.json:
+        print(to_json_pretty(inspect_report(model, est, __version__)))
+        return 0
+    print(format_estimate(args.model, est))
+    if not est.fits:
+        print(DOES_NOT_FIT_NOTE)
+    return 0
