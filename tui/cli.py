@@ -14,7 +14,7 @@ from typing import NoReturn
 
 from core import __version__
 from core.errors import VramscopeError
-from tui.commands import COMMAND_MODULES
+from tui.commands import command_modules
 
 EXIT_USAGE = 2
 
@@ -35,7 +35,7 @@ def build_parser() -> OneLineParser:
     )
     parser.add_argument("--version", action="version", version=f"vramscope {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=OneLineParser)
-    for name in COMMAND_MODULES:
+    for name in command_modules():
         importlib.import_module(f"tui.commands.{name}").register(sub)
     return parser
 

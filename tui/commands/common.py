@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from core.backend import BACKEND_CHOICES
 from core.estimate import DEFAULT_CTX_LEN
@@ -27,6 +28,8 @@ def int_at_least(flag: str, minimum: int) -> Callable[[str], int]:
 
 
 def add_estimate_flags(p: argparse.ArgumentParser) -> None:
+    """The flags that shape an estimate, shared by inspect, measure and screenshot."""
+    add_model_source_flags(p)
     p.add_argument(
         "--max-tokens",
         "-n",
@@ -73,6 +76,18 @@ def add_estimate_flags(p: argparse.ArgumentParser) -> None:
         metavar="SIZE",
         default=None,
         help="available memory, e.g. 64GB, 512M or bytes; beats MLXCEL_MEMORY_LIMIT",
+    )
+
+
+def add_model_source_flags(p: argparse.ArgumentParser) -> None:
+    """`--models-dir DIR`, repeatable: extra folders to look for models in."""
+    p.add_argument(
+        "--models-dir",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="DIR",
+        help="a folder of model folders to search (repeatable; also VRAMSCOPE_MODELS_DIR)",
     )
 
 

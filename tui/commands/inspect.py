@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from core import __version__
 from core.backend import resolve_backend
+from core.catalog import resolve_model
 from core.environment import read_env, resolve_settings
 from core.errors import UsageError
 from core.estimate import Workload, estimate, parse_quant_hint
 from core.memory_size import parse_optional_memory_size
-from core.model import read_model_dir
 from core.report import DOES_NOT_FIT_NOTE, format_estimate, inspect_report, to_json_pretty
 from tui.commands.common import add_estimate_flags, warn
 
@@ -24,7 +23,11 @@ def register(sub: Any) -> None:
         help="print the memory estimate of a model",
         description="Print mlxcel's pre-load memory estimate for MODEL.",
     )
-    p.add_argument("model", metavar="MODEL", help="a model folder")
+    p.add_argument(
+        "model",
+        metavar="MODEL",
+        help="a model folder, a built-in profile name or a repo id in the local HF cache",
+    )
     add_estimate_flags(p)
     p.add_argument("--json", action="store_true", help="print the JSON report")
     p.set_defaults(func=run)
@@ -51,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     resolved = resolve_settings(
         choice.backend, read_env(), inflight_flag=args.inflight_mb, memory_limit=memory_limit
     )
-    model = read_model_dir(Path(args.model), display=args.model)
+    model = resolve_model(args.model, args.models_dir)
     warn(resolved.warnings + model.warnings)
     workload = Workload(
         max_tokens=args.max_tokens,
