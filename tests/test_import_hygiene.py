@@ -1,0 +1,105 @@
+"""Dependencies point one way and torch stays out of start-up.
+
+core imports nothing of ours and no UI or torch; tui and hip_backend never pull
+torch in at import time. Checked in fresh interpreters, plus a static scan of
+every import statement so a lazy import cannot smuggle a forbidden edge in.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def modules_after(statement: str) -> set[str]:
+    code = f"import sys, json; {statement}; print(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        timeout=120,
+    ).stdout
+    return set(json.loads(out))
+
+
+def top_level(mods: set[str]) -> set[str]:
+    return {m.split(".")[0] for m in mods}
+
+
+def test_importing_core_pulls_in_no_ui_torch_or_hub() -> None:
+    loaded = top_level(
+        modules_after(
+            "import core, core.catalog, core.profiles, core.report, core.environment, "
+            "core.measurement, core.downstream, core.prompt_cache"
+        )
+    )
+    assert not loaded & {
+        "textual",
+        "rich",
+        "torch",
+        "numpy",
+        "tui",
+        "hip_backend",
+        "huggingface_hub",
+        "safetensors",
+    }
+
+
+def test_importing_tui_and_the_cli_does_not_pull_torch() -> None:
+    loaded = top_level(modules_after("import tui, tui.cli; tui.cli.build_parser()"))
+    assert "torch" not in loaded
+    assert "textual" not in loaded  # `vramscope inspect` never pays for the UI
+
+
+def test_importing_hip_backend_does_not_pull_torch() -> None:
+    assert "torch" not in top_level(modules_after("import hip_backend"))
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+FORBIDDEN = {
+    "core": {"textual", "rich", "torch", "numpy", "tui", "hip_backend", "safetensors"},
+    "hip_backend": {"textual", "tui", "rich"},
+    "tui": {"torch", "numpy", "safetensors"},
+}
+
+
+@pytest.mark.parametrize("package", sorted(FORBIDDEN))
+def test_no_forbidden_import_statement_anywhere(package: str) -> None:
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(_imports(path) & FORBIDDEN[package])
+        for path in (ROOT / package).rglob("*.py")
+        if _imports(path) & FORBIDDEN[package]
+    }
+    assert offenders == {}
+
+
+def test_torch_is_imported_only_inside_functions_in_hip_backend() -> None:
+    for path in (ROOT / "hip_backend").rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                names = (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module or ""]
+                )
+                assert not any(n.split(".")[0] == "torch" for n in names), path
