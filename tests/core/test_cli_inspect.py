@@ -38,7 +38,7 @@ def test_worked_example_through_the_cli(skeleton: Callable[..., Path], capsys, m
 
 @pytest.mark.parametrize(
     ("repo", "total"),
-    [(LLAMA_4BIT, 6_653_428_633), (QWEN25_4BIT, 6_450_519_211), (QWEN3_MOE_4BIT, 21_793_451_253)],
+    [(LLAMA_4BIT, 6_653_428_633), (QWEN25_4BIT, 6_314_147_635), (QWEN3_MOE_4BIT, 21_790_966_527)],
 )
 @pytest.mark.parametrize("layout", ["headers", "index-only"])
 def test_three_measured_models(skeleton, capsys, repo: str, total: int, layout: str) -> None:
@@ -159,7 +159,7 @@ def test_defaults_match_mlxcel(skeleton, capsys) -> None:
     [
         (["--batch", "0"], "--batch: must be at least 1"),
         (["--batch", "two"], "--batch: expected an integer"),
-        (["--max-tokens", "-1"], "--max-tokens: must be at least 0"),
+        (["--max-tokens", "-1"], "--max-tokens/-n: must be at least 0"),
         (["--kv-cache-mode", "turbo4"], "--kv-cache-mode: invalid choice"),
         (["--quant", "turbo3"], "--quant: unknown value 'turbo3'"),
         (["--backend", "vulkan"], "--backend: invalid choice"),
@@ -446,7 +446,7 @@ def test_console_script_in_a_subprocess(skeleton) -> None:
         env=env,
     )
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["total_bytes"] == 6_450_519_211
+    assert json.loads(proc.stdout)["total_bytes"] == 6_314_147_635
     proc = subprocess.run(
         [sys.executable, "-m", "tui", "inspect", "--batch", "x", folder],
         capture_output=True,
