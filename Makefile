@@ -16,7 +16,7 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/vramscope
 
-test: $(STAMP)
+test: lint typecheck
 	$(BIN)/pytest -q
 
 lint: $(STAMP)
