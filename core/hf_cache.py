@@ -1,0 +1,276 @@
+"""The local Hugging Face cache, read offline through `huggingface_hub.scan_cache_dir`.
+
+The hub writes `models--org--name/{blobs/<hash>, refs/<ref>, snapshots/<commit>/<file>}`
+where each snapshot file is a relative symlink into `blobs/`. A repo can hold
+several snapshots; the catalog shows one per repo: the one `refs/main` points
+to, else the most recently written. Interrupted downloads leave
+`blobs/<hash>.incomplete` behind.
+
+huggingface_hub is imported lazily, inside `scan_hf_cache`, so `import core`
+stays light; `HF_HUB_OFFLINE` is set first so nothing it does can reach the
+network. The cache folder is computed here from the environment at call time
+(huggingface_hub reads it once, at import), and passed explicitly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.errors import describe_os_error
+
+MODEL_PREFIX = "models--"
+IGNORED_ENTRIES = frozenset({".locks", "CACHEDIR.TAG", ".DS_Store", ".gitignore"})
+
+
+def hf_cache_dir(env: Mapping[str, str] | None = None) -> Path:
+    """The hub cache folder huggingface_hub would use, from `env` (default os.environ).
+
+    Same order as `huggingface_hub.constants`: `HF_HUB_CACHE`, the legacy
+    `HUGGINGFACE_HUB_CACHE`, `$HF_HOME/hub`, `$XDG_CACHE_HOME/huggingface/hub`,
+    `~/.cache/huggingface/hub`; `~` and `$VARS` are expanded.
+    """
+    env = os.environ if env is None else env
+
+    def expand(path: str) -> str:
+        return os.path.expandvars(os.path.expanduser(path))
+
+    if env.get("HF_HUB_CACHE"):
+        return Path(expand(env["HF_HUB_CACHE"]))
+    if env.get("HUGGINGFACE_HUB_CACHE"):
+        return Path(expand(env["HUGGINGFACE_HUB_CACHE"]))
+    if env.get("HF_HOME"):
+        return Path(expand(env["HF_HOME"])) / "hub"
+    xdg = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(expand(xdg)) / "huggingface" / "hub"
+
+
+def repo_folder_name(repo_id: str) -> str:
+    """`models--org--name` for `org/name`, as the hub names cache folders."""
+    return MODEL_PREFIX + repo_id.replace("/", "--")
+
+
+@dataclass(frozen=True)
+class CachedModel:
+    """One model repo of the cache, at the snapshot the catalog shows."""
+
+    repo_id: str
+    repo_path: Path
+    snapshot_path: Path
+    commit_hash: str
+    refs: tuple[str, ...]
+    """Ref names pointing at this snapshot (`main`, `refs/pr/2`), sorted."""
+    other_revisions: tuple[str, ...] = ()
+    incomplete_files: tuple[Path, ...] = ()
+    """`blobs/*.incomplete` left by an unfinished download of this repo."""
+
+
+@dataclass(frozen=True)
+class CacheProblem:
+    """A cache entry that could not be read as a model repo, and why."""
+
+    location: str
+    reason: str
+    repo_id: str | None = None
+
+
+@dataclass(frozen=True)
+class CacheScan:
+    """What the cache holds: model repos and the entries that were left out."""
+
+    cache_dir: Path
+    models: tuple[CachedModel, ...] = ()
+    problems: tuple[CacheProblem, ...] = field(default=())
+    exists: bool = True
+
+
+def _import_hub() -> Any:
+    # Offline before the import: the hub reads HF_HUB_OFFLINE once, at import time.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import huggingface_hub
+    from huggingface_hub.utils import _cache_manager
+
+    return huggingface_hub, _cache_manager
+
+
+def _pick_revision(revisions: Iterable[Any]) -> tuple[Any, list[Any]]:
+    """The snapshot to show (the one `main` points to, else the newest) and the others."""
+    ordered = sorted(
+        revisions,
+        key=lambda r: ("main" in r.refs, bool(r.refs), r.last_modified, r.commit_hash),
+        reverse=True,
+    )
+    return ordered[0], ordered[1:]
+
+
+def _repo_problem(repo_path: Path, reason: str) -> CacheProblem:
+    name = repo_path.name
+    repo_id = (
+        name[len(MODEL_PREFIX) :].replace("--", "/") if name.startswith(MODEL_PREFIX) else None
+    )
+    return CacheProblem(str(repo_path), reason, repo_id)
+
+
+def _incomplete_by_repo(cache_dir: Path, info: Any) -> dict[Path, list[Path]]:
+    """`*.incomplete` blobs keyed by repo folder (from the scan when it reports them)."""
+    found: dict[Path, list[Path]] = {}
+    files = getattr(info, "incomplete_files", None)
+    if files is not None:
+        paths = [f.file_path for f in files]
+    else:  # huggingface_hub before incomplete_files: the same glob it uses
+        paths = list(cache_dir.glob("*/blobs/*.incomplete"))
+    for path in paths:
+        found.setdefault(Path(path).parent.parent, []).append(Path(path))
+    return found
+
+
+def _convert(repo: Any, incomplete: Mapping[Path, list[Path]]) -> CachedModel | CacheProblem:
+    if not repo.revisions:
+        return _repo_problem(repo.repo_path, "no snapshot in the cache (download not started)")
+    chosen, others = _pick_revision(repo.revisions)
+    return CachedModel(
+        repo_id=repo.repo_id,
+        repo_path=Path(repo.repo_path),
+        snapshot_path=Path(chosen.snapshot_path),
+        commit_hash=chosen.commit_hash,
+        refs=tuple(sorted(chosen.refs)),
+        other_revisions=tuple(r.commit_hash for r in others),
+        incomplete_files=tuple(sorted(incomplete.get(Path(repo.repo_path), ()))),
+    )
+
+
+def _scan_repo_by_repo(cache_dir: Path, cache_manager: Any) -> tuple[list[Any], list[CacheProblem]]:
+    """The fallback when the whole-cache scan raised: one repo at a time, each contained.
+
+    `scan_cache_dir` turns only `CorruptedCacheException` into a warning; a folder
+    it cannot list (permissions, a symlink loop) raises out of the whole scan.
+    """
+    repos: list[Any] = []
+    problems: list[CacheProblem] = []
+    try:
+        entries = sorted(os.scandir(cache_dir), key=lambda e: e.name)
+    except OSError as exc:
+        return [], [
+            CacheProblem(str(cache_dir), f"cannot list the cache: {describe_os_error(exc)}")
+        ]
+    for entry in entries:
+        if entry.name in IGNORED_ENTRIES or entry.name.startswith("."):
+            continue
+        path = Path(entry.path)
+        try:
+            repos.append(cache_manager._scan_cached_repo(path))
+        except OSError as exc:
+            problems.append(_repo_problem(path, f"cannot read: {describe_os_error(exc)}"))
+        except Exception as exc:  # anything the hub raises for one repo stays with that repo
+            problems.append(_repo_problem(path, str(exc) or type(exc).__name__))
+    return repos, problems
+
+
+def scan_hf_cache(cache_dir: Path) -> CacheScan:
+    """Every model repo in the cache at `cache_dir`; never raises, never goes online."""
+    try:
+        if not cache_dir.is_dir():
+            return CacheScan(cache_dir, exists=False)
+    except OSError:
+        return CacheScan(cache_dir, exists=False)
+    try:
+        hub, cache_manager = _import_hub()
+    except ImportError as exc:
+        reason = f"huggingface_hub is not installed ({exc}); the HF cache is not read"
+        return CacheScan(cache_dir, problems=(CacheProblem(str(cache_dir), reason),))
+    problems: list[CacheProblem] = []
+    info: Any = None
+    try:
+        info = hub.scan_cache_dir(cache_dir=cache_dir)
+        repos = list(info.repos)
+        for warning in info.warnings:
+            problems.append(_problem_from_warning(cache_dir, warning))
+    except Exception:  # see _scan_repo_by_repo: fall back to one repo at a time
+        repos, problems = _scan_repo_by_repo(cache_dir, cache_manager)
+    try:
+        incomplete = _incomplete_by_repo(cache_dir, info)
+    except OSError:
+        incomplete = {}
+    models: list[CachedModel] = []
+    for repo in sorted(repos, key=lambda r: r.repo_id):
+        if repo.repo_type != "model":
+            problems.append(
+                CacheProblem(str(repo.repo_path), f"a {repo.repo_type} repo, not a model")
+            )
+            continue
+        converted = _convert(repo, incomplete)
+        if isinstance(converted, CachedModel):
+            models.append(converted)
+        else:
+            problems.append(converted)
+    return CacheScan(cache_dir, tuple(models), tuple(problems))
+
+
+def _problem_from_warning(cache_dir: Path, warning: Exception) -> CacheProblem:
+    """A `CorruptedCacheException` as a problem, attributed to its repo folder when named."""
+    text = str(warning)
+    repo_path = _repo_path_in(cache_dir, text)
+    if repo_path is None:
+        return CacheProblem(str(cache_dir), text)
+    return _repo_problem(repo_path, text.replace(str(repo_path), "").replace(" ()", "").strip())
+
+
+def _repo_path_in(cache_dir: Path, text: str) -> Path | None:
+    """The `models--*` folder a hub message names, if any."""
+    marker = str(cache_dir) + os.sep
+    start = text.find(marker)
+    if start < 0:
+        return None
+    rest = text[start + len(marker) :]
+    name = rest.split(os.sep, 1)[0].rstrip(").,:")
+    return cache_dir / name if name else None
+
+
+# --- Writing the layout (tests and the benchmark build caches the way the hub does) ---
+
+
+def git_blob_hash(data: bytes) -> str:
+    """The git blob sha1 the hub names small (non-LFS) files' blobs by."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def write_cache_file(
+    repo_path: Path,
+    commit: str,
+    file_name: str,
+    data: bytes = b"",
+    *,
+    from_file: Path | None = None,
+) -> Path:
+    """Write one snapshot file as the hub does: the blob, then a relative symlink to it.
+
+    Small files' blobs are named by their git blob sha1, as the hub names them.
+    `from_file` moves an already written file (e.g. a sparse safetensors skeleton)
+    into `blobs/` with `os.replace`, which keeps it sparse; its blob is named by a
+    sha256 of its path and size, standing in for the LFS oid (nothing reads it back).
+    """
+    blobs = repo_path / "blobs"
+    blobs.mkdir(parents=True, exist_ok=True)
+    if from_file is None:
+        blob = blobs / git_blob_hash(data)
+        if not blob.exists():
+            blob.write_bytes(data)
+    else:
+        stand_in = f"{repo_path.name}/{file_name}:{from_file.stat().st_size}".encode()
+        blob = blobs / hashlib.sha256(stand_in).hexdigest()
+        os.replace(from_file, blob)
+    link = repo_path / "snapshots" / commit / file_name
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(os.path.relpath(blob, link.parent))
+    return link
+
+
+def write_ref(repo_path: Path, ref: str, commit: str) -> None:
+    """`refs/<ref>` holding the commit hash (no newline, as the hub writes it)."""
+    path = repo_path / "refs" / ref
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(commit)

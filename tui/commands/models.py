@@ -1,0 +1,137 @@
+"""`vramscope models`: every model vramscope can name, and where it was found."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from core.catalog import (
+    ORIGIN_BUILTIN,
+    ORIGIN_FOLDER,
+    ORIGIN_HF_CACHE,
+    Catalog,
+    CatalogEntry,
+    build_catalog,
+)
+from core.units import format_bytes_short
+from core.weights import WeightsSource
+from tui.commands.common import add_model_source_flags
+
+_SOURCE_WORDS = {
+    WeightsSource.SAFETENSORS_HEADER: "header",
+    WeightsSource.ANALYTICAL_CONFIG: "config",
+    WeightsSource.FALLBACK: "fallback",
+}
+_COLUMNS = ("NAME", "FORMAT", "WEIGHTS", "SIZE FROM", "KV", "CONTEXT", "ON DISK", "WHERE")
+
+
+def register(sub: Any) -> None:
+    """Add the `models` parser."""
+    p = sub.add_parser(
+        "models",
+        help="list the models vramscope can name",
+        description="List built-in profiles, models in the Hugging Face cache and model "
+        "folders (--models-dir, VRAMSCOPE_MODELS_DIR). Reads nothing from the network.",
+    )
+    add_model_source_flags(p)
+    p.add_argument("--json", action="store_true", help="print the catalog as JSON")
+    p.add_argument(
+        "--verbose", "-v", action="store_true", help="also list what was skipped, and why"
+    )
+    p.set_defaults(func=run)
+
+
+def entry_row(entry: CatalogEntry) -> tuple[str, ...]:
+    """One table row: the columns of `_COLUMNS`."""
+    if entry.origin == ORIGIN_BUILTIN:
+        where = "built-in profile"
+    else:
+        where = f"{entry.origin_label}: {entry.path}"
+    return (
+        entry.name,
+        entry.format_label,
+        format_bytes_short(entry.weight_bytes),
+        _SOURCE_WORDS.get(entry.weights_source, entry.weights_source.json_label),
+        entry.kv_kind.value if entry.kv_kind else "unavailable",
+        str(entry.max_position_embeddings or "-"),
+        "yes" if entry.weights_on_disk else "no",
+        where,
+    )
+
+
+def format_table(rows: list[tuple[str, ...]]) -> list[str]:
+    """Left-aligned columns two spaces apart; the last column is not padded."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return [
+        "  ".join(cell.ljust(w) for cell, w in zip(row[:-1], widths, strict=False)) + "  " + row[-1]
+        for row in rows
+    ]
+
+
+def summary(catalog: Catalog) -> str:
+    """`14 models: 14 built-in, 0 in the HF cache (...), 0 in folders; 2 skipped`."""
+    count = {o: sum(e.origin == o for e in catalog.entries) for o in _ORIGINS}
+    cache = catalog.hf_cache_dir
+    cache_note = ""
+    if cache is not None:
+        cache_note = f" ({cache}{'' if cache.is_dir() else ': not found'})"
+    line = (
+        f"{len(catalog.entries)} models: {count[ORIGIN_BUILTIN]} built-in, "
+        f"{count[ORIGIN_HF_CACHE]} in the HF cache{cache_note}, "
+        f"{count[ORIGIN_FOLDER]} in folders"
+    )
+    if catalog.skipped:
+        line += f"; {len(catalog.skipped)} skipped"
+    return line
+
+
+_ORIGINS = (ORIGIN_BUILTIN, ORIGIN_HF_CACHE, ORIGIN_FOLDER)
+
+
+def catalog_json(catalog: Catalog) -> dict[str, Any]:
+    """The JSON document of `models --json`."""
+    return {
+        "hf_cache_dir": str(catalog.hf_cache_dir) if catalog.hf_cache_dir else None,
+        "models_dirs": [str(d) for d in catalog.models_dirs],
+        "models": [
+            {
+                "name": e.name,
+                "origin": e.origin,
+                "origin_label": e.origin_label,
+                "format": e.format_label,
+                "weight_bytes": e.weight_bytes,
+                "weights_source": e.weights_source.json_label,
+                "kv_kind": e.kv_kind.value if e.kv_kind else None,
+                "max_position_embeddings": e.max_position_embeddings,
+                "weights_on_disk": e.weights_on_disk,
+                "path": str(e.path) if e.path else None,
+                "revision": e.revision,
+                "refs": list(e.refs),
+                "profile_id": e.profile_id,
+            }
+            for e in catalog.entries
+        ],
+        "skipped": [
+            {"location": s.location, "name": s.name, "reason": s.reason} for s in catalog.skipped
+        ],
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    """`vramscope models`: the catalog as a table (or JSON)."""
+    catalog = build_catalog(args.models_dir)
+    if args.json:
+        print(json.dumps(catalog_json(catalog), indent=2, ensure_ascii=False))
+        return 0
+    if catalog.entries:
+        for line in format_table([_COLUMNS, *(entry_row(e) for e in catalog.entries)]):
+            print(line.rstrip())
+    print()
+    print(summary(catalog) + ("" if args.verbose or not catalog.skipped else " (--verbose: why)"))
+    if args.verbose and catalog.skipped:
+        print()
+        print("Skipped:")
+        for item in catalog.skipped:
+            print(f"  {item.location}: {item.reason}")
+    return 0
