@@ -48,8 +48,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command is None:
-            parser.print_help()
-            return 0
+            # No subcommand opens the explorer in a terminal; piped, it prints the help.
+            if not (sys.stdin.isatty() and sys.stdout.isatty()):
+                parser.print_help()
+                return 0
+            args = parser.parse_args(["explore"])
         return int(args.func(args))
     except VramscopeError as exc:
         print(f"vramscope: error: {exc}", file=sys.stderr)

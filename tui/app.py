@@ -1,0 +1,80 @@
+"""The explorer app: wiring only. State, layout and logic live in `screens/` and `widgets/`.
+
+`make_app` is the one way to build it; the command line, the screenshot
+command, the tests and the benchmark all call it, each with its own
+collaborators (`tui.deps`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import ClassVar
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+
+from core.measurement import MeasuredPeak
+from tui.deps import AppDeps, default_deps
+from tui.palette import explorer_commands
+from tui.screens.explorer_screen import ExplorerScreen
+from tui.screens.help_screen import HelpScreen
+from tui.state import LaunchOptions, choose_backend, initial_state
+
+
+class VramscopeApp(App[None]):
+    """vramscope's memory-budget explorer."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "vramscope"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit"),
+        Binding("question_mark", "help", "Help"),
+    ]
+
+    def __init__(
+        self,
+        deps: AppDeps,
+        options: LaunchOptions,
+        measured: MeasuredPeak | None = None,
+    ) -> None:
+        super().__init__()
+        self.deps = deps
+        self.options = options
+        self.machine = deps.detect_backend()
+        self.start = choose_backend(options.backend, self.machine)
+        self.initial, self.env_warnings = initial_state(options, deps.env, self.start)
+        self.measured = measured
+
+    def get_default_screen(self) -> Screen[None]:
+        return ExplorerScreen(self.deps, self.initial, self.start, self.machine, self.measured)
+
+    @property
+    def explorer(self) -> ExplorerScreen:
+        """The main screen (whatever is on top of it)."""
+        screen = self.screen_stack[0]
+        assert isinstance(screen, ExplorerScreen)
+        return screen
+
+    def on_mount(self) -> None:
+        for line in self.env_warnings:
+            self.notify(line, severity="warning", timeout=8)
+
+    def action_help(self) -> None:
+        """Show the help screen (once)."""
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield from explorer_commands(self)
+
+
+def make_app(
+    deps: AppDeps | None = None,
+    options: LaunchOptions | None = None,
+    measured: MeasuredPeak | None = None,
+) -> VramscopeApp:
+    """Build the explorer (the real machine unless `deps` says otherwise)."""
+    options = options or LaunchOptions()
+    return VramscopeApp(deps or default_deps(options.models_dirs), options, measured)

@@ -1,0 +1,124 @@
+"""The breakdown as rows of data: the banner's terms, values and notes, nothing rendered.
+
+Labels, byte values and notes are the ones `core.report.format_estimate` prints,
+so a row can be checked against `vramscope inspect` line by line: the allocator
+row shows `runtime_headroom - A - I` as the banner does, and the in-flight row
+exists only when the term is non-zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.available import AvailableMemory
+from core.estimate import MemoryEstimate
+from core.solve import FitLimit
+from core.units import format_bytes, sat_sub
+
+INFLIGHT_OFF_HINT = "off: unbounded in-flight set, not modelled"
+
+
+@dataclass(frozen=True)
+class BreakdownRow:
+    """One term of the estimate."""
+
+    key: str
+    """`weights`, `kv`, `activation`, `overhead`, `inflight`, `total` or `available`."""
+    label: str
+    bytes: int
+    note: str
+    subnote: str = ""
+    """A second note line (the KV per-token figure)."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """FITS with slack, or DOES NOT FIT with overflow."""
+
+    fits: bool
+    bytes: int
+
+    @property
+    def label(self) -> str:
+        """`FITS` or `DOES NOT FIT`."""
+        return "FITS" if self.fits else "DOES NOT FIT"
+
+    @property
+    def text(self) -> str:
+        """The banner's last line without its label."""
+        if self.fits:
+            return f"{format_bytes(self.bytes)} of headroom"
+        return f"{format_bytes(self.bytes)} over budget"
+
+
+TERM_KEYS = ("weights", "kv", "activation", "overhead", "inflight")
+
+
+def breakdown_rows(est: MemoryEstimate, available: AvailableMemory) -> list[BreakdownRow]:
+    """The banner's terms in order, then the total and the available memory."""
+    wl = est.workload
+    per_token = ""
+    if est.kv.available and est.kv.per_token_bytes > 0:
+        per_token = f"{format_bytes(est.kv.per_token_bytes)} per token at steady state, same dtype"
+    overhead_shown = sat_sub(
+        sat_sub(est.runtime_headroom_bytes, est.activation_bytes), est.backend_inflight_bytes
+    )
+    rows = [
+        BreakdownRow("weights", "Weights", est.weights_bytes, est.weights_source.text_label),
+        BreakdownRow("kv", "KV cache", est.kv.bytes, est.kv.detail, per_token),
+        BreakdownRow(
+            "activation",
+            "Activation",
+            est.activation_bytes,
+            f"batch {wl.batch} × ≤512 prefill tokens × (hidden+intermediate) + logits",
+        ),
+        BreakdownRow(
+            "overhead",
+            "Allocator ovhd",
+            overhead_shown,
+            f"factor {est.headroom_factor:.2f}x on weights+kv",
+        ),
+    ]
+    if est.backend_inflight_bytes > 0:
+        rows.append(
+            BreakdownRow(
+                "inflight",
+                "Backend in-flight",
+                est.backend_inflight_bytes,
+                "MLX_ROCM_MAX_INFLIGHT_MB",
+            )
+        )
+    rows.append(BreakdownRow("total", "Total estimate", est.total_bytes, ""))
+    rows.append(BreakdownRow("available", "Available", est.available_bytes, available.source))
+    return rows
+
+
+def verdict(est: MemoryEstimate) -> Verdict:
+    """The banner's FITS / DOES NOT FIT line."""
+    return Verdict(True, est.slack_bytes) if est.fits else Verdict(False, est.overflow_bytes)
+
+
+def context_limit_text(limit: FitLimit, trained: int | None) -> str:
+    """`Largest context that fits` in words."""
+    if limit.value is None:
+        return "none: the model does not fit even with an empty context"
+    if limit.unbounded:
+        return f"any (still fits at {limit.value:,} tokens: the KV cache stops growing)"
+    text = f"{limit.value:,} tokens"
+    if trained is not None:
+        if limit.value >= trained:
+            text += f" (covers the trained {trained:,})"
+        else:
+            text += f" (of the trained {trained:,})"
+    return text
+
+
+def inflight_limit_text(limit: FitLimit | None, backend_label: str) -> str:
+    """`Largest in-flight budget that fits` in words."""
+    if limit is None:
+        return f"n/a: {backend_label} builds reserve no in-flight budget"
+    if limit.value is None:
+        return "none: it does not fit even with the bound off (0)"
+    if limit.unbounded:
+        return f"any (up to {limit.value:,} MiB)"
+    return f"{limit.value:,} MiB"

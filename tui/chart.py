@@ -1,0 +1,138 @@
+"""The total against context on a log axis, as Rich text: columns, the available line, a marker.
+
+Pure: the caller evaluates the real estimate at `sample_contexts(...)` and hands
+the totals in, so the chart can never disagree with the breakdown.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rich.style import Style
+from rich.text import Text
+
+from core.units import GIB, MIB
+
+_BLOCKS = " ▁▂▃▄▅▆▇█"
+LABEL_WIDTH = 9
+
+
+@dataclass(frozen=True)
+class ChartStyles:
+    """Styles of the chart's parts."""
+
+    fits: Style | str = "green"
+    over: Style | str = "red"
+    current: Style | str = "bold cyan"
+    available: Style | str = "yellow"
+    axis: Style | str = "dim"
+
+
+def sample_contexts(lo: int, hi: int, count: int) -> list[int]:
+    """`count` contexts from `lo` to `hi`, evenly spaced on a log scale."""
+    if count <= 1 or hi <= lo:
+        return [hi] * max(count, 1)
+    ratio = math.log(hi / lo)
+    return [round(lo * math.exp(ratio * i / (count - 1))) for i in range(count)]
+
+
+def nearest_column(contexts: Sequence[int], tokens: int) -> int:
+    """The column whose context is closest to `tokens` on the log scale."""
+    target = math.log(max(tokens, 1))
+    return min(range(len(contexts)), key=lambda i: abs(math.log(max(contexts[i], 1)) - target))
+
+
+def short_bytes(b: int) -> str:
+    """`76.8 GiB`, `512 MiB`: an axis label."""
+    if b >= GIB:
+        return f"{b / GIB:.1f} GiB"
+    return f"{b / MIB:.0f} MiB"
+
+
+def short_tokens(n: int) -> str:
+    """`256`, `4K`, `128K`, `1M`: an axis tick."""
+    if n >= 1 << 20 and n % (1 << 20) == 0:
+        return f"{n >> 20}M"
+    if n >= 1024 and n % 1024 == 0:
+        return f"{n >> 10}K"
+    return str(n)
+
+
+def render_chart(
+    contexts: Sequence[int],
+    totals: Sequence[int],
+    available: int,
+    current: int,
+    height: int,
+    styles: ChartStyles | None = None,
+) -> Text:
+    """Columns of `totals` (one per context), `height` rows, plus two axis lines.
+
+    `current` is the column of the context on screen; it is drawn in the
+    `current` style and marked under the axis.
+    """
+    styles = styles or ChartStyles()
+    width = len(contexts)
+    top = max([*totals, available, 1])
+    top += top // 12  # room above the tallest column and the available line
+    eighths = [min(height * 8, (t * height * 8 + top // 2) // top) for t in totals]
+    avail_row = min(height - 1, available * height // top) if available > 0 else -1
+    lines: list[Text] = []
+    for row in range(height - 1, -1, -1):  # top row first; row 0 is the bottom
+        line = Text(no_wrap=True)
+        if row == avail_row:
+            label, tick = short_bytes(available), "┤"
+        elif row == height - 1 and avail_row < height - 3:
+            label, tick = short_bytes(top), "┤"
+        elif row == 0 and avail_row > 1:
+            label, tick = "0", "┤"
+        else:
+            label, tick = "", "│"
+        line.append(label.rjust(LABEL_WIDTH - 1)[: LABEL_WIDTH - 1] + " ", styles.axis)
+        line.append(tick, styles.available if row == avail_row else styles.axis)
+        for col in range(width):
+            fill = min(8, max(0, eighths[col] - row * 8))
+            if fill == 0 and row == avail_row:
+                line.append("┈", styles.available)
+                continue
+            if col == current:
+                style = styles.current
+            else:
+                style = styles.fits if totals[col] <= available else styles.over
+            line.append(_BLOCKS[fill], style)
+        lines.append(line)
+    axis = Text(" " * LABEL_WIDTH + "└" + "─" * width, styles.axis, no_wrap=True)
+    lines.append(axis)
+    lines.append(_tick_line(contexts, current, styles))
+    return Text("\n").join(lines)
+
+
+def _tick_line(contexts: Sequence[int], current: int, styles: ChartStyles) -> Text:
+    width = len(contexts)
+    cells = [" "] * (width + 1)
+    taken = [False] * (width + 1)
+
+    def place(col: int, label: str) -> bool:
+        start = min(max(col - len(label) // 2, 0), width - len(label))
+        span = range(max(start - 1, 0), min(start + len(label) + 1, width + 1))
+        if start < 0 or any(taken[i] for i in span):
+            return False
+        for i, ch in enumerate(label):
+            cells[start + i] = ch
+            taken[start + i] = True
+        return True
+
+    place(0, short_tokens(contexts[0]))
+    place(width - 1, short_tokens(contexts[-1]))
+    tick = 1024
+    while tick < contexts[-1]:
+        if tick > contexts[0]:
+            place(nearest_column(contexts, tick), short_tokens(tick))
+        tick *= 4
+    text = Text(" " * LABEL_WIDTH + " ", no_wrap=True)
+    text.append("".join(cells[:width]), styles.axis)
+    marker = current + LABEL_WIDTH + 1
+    text = text[:marker] + Text("▲", styles.current) + text[marker + 1 :]
+    return text

@@ -1,0 +1,77 @@
+"""The command lines that reproduce what the explorer shows.
+
+`vramscope inspect ...` prints the same banner here; the `mlxcel inspect ...`
+line, with `MLX_ROCM_MAX_INFLIGHT_MB` in front on ROCm, is what to run on the
+machine itself. Every value that differs from the defaults is spelled out, and
+available memory that is not detected becomes an exact byte count.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from core.activation import ACTIVATION_BUFFER_MULT, ACTIVATION_MULT_ENV
+from core.available import MEMORY_LIMIT_ENV, AvailableMemory
+from core.backend import Backend
+from core.backend_inflight import ROCM_MAX_INFLIGHT_ENV
+from core.estimate import QuantHint
+from core.headroom import DEFAULT_HEADROOM_FACTOR, HEADROOM_FACTOR_ENV
+from tui.presets import DETECTED
+from tui.state import ExplorerState
+
+
+def _env_prefix(state: ExplorerState) -> list[str]:
+    env = []
+    if state.headroom_factor != DEFAULT_HEADROOM_FACTOR:
+        env.append(f"{HEADROOM_FACTOR_ENV}={state.headroom_factor!r}")
+    if state.activation_mult != ACTIVATION_BUFFER_MULT:
+        env.append(f"{ACTIVATION_MULT_ENV}={state.activation_mult!r}")
+    return env
+
+
+def _workload_flags(state: ExplorerState) -> list[str]:
+    flags = ["--max-tokens", str(state.max_tokens)]
+    if state.batch != 1:
+        flags += ["--batch", str(state.batch)]
+    if state.kv_int8:
+        flags += ["--kv-cache-mode", "int8"]
+    if state.quant is not QuantHint.DEFAULT:
+        flags += ["--quant", state.quant.json_label]
+    return flags
+
+
+def _limit(state: ExplorerState, available: AvailableMemory | None) -> int | None:
+    if state.memory.key == DETECTED or available is None:
+        return None
+    return available.bytes
+
+
+def vramscope_command(
+    state: ExplorerState, available: AvailableMemory | None, model_arg: str
+) -> str:
+    """`vramscope inspect MODEL ...` for the current state."""
+    words = ["vramscope", "inspect", model_arg, *_workload_flags(state)]
+    words += ["--backend", state.backend.value]
+    if state.backend is Backend.ROCM:
+        words += ["--inflight-mb", str(state.inflight_mib)]
+    limit = _limit(state, available)
+    if limit is not None:
+        words += ["--memory-limit", str(limit)]
+    return _join(_env_prefix(state), words)
+
+
+def mlxcel_command(state: ExplorerState, available: AvailableMemory | None, model_arg: str) -> str:
+    """`MLX_ROCM_MAX_INFLIGHT_MB=... mlxcel inspect -m MODEL --max-tokens N ...`."""
+    env = []
+    if state.backend is Backend.ROCM:
+        env.append(f"{ROCM_MAX_INFLIGHT_ENV}={state.inflight_mib}")
+    limit = _limit(state, available)
+    if limit is not None:
+        env.append(f"{MEMORY_LIMIT_ENV}={limit}")
+    env += _env_prefix(state)
+    return _join(env, ["mlxcel", "inspect", "-m", model_arg, *_workload_flags(state)])
+
+
+def _join(env: list[str], words: list[str]) -> str:
+    # Assignments hold only names and numbers; everything else is shell-quoted.
+    return " ".join([*env, *(shlex.quote(w) for w in words)])

@@ -1,0 +1,38 @@
+"""`vramscope explore` (and `vramscope` alone): the interactive memory-budget explorer."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from tui.commands._launch import add_launch_flags, launch_options
+
+
+def register(sub: Any) -> None:
+    """Add the `explore` parser."""
+    p = sub.add_parser(
+        "explore",
+        help="explore the estimate live in a terminal UI (the default)",
+        description="Open the memory-budget explorer: pick a model, move the sliders, "
+        "watch every term of the estimate.",
+    )
+    add_launch_flags(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the explorer until the user quits."""
+    options = launch_options(args)
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        print(
+            "vramscope: error: the explorer needs a terminal; "
+            "use `vramscope inspect` or `vramscope screenshot` instead",
+            file=sys.stderr,
+        )
+        return 2
+    from tui.app import make_app  # Textual is imported only when the explorer opens
+
+    app = make_app(options=options)
+    app.run()
+    return app.return_code or 0

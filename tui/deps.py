@@ -1,0 +1,96 @@
+"""The explorer's collaborators, injected so tests and screenshots never depend on the machine.
+
+Everything that reads files, probes the hardware or tells the time goes through
+`AppDeps`. The app calls the reading ones only from worker threads. Tests and
+`vramscope screenshot` pass fixed detections and the built-in profiles; the
+command line passes `default_deps()`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+from core.available import MEMORY_LIMIT_ENV, AvailableMemory, resolve_available_memory
+from core.backend import Backend, BackendChoice, detect_backend
+from core.catalog import Catalog, CatalogEntry, build_catalog, entry_snapshot, resolve_entry
+from core.environment import read_env
+from core.errors import ModelNotFoundError
+from core.model import ModelSnapshot
+
+
+@dataclass(frozen=True)
+class AppDeps:
+    """What the explorer needs from the outside world."""
+
+    build_catalog: Callable[[], Catalog]
+    """The model list (worker thread)."""
+    resolve_entry: Callable[[str], CatalogEntry]
+    """A MODEL name to its entry, as `inspect` resolves it (worker thread)."""
+    load_snapshot: Callable[[CatalogEntry], ModelSnapshot]
+    """Read a model (worker thread)."""
+    detect_backend: Callable[[], BackendChoice]
+    """This machine's backend (device nodes only; called once, before the app runs)."""
+    detect_available: Callable[[Backend], AvailableMemory]
+    """This machine's available memory (worker thread)."""
+    env: Mapping[str, str | None]
+    """The estimator's environment variables (`core.environment.read_env`)."""
+    clock: Callable[[], float] = time.perf_counter
+    """Seconds, for how long a model read took."""
+
+
+def _load(entry: CatalogEntry) -> ModelSnapshot:
+    # The display name is what the banner's `Model:` line would show for `inspect`.
+    display = str(entry.path) if entry.origin == "folder" and entry.path else entry.name
+    return entry_snapshot(entry, display)
+
+
+def default_deps(models_dirs: Sequence[Path] = ()) -> AppDeps:
+    """The real machine: the full catalog, device probes and this process's environment."""
+    env = read_env()
+    dirs = tuple(models_dirs)
+    return AppDeps(
+        build_catalog=partial(build_catalog, dirs),
+        resolve_entry=lambda name: resolve_entry(name, dirs),
+        load_snapshot=_load,
+        detect_backend=detect_backend,
+        detect_available=lambda backend: resolve_available_memory(
+            backend, env_limit=env.get(MEMORY_LIMIT_ENV)
+        ),
+        env=env,
+    )
+
+
+GFX1151_MACHINE = BackendChoice(Backend.ROCM, True, "/dev/kfd (AMD KFD) present")
+"""The machine of mlxcel's worked example, for demos and screenshots."""
+
+
+def builtin_deps(
+    available: AvailableMemory,
+    machine: BackendChoice = GFX1151_MACHINE,
+    env: Mapping[str, str | None] | None = None,
+    clock: Callable[[], float] | None = None,
+) -> AppDeps:
+    """A machine-independent world: built-in profiles only, fixed detections, no environment."""
+
+    def catalog() -> Catalog:
+        return build_catalog(include_hf_cache=False, env={})
+
+    def resolve(name: str) -> CatalogEntry:
+        for entry in catalog().entries:
+            if entry.name == name:
+                return entry
+        raise ModelNotFoundError(name, "no built-in profile has that name")
+
+    return AppDeps(
+        build_catalog=catalog,
+        resolve_entry=resolve,
+        load_snapshot=_load,
+        detect_backend=lambda: machine,
+        detect_available=lambda backend: available,
+        env=dict(env or {}),
+        clock=clock or (lambda: 0.0),
+    )

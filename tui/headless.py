@@ -1,0 +1,87 @@
+"""Running the explorer without a terminal: wait until it has settled, then take a screenshot.
+
+Used by `vramscope screenshot`, `scripts/make_screenshots.py`, the benchmark
+and the tests, so all of them see the screen a user would see once the
+background reads are done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Sequence
+
+from textual.pilot import Pilot
+
+from core.measurement import MeasuredPeak
+from tui.app import VramscopeApp, make_app
+from tui.deps import AppDeps
+from tui.state import LaunchOptions
+
+SETTLE_TIMEOUT_S = 30.0
+
+
+async def wait_until_settled(pilot: Pilot[object], timeout: float = SETTLE_TIMEOUT_S) -> None:
+    """Wait for the catalog, available memory and model workers, then for the repaint."""
+    app = pilot.app
+    assert isinstance(app, VramscopeApp)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        if app.explorer.settled:
+            break
+        await asyncio.sleep(0.01)
+    await pilot.pause()
+
+
+def render_svg(
+    deps: AppDeps,
+    options: LaunchOptions,
+    size: tuple[int, int],
+    press: Sequence[str] = (),
+    measured: MeasuredPeak | None = None,
+    title: str = "vramscope",
+) -> str:
+    """The settled screen as SVG, after pressing `press` (Textual key names)."""
+    app = make_app(deps, options, measured)
+    result: list[str] = []
+
+    async def auto_pilot(pilot: Pilot[object]) -> None:
+        await wait_until_settled(pilot)
+        if press:
+            await pilot.press(*press)
+            await wait_until_settled(pilot)
+        await pilot.wait_for_scheduled_animations()
+        await pilot.pause()
+        result.append(app.export_screenshot(title=title))
+        app.exit()
+
+    app.run(headless=True, size=size, auto_pilot=auto_pilot)
+    if not result:
+        raise RuntimeError("the explorer exited before its screenshot was taken")
+    return result[0]
+
+
+PNG_FONT = "DejaVu Sans Mono"
+"""A monospace font found on Debian-like systems; Fira Code (the SVG's) rarely is."""
+
+
+def png_ready_svg(svg: str, font: str = PNG_FONT) -> str:
+    """The SVG with its web-font block removed and a locally installed monospace font named.
+
+    Rich's SVG asks for Fira Code from a CDN; without it cairo falls back to a
+    proportional face and the columns drift.
+    """
+    svg = re.sub(r"@font-face\s*\{[^}]*\}", "", svg)
+    return svg.replace("font-family: Fira Code, monospace", f"font-family: {font}, monospace")
+
+
+def svg_to_png(svg: str, width: int) -> bytes:
+    """Rasterise an SVG screenshot (needs cairosvg, a dev dependency)."""
+    import cairosvg
+
+    png = cairosvg.svg2png(bytestring=png_ready_svg(svg).encode("utf-8"), output_width=width)
+    assert isinstance(png, bytes)
+    return png

@@ -1,0 +1,57 @@
+"""Command-palette entries (Ctrl+P): every control's common values, one search away."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import partial
+from typing import TYPE_CHECKING
+
+from textual.app import SystemCommand
+
+from core.backend import Backend
+from tui.presets import DETECTED, PRESETS
+from tui.scales import INFLIGHT_STOPS
+from tui.state import MemoryChoice
+
+if TYPE_CHECKING:  # the app imports this module
+    from tui.app import VramscopeApp
+
+
+def explorer_commands(app: VramscopeApp) -> Iterator[SystemCommand]:
+    """Backends, KV dtypes, in-flight budgets, memory presets, copy and help."""
+    screen = app.explorer
+    for backend in Backend:
+        yield SystemCommand(
+            f"Backend: {backend.label}",
+            "estimate for this backend (only ROCm reserves in-flight memory)",
+            partial(screen.set_backend, backend),
+        )
+    yield SystemCommand("KV dtype: fp16", "16-bit KV cache", partial(screen.set_kv_int8, False))
+    yield SystemCommand("KV dtype: int8", "8-bit KV cache", partial(screen.set_kv_int8, True))
+    for mib in INFLIGHT_STOPS:
+        words = "off (0): unbounded, not modelled" if mib == 0 else f"{mib} MiB"
+        yield SystemCommand(
+            f"In-flight budget: {words}",
+            "MLX_ROCM_MAX_INFLIGHT_MB",
+            partial(screen.set_inflight, mib),
+        )
+    yield SystemCommand(
+        "Available memory: this machine",
+        "what mlxcel would detect here",
+        partial(screen.set_memory, MemoryChoice(DETECTED)),
+    )
+    for preset in PRESETS:
+        yield SystemCommand(
+            f"Available memory: {preset.label}",
+            preset.source,
+            partial(screen.set_memory, MemoryChoice(preset.key)),
+        )
+    yield SystemCommand(
+        "Copy the vramscope command",
+        "vramscope inspect ...",
+        partial(screen.action_copy, "vramscope"),
+    )
+    yield SystemCommand(
+        "Copy the mlxcel command", "mlxcel inspect ...", partial(screen.action_copy, "mlxcel")
+    )
+    yield SystemCommand("Keys and controls", "the help screen", app.action_help)

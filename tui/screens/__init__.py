@@ -1,0 +1,1 @@
+"""The explorer's screens: the main explorer and the help overlay."""

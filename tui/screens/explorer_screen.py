@@ -1,0 +1,459 @@
+"""The explorer: model list, controls, breakdown, chart and command lines on one screen.
+
+Reading happens in worker threads (catalog, model, available memory); the
+estimate over an already-read snapshot is pure and takes microseconds, so every
+control change recomputes it synchronously and repaints in the same frame.
+A worker's answer is dropped when a newer request has been made since.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import Footer
+
+from core.available import AvailableMemory
+from core.backend import Backend, BackendChoice
+from core.catalog import Catalog, CatalogEntry
+from core.errors import VramscopeError
+from core.estimate import MemoryEstimate, Workload, estimate
+from core.measurement import MeasuredPeak
+from core.model import ModelSnapshot
+from core.solve import largest_fitting_context, largest_fitting_inflight
+from core.units import format_bytes_short
+from tui.breakdown_rows import (
+    INFLIGHT_OFF_HINT,
+    breakdown_rows,
+    context_limit_text,
+    inflight_limit_text,
+    verdict,
+)
+from tui.command_lines import mlxcel_command, vramscope_command
+from tui.deps import AppDeps
+from tui.scales import FALLBACK_MAX_TOKENS, token_stops
+from tui.state import ExplorerState, MemoryChoice, available_status, backend_status
+from tui.widgets.breakdown import Breakdown, EstimateView
+from tui.widgets.command_lines_view import CommandLinesView
+from tui.widgets.context_chart import ChartData, ContextChart
+from tui.widgets.controls import BACKENDS, Controls
+from tui.widgets.measured_panel import MeasuredPanel
+from tui.widgets.memory_field import MemoryField
+from tui.widgets.model_list import ModelList, model_arg
+from tui.widgets.segmented import Segmented
+from tui.widgets.slider_field import SliderField
+from tui.widgets.status_line import StatusLine
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """A model read by a worker."""
+
+    entry: CatalogEntry
+    snapshot: ModelSnapshot
+    seconds: float
+
+
+@dataclass(frozen=True)
+class FailedModel:
+    """A model that could not be read, and why, in one line."""
+
+    name: str
+    message: str
+
+
+class ExplorerScreen(Screen[None]):
+    """The one main screen."""
+
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-medium"), (160, "-wide")]  # noqa: RUF012 (Textual types it so)
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("slash", "focus_filter", "Models"),
+        Binding("t", "focus_field('tokens')", "Tokens", show=False),
+        Binding("i", "focus_field('inflight')", "In-flight", show=False),
+        Binding("b", "focus_field('batch')", "Batch", show=False),
+        Binding("h", "focus_field('factor')", "Headroom", show=False),
+        Binding("a", "focus_memory", "Available", show=False),
+        Binding("k", "toggle_kv", "KV dtype"),
+        Binding("n", "next_backend", "Backend"),
+        Binding("c", "copy('vramscope')", "Copy cmd"),
+        Binding("C", "copy('mlxcel')", "Copy mlxcel", show=False),
+        Binding("escape", "focus_field('tokens')", "Back to sliders", show=False),
+    ]
+
+    def __init__(
+        self,
+        deps: AppDeps,
+        state: ExplorerState,
+        start: BackendChoice,
+        machine: BackendChoice,
+        measured: MeasuredPeak | None = None,
+    ) -> None:
+        super().__init__()
+        self.deps = deps
+        self.state = state
+        self.start = start
+        self.machine = machine
+        self.measured = measured
+        self.entry: CatalogEntry | None = None
+        self.snapshot: ModelSnapshot | None = None
+        self.detected: AvailableMemory | None = None
+        self.estimate: MemoryEstimate | None = None
+        self._model_request = 0
+        self._loading_since = 0.0
+        self._loading_timer: Timer | None = None
+        self._waiting = {"catalog", "available", "model"}
+
+    # --- layout ----------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield StatusLine(id="status")
+        with Horizontal(id="body"):
+            model_list = ModelList(id="models")
+            model_list.border_title = "Models"
+            yield model_list
+            with VerticalScroll(id="main"):
+                with Horizontal(id="top"):
+                    controls = Controls(self.state, id="controls")
+                    controls.border_title = "Controls"
+                    yield controls
+                    commands = CommandLinesView(id="commands")
+                    commands.border_title = "Same estimate on the command line (c, C copy)"
+                    yield commands
+                with Vertical(id="estimate"):
+                    yield Breakdown(id="breakdown")
+                    yield MeasuredPanel(id="measured")
+                chart = ContextChart(id="chart")
+                chart.border_title = "Total against context (log scale)"
+                yield chart
+                # Narrow layouts show the command lines last, under the chart.
+                end = CommandLinesView(id="commands-end")
+                end.border_title = commands.border_title
+                yield end
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#estimate", Vertical).border_title = "Estimate"
+        self.query_one("#tokens", SliderField).slider.focus()
+        self._show_status()
+        self._show_control_hints()
+        self.read_catalog()
+        self.detect_available()
+        self._request_model(self.state.model, None)
+
+    @property
+    def settled(self) -> bool:
+        """True once the catalog, available memory and the latest model pick have answered."""
+        return not self._waiting
+
+    # --- workers: nothing below reads a file on the UI thread ------------------------
+
+    @work(thread=True, exclusive=True, group="catalog", exit_on_error=False)
+    def read_catalog(self) -> None:
+        """Build the catalog in a thread."""
+        try:
+            catalog: Catalog | str = self.deps.build_catalog()
+        except Exception as exc:  # a broken catalog must never take the app down
+            catalog = f"cannot list models: {type(exc).__name__}: {exc}"
+        self.app.call_from_thread(self._catalog_read, catalog)
+
+    def _catalog_read(self, catalog: Catalog | str) -> None:
+        self._waiting.discard("catalog")
+        models = self.query_one(ModelList)
+        if isinstance(catalog, str):
+            models.set_error(catalog)
+            return
+        models.set_entries(catalog.entries, len(catalog.skipped))
+        models.set_current(self.state.model)
+
+    @work(thread=True, exclusive=True, group="available", exit_on_error=False)
+    def detect_available(self) -> None:
+        """Probe this machine's available memory in a thread."""
+        try:
+            found = self.deps.detect_available(self.machine.backend)
+        except Exception as exc:  # a probe that breaks means "nothing detected"
+            found = AvailableMemory(0, f"detection failed: {type(exc).__name__}")
+        self.app.call_from_thread(self._available_detected, found)
+
+    def _available_detected(self, found: AvailableMemory) -> None:
+        self._waiting.discard("available")
+        self.detected = found
+        self.query_one(MemoryField).set_detected(found)
+        self.recompute()
+
+    def _request_model(self, name: str, entry: CatalogEntry | None) -> None:
+        self._model_request += 1
+        self._waiting.add("model")
+        self._loading_since = self.deps.clock()
+        self.query_one(Breakdown).show_loading(f"Reading {name}…")
+        if self._loading_timer is None:
+            self._loading_timer = self.set_interval(0.5, self._tick_loading)
+        self.read_model(self._model_request, name, entry)
+
+    def _tick_loading(self) -> None:
+        seconds = self.deps.clock() - self._loading_since
+        self.query_one(Breakdown).show_loading(f"Reading {self.state.model}… {seconds:.1f} s")
+
+    def _stop_loading_timer(self) -> None:
+        if self._loading_timer is not None:
+            self._loading_timer.stop()
+            self._loading_timer = None
+
+    @work(thread=True, exclusive=True, group="model", exit_on_error=False)
+    def read_model(self, request: int, name: str, entry: CatalogEntry | None) -> None:
+        """Resolve and read a model in a thread; any failure becomes a message."""
+        started = self.deps.clock()
+        result: LoadedModel | FailedModel
+        try:
+            found = entry if entry is not None else self.deps.resolve_entry(name)
+            snapshot = self.deps.load_snapshot(found)
+            result = LoadedModel(found, snapshot, self.deps.clock() - started)
+        except VramscopeError as exc:
+            result = FailedModel(name, str(exc))
+        except Exception as exc:  # never let a bad model crash the app
+            result = FailedModel(name, f"{name}: unexpected {type(exc).__name__}: {exc}")
+        self.app.call_from_thread(self._model_read, request, result)
+
+    def _model_read(self, request: int, result: LoadedModel | FailedModel) -> None:
+        if request != self._model_request:
+            return  # a newer pick is on its way
+        self._waiting.discard("model")
+        self._stop_loading_timer()
+        if isinstance(result, FailedModel):
+            self.entry, self.snapshot = None, None
+            self.query_one(Breakdown).show_error(result.message)
+            self._show_outputs_cleared()
+            return
+        self.entry, self.snapshot = result.entry, result.snapshot
+        trained = result.snapshot.max_position_embeddings or result.entry.max_position_embeddings
+        self.query_one("#tokens", SliderField).set_stops(token_stops(trained))
+        self.query_one(ModelList).set_current(self.state.model)
+        self.recompute()
+
+    # --- the estimate: pure, synchronous, on every change ----------------------------
+
+    @property
+    def available(self) -> AvailableMemory | None:
+        """The available memory the estimate is compared against, if known yet."""
+        return self.state.memory.resolve(self.detected)
+
+    @property
+    def trained_context(self) -> int | None:
+        """The model's `max_position_embeddings` (or the catalog's family default)."""
+        if self.snapshot is None:
+            return None
+        if self.snapshot.max_position_embeddings is not None:
+            return self.snapshot.max_position_embeddings
+        return self.entry.max_position_embeddings if self.entry else None
+
+    def recompute(self) -> None:
+        """Estimate, solve and repaint everything that depends on the state."""
+        self._show_status()
+        self._show_control_hints()
+        self._show_commands()
+        snapshot, available = self.snapshot, self.available
+        if snapshot is None:
+            return
+        breakdown = self.query_one(Breakdown)
+        if available is None:
+            breakdown.show_loading("Detecting available memory…")
+            return
+        settings = self.state.settings(available)
+        workload = self.state.workload()
+        est = estimate(snapshot, workload, settings)
+        self.estimate = est
+        view = EstimateView(
+            rows=tuple(breakdown_rows(est, available)),
+            verdict=verdict(est),
+            context_limit=context_limit_text(
+                largest_fitting_context(snapshot, workload, settings), self.trained_context
+            ),
+            inflight_limit=inflight_limit_text(
+                largest_fitting_inflight(snapshot, workload, settings), self.state.backend.label
+            ),
+            warnings=snapshot.warnings,
+        )
+        breakdown.show_estimate(view)
+
+        def totals(contexts: Sequence[int]) -> list[int]:
+            return [
+                estimate(snapshot, replace(workload, max_tokens=n), settings).total_bytes
+                for n in contexts
+            ]
+
+        chart = self.query_one(ContextChart)
+        chart.border_title = (
+            f"Total against context (log scale) · ▲ {self.state.max_tokens:,} tokens: "
+            f"{format_bytes_short(est.total_bytes)}"
+        )
+        chart.show(
+            ChartData(
+                totals=totals,
+                top_tokens=self.trained_context or FALLBACK_MAX_TOKENS,
+                current_tokens=self.state.max_tokens,
+                available=available.bytes,
+            )
+        )
+        self._show_measured(snapshot, available)
+
+    def _show_measured(self, snapshot: ModelSnapshot, available: AvailableMemory) -> None:
+        peak = self.measured
+        panel = self.query_one(MeasuredPanel)
+        if peak is None or peak.model not in (self.state.model, snapshot.display):
+            panel.show(None, None)
+            return
+        # The measurement ran mlxcel's ROCm formula with its own budget at P + G tokens.
+        settings = replace(
+            self.state.settings(available), backend=Backend.ROCM, inflight_mib=peak.inflight_mib
+        )
+        est = estimate(snapshot, Workload(max_tokens=peak.context_tokens), settings)
+        panel.show(peak, est.total_bytes)
+
+    def _show_outputs_cleared(self) -> None:
+        self.estimate = None
+        self.query_one(ContextChart).show(None)
+        self.query_one(MeasuredPanel).show(None, None)
+
+    def _show_status(self) -> None:
+        self.query_one(StatusLine).show(
+            backend_status(self.state.backend, self.start, self.machine),
+            available_status(self.available),
+        )
+
+    def _show_commands(self) -> None:
+        arg = model_arg(self.entry) if self.entry is not None else self.state.model
+        vramscope = vramscope_command(self.state, self.available, arg)
+        mlxcel = mlxcel_command(self.state, self.available, arg)
+        for view in self.query(CommandLinesView):
+            view.show(vramscope, mlxcel)
+
+    def _show_control_hints(self) -> None:
+        inflight = self.query_one("#inflight", SliderField)
+        rocm = self.state.backend.has_inflight_reserve
+        inflight.disabled = not rocm
+        if not rocm:
+            inflight.set_hint(
+                f"inactive: {self.state.backend.label} builds reserve nothing; ROCm only",
+                "-inactive",
+            )
+        elif self.state.inflight_mib == 0:
+            inflight.set_hint(INFLIGHT_OFF_HINT, "-off")
+        else:
+            inflight.set_hint("")
+        tokens = self.query_one("#tokens", SliderField)
+        trained = self.trained_context
+        if self.snapshot is not None and trained is None:
+            tokens.set_hint(f"trained context unknown; slider tops at {FALLBACK_MAX_TOKENS:,}")
+        elif trained is not None and self.state.max_tokens > trained:
+            tokens.set_hint(f"beyond the trained context ({trained:,} tokens)", "-warn")
+        else:
+            tokens.set_hint("")
+
+    # --- changes from the controls ---------------------------------------------------
+
+    def update_state(self, **changes: object) -> None:
+        """Apply a change to the state, reflect it in the controls, and recompute."""
+        self.state = replace(self.state, **changes)  # type: ignore[arg-type]
+        self._sync_controls()
+        self.recompute()
+
+    def _sync_controls(self) -> None:
+        s = self.state
+        self.query_one("#tokens", SliderField).set_value(s.max_tokens)
+        self.query_one("#inflight", SliderField).set_value(s.inflight_mib)
+        self.query_one("#batch", SliderField).set_value(s.batch)
+        self.query_one("#factor", SliderField).set_value(s.headroom_factor)
+        self.query_one("#kv", Segmented).set_index(1 if s.kv_int8 else 0)
+        self.query_one("#backend", Segmented).set_index(BACKENDS.index(s.backend))
+        self.query_one(MemoryField).set_choice(s.memory)
+
+    @on(SliderField.Changed, "#tokens")
+    def _tokens(self, event: SliderField.Changed) -> None:
+        self.update_state(max_tokens=int(event.value))
+
+    @on(SliderField.Changed, "#inflight")
+    def _inflight(self, event: SliderField.Changed) -> None:
+        self.update_state(inflight_mib=int(event.value))
+
+    @on(SliderField.Changed, "#batch")
+    def _batch(self, event: SliderField.Changed) -> None:
+        self.update_state(batch=int(event.value))
+
+    @on(SliderField.Changed, "#factor")
+    def _factor(self, event: SliderField.Changed) -> None:
+        self.update_state(headroom_factor=float(event.value))
+
+    @on(Segmented.Changed, "#kv")
+    def _kv(self, event: Segmented.Changed) -> None:
+        self.update_state(kv_int8=event.index == 1)
+
+    @on(Segmented.Changed, "#backend")
+    def _backend(self, event: Segmented.Changed) -> None:
+        self.update_state(backend=BACKENDS[event.index])
+
+    @on(MemoryField.Changed)
+    def _memory(self, event: MemoryField.Changed) -> None:
+        self.update_state(memory=event.choice)
+
+    @on(ModelList.Picked)
+    def _picked(self, event: ModelList.Picked) -> None:
+        name = model_arg(event.entry)
+        self.state = replace(self.state, model=name)
+        self.query_one(ModelList).set_current(name)
+        self._show_commands()
+        self._request_model(name, event.entry)
+
+    # --- actions (keys and the command palette) --------------------------------------
+
+    def set_backend(self, backend: Backend) -> None:
+        """Switch the backend."""
+        self.update_state(backend=backend)
+
+    def set_kv_int8(self, int8: bool) -> None:
+        """Switch the KV dtype."""
+        self.update_state(kv_int8=int8)
+
+    def set_inflight(self, mib: int) -> None:
+        """Set the in-flight budget."""
+        self.update_state(inflight_mib=mib)
+
+    def set_memory(self, choice: MemoryChoice) -> None:
+        """Set where available memory comes from."""
+        self.update_state(memory=choice)
+
+    def action_toggle_kv(self) -> None:
+        """fp16 <-> int8."""
+        self.set_kv_int8(not self.state.kv_int8)
+
+    def action_next_backend(self) -> None:
+        """ROCm -> CUDA -> Metal -> CPU -> ROCm."""
+        i = BACKENDS.index(self.state.backend)
+        self.set_backend(BACKENDS[(i + 1) % len(BACKENDS)])
+
+    def action_focus_filter(self) -> None:
+        """Jump to the model filter."""
+        self.query_one(ModelList).filter_box.focus()
+
+    def action_focus_field(self, field_id: str) -> None:
+        """Jump to a slider (disabled ones cannot take focus)."""
+        field = self.query_one(f"#{field_id}", SliderField)
+        if not field.disabled:
+            field.slider.focus()
+
+    def action_focus_memory(self) -> None:
+        """Jump to the available-memory picker."""
+        self.query_one("#memory Select").focus()
+
+    def action_copy(self, which: str) -> None:
+        """Copy a command line to the clipboard (OSC 52)."""
+        view = self.query_one("#commands", CommandLinesView)
+        text = view.vramscope if which == "vramscope" else view.mlxcel
+        self.app.copy_to_clipboard(text)
+        self.notify(text, title="Copied to the clipboard", timeout=4)

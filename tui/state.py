@@ -1,0 +1,152 @@
+"""What the explorer is showing, as one immutable value, and how it starts.
+
+Every control edits one field of `ExplorerState`; the estimate, the solvers,
+the chart and the command lines are all pure functions of the state plus the
+model snapshot and the detected available memory. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from core.activation import ACTIVATION_BUFFER_MULT
+from core.available import AvailableMemory
+from core.backend import Backend, BackendChoice
+from core.backend_inflight import ROCM_DEFAULT_MAX_INFLIGHT_MB
+from core.environment import resolve_settings
+from core.estimate import DEFAULT_CTX_LEN, EstimateSettings, QuantHint, Workload
+from core.headroom import DEFAULT_HEADROOM_FACTOR
+from core.units import format_bytes_short
+from tui.presets import CUSTOM, DETECTED, PRESETS_BY_KEY
+
+DEFAULT_MODEL = "mlx-community/Meta-Llama-3.1-8B-Instruct-4bit"
+"""The model of mlxcel's worked example."""
+
+_PENDING = AvailableMemory(0, "not detected yet")
+
+
+@dataclass(frozen=True)
+class MemoryChoice:
+    """Where the available memory comes from: detected, a preset, or a typed size."""
+
+    key: str = DETECTED
+    """`detected`, `custom` or a preset key."""
+    custom_bytes: int = 0
+
+    def resolve(self, detected: AvailableMemory | None) -> AvailableMemory | None:
+        """The available memory this choice means (None while detection is pending)."""
+        if self.key == DETECTED:
+            return detected
+        if self.key == CUSTOM:
+            return AvailableMemory(self.custom_bytes, "typed size")
+        return PRESETS_BY_KEY[self.key].available()
+
+
+@dataclass(frozen=True)
+class ExplorerState:
+    """Every input of the estimate the explorer lets you change."""
+
+    model: str = DEFAULT_MODEL
+    """The model as you would pass it to `inspect`: a profile name, repo id or folder."""
+    max_tokens: int = DEFAULT_CTX_LEN
+    batch: int = 1
+    kv_int8: bool = False
+    quant: QuantHint = QuantHint.DEFAULT
+    headroom_factor: float = DEFAULT_HEADROOM_FACTOR
+    activation_mult: float = ACTIVATION_BUFFER_MULT
+    inflight_mib: int = ROCM_DEFAULT_MAX_INFLIGHT_MB
+    backend: Backend = Backend.ROCM
+    memory: MemoryChoice = field(default_factory=MemoryChoice)
+
+    def workload(self) -> Workload:
+        """The estimate's workload."""
+        return Workload(self.max_tokens, self.batch, self.kv_int8, self.quant)
+
+    def settings(self, available: AvailableMemory) -> EstimateSettings:
+        """The estimate's settings against a given available memory."""
+        return EstimateSettings(
+            backend=self.backend,
+            available=available,
+            headroom_factor=self.headroom_factor,
+            activation_mult=self.activation_mult,
+            inflight_mib=self.inflight_mib,
+        )
+
+
+@dataclass(frozen=True)
+class LaunchOptions:
+    """What the command line asked for; `initial_state` turns it into a state."""
+
+    model: str = DEFAULT_MODEL
+    max_tokens: int = DEFAULT_CTX_LEN
+    batch: int = 1
+    kv_int8: bool = False
+    quant: QuantHint = QuantHint.DEFAULT
+    backend: str = "auto"
+    """`auto` or a backend value (`rocm`, `cuda`, `metal`, `cpu`)."""
+    inflight_raw: str | None = None
+    """`--inflight-mb`, parsed like `MLX_ROCM_MAX_INFLIGHT_MB`."""
+    memory_limit: int | None = None
+    preset: str | None = None
+    models_dirs: tuple[Path, ...] = ()
+
+
+def choose_backend(flag: str, machine: BackendChoice) -> BackendChoice:
+    """The starting backend: the flag, else this machine's; ROCm when no GPU is found.
+
+    With no GPU the choice falls on ROCm so the in-flight reserve, the term this
+    tool exists to show, is on screen; the header says it was chosen.
+    """
+    if flag != "auto":
+        return BackendChoice(Backend(flag), False, "chosen with --backend")
+    if machine.backend is Backend.CPU:
+        return BackendChoice(Backend.ROCM, False, "chosen: no GPU detected")
+    return machine
+
+
+def initial_state(
+    options: LaunchOptions, env: Mapping[str, str | None], start: BackendChoice
+) -> tuple[ExplorerState, tuple[str, ...]]:
+    """The first state and any warnings about ignored environment values."""
+    resolved = resolve_settings(
+        start.backend, env, inflight_flag=options.inflight_raw, available=_PENDING
+    )
+    if options.preset is not None:
+        memory = MemoryChoice(options.preset)
+    elif options.memory_limit:
+        memory = MemoryChoice(CUSTOM, options.memory_limit)
+    else:
+        memory = MemoryChoice()
+    state = ExplorerState(
+        model=options.model,
+        max_tokens=options.max_tokens,
+        batch=options.batch,
+        kv_int8=options.kv_int8,
+        quant=options.quant,
+        headroom_factor=resolved.settings.headroom_factor,
+        activation_mult=resolved.settings.activation_mult,
+        inflight_mib=resolved.inflight.mib,
+        backend=start.backend,
+        memory=memory,
+    )
+    return state, resolved.warnings
+
+
+def backend_status(current: Backend, start: BackendChoice, machine: BackendChoice) -> str:
+    """The header's backend words: detected here, or chosen (and what was detected)."""
+    if current is start.backend:
+        if start.detected:
+            return f"{current.label} · detected ({start.reason})"
+        return f"{current.label} · {start.reason}"
+    if machine.backend is Backend.CPU:
+        return f"{current.label} · chosen (no GPU detected)"
+    return f"{current.label} · chosen (this machine: {machine.backend.label})"
+
+
+def available_status(available: AvailableMemory | None) -> str:
+    """The header's available-memory words."""
+    if available is None:
+        return "available memory: detecting…"
+    return f"{format_bytes_short(available.bytes)} available · {available.source}"

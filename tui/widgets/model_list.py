@@ -1,0 +1,201 @@
+"""The model picker: a filter box over the catalog, format and weight size on every row.
+
+The catalog arrives from a worker; until then the list says it is reading.
+Rows are grouped by where the model lives (folders, HF cache, built-in
+profiles). Typing filters by every word (`llama 4-bit` keeps rows that contain
+both); Enter or a click picks a model; Down moves from the box into the list.
+Rows are cut to the list's width, never wrapped, so columns stay aligned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.text import Text
+from textual import events, on
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import Input, OptionList
+from textual.widgets.option_list import Option
+
+from core.catalog import ORIGIN_BUILTIN, ORIGIN_FOLDER, ORIGIN_HF_CACHE, CatalogEntry
+from core.units import format_bytes_short
+from tui.chart import short_tokens
+
+GROUPS = (
+    (ORIGIN_FOLDER, "Model folders"),
+    (ORIGIN_HF_CACHE, "Hugging Face cache"),
+    (ORIGIN_BUILTIN, "Built-in profiles (no weights)"),
+)
+
+
+def model_arg(entry: CatalogEntry) -> str:
+    """What to type after `inspect` to get this entry: the folder, or the name."""
+    if entry.origin == ORIGIN_FOLDER and entry.path is not None:
+        return str(entry.path)
+    return entry.name
+
+
+def entry_prompt(entry: CatalogEntry, current: bool, width: int = 40) -> Text:
+    """Two lines cut to `width`: the name (org dimmed), then format, weights and context."""
+    width = max(width, 20)
+    first = Text(no_wrap=True, overflow="ellipsis")
+    first.append("● " if current else "  ", "bold")
+    org, sep, repo = entry.name.rpartition("/")
+    room = width - 2 - len(repo)
+    if sep and room >= len(org) + 1:
+        first.append(org + "/", "dim")
+    elif sep and room >= 3:
+        first.append("…/", "dim")
+    first.append(repo, "bold" if current else "")
+    first.truncate(width, overflow="ellipsis")
+    ctx = entry.max_position_embeddings
+    ctx_label = f"{short_tokens(ctx)} ctx" if ctx else "ctx ?"
+    size = format_bytes_short(entry.weight_bytes)
+    detail = f"  {entry.format_label:<15.15} {size:>10}  {ctx_label}"
+    second = Text(detail, "dim", no_wrap=True, overflow="ellipsis")
+    second.truncate(width, overflow="ellipsis")
+    return Text("\n").join([first, second])
+
+
+def heading(label: str, width: int) -> Text:
+    """A group heading row."""
+    text = Text(f"{label} ", "bold", no_wrap=True)
+    text.append("─" * max(0, width - text.cell_len), "dim")
+    text.truncate(width)
+    return text
+
+
+def matches(entry: CatalogEntry, query: str) -> bool:
+    """True when every word of the query occurs in the row's name, format or origin."""
+    haystack = f"{entry.name} {entry.format_label} {entry.origin_label}".casefold()
+    return all(word in haystack for word in query.casefold().split())
+
+
+class ModelList(Vertical):
+    """Filter box + grouped list of catalog entries; posts `Picked`."""
+
+    class Picked(Message):
+        """The user picked a model."""
+
+        def __init__(self, entry: CatalogEntry) -> None:
+            self.entry = entry
+            super().__init__()
+
+    def __init__(self, *, id: str | None = None) -> None:  # noqa: A002
+        super().__init__(id=id)
+        self.entries: tuple[CatalogEntry, ...] = ()
+        self.current = ""
+        self.loaded = False
+        self._width = 0
+
+    def compose(self) -> ComposeResult:
+        yield Input(placeholder="/ filter models", id="model-filter", compact=True)
+        yield OptionList(Option("Reading the catalog…", disabled=True), id="model-options")
+
+    @property
+    def options(self) -> OptionList:
+        """The list of rows."""
+        return self.query_one(OptionList)
+
+    @property
+    def filter_box(self) -> Input:
+        """The filter box."""
+        return self.query_one("#model-filter", Input)
+
+    @property
+    def shown(self) -> list[CatalogEntry]:
+        """The entries the filter keeps, in list order."""
+        query = self.filter_box.value
+        return [e for e in self._grouped() if matches(e, query)]
+
+    def _grouped(self) -> list[CatalogEntry]:
+        order = {origin: i for i, (origin, _) in enumerate(GROUPS)}
+        return sorted(self.entries, key=lambda e: order.get(e.origin, len(order)))
+
+    def set_entries(self, entries: Sequence[CatalogEntry], skipped: int = 0) -> None:
+        """Show the catalog (keeps the filter)."""
+        self.entries = tuple(entries)
+        self.loaded = True
+        self.border_subtitle = f"{len(self.entries)} models" + (
+            f" · {skipped} skipped" if skipped else ""
+        )
+        self._refill()
+
+    def set_error(self, text: str) -> None:
+        """Say why the catalog could not be read."""
+        self.loaded = True
+        self.options.set_options([Option(Text(text, "red"), disabled=True)])
+
+    def set_current(self, name: str) -> None:
+        """Mark the model on screen."""
+        self.current = name
+        box = self.filter_box
+        placeholder = f"/ filter · {name}"
+        box.placeholder = placeholder if len(placeholder) <= box.size.width else "/ filter models"
+        if self.loaded and self.entries:
+            self._refill()
+
+    def on_resize(self, event: events.Resize) -> None:
+        width = self.options.scrollable_content_region.width
+        if width and width != self._width and self.entries:
+            self._refill()
+
+    def _refill(self) -> None:
+        width = self.options.scrollable_content_region.width or 40
+        self._width = width
+        query = self.filter_box.value
+        rows: list[Option] = []
+        highlight: int | None = None
+        for origin, label in GROUPS:
+            group = [
+                (i, e)
+                for i, e in enumerate(self.entries)
+                if e.origin == origin and matches(e, query)
+            ]
+            if not group:
+                continue
+            rows.append(Option(heading(label, width), disabled=True))
+            for i, entry in group:
+                current = model_arg(entry) == self.current
+                if current:
+                    highlight = len(rows)
+                rows.append(Option(entry_prompt(entry, current, width), id=str(i)))
+        if not rows:
+            rows = [Option(Text("no model matches", "dim"), disabled=True)]
+        options = self.options
+        options.set_options(rows)
+        if highlight is None:
+            highlight = next((n for n, o in enumerate(rows) if not o.disabled), None)
+        options.highlighted = highlight
+
+    def _entry_of(self, option: Option | None) -> CatalogEntry | None:
+        if option is None or option.id is None:
+            return None
+        return self.entries[int(option.id)]
+
+    @on(Input.Changed, "#model-filter")
+    def _filter(self, event: Input.Changed) -> None:
+        event.stop()
+        if self.entries:
+            self._refill()
+
+    @on(Input.Submitted, "#model-filter")
+    def _submit(self, event: Input.Submitted) -> None:
+        event.stop()
+        entry = self._entry_of(self.options.highlighted_option)
+        if entry is not None:
+            self.post_message(self.Picked(entry))
+
+    @on(OptionList.OptionSelected)
+    def _selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        entry = self._entry_of(event.option)
+        if entry is not None:
+            self.post_message(self.Picked(entry))
+
+    def on_key(self, event: events.Key) -> None:
+        if event.key == "down" and self.filter_box.has_focus:
+            event.stop()
+            self.options.focus()
