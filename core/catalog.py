@@ -14,22 +14,43 @@ index, at most one safetensors header, and a `stat` per weight file.
 from __future__ import annotations
 
 import difflib
+import math
 import os
+import re
 import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from core.config import CONFIG_FILE, ModelConfig, decode_json, read_small_file
+from core.config import (
+    CONFIG_FILE,
+    ModelConfig,
+    as_u64,
+    decode_json,
+    load_config,
+    read_small_file,
+)
 from core.errors import FileFault, ModelError, ModelNotFoundError, describe_os_error
-from core.hf_cache import CachedModel, hf_cache_dir, repo_folder_name, scan_hf_cache
+from core.hf_cache import (
+    CachedModel,
+    hf_cache_dir,
+    repo_folder_name,
+    scan_hf_cache,
+    scan_hf_cache_repo,
+)
 from core.kv_cache import KvKind
-from core.model import ModelSnapshot, read_model_dir
+from core.model import ModelSnapshot, check_model_dir, read_model_dir, snapshot_from_config
 from core.model_format import describe_format
 from core.profiles import list_profile_ids, load_profile, profile_snapshot
-from core.safetensors_header import parse_header_entries, read_header_json
-from core.weights import INDEX_FILE, INDEX_SIZE_CAP, WeightsSource, is_plain_file_name
+from core.safetensors_header import DTYPE_ITEMSIZE
+from core.weights import (
+    INDEX_FILE,
+    INDEX_SIZE_CAP,
+    WeightsSource,
+    WeightsTerm,
+    is_plain_file_name,
+)
 
 ORIGIN_BUILTIN = "built-in"
 ORIGIN_HF_CACHE = "hf-cache"
@@ -142,20 +163,6 @@ def profile_dtypes(repo_id: str) -> dict[str, int]:
     return dict(load_profile(repo_id).dtype_bytes)
 
 
-@dataclass(frozen=True)
-class _FolderFacts:
-    """What a folder listing says before any model file is parsed."""
-
-    names: frozenset[str]
-    shards: tuple[str, ...]
-    """Shard files the index lists (empty without a usable index)."""
-    missing_shards: tuple[str, ...]
-
-    @property
-    def safetensors(self) -> list[str]:
-        return sorted(n for n in self.names if n.endswith(".safetensors"))
-
-
 def _index_shards(path: Path) -> tuple[str, ...]:
     """Shard names an index lists; empty if it cannot be read (mlxcel then ignores it)."""
     try:
@@ -176,36 +183,89 @@ def _exists(path: Path) -> bool:
         return False
 
 
-def _folder_facts(path: Path) -> _FolderFacts:
-    """List a folder (OSError if it cannot be listed) and check its index's shards."""
-    names = frozenset(os.listdir(path))
-    shards = _index_shards(path) if INDEX_FILE in names else ()
-    missing = tuple(s for s in shards if s not in names or not _exists(path / s))
-    return _FolderFacts(names, shards, missing)
-
-
-def _not_a_model_reason(facts: _FolderFacts) -> str | None:
+def _not_a_model_reason(names: frozenset[str]) -> str | None:
     """Why a listed folder is not a model folder at all, or None if it may be one."""
-    if CONFIG_FILE in facts.names:
+    if CONFIG_FILE in names:
         return None
-    if facts.safetensors:
+    if any(n.endswith(".safetensors") for n in names):
         return "no config.json next to the *.safetensors (an adapter, or a partial download?)"
-    if any(n.endswith(".gguf") for n in facts.names):
+    if any(n.endswith(".gguf") for n in names):
         return "GGUF files only; vramscope reads safetensors models with a config.json"
     return "not a model folder (no config.json, no *.safetensors)"
 
 
+def _usual_index(path: Path) -> tuple[tuple[str, ...], int] | None:
+    """(shards, total_size) when the index is one `read_index_shards` accepts with a
+    `metadata.total_size`, else None (the caller then takes the canonical path).
+
+    The same checks, but each distinct shard name is checked once, not once per
+    tensor: an 18,867-tensor index names 16 files.
+    """
+    try:
+        index = decode_json(read_small_file(path / INDEX_FILE, INDEX_SIZE_CAP), INDEX_FILE)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(index, dict):
+        return None
+    weight_map, meta = index.get("weight_map"), index.get("metadata")
+    if not isinstance(weight_map, dict) or not weight_map or not isinstance(meta, dict):
+        return None
+    total = as_u64(meta.get("total_size"))
+    shards = set(weight_map.values())
+    if total is None or not all(isinstance(s, str) for s in shards):
+        return None
+    if not all(is_plain_file_name(s) and _exists(path / s) for s in shards):
+        return None
+    return tuple(sorted(shards)), total
+
+
+def _read_folder(path: Path, name: str, names: frozenset[str]) -> tuple[ModelSnapshot, list[str]]:
+    """The folder's snapshot exactly as `read_model_dir` reads it, and its weight files.
+
+    The usual layout (a valid index with `metadata.total_size`, a readable config)
+    is read here directly so the index is parsed once, not twice; anything else
+    goes through `read_model_dir` itself.
+    """
+    usual = _usual_index(path) if INDEX_FILE in names else None
+    if usual is not None:
+        try:
+            config = load_config(path)
+        except FileFault:
+            pass
+        else:
+            weights = WeightsTerm(usual[1], WeightsSource.SAFETENSORS_HEADER, (), (INDEX_FILE,))
+            return snapshot_from_config(name, config, weights), list(usual[0])
+    snap = read_model_dir(path, name)
+    files = (
+        list(snap.weights.files) if snap.weights.source is WeightsSource.SAFETENSORS_HEADER else []
+    )
+    if files == [INDEX_FILE]:  # total_size with an unreadable config: shards for the disk check
+        files = list(_index_shards(path))
+    return snap, files
+
+
+# A header prefix is enough to name the float format; reading it stays O(1) per model.
+_LABEL_PREFIX = 4096
+_DTYPE_SHAPE = re.compile(rb'"dtype"\s*:\s*"([A-Z0-9_]+)"\s*,\s*"shape"\s*:\s*\[([0-9,\s]*)\]')
+
+
 def _dtype_bytes(path: Path, files: Sequence[str]) -> dict[str, int]:
-    """Bytes per dtype from the first weight file's header (empty if it cannot be read)."""
+    """Bytes per dtype over the first tensors of the first weight file (label only)."""
     if not files:
         return {}
-    out: dict[str, int] = {}
     try:
-        header, _, _ = read_header_json(path / files[0])
-        for tensor in parse_header_entries(header, path / files[0]):
-            out[tensor.dtype] = out.get(tensor.dtype, 0) + tensor.nbytes
-    except FileFault:  # the label falls back to the config; the estimate is unaffected
+        with (path / files[0]).open("rb") as fh:
+            prefix = fh.read(8 + _LABEL_PREFIX)
+    except OSError:
         return {}
+    out: dict[str, int] = {}
+    for dtype, dims in _DTYPE_SHAPE.findall(prefix[8:]):
+        size = DTYPE_ITEMSIZE.get(dtype.decode())
+        if size is not None:
+            key = dtype.decode()
+            out[key] = out.get(key, 0) + size * math.prod(
+                int(d) for d in dims.split(b",") if d.strip()
+            )
     return out
 
 
@@ -229,7 +289,7 @@ def _weights_on_disk(path: Path, files: Sequence[str], weight_bytes: int) -> boo
 
 def _entry_from_snapshot(
     snap: ModelSnapshot,
-    facts: _FolderFacts,
+    files: Sequence[str],
     path: Path,
     *,
     name: str,
@@ -237,10 +297,6 @@ def _entry_from_snapshot(
     revision: str | None = None,
     refs: tuple[str, ...] = (),
 ) -> CatalogEntry:
-    weights = snap.weights
-    files: Sequence[str] = ()
-    if weights.source is WeightsSource.SAFETENSORS_HEADER:
-        files = facts.shards if weights.files == (INDEX_FILE,) else weights.files
     # The quantization block names the format by itself; only read a header when needed.
     root = snap.config.root if snap.config else {}
     needs_dtypes = not isinstance(root.get("quantization"), dict)
@@ -250,11 +306,11 @@ def _entry_from_snapshot(
         format_label=describe_format(
             snap.config, _dtype_bytes(path, files) if needs_dtypes else {}
         ),
-        weight_bytes=weights.bytes,
-        weights_source=weights.source,
+        weight_bytes=snap.weights.bytes,
+        weights_source=snap.weights.source,
         kv_kind=snap.kv_arch.kind if snap.kv_arch else None,
         max_position_embeddings=display_context(snap.config),
-        weights_on_disk=_weights_on_disk(path, files, weights.bytes),
+        weights_on_disk=_weights_on_disk(path, files, snap.weights.bytes),
         path=path,
         revision=revision,
         refs=refs,
@@ -266,12 +322,32 @@ def folder_entry(path: Path, display: str | None = None) -> CatalogEntry:
 
     Raises ModelError when the path is not a readable folder.
     """
-    snap = read_model_dir(path, display if display is not None else path.name)
+    name = display if display is not None else path.name
+    check_model_dir(path)
     try:
-        facts = _folder_facts(path)
-    except OSError:  # read_model_dir listed it a moment ago; keep what it read
-        facts = _FolderFacts(frozenset(), (), ())
-    return _entry_from_snapshot(snap, facts, path, name=display or path.name, origin=ORIGIN_FOLDER)
+        names = frozenset(os.listdir(path))
+    except OSError as exc:
+        raise ModelError(path, f"cannot list the folder: {describe_os_error(exc)}") from None
+    snap, files = _read_folder(path, name, names)
+    return _entry_from_snapshot(snap, files, path, name=name, origin=ORIGIN_FOLDER)
+
+
+# Entries already read, by folder, with the file identities they were read from: a
+# second build (the explorer's refresh, `models` after `inspect`) only lists and stats.
+_MEMO: dict[tuple[str, str, str, str | None, tuple[str, ...]], tuple[object, CatalogEntry]] = {}
+_MEMO_FILES = (CONFIG_FILE, INDEX_FILE)
+
+
+def _identity(path: Path, names: frozenset[str]) -> object | None:
+    """What the entry of a folder depends on: its config, index and weight files' stats."""
+    key = []
+    for name in sorted(n for n in names if n in _MEMO_FILES or n.endswith(".safetensors")):
+        try:
+            st = (path / name).stat()
+        except (OSError, ValueError):
+            return None
+        key.append((name, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_blocks))
+    return tuple(key)
 
 
 def _listed_model(
@@ -281,37 +357,47 @@ def _listed_model(
     *,
     revision: str | None = None,
     refs: tuple[str, ...] = (),
-    fix: str = "",
 ) -> CatalogEntry | SkippedModel:
     """A discovered folder as an entry, or the reason it is skipped."""
 
     def skip(reason: str) -> SkippedModel:
-        return SkippedModel(str(path), reason + fix, name)
+        return SkippedModel(str(path), reason, name)
 
     try:
-        facts = _folder_facts(path)
+        names = frozenset(os.listdir(path))
     except OSError as exc:
         return skip(f"cannot list the folder: {describe_os_error(exc)}")
-    reason = _not_a_model_reason(facts)
+    reason = _not_a_model_reason(names)
     if reason is not None:
         return skip(reason)
-    if facts.missing_shards:
-        n, m = len(facts.missing_shards), len(facts.shards)
-        return skip(
-            f"download incomplete: {n} of the {m} shards its index lists are missing "
-            f"({facts.missing_shards[0]}{', ...' if n > 1 else ''})"
-        )
+    memo_key = (str(path), name, origin, revision, refs)
+    identity = _identity(path, names)
+    cached = _MEMO.get(memo_key)
+    if cached is not None and identity is not None and cached[0] == identity:
+        return cached[1]
     try:
-        snap = read_model_dir(path, name)
+        snap, files = _read_folder(path, name, names)
     except ModelError as exc:
         return skip(exc.problem)
+    if INDEX_FILE in names and snap.weights.files != (INDEX_FILE,):
+        # The index was not usable: a partial download if shards it lists are missing.
+        shards = _index_shards(path)
+        missing = [s for s in shards if s not in names or not _exists(path / s)]
+        if missing:
+            return skip(
+                f"download incomplete: {len(missing)} of the {len(shards)} shards its index "
+                f"lists are missing ({missing[0]}{', ...' if len(missing) > 1 else ''})"
+            )
     if snap.config is None:
         return skip(snap.warnings[0] if snap.warnings else "config.json cannot be read")
     if snap.kv_arch is None and snap.activation_dims is None:
         return skip("config.json has no model architecture (no hidden size or layer count)")
-    return _entry_from_snapshot(
-        snap, facts, path, name=name, origin=origin, revision=revision, refs=refs
+    entry = _entry_from_snapshot(
+        snap, files, path, name=name, origin=origin, revision=revision, refs=refs
     )
+    if identity is not None:
+        _MEMO[memo_key] = (identity, entry)
+    return entry
 
 
 def hf_cache_entries(cache_dir: Path) -> tuple[list[CatalogEntry], list[SkippedModel]]:
@@ -346,11 +432,12 @@ def _sort_into(
 def _cached_model_entry(model: CachedModel) -> CatalogEntry | SkippedModel:
     fix = f"; finish it with `hf download {model.repo_id}`"
     if model.incomplete_files:
-        first = model.incomplete_files[0].name
+        first = model.incomplete_files[0].name.removesuffix(".incomplete")
+        first = first if len(first) <= 16 else first[:12] + "..."
         return SkippedModel(
             str(model.repo_path),
             f"download not finished: {len(model.incomplete_files)} partial file(s) in blobs/ "
-            f"({first[:12]}...incomplete){fix}",
+            f"({first}.incomplete){fix}",
             model.repo_id,
         )
     result = _listed_model(
@@ -682,12 +769,19 @@ def resolve_entry(
     if _path_like(name):
         raise ModelNotFoundError(name, "no such file or folder")
     dirs = _all_models_dirs(models_dirs, env)
-    # Fast path: a profile name with no folders to search and no cached copy to prefer.
-    if not dirs and name in list_profile_ids():
-        cache = Path(hf_cache_dir) if hf_cache_dir is not None else hf_cache_dir_or_none(env)
-        if cache is None or not _exists(cache / repo_folder_name(name)):
-            return profile_entry(name)
-    catalog = build_catalog(dirs, hf_cache_dir=hf_cache_dir, env=env)
+    cache = Path(hf_cache_dir) if hf_cache_dir is not None else hf_cache_dir_or_none(env)
+    # Fast paths for exact names, which win whatever else the catalog holds: a repo
+    # in the HF cache (read alone, not the whole cache), then a profile when there
+    # are no folders to search.
+    if cache is not None and name.count("/") == 1:
+        for model in scan_hf_cache_repo(cache, name).models:
+            found = _cached_model_entry(model)
+            if isinstance(found, CatalogEntry):
+                return found
+    no_cached_copy = cache is None or not _exists(cache / repo_folder_name(name))
+    if not dirs and no_cached_copy and name in list_profile_ids():
+        return profile_entry(name)
+    catalog = build_catalog(dirs, hf_cache_dir=cache, include_hf_cache=cache is not None, env=env)
     return match_entry(catalog, name)
 
 

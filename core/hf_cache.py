@@ -210,13 +210,52 @@ def scan_hf_cache(cache_dir: Path) -> CacheScan:
     return CacheScan(cache_dir, tuple(models), tuple(problems))
 
 
+def scan_hf_cache_repo(cache_dir: Path, repo_id: str) -> CacheScan:
+    """One model repo of the cache, read as `scan_hf_cache` reads it (never raises).
+
+    Naming a repo id exactly need not scan the whole cache.
+    """
+    repo_path = cache_dir / repo_folder_name(repo_id)
+    try:
+        if not repo_path.is_dir():
+            return CacheScan(cache_dir, exists=cache_dir.is_dir())
+    except OSError:
+        return CacheScan(cache_dir, exists=False)
+    try:
+        _, cache_manager = _import_hub()
+        scan_repo = cache_manager._scan_cached_repo
+    except (ImportError, AttributeError):  # no per-repo scan in this hub version
+        whole = scan_hf_cache(cache_dir)
+        return CacheScan(
+            cache_dir,
+            tuple(m for m in whole.models if m.repo_id == repo_id),
+            tuple(p for p in whole.problems if p.repo_id == repo_id),
+        )
+    try:
+        repo = scan_repo(repo_path)
+    except OSError as exc:
+        return CacheScan(cache_dir, problems=(_repo_problem(repo_path, describe_os_error(exc)),))
+    except Exception as exc:  # the hub's CorruptedCacheException and anything else
+        return CacheScan(cache_dir, problems=(_problem_from_warning(cache_dir, exc),))
+    try:
+        incomplete = {repo_path: sorted((repo_path / "blobs").glob("*.incomplete"))}
+    except OSError:
+        incomplete = {}
+    converted = _convert(repo, incomplete)
+    if isinstance(converted, CachedModel):
+        return CacheScan(cache_dir, (converted,))
+    return CacheScan(cache_dir, problems=(converted,))
+
+
 def _problem_from_warning(cache_dir: Path, warning: Exception) -> CacheProblem:
     """A `CorruptedCacheException` as a problem, attributed to its repo folder when named."""
     text = str(warning)
     repo_path = _repo_path_in(cache_dir, text)
     if repo_path is None:
         return CacheProblem(str(cache_dir), text)
-    return _repo_problem(repo_path, text.replace(str(repo_path), "").replace(" ()", "").strip())
+    # Paths inside the repo read better relative to it (the location names the repo).
+    text = text.replace(f"{repo_path}{os.sep}", "").replace(f" ({repo_path})", "")
+    return _repo_problem(repo_path, text.replace(str(repo_path), "the repo folder").strip())
 
 
 def _repo_path_in(cache_dir: Path, text: str) -> Path | None:
