@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,23 @@ MODEL_PREFIX = "models--"
 IGNORED_ENTRIES = frozenset({".locks", "CACHEDIR.TAG", ".DS_Store", ".gitignore"})
 
 
+def _expand(path: str, env: Mapping[str, str]) -> str:
+    """`os.path.expanduser` then `expandvars`, but reading `env` instead of os.environ."""
+    if path == "~" or path.startswith("~/"):
+        path = (env.get("HOME") or os.path.expanduser("~")) + path[1:]
+    elif path.startswith("~"):
+        path = os.path.expanduser(path)  # ~user comes from the password database
+
+    def var(match: re.Match[str]) -> str:
+        name = match.group(1) or match.group(2)
+        return env.get(name, match.group(0))
+
+    return _VAR.sub(var, path)
+
+
+_VAR = re.compile(r"\$(\w+)|\$\{([^}]*)\}")
+
+
 def hf_cache_dir(env: Mapping[str, str] | None = None) -> Path:
     """The hub cache folder huggingface_hub would use, from `env` (default os.environ).
 
@@ -35,18 +53,14 @@ def hf_cache_dir(env: Mapping[str, str] | None = None) -> Path:
     `~/.cache/huggingface/hub`; `~` and `$VARS` are expanded.
     """
     env = os.environ if env is None else env
-
-    def expand(path: str) -> str:
-        return os.path.expandvars(os.path.expanduser(path))
-
-    if env.get("HF_HUB_CACHE"):
-        return Path(expand(env["HF_HUB_CACHE"]))
-    if env.get("HUGGINGFACE_HUB_CACHE"):
-        return Path(expand(env["HUGGINGFACE_HUB_CACHE"]))
-    if env.get("HF_HOME"):
-        return Path(expand(env["HF_HOME"])) / "hub"
-    xdg = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(expand(xdg)) / "huggingface" / "hub"
+    # Step by step as the hub's constants module does it (an empty value counts as set).
+    default_home = os.path.join(_expand("~", env), ".cache")
+    hf_home = _expand(
+        env.get("HF_HOME", os.path.join(env.get("XDG_CACHE_HOME", default_home), "huggingface")),
+        env,
+    )
+    legacy = env.get("HUGGINGFACE_HUB_CACHE", os.path.join(hf_home, "hub"))
+    return Path(_expand(env.get("HF_HUB_CACHE", legacy), env))
 
 
 def repo_folder_name(repo_id: str) -> str:
