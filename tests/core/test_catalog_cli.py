@@ -85,7 +85,9 @@ def test_issue_command_works_offline_and_matches_the_header_only_folder(
     assert a == b.replace(str(folder), LLAMA_4BIT)
 
 
-def test_models_lists_the_builtin_profiles_on_a_fresh_machine(fresh_machine) -> None:
+def test_models_lists_the_builtin_profiles_on_a_fresh_machine(
+    fresh_machine: dict[str, str],
+) -> None:
     result = run_cli("models", env=fresh_machine)
     assert (result.returncode, result.stderr) == (0, "")
     lines = result.stdout.splitlines()
@@ -133,7 +135,10 @@ def test_models_json_and_verbose(
 
 
 def test_models_dir_flag_repeats_and_env_adds_to_it(
-    quiet_env: Path, tmp_path: Path, monkeypatch, capsys
+    quiet_env: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     for name in ("a", "b", "c"):
         write_tiny_model(tmp_path / name / f"model-{name}")
@@ -149,7 +154,9 @@ def test_models_dir_flag_repeats_and_env_adds_to_it(
     assert "  Model:           model-b\n" in capsys.readouterr().out
 
 
-def test_bad_names_are_one_line_errors_with_exit_2(quiet_env: Path, capsys) -> None:
+def test_bad_names_are_one_line_errors_with_exit_2(
+    quiet_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["inspect", "mlx-community/Qwen3-30B-A3B"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
@@ -157,7 +164,9 @@ def test_bad_names_are_one_line_errors_with_exit_2(quiet_env: Path, capsys) -> N
     assert "; closest: " in err and "mlx-community/Qwen3-30B-A3B-4bit" in err
 
 
-def test_models_survives_a_broken_models_dir(quiet_env: Path, tmp_path: Path, capsys) -> None:
+def test_models_survives_a_broken_models_dir(
+    quiet_env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "file").write_text("x")
     assert main(["models", "-v", "--models-dir", str(tmp_path / "file")]) == 0
     out = capsys.readouterr().out

@@ -291,7 +291,9 @@ def test_a_changed_model_is_read_again(tmp_path: Path) -> None:
     assert catalog_of(None, tmp_path / "models").entries[0].max_position_embeddings == 8192
 
 
-def test_nothing_raises_when_everything_is_wrong_at_once(hub_cache: HubCache, tmp_path) -> None:
+def test_nothing_raises_when_everything_is_wrong_at_once(
+    hub_cache: HubCache, tmp_path: Path
+) -> None:
     hub_cache.add_tiny("org/good")
     hub_cache.add_files("org/empty", {})
     snap = hub_cache.add_profile(LLAMA_4BIT, as_repo="org/bad-header")

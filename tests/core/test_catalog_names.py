@@ -45,7 +45,9 @@ def test_a_profile_name_reads_the_profile(no_cache: dict[str, str]) -> None:
     assert snap.display == LLAMA_4BIT and snap.weights.bytes == 4_517_404_672
 
 
-def test_a_folder_path_always_wins_and_keeps_its_warnings(tmp_path: Path, monkeypatch) -> None:
+def test_a_folder_path_always_wins_and_keeps_its_warnings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     folder = write_skeleton(load_profile(LLAMA_4BIT), tmp_path / LLAMA_4BIT)
     (folder / INDEX_FILE).write_text(json.dumps({"weight_map": {"x": "gone.safetensors"}}))
     monkeypatch.chdir(tmp_path)
@@ -93,7 +95,9 @@ def test_an_unfinished_download_says_why_it_cannot_be_used(hub_cache: HubCache) 
         ("Qwen3-30B-A3B", "Qwen/Qwen3-30B-A3B"),
     ],
 )
-def test_short_and_differently_cased_names(typed: str, picked: str, no_cache) -> None:
+def test_short_and_differently_cased_names(
+    typed: str, picked: str, no_cache: dict[str, str]
+) -> None:
     assert resolve_entry(typed, env=no_cache).name == picked
     assert resolve_model(typed, env=no_cache).display == typed
 
@@ -122,7 +126,7 @@ def test_ambiguous_names_list_the_candidates(hub_cache: HubCache) -> None:
     )
 
 
-def test_two_folders_of_one_name_are_ambiguous(tmp_path: Path, no_cache) -> None:
+def test_two_folders_of_one_name_are_ambiguous(tmp_path: Path, no_cache: dict[str, str]) -> None:
     write_tiny_model(tmp_path / "a" / "twin")
     write_tiny_model(tmp_path / "b" / "twin")
     with pytest.raises(ModelError, match=r"ambiguous: 2 models match: twin \(folder .*/a/twin\)"):

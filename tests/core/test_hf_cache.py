@@ -51,7 +51,9 @@ def _hub_env(extra: dict[str, str], home: Path) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("extra", ENV_CASES)
-def test_cache_folder_is_the_one_huggingface_hub_uses(extra: dict[str, str], tmp_path) -> None:
+def test_cache_folder_is_the_one_huggingface_hub_uses(
+    extra: dict[str, str], tmp_path: Path
+) -> None:
     env = _hub_env(extra, tmp_path)
     code = "import huggingface_hub.constants as c; print(c.HF_HUB_CACHE)"
     hub_says = subprocess.run(

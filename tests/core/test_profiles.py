@@ -105,7 +105,10 @@ def test_profile_reads_like_its_header_only_folder(
 
 @pytest.mark.parametrize("repo_id", [*TENSOR_PROFILES, *CONFIG_ONLY])
 def test_inspect_prints_the_same_bytes_for_profile_and_folder(
-    repo_id: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch
+    repo_id: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "no-cache"))
     folder = write_skeleton(load_profile(repo_id), tmp_path / "m")
@@ -197,7 +200,9 @@ def test_manifest_round_trips_any_tensor_list(
     st.booleans(),
 )
 def test_manifest_folds_layers_and_experts(layers: int, experts: int, sort_names: bool) -> None:
-    tensors = [("model.embed_tokens.weight", "BF16", (100, 8))]
+    tensors: list[tuple[str, str, tuple[int, ...]]] = [
+        ("model.embed_tokens.weight", "BF16", (100, 8))
+    ]
     for i in range(layers):
         tensors.append((f"model.layers.{i}.norm.weight", "BF16", (8,)))
         for j in range(experts):
