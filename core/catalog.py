@@ -500,6 +500,8 @@ def models_dir_entries(root: Path) -> tuple[list[CatalogEntry], list[SkippedMode
             return [], [SkippedModel(str(root), "models folder: not a folder")]
     except OSError as exc:
         return [], [SkippedModel(str(root), f"models folder: {describe_os_error(exc)}")]
+    except ValueError:  # a NUL byte in the name
+        return [], [SkippedModel(repr(str(root)), "models folder: not a valid path")]
     if _is_model_dir(root):
         add(_listed_model(root, root.name, ORIGIN_FOLDER))
         return entries, skipped
@@ -553,14 +555,23 @@ def models_dirs_from_env(env: Mapping[str, str] | None = None) -> list[Path]:
     return [Path(os.path.expanduser(p)) for p in raw.split(os.pathsep) if p.strip()]
 
 
+def _real(path: Path | str) -> str:
+    """The resolved path, to tell two spellings of one folder apart; as given if it cannot be."""
+    try:
+        return os.path.realpath(path)
+    except (OSError, ValueError):  # a loop, a NUL byte: compare the text
+        return str(path)
+
+
 def _all_models_dirs(
     models_dirs: Iterable[Path | str], env: Mapping[str, str] | None
 ) -> list[Path]:
-    """Flags first, then the environment; each folder once."""
+    """Flags first, then the environment; each folder once; empty names ignored."""
     seen: set[str] = set()
     out: list[Path] = []
-    for d in [*(Path(os.path.expanduser(str(d))) for d in models_dirs), *models_dirs_from_env(env)]:
-        key = os.path.realpath(d)
+    flags = [Path(os.path.expanduser(str(d))) for d in models_dirs if str(d).strip()]
+    for d in [*flags, *models_dirs_from_env(env)]:
+        key = _real(d)
         if key not in seen:
             seen.add(key)
             out.append(d)
@@ -615,7 +626,7 @@ def build_catalog(
             skipped.extend(left)
     unique: dict[str, CatalogEntry] = {}
     for entry in entries:  # the same folder reached twice (a link, two roots) is listed once
-        key = os.path.realpath(entry.path) if entry.path else f"profile:{entry.profile_id}"
+        key = _real(entry.path) if entry.path else f"profile:{entry.profile_id}"
         unique.setdefault(key, entry)
     return Catalog(
         tuple(sorted(unique.values(), key=_sort_key)), tuple(skipped), cache, tuple(dirs)
@@ -693,7 +704,8 @@ def _similarity(needle: str, name: str) -> float:
     score = difflib.SequenceMatcher(None, tail, name_tail).ratio()
     if org and org == name_org:
         score += 0.15
-    if tail and _squash(tail) in _squash(name_tail):  # `phi3` finds `Phi-3-mini-4k-instruct`
+    squashed = _squash(tail)
+    if squashed and squashed in _squash(name_tail):  # `phi3` finds `Phi-3-mini-4k-instruct`
         score += 1.0
     return score
 
@@ -763,6 +775,10 @@ def resolve_entry(
     An existing path always wins and is read as a folder (ModelError if it is not
     one). Otherwise the name is matched against the catalog (see `match_entry`).
     """
+    if not name.strip():
+        raise ModelNotFoundError(
+            repr(name), "empty model name; `vramscope models` lists every name"
+        )
     path = _existing_path(name)
     if path is not None:
         return folder_entry(path, name)

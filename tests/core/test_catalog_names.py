@@ -8,6 +8,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core.catalog import (
     ORIGIN_BUILTIN,
@@ -18,7 +20,7 @@ from core.catalog import (
     resolve_entry,
     resolve_model,
 )
-from core.errors import ModelError, ModelNotFoundError
+from core.errors import ModelError, ModelNotFoundError, VramscopeError
 from core.profiles import load_profile, write_skeleton
 from core.weights import INDEX_FILE, WeightsSource
 
@@ -166,3 +168,20 @@ def test_a_path_that_is_not_a_folder(tmp_path: Path) -> None:
     os.symlink("loop", tmp_path / "loop")
     with pytest.raises(ModelError, match="too many levels of symbolic links"):
         resolve_entry(str(tmp_path / "loop"))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(max_size=80))
+def test_any_typed_name_is_a_model_or_a_one_line_error(name: str) -> None:
+    try:
+        resolve_entry(name, env={"HF_HUB_CACHE": "/nonexistent/vramscope"})
+    except VramscopeError as exc:
+        assert "\n" not in str(exc).replace(name, "")
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.text(max_size=20), max_size=3), st.text(max_size=20))
+def test_any_models_dirs_give_a_catalog(dirs: list[str], env_value: str) -> None:
+    env = {"VRAMSCOPE_MODELS_DIR": env_value, "HF_HUB_CACHE": "/nonexistent/vramscope"}
+    catalog = build_catalog(dirs, env=env)
+    assert len([e for e in catalog.entries if e.origin == ORIGIN_BUILTIN]) >= 12
