@@ -1,15 +1,24 @@
 """The result of a real load, as data: what the UI shows beside the estimate.
 
-It lives in `core/` so that the TUI and the CLI can show a measured peak, and
-compare it with the estimate, without importing torch. `hip_backend` produces
-these; nothing here measures anything.
+It lives in `core/` so that the TUI and the CLI can ask for a measurement, follow
+its progress and compare its peak with the estimate without importing torch.
+`hip_backend` produces these; nothing here measures anything.
+
+A measurement runs in a child process that writes one JSON object per line; the
+event classes below are those lines (`encode_event` / `decode_event`).
 """
 
 from __future__ import annotations
 
 import enum
+import json
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
+
+DEFAULT_PROMPT_TOKENS = 512
+DEFAULT_GEN_TOKENS = 128
+DEFAULT_WARMUP_TOKENS = 20
+DEVICE_CHOICES = ("auto", "rocm", "cuda", "cpu")
 
 
 class FailureKind(enum.Enum):
@@ -24,6 +33,24 @@ class FailureKind(enum.Enum):
     CANCELLED = "cancelled"
     TIMEOUT = "timeout"
     INTERNAL = "internal"
+
+    @property
+    def label(self) -> str:
+        """Short words for a status line."""
+        return _FAILURE_LABELS[self]
+
+
+_FAILURE_LABELS = {
+    FailureKind.NO_TORCH: "torch is not installed",
+    FailureKind.NO_DEVICE: "no such device",
+    FailureKind.OUT_OF_MEMORY: "out of memory",
+    FailureKind.UNSUPPORTED_MODEL: "not supported for measurement",
+    FailureKind.BAD_MODEL: "unusable model files",
+    FailureKind.KILLED: "measuring process killed",
+    FailureKind.CANCELLED: "cancelled",
+    FailureKind.TIMEOUT: "timed out",
+    FailureKind.INTERNAL: "internal error",
+}
 
 
 @dataclass(frozen=True)
@@ -78,11 +105,26 @@ class MeasuredPeak:
     timestamp: str = ""
     vramscope_version: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    warmup_tokens: int = DEFAULT_WARMUP_TOKENS
+    """Decode tokens of the warm-up pass that ran before the measured pass."""
+    weights_bytes: int | None = None
+    """Bytes of weight tensors held on the device after the load."""
+    device_used_source: str | None = None
+    """Where `device_used_delta_bytes` came from (sysfs, amdsmi, cudaMemGetInfo)."""
+    family: str | None = None
+    """The decoder family the engine ran (`llama`, `qwen3_moe`, ...)."""
 
     @property
     def context_tokens(self) -> int:
         """The estimate's context for this workload: P + G."""
         return self.prompt_tokens + self.gen_tokens
+
+    @property
+    def margin(self) -> Margin | None:
+        """Estimate against this peak, when the estimate is known."""
+        if self.estimate_bytes is None:
+            return None
+        return margin(self.estimate_bytes, self.peak_bytes)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -114,3 +156,134 @@ def margin(estimate_bytes: int, peak_bytes: int) -> Margin:
     """How far an estimate sits above (or below) a measured peak."""
     diff = estimate_bytes - peak_bytes
     return Margin(diff, 100.0 * diff / peak_bytes if peak_bytes else 0.0)
+
+
+@dataclass(frozen=True)
+class MeasureRequest:
+    """What to measure: a model as the user named it and the bench workload.
+
+    The estimate shown beside the peak is computed for the same model at context
+    `prompt_tokens + gen_tokens`, batch 1, fp16 KV, with this run's in-flight
+    budget and mlxcel's ROCm formula (the engine applies ROCm's bound on every device).
+    """
+
+    model: str
+    """A folder path or a built-in profile id (resolved with `core.catalog.resolve_entry`)."""
+    prompt_tokens: int = DEFAULT_PROMPT_TOKENS
+    gen_tokens: int = DEFAULT_GEN_TOKENS
+    warmup_tokens: int = DEFAULT_WARMUP_TOKENS
+    inflight: str | int | None = None
+    """`MLX_ROCM_MAX_INFLIGHT_MB` as raw text (same parser as the estimate) or MiB;
+    None reads the variable from the environment, unset meaning 1024."""
+    device: str = "auto"
+    """`auto`, `rocm`, `cuda` or `cpu`."""
+    models_dirs: tuple[str, ...] = ()
+    synthetic: bool = False
+    """Use random weights of the real shapes even when weights are on disk."""
+    headroom_factor: float | None = None
+    """Estimate knob; None reads `MLXCEL_HEADROOM_FACTOR` (unset 1.20)."""
+    activation_mult: float | None = None
+    """Estimate knob; None reads `MLXCEL_ACTIVATION_MULT` (unset 2.0)."""
+    host_memory_cap_bytes: int | None = None
+    """Cap on the measuring process's memory growth (address space over its start),
+    so a CPU run that would not fit fails as out of memory instead of swapping."""
+    timeout_s: float | None = None
+    """Kill the run after this many seconds (None: no limit)."""
+
+    def __post_init__(self) -> None:
+        for name in ("prompt_tokens", "gen_tokens", "warmup_tokens"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+        if self.prompt_tokens < 1:
+            raise ValueError("prompt_tokens must be at least 1")
+        if self.device not in DEVICE_CHOICES:
+            raise ValueError(f"device must be one of {', '.join(DEVICE_CHOICES)}")
+
+    @property
+    def context_tokens(self) -> int:
+        """The estimate's context: P + G."""
+        return self.prompt_tokens + self.gen_tokens
+
+
+# -- events: the child's JSON lines, and what the launcher hands the UI ---------------
+
+
+@dataclass(frozen=True)
+class MeasureProgress:
+    """A step of the run: `phase` is load, warmup, prefill or decode."""
+
+    phase: str
+    done: int
+    total: int
+    detail: str = ""
+
+    @property
+    def fraction(self) -> float:
+        """done / total in [0, 1] (0 when the total is unknown)."""
+        return min(1.0, self.done / self.total) if self.total > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class MeasureNotice:
+    """A line worth showing that is not an error (synthetic weights, a budget fallback)."""
+
+    message: str
+
+
+@dataclass(frozen=True)
+class MeasureResult:
+    """The run finished: its peak (with the estimate attached by the launcher)."""
+
+    peak: MeasuredPeak
+
+
+@dataclass(frozen=True)
+class MeasureFailed:
+    """The run ended without a peak."""
+
+    failure: MeasurementFailure
+
+
+MeasureEvent = MeasureProgress | MeasureNotice | MeasureResult | MeasureFailed
+
+
+def event_to_dict(event: MeasureEvent) -> dict[str, Any]:
+    """The JSON object of one event line."""
+    if isinstance(event, MeasureProgress):
+        return {"event": "progress", **asdict(event)}
+    if isinstance(event, MeasureNotice):
+        return {"event": "notice", "message": event.message}
+    if isinstance(event, MeasureResult):
+        return {"event": "result", "peak": event.peak.to_dict()}
+    return {"event": "failure", **event.failure.to_dict()}
+
+
+def encode_event(event: MeasureEvent) -> str:
+    """One line of the child's protocol (no newline)."""
+    return json.dumps(event_to_dict(event), separators=(",", ":"), allow_nan=False)
+
+
+def decode_event(line: str) -> MeasureEvent | None:
+    """Parse one protocol line; None for anything that is not a well-formed event."""
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    try:
+        kind = data.get("event")
+        if kind == "progress":
+            return MeasureProgress(
+                str(data["phase"]), int(data["done"]), int(data["total"]), str(data["detail"])
+            )
+        if kind == "notice":
+            return MeasureNotice(str(data["message"]))
+        if kind == "result":
+            return MeasureResult(MeasuredPeak.from_dict(data["peak"]))
+        if kind == "failure":
+            return MeasureFailed(MeasurementFailure.from_dict(data))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return None

@@ -1,0 +1,238 @@
+"""The measuring process: `python -m hip_backend.child` reads a job on stdin and
+writes JSON lines on stdout: progress, notices, then one result or one failure.
+
+Anything else that writes to stdout (a library's print, native code) is moved to
+stderr first, so the protocol stream carries only protocol lines. Every error
+becomes a typed failure line; the exit status is 0 whenever a line was written.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from typing import IO
+
+from core import __version__
+from core.measurement import (
+    FailureKind,
+    MeasuredPeak,
+    MeasureEvent,
+    MeasureFailed,
+    MeasurementFailure,
+    MeasureNotice,
+    MeasureProgress,
+    MeasureResult,
+    encode_event,
+)
+from hip_backend.errors import MeasureError, OutOfMemoryError
+from hip_backend.job import ChildJob
+
+Emit = Callable[[MeasureEvent], None]
+PROGRESS_INTERVAL_S = 0.1
+
+
+class _ProtocolOut:
+    """Owns the real stdout; everything else printed goes to stderr."""
+
+    def __init__(self) -> None:
+        sys.stdout.flush()
+        self._stream: IO[str] = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
+
+    def __call__(self, event: MeasureEvent) -> None:
+        self._stream.write(encode_event(event) + "\n")
+        self._stream.flush()
+
+
+class _Throttle:
+    """Progress lines at most every 100 ms per phase, plus each phase's last step."""
+
+    def __init__(self, emit: Emit) -> None:
+        self.emit = emit
+        self._last: dict[str, float] = {}
+
+    def __call__(self, phase: str, done: int, total: int, detail: str = "") -> None:
+        now = time.monotonic()
+        if done < total and now - self._last.get(phase, 0.0) < PROGRESS_INTERVAL_S:
+            return
+        self._last[phase] = now
+        self.emit(MeasureProgress(phase, done, total, detail))
+
+
+def _is_oom(exc: BaseException) -> bool:
+    if isinstance(exc, MemoryError | OutOfMemoryError):
+        return True
+    torch = sys.modules.get("torch")
+    oom_type = getattr(torch, "OutOfMemoryError", None) if torch is not None else None
+    if oom_type is not None and isinstance(exc, oom_type):
+        return True
+    text = str(exc).lower()
+    return isinstance(exc, RuntimeError) and (
+        "out of memory" in text or "can't allocate memory" in text or "not enough memory" in text
+    )
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _cap_host_memory(cap: int) -> None:
+    """Limit further address-space growth to `cap` bytes, so an oversized CPU run fails
+    with an allocation error instead of driving the machine into swap."""
+    import resource
+
+    from hip_backend.peak import status_kib
+
+    size_kib = status_kib("VmSize") or 0
+    limit = size_kib * 1024 + cap
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
+def measure(job: ChildJob, emit: Emit) -> MeasuredPeak:
+    """Run the job and return its peak (raises MeasureError and torch errors)."""
+    from pathlib import Path
+
+    from hip_backend.device import (
+        event_factory,
+        import_torch,
+        select_device,
+        synchronize,
+        warm_up_kernels,
+    )
+    from hip_backend.inflight import InflightQueue
+    from hip_backend.loader import build_model
+    from hip_backend.model_source import ModelSource, resolve_source
+    from hip_backend.peak import monitor_for
+    from hip_backend.workload import WARMUP_PROMPT_TOKENS, run_pass, synthetic_prompt
+
+    progress = _Throttle(emit)
+    source = ModelSource(Path(job.folder) if job.folder else None, job.profile_id)
+    resolved = resolve_source(source, force_synthetic=job.synthetic)
+    if resolved.plan.synthetic:
+        emit(MeasureNotice(f"synthetic weights: {resolved.plan.reason}"))
+    torch = import_torch()
+    device, info = select_device(job.device)
+    torch.set_grad_enabled(False)
+    if job.host_memory_cap_bytes is not None:
+        _cap_host_memory(job.host_memory_cap_bytes)
+    emit(
+        MeasureNotice(f"device: {info.kind} {info.name}" + (f" ({info.arch})" if info.arch else ""))
+    )
+
+    warm_up_kernels(device)
+    monitor = monitor_for(device, info.kind, info.total_bytes)
+    monitor.start()
+    started = time.perf_counter()
+    model = build_model(
+        resolved.arch,
+        resolved.plan,
+        device,
+        progress=lambda done, total: progress("load", done, total),
+        seed=job.seed,
+    )
+    synchronize(device)
+    load_seconds = time.perf_counter() - started
+
+    queue = InflightQueue(job.inflight_mib << 20, event_factory(device), job.op_cap)
+    vocab = resolved.arch.vocab_size
+    warm_prompt = synthetic_prompt(
+        vocab, min(WARMUP_PROMPT_TOKENS, job.prompt_tokens), job.seed + 1
+    )
+    run_pass(
+        model,
+        queue,
+        warm_prompt,
+        job.warmup_tokens,
+        phase="warmup ",
+        progress=progress,
+        chunk=job.prefill_chunk,
+    )
+    measured = run_pass(
+        model,
+        queue,
+        synthetic_prompt(vocab, job.prompt_tokens, job.seed),
+        job.gen_tokens,
+        progress=progress,
+        chunk=job.prefill_chunk,
+    )
+    figures = monitor.stop()
+    prefill_rate = job.prompt_tokens / measured.prefill_seconds if measured.prefill_seconds else 0.0
+    decode_rate = job.gen_tokens / measured.decode_seconds if measured.decode_seconds else 0.0
+    return MeasuredPeak(
+        model=job.display,
+        device_kind=info.kind,
+        device_name=info.name,
+        peak_bytes=figures.peak_bytes,
+        peak_kind=figures.peak_kind,
+        inflight_mib=job.inflight_mib,
+        prompt_tokens=job.prompt_tokens,
+        gen_tokens=job.gen_tokens,
+        synthetic_weights=resolved.plan.synthetic,
+        load_seconds=round(load_seconds, 4),
+        prefill_tokens_per_s=round(prefill_rate, 2),
+        decode_tokens_per_s=round(decode_rate, 2),
+        torch_version=info.torch_version,
+        runtime_version=info.runtime_version,
+        arch=info.arch,
+        reserved_peak_bytes=figures.reserved_peak_bytes,
+        device_used_delta_bytes=figures.device_used_delta_bytes,
+        timestamp=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        vramscope_version=__version__,
+        extra={
+            "inflight_commits": queue.stats.commits,
+            "inflight_waits": queue.stats.waits,
+            "inflight_max_committed_bytes": queue.stats.max_committed_bytes,
+            "inflight_max_held_bytes": queue.stats.max_held_bytes,
+            "ops": queue.stats.ops,
+            "generated_tokens": measured.tokens[:16],
+        },
+        warmup_tokens=job.warmup_tokens,
+        weights_bytes=model.weights_bytes,
+        device_used_source=figures.device_used_source,
+        family=resolved.arch.family,
+    )
+
+
+def run_job(job: ChildJob, emit: Emit) -> None:
+    """Measure and emit exactly one terminal event."""
+    try:
+        peak = measure(job, emit)
+    except MeasureError as exc:
+        emit(MeasureFailed(exc.failure()))
+    except BaseException as exc:  # the parent must get a typed line, whatever broke
+        if isinstance(exc, KeyboardInterrupt | SystemExit):
+            raise
+        if _is_oom(exc):
+            emit(MeasureFailed(MeasurementFailure(FailureKind.OUT_OF_MEMORY, _one_line(exc))))
+        else:
+            traceback.print_exc(file=sys.stderr)
+            message = f"{type(exc).__name__}: {_one_line(exc)}"
+            emit(MeasureFailed(MeasurementFailure(FailureKind.INTERNAL, message)))
+    else:
+        emit(MeasureResult(peak))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: job JSON on stdin, event lines on stdout."""
+    emit = _ProtocolOut()
+    try:
+        job = ChildJob.from_json(sys.stdin.read())
+    except (ValueError, TypeError) as exc:
+        message = f"invalid job: {_one_line(exc)}"
+        emit(MeasureFailed(MeasurementFailure(FailureKind.INTERNAL, message)))
+        return 0
+    run_job(job, emit)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

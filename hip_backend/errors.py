@@ -1,0 +1,45 @@
+"""Typed errors of a measurement run; the child turns each into a failure line."""
+
+from __future__ import annotations
+
+from core.measurement import FailureKind, MeasurementFailure
+
+
+class MeasureError(Exception):
+    """A run cannot go on; `kind` says why, the message says what, in one line."""
+
+    kind = FailureKind.INTERNAL
+
+    def failure(self) -> MeasurementFailure:
+        """The typed outcome for the protocol."""
+        return MeasurementFailure(self.kind, str(self))
+
+
+class NoTorchError(MeasureError):
+    """torch cannot be imported in the measuring interpreter."""
+
+    kind = FailureKind.NO_TORCH
+
+
+class NoDeviceError(MeasureError):
+    """The device asked for is not there (or this torch build cannot reach it)."""
+
+    kind = FailureKind.NO_DEVICE
+
+
+class UnsupportedModelError(MeasureError):
+    """The estimate works for this model, the engine cannot run it."""
+
+    kind = FailureKind.UNSUPPORTED_MODEL
+
+
+class BadModelError(MeasureError):
+    """The model's files are inconsistent (shapes, offsets, missing tensors)."""
+
+    kind = FailureKind.BAD_MODEL
+
+
+class OutOfMemoryError(MeasureError):
+    """An allocation failed on the device or the host."""
+
+    kind = FailureKind.OUT_OF_MEMORY

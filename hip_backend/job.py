@@ -1,0 +1,55 @@
+"""What the parent hands the measuring child: a resolved, validated request.
+
+The launcher resolves the model name and the in-flight budget (with the
+estimate's parser) before the child starts, so the child never reads the
+environment for them and a bad name fails fast without importing torch.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from core.measurement import DEFAULT_GEN_TOKENS, DEFAULT_PROMPT_TOKENS, DEFAULT_WARMUP_TOKENS
+from hip_backend.inflight import DEFAULT_OP_CAP
+from hip_backend.workload import PREFILL_CHUNK
+
+
+@dataclass(frozen=True)
+class ChildJob:
+    """One run, as the child receives it on stdin (one JSON object)."""
+
+    display: str
+    """The model as the user named it."""
+    folder: str | None = None
+    profile_id: str | None = None
+    prompt_tokens: int = DEFAULT_PROMPT_TOKENS
+    gen_tokens: int = DEFAULT_GEN_TOKENS
+    warmup_tokens: int = DEFAULT_WARMUP_TOKENS
+    inflight_mib: int = 1024
+    device: str = "auto"
+    synthetic: bool = False
+    seed: int = 0
+    op_cap: int = DEFAULT_OP_CAP
+    prefill_chunk: int = PREFILL_CHUNK
+    host_memory_cap_bytes: int | None = None
+
+    def to_json(self) -> str:
+        """The stdin payload."""
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> ChildJob:
+        """Parse the stdin payload (ValueError on anything malformed)."""
+        data: Any = json.loads(text)
+        if not isinstance(data, dict):
+            raise ValueError("the job is not a JSON object")
+        names = {f.name for f in fields(cls)}
+        unknown = set(data) - names
+        if unknown:
+            raise ValueError(f"unknown job fields: {', '.join(sorted(unknown))}")
+        job = cls(**data)
+        if (job.folder is None) == (job.profile_id is None):
+            raise ValueError("a job names exactly one of folder and profile_id")
+        return job

@@ -1,0 +1,395 @@
+"""Starting a measurement in a child process and following it (no torch in here).
+
+`start_measurement(request, on_event)` resolves the model and the in-flight budget,
+computes the estimate the peak will be compared with, starts
+`python -m hip_backend.child`, and returns a `MeasurementHandle` at once. A reader
+thread parses the child's JSON lines and calls `on_event` with
+`core.measurement` events, from that thread (a UI hands them to its own loop).
+Exactly one terminal event (`MeasureResult` or `MeasureFailed`) is delivered, also
+when the child is cancelled, killed, times out or exits without a word.
+
+`measure(request)` is the synchronous form used by the CLI and tests.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from core.backend import Backend
+from core.backend_inflight import (
+    MAX_ACCEPTED_INFLIGHT_MB,
+    ROCM_MAX_INFLIGHT_ENV,
+    InflightBudget,
+    resolve_inflight_budget,
+)
+from core.catalog import resolve_entry
+from core.environment import read_env, resolve_settings
+from core.errors import UsageError, VramscopeError
+from core.estimate import EstimateSettings, MemoryEstimate, Workload, estimate
+from core.measurement import (
+    FailureKind,
+    MeasuredPeak,
+    MeasureEvent,
+    MeasureFailed,
+    MeasurementFailure,
+    MeasureNotice,
+    MeasureRequest,
+    MeasureResult,
+    decode_event,
+)
+from core.model import ModelSnapshot
+from hip_backend.job import ChildJob
+
+EventCallback = Callable[[MeasureEvent], None]
+Outcome = MeasuredPeak | MeasurementFailure
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+STDERR_TAIL_LINES = 40
+KILL_GRACE_S = 5.0
+
+# glibc keeps freed blocks below its (adaptive) mmap threshold in the heap, so the
+# resident set would remember transients long after they died. A small fixed
+# threshold hands every tensor-sized block back to the kernel when it is freed,
+# which makes the CPU peak (RSS) track live memory. Harmless for GPU runs.
+CHILD_MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": "16384", "MALLOC_TRIM_THRESHOLD_": "65536"}
+
+
+@dataclass(frozen=True)
+class PreparedMeasurement:
+    """A request resolved in the parent: the child's job, the budget and the estimate."""
+
+    request: MeasureRequest
+    job: ChildJob
+    budget: InflightBudget
+    estimate: MemoryEstimate
+    snapshot: ModelSnapshot
+    warnings: tuple[str, ...]
+
+
+def resolve_budget(inflight: str | int | None, env: dict[str, str | None]) -> InflightBudget:
+    """The in-flight budget: MiB as given, raw text through the estimate's parser, or the
+    environment variable (unset meaning 1024)."""
+    if inflight is None:
+        return resolve_inflight_budget(env.get(ROCM_MAX_INFLIGHT_ENV))
+    if isinstance(inflight, str):
+        return resolve_inflight_budget(inflight, "--inflight-mb")
+    if isinstance(inflight, bool) or not 0 <= inflight <= MAX_ACCEPTED_INFLIGHT_MB:
+        raise UsageError("--inflight-mb", f"{inflight!r} is not a MiB count the backend accepts")
+    return InflightBudget(inflight, "request", str(inflight))
+
+
+def comparison_settings(
+    request: MeasureRequest, budget: InflightBudget, env: dict[str, str | None]
+) -> tuple[EstimateSettings, tuple[str, ...]]:
+    """Estimate settings for the comparison: the ROCm formula with this run's budget.
+
+    The engine applies ROCm's in-flight bound on every device, so the estimate it is
+    held against includes the in-flight term everywhere. Available memory plays no
+    part in a comparison and is not probed.
+    """
+    from core.available import AvailableMemory
+
+    resolved = resolve_settings(
+        Backend.ROCM, env, available=AvailableMemory(0, "not used for a measurement")
+    )
+    settings = replace(
+        resolved.settings,
+        inflight_mib=budget.mib,
+        headroom_factor=(
+            resolved.settings.headroom_factor
+            if request.headroom_factor is None
+            else request.headroom_factor
+        ),
+        activation_mult=(
+            resolved.settings.activation_mult
+            if request.activation_mult is None
+            else request.activation_mult
+        ),
+    )
+    notes = tuple(w for w in resolved.warnings if ROCM_MAX_INFLIGHT_ENV not in w)
+    return settings, notes
+
+
+def prepare(
+    request: MeasureRequest, env: dict[str, str | None] | None = None
+) -> PreparedMeasurement:
+    """Resolve the model and budget and compute the estimate; raises VramscopeError."""
+    from core.catalog import entry_snapshot
+
+    env = read_env() if env is None else env
+    entry = resolve_entry(request.model, [Path(d) for d in request.models_dirs])
+    snapshot = entry_snapshot(entry, request.model)
+    budget = resolve_budget(request.inflight, env)
+    settings, notes = comparison_settings(request, budget, env)
+    est = estimate(snapshot, Workload(max_tokens=request.context_tokens), settings)
+    warning = budget.warning()
+    job = ChildJob(
+        display=request.model,
+        folder=str(entry.path.resolve()) if entry.path is not None else None,
+        profile_id=entry.profile_id if entry.path is None else None,
+        prompt_tokens=request.prompt_tokens,
+        gen_tokens=request.gen_tokens,
+        warmup_tokens=request.warmup_tokens,
+        inflight_mib=budget.mib,
+        device=request.device,
+        synthetic=request.synthetic,
+        host_memory_cap_bytes=request.host_memory_cap_bytes,
+    )
+    warnings = (*notes, *snapshot.warnings, *([warning] if warning else []))
+    return PreparedMeasurement(request, job, budget, est, snapshot, warnings)
+
+
+class MeasurementHandle:
+    """A running measurement: `cancel()`, `wait(timeout)`, `done`, `outcome`."""
+
+    def __init__(
+        self,
+        on_event: EventCallback,
+        prepared: PreparedMeasurement | None = None,
+    ) -> None:
+        self.prepared = prepared
+        self._on_event = on_event
+        self._lock = threading.Lock()
+        self._finished = threading.Event()
+        self._outcome: Outcome | None = None
+        self._stop_reason: FailureKind | None = None
+        self._process: subprocess.Popen[str] | None = None
+        self._stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+        self._timer: threading.Timer | None = None
+
+    @property
+    def estimate(self) -> MemoryEstimate | None:
+        """The estimate at context P + G the peak will be compared with."""
+        return self.prepared.estimate if self.prepared else None
+
+    @property
+    def pid(self) -> int | None:
+        """The child's process id while it runs."""
+        return self._process.pid if self._process is not None else None
+
+    @property
+    def done(self) -> bool:
+        """True once the terminal event was delivered."""
+        return self._finished.is_set()
+
+    @property
+    def outcome(self) -> Outcome | None:
+        """The peak or the failure, once done."""
+        return self._outcome
+
+    def wait(self, timeout: float | None = None) -> Outcome | None:
+        """Block until done (or `timeout` seconds); the outcome, or None if still running."""
+        self._finished.wait(timeout)
+        return self._outcome
+
+    def cancel(self) -> None:
+        """Stop the run: the child is killed and a CANCELLED failure is delivered."""
+        self._stop(FailureKind.CANCELLED)
+
+    def _stop(self, reason: FailureKind) -> None:
+        with self._lock:
+            if self._finished.is_set() or self._stop_reason is not None:
+                return
+            self._stop_reason = reason
+            process = self._process
+        if process is not None and process.poll() is None:
+            # The child leads its own process group: take any helpers down with it.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+
+    def _deliver(self, event: MeasureEvent) -> None:
+        try:
+            self._on_event(event)
+        except Exception as exc:  # a broken callback must not lose the terminal event
+            print(f"vramscope: event callback failed: {exc}", file=sys.stderr)
+
+    def _finish(self, outcome: Outcome) -> None:
+        with self._lock:
+            if self._finished.is_set():
+                return
+            self._outcome = outcome
+        if self._timer is not None:
+            self._timer.cancel()
+        event: MeasureEvent
+        event = (
+            MeasureResult(outcome) if isinstance(outcome, MeasuredPeak) else MeasureFailed(outcome)
+        )
+        self._deliver(event)
+        self._finished.set()
+
+    def _start(self, job: ChildJob, python: str, timeout: float | None) -> None:
+        env = dict(os.environ)
+        for key, value in CHILD_MALLOC_ENV.items():
+            env.setdefault(key, value)
+        # The child imports core and hip_backend from this checkout, installed or not.
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH", "")) if p
+        )
+        try:
+            self._process = subprocess.Popen(
+                [python, "-m", "hip_backend.child"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                encoding="utf-8",
+                errors="replace",
+                env=env,
+                cwd=str(PROJECT_ROOT),
+                start_new_session=True,
+            )
+        except OSError as exc:
+            self._finish(MeasurementFailure(FailureKind.INTERNAL, f"cannot start {python}: {exc}"))
+            return
+        if timeout is not None:
+            self._timer = threading.Timer(timeout, self._stop, (FailureKind.TIMEOUT,))
+            self._timer.daemon = True
+            self._timer.start()
+        threading.Thread(target=self._read_stderr, daemon=True, name="vramscope-child-err").start()
+        threading.Thread(
+            target=self._read_stdout, args=(job,), daemon=True, name="vramscope-child-out"
+        ).start()
+
+    def _read_stderr(self) -> None:
+        assert self._process is not None
+        assert self._process.stderr is not None
+        for line in self._process.stderr:
+            self._stderr_tail.append(line.rstrip("\n"))
+
+    def _read_stdout(self, job: ChildJob) -> None:
+        process = self._process
+        assert process is not None
+        assert process.stdin is not None
+        assert process.stdout is not None
+        try:
+            process.stdin.write(job.to_json())
+            process.stdin.close()
+        except OSError:
+            pass  # the child died before reading; its exit status tells why
+        terminal: Outcome | None = None
+        for line in process.stdout:
+            event = decode_event(line)
+            if event is None:
+                self._stderr_tail.append(line.rstrip("\n"))
+            elif isinstance(event, MeasureResult):
+                terminal = self._with_estimate(event.peak)
+            elif isinstance(event, MeasureFailed):
+                terminal = event.failure
+            elif self._stop_reason is None:
+                self._deliver(event)
+        returncode = process.wait()
+        self._finish(self._final_outcome(terminal, returncode))
+
+    def _with_estimate(self, peak: MeasuredPeak) -> MeasuredPeak:
+        if self.prepared is None:
+            return peak
+        return replace(peak, estimate_bytes=self.prepared.estimate.total_bytes)
+
+    def _final_outcome(self, terminal: Outcome | None, returncode: int) -> Outcome:
+        if isinstance(terminal, MeasuredPeak):
+            return terminal  # it finished before a cancel or timeout could land
+        if self._stop_reason is FailureKind.CANCELLED:
+            return MeasurementFailure(FailureKind.CANCELLED, "the measurement was cancelled")
+        if self._stop_reason is FailureKind.TIMEOUT:
+            limit = self.prepared.request.timeout_s if self.prepared else None
+            return MeasurementFailure(
+                FailureKind.TIMEOUT,
+                f"the measurement ran past its {limit:g} s limit and was killed",
+            )
+        if terminal is not None:
+            return terminal
+        if returncode < 0:
+            sig = -returncode
+            name = signal.Signals(sig).name if sig in signal.valid_signals() else str(sig)
+            hint = (
+                " (the kernel's out-of-memory killer sends this when memory runs out)"
+                if sig == signal.SIGKILL
+                else ""
+            )
+            return MeasurementFailure(
+                FailureKind.KILLED, f"the measuring process was killed by {name}{hint}"
+            )
+        last = next((line for line in reversed(self._stderr_tail) if line.strip()), "")
+        detail = f": {last.strip()}" if last else ""
+        return MeasurementFailure(
+            FailureKind.INTERNAL,
+            f"the measuring process exited with status {returncode} without a result{detail}",
+        )
+
+
+def start_measurement(
+    request: MeasureRequest | PreparedMeasurement,
+    on_event: EventCallback,
+    *,
+    python: str | None = None,
+    record_history: bool = True,
+) -> MeasurementHandle:
+    """Start measuring in a child process; returns immediately.
+
+    Takes a request, or one already `prepare`d (the CLI prepares first so that a bad
+    model name is a usage error). Bad input is delivered as a MeasureFailed event,
+    never raised. Each successful result is appended to the history store unless
+    `record_history` is False.
+    """
+
+    def deliver(event: MeasureEvent) -> None:
+        if record_history and isinstance(event, MeasureResult):
+            _record(event.peak)
+        on_event(event)
+
+    if isinstance(request, PreparedMeasurement):
+        prepared = request
+    else:
+        try:
+            prepared = prepare(request)
+        except VramscopeError as exc:
+            handle = MeasurementHandle(deliver)
+            handle._finish(MeasurementFailure(FailureKind.BAD_MODEL, str(exc)))
+            return handle
+    handle = MeasurementHandle(deliver, prepared)
+    for warning in prepared.warnings:
+        handle._deliver(MeasureNotice(warning))
+    handle._start(prepared.job, python or sys.executable, prepared.request.timeout_s)
+    return handle
+
+
+def _record(peak: MeasuredPeak) -> None:
+    from core.history import HistoryStore
+
+    try:
+        HistoryStore.default().append(peak)
+    except OSError as exc:
+        print(f"vramscope: warning: could not record the result: {exc}", file=sys.stderr)
+
+
+def measure(
+    request: MeasureRequest | PreparedMeasurement,
+    on_event: EventCallback | None = None,
+    *,
+    python: str | None = None,
+    record_history: bool = True,
+) -> Outcome:
+    """Run a measurement to the end and return its peak or failure (never raises for
+    measurement problems; KeyboardInterrupt cancels the child first)."""
+    handle = start_measurement(
+        request, on_event or (lambda _: None), python=python, record_history=record_history
+    )
+    try:
+        while not handle.done:
+            handle.wait(0.2)
+    except KeyboardInterrupt:
+        handle.cancel()
+        handle.wait(KILL_GRACE_S)
+        raise
+    outcome = handle.outcome
+    assert outcome is not None
+    return outcome

@@ -1,0 +1,78 @@
+"""MLX affine dequantization in torch: packed U32 words, scales and biases to floats.
+
+Layout (mlx `quantize`, mode affine): each row of `in` logical weights is stored
+as `in * bits / 32` uint32 words, values packed low bits first; every `group`
+consecutive weights share one scale and one bias, and `w = scale * q + bias`.
+On a little-endian host the words' bytes hold the values in order, so the
+unpacking works on a uint8 view. The arithmetic is done in the scales' dtype,
+multiply then add, each rounded, which is what `mx.dequantize` does: the result
+is bit-identical to it (tests/hip_backend/test_quant.py).
+
+Rows are processed in chunks so the unpacking temporaries stay small: the
+transient that matters is the dequantized copy itself, as in MLX's ROCm
+dequantize-and-GEMM path.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
+
+CHUNK_ELEMENTS = 1 << 22
+"""Logical weights unpacked per step (4 Mi: 2-4 MiB of uint8 temporaries)."""
+
+
+def _unpack_into(out: torch.Tensor, packed_u8: torch.Tensor, bits: int) -> None:
+    """Write the integer values of `packed_u8` ([rows, in*bits/8]) into `out` ([rows, in])."""
+    rows = packed_u8.shape[0]
+    if bits == 8:
+        out.copy_(packed_u8)
+        return
+    per_byte = 8 // bits
+    mask = (1 << bits) - 1
+    slots = out.view(rows, -1, per_byte)
+    for i in range(per_byte):
+        shifted = packed_u8 >> (i * bits) if i else packed_u8
+        slots[..., i] = shifted & mask if i < per_byte - 1 else shifted
+
+
+def dequantize(
+    packed: torch.Tensor,
+    scales: torch.Tensor,
+    biases: torch.Tensor,
+    bits: int,
+    group_size: int,
+) -> torch.Tensor:
+    """The float weights of one quantized matrix (2-D) or rows of one (any leading dims).
+
+    `packed` has shape `[..., in * bits / 32]` (int32 or uint32 words), `scales`
+    and `biases` `[..., in / group_size]`. Returns `[..., in]` in the scales' dtype.
+    """
+    import torch
+
+    if bits not in (2, 4, 8):
+        raise ValueError(f"{bits}-bit affine packing is not byte aligned")
+    lead = packed.shape[:-1]
+    words = packed.shape[-1]
+    in_features = words * 32 // bits
+    groups = in_features // group_size
+    if groups * group_size != in_features or scales.shape[-1] != groups:
+        raise ValueError(
+            f"packed width {words} at {bits} bits does not match {scales.shape[-1]} "
+            f"groups of {group_size}"
+        )
+    flat_packed = packed.reshape(-1, words)
+    flat_scales = scales.reshape(-1, groups)
+    flat_biases = biases.reshape(-1, groups)
+    rows = flat_packed.shape[0]
+    out = torch.empty((rows, in_features), dtype=scales.dtype, device=packed.device)
+    step = max(1, CHUNK_ELEMENTS // max(1, in_features))
+    for r0 in range(0, rows, step):
+        r1 = min(rows, r0 + step)
+        chunk = out[r0:r1]
+        _unpack_into(chunk, flat_packed[r0:r1].view(torch.uint8), bits)
+        grouped = chunk.view(r1 - r0, groups, group_size)
+        grouped.mul_(flat_scales[r0:r1, :, None]).add_(flat_biases[r0:r1, :, None])
+    return out.view(*lead, in_features)

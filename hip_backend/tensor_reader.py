@@ -1,0 +1,117 @@
+"""Reading safetensors data straight into preallocated tensors.
+
+Plain `readinto` calls, no mmap: a mapped file would add its page-cache pages to
+the process's resident set and spoil the CPU peak, and reading into the final
+tensor (on the CPU) or into a pinned staging buffer that is copied while the next
+chunk is read (on a GPU) needs no extra full-size copy. Byte ranges were
+validated against the header and the file size beforehand (`manifest.py`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+from io import FileIO
+from typing import TYPE_CHECKING, Any
+
+from hip_backend.errors import BadModelError
+from hip_backend.manifest import StoredTensor
+
+if TYPE_CHECKING:
+    import torch
+
+STAGING_BYTES = 64 << 20
+
+
+def _writable_view(address: int, nbytes: int) -> memoryview:
+    """A writable byte view of host memory owned by a live tensor."""
+    return memoryview((ctypes.c_char * nbytes).from_address(address)).cast("B")
+
+
+def _read_exact(fh: FileIO, offset: int, view: memoryview, what: str) -> None:
+    fh.seek(offset)
+    done = 0
+    total = len(view)
+    while done < total:
+        n = fh.readinto(view[done:])
+        if not n:
+            raise BadModelError(f"{what}: file ended {total - done} bytes early")
+        done += n
+
+
+class TensorReader:
+    """Fills tensors from their byte ranges; keeps files open across tensors."""
+
+    def __init__(self, device: torch.device, staging_bytes: int = STAGING_BYTES) -> None:
+        self.device = device
+        self._files: dict[Path, FileIO] = {}
+        self._staging: list[Any] = []
+        self._events: list[Any] = []
+        self._staging_bytes = staging_bytes
+        self.bytes_read = 0
+
+    def _file(self, path: Path) -> FileIO:
+        fh = self._files.get(path)
+        if fh is None:
+            try:
+                fh = path.open("rb", buffering=0)
+            except OSError as exc:
+                raise BadModelError(f"{path}: {exc.strerror or exc}") from None
+            self._files[path] = fh
+        return fh
+
+    def read_into(self, stored: StoredTensor, dest: torch.Tensor) -> None:
+        """Copy `stored`'s bytes into `dest` (contiguous, same byte size)."""
+        assert stored.file is not None
+        if dest.numel() * dest.element_size() != stored.nbytes or not dest.is_contiguous():
+            raise BadModelError(f"tensor {stored.name!r}: destination does not match its bytes")
+        fh = self._file(stored.file)
+        what = f"{stored.file.name} ({stored.name})"
+        try:
+            if dest.device.type == "cpu":
+                if stored.nbytes:
+                    _read_exact(
+                        fh, stored.offset, _writable_view(dest.data_ptr(), stored.nbytes), what
+                    )
+            else:
+                self._read_staged(fh, stored, dest, what)
+        except OSError as exc:
+            raise BadModelError(f"{what}: {exc.strerror or exc}") from None
+        self.bytes_read += stored.nbytes
+
+    def _read_staged(
+        self, fh: FileIO, stored: StoredTensor, dest: torch.Tensor, what: str
+    ) -> None:
+        import torch
+
+        if not self._staging:
+            for _ in range(2):  # double buffering: read one chunk while the other uploads
+                self._staging.append(
+                    torch.empty(self._staging_bytes, dtype=torch.uint8, pin_memory=True)
+                )
+                self._events.append(None)
+        flat = dest.view(-1).view(torch.uint8)
+        pos, slot = 0, 0
+        while pos < stored.nbytes:
+            n = min(self._staging_bytes, stored.nbytes - pos)
+            buf = self._staging[slot]
+            if self._events[slot] is not None:
+                self._events[slot].synchronize()
+            _read_exact(fh, stored.offset + pos, _writable_view(buf.data_ptr(), n), what)
+            flat[pos : pos + n].copy_(buf[:n], non_blocking=True)
+            event = torch.cuda.Event()  # type: ignore[no-untyped-call]
+            event.record()
+            self._events[slot] = event
+            pos += n
+            slot ^= 1
+
+    def close(self) -> None:
+        """Wait for uploads and close files."""
+        for event in self._events:
+            if event is not None:
+                event.synchronize()
+        self._staging.clear()
+        self._events.clear()
+        for fh in self._files.values():
+            fh.close()
+        self._files.clear()
