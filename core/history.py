@@ -90,7 +90,7 @@ class HistoryStore:
         """Add one record durably; earlier records are never touched."""
         data = encode_record(peak)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             with _locked(fd):
                 size = os.fstat(fd).st_size

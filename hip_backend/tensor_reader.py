@@ -10,8 +10,8 @@ validated against the header and the file size beforehand (`manifest.py`).
 from __future__ import annotations
 
 import ctypes
-from pathlib import Path
 from io import FileIO
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hip_backend.errors import BadModelError
@@ -79,9 +79,7 @@ class TensorReader:
             raise BadModelError(f"{what}: {exc.strerror or exc}") from None
         self.bytes_read += stored.nbytes
 
-    def _read_staged(
-        self, fh: FileIO, stored: StoredTensor, dest: torch.Tensor, what: str
-    ) -> None:
+    def _read_staged(self, fh: FileIO, stored: StoredTensor, dest: torch.Tensor, what: str) -> None:
         import torch
 
         if not self._staging:

@@ -1,0 +1,215 @@
+"""`vramscope measure MODEL`: launch a real load, show its peak beside the estimate.
+
+The load runs in a child process (hip_backend); this module imports neither torch
+nor Textual. Exit status: 0 with a measured peak, 1 when the measurement failed
+(the reason on one line), 2 for usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from core.errors import UsageError
+from core.measurement import (
+    DEFAULT_GEN_TOKENS,
+    DEFAULT_PROMPT_TOKENS,
+    DEFAULT_WARMUP_TOKENS,
+    DEVICE_CHOICES,
+    MeasuredPeak,
+    MeasureEvent,
+    MeasurementFailure,
+    MeasureNotice,
+    MeasureProgress,
+    MeasureRequest,
+)
+from core.memory_size import parse_optional_memory_size
+from tui.commands.common import add_model_source_flags, int_at_least
+
+EXIT_FAILED = 1
+
+
+def add_run_flags(p: argparse.ArgumentParser) -> None:
+    """Flags shared by `measure` and `table`."""
+    p.add_argument(
+        "--gen-tokens",
+        type=int_at_least("--gen-tokens", 0),
+        default=DEFAULT_GEN_TOKENS,
+        metavar="G",
+        help=f"greedy decode tokens of the measured pass (default {DEFAULT_GEN_TOKENS})",
+    )
+    p.add_argument(
+        "--warmup-tokens",
+        type=int_at_least("--warmup-tokens", 0),
+        default=DEFAULT_WARMUP_TOKENS,
+        metavar="N",
+        help=f"decode tokens of the warm-up pass (default {DEFAULT_WARMUP_TOKENS})",
+    )
+    p.add_argument(
+        "--device",
+        choices=DEVICE_CHOICES,
+        default="auto",
+        help="where to load: a ROCm or CUDA GPU through torch, or the CPU (default auto)",
+    )
+    p.add_argument(
+        "--synthetic",
+        action="store_true",
+        help="use random weights of the real shapes even when weights are on disk",
+    )
+    p.add_argument(
+        "--memory-cap",
+        metavar="SIZE",
+        default=None,
+        help="fail as out of memory instead of growing the measuring process past SIZE "
+        "(e.g. 8GB; useful for CPU runs)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="kill a run that takes longer than this",
+    )
+    p.add_argument(
+        "--no-history",
+        action="store_true",
+        help="do not append results to the history file ($XDG_STATE_HOME/vramscope)",
+    )
+    add_model_source_flags(p)
+
+
+def register(sub: Any) -> None:
+    """Add the `measure` parser."""
+    p = sub.add_parser(
+        "measure",
+        help="load a model through torch and measure its peak memory",
+        description="Run mlxcel's bench workload (a warm-up pass, then P prompt tokens "
+        "and G greedy decode tokens) in a child process on a ROCm or CUDA GPU or the "
+        "CPU, and print the measured peak beside the estimate at context P + G.",
+    )
+    p.add_argument(
+        "model",
+        metavar="MODEL",
+        help="a model folder or a built-in profile name (no weights: synthetic weights)",
+    )
+    p.add_argument(
+        "--prompt-tokens",
+        type=int_at_least("--prompt-tokens", 1),
+        default=DEFAULT_PROMPT_TOKENS,
+        metavar="P",
+        help=f"synthetic prompt tokens of the measured pass (default {DEFAULT_PROMPT_TOKENS})",
+    )
+    p.add_argument(
+        "--inflight-mb",
+        metavar="RAW",
+        default=None,
+        help="in-flight budget in MiB, parsed like MLX_ROCM_MAX_INFLIGHT_MB "
+        "(which it overrides); 0 = bound off; default 1024",
+    )
+    add_run_flags(p)
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=run)
+
+
+def memory_cap(text: str | None) -> int | None:
+    """`--memory-cap`: a size, or a usage error."""
+    if text is None:
+        return None
+    cap = parse_optional_memory_size(text)
+    if cap is None:
+        raise UsageError("--memory-cap", f"'{text}' is not a size (e.g. 8GB, 512M)")
+    return cap
+
+
+def check_timeout(value: float | None) -> float | None:
+    """`--timeout` must be positive."""
+    if value is not None and not value > 0:
+        raise UsageError("--timeout", f"must be a positive number of seconds, got {value}")
+    return value
+
+
+class ProgressLine:
+    """A one-line progress bar on stderr, only when stderr is a terminal."""
+
+    WIDTH = 24
+
+    def __init__(self, enabled: bool | None = None) -> None:
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self._shown = False
+
+    def __call__(self, event: MeasureEvent) -> None:
+        if isinstance(event, MeasureNotice):
+            self.clear()
+            print(f"vramscope: {event.message}", file=sys.stderr)
+        elif isinstance(event, MeasureProgress) and self.enabled:
+            filled = round(event.fraction * self.WIDTH)
+            bar = "#" * filled + "-" * (self.WIDTH - filled)
+            text = f"\r[{bar}] {event.phase} {event.done}/{event.total}"
+            sys.stderr.write(f"{text:<72}")
+            sys.stderr.flush()
+            self._shown = True
+
+    def clear(self) -> None:
+        """Erase the bar before other output."""
+        if self._shown:
+            sys.stderr.write("\r" + " " * 72 + "\r")
+            sys.stderr.flush()
+            self._shown = False
+
+
+def request_from_args(args: argparse.Namespace, model: str, prompt_tokens: int) -> MeasureRequest:
+    """A MeasureRequest from the shared flags."""
+    return MeasureRequest(
+        model=model,
+        prompt_tokens=prompt_tokens,
+        gen_tokens=args.gen_tokens,
+        warmup_tokens=args.warmup_tokens,
+        inflight=getattr(args, "inflight_mb", None),
+        device=args.device,
+        models_dirs=tuple(str(Path(d)) for d in args.models_dir),
+        synthetic=args.synthetic,
+        host_memory_cap_bytes=memory_cap(args.memory_cap),
+        timeout_s=check_timeout(args.timeout),
+    )
+
+
+def failure_line(failure: MeasurementFailure) -> str:
+    """`vramscope: error: measurement failed (out of memory): ...`."""
+    return f"vramscope: error: measurement failed ({failure.kind.label}): {failure.message}"
+
+
+def run(args: argparse.Namespace) -> int:
+    """Measure one model and print the comparison."""
+    from hip_backend.launcher import measure, prepare
+    from hip_backend.report import comparison_lines
+
+    request = request_from_args(args, args.model, args.prompt_tokens)
+    prepared = prepare(request)  # a model that does not resolve is a usage error (exit 2)
+    progress = ProgressLine(enabled=False if args.json else None)
+    outcome = measure(prepared, progress, record_history=not args.no_history)
+    progress.clear()
+    if args.json:
+        print(json.dumps(outcome_json(outcome, prepared.estimate.total_bytes), indent=2))
+    elif isinstance(outcome, MeasuredPeak):
+        print("\n".join(comparison_lines(outcome)))
+    if isinstance(outcome, MeasurementFailure):
+        print(failure_line(outcome), file=sys.stderr)
+        return EXIT_FAILED
+    return 0
+
+
+def outcome_json(outcome: MeasuredPeak | MeasurementFailure, estimate_bytes: int) -> dict[str, Any]:
+    """The `--json` document."""
+    if isinstance(outcome, MeasurementFailure):
+        return {"estimate_bytes": estimate_bytes, "error": outcome.to_dict()}
+    m = outcome.margin
+    return {
+        "estimate_bytes": estimate_bytes,
+        "measured": outcome.to_dict(),
+        "margin": None
+        if m is None
+        else {"bytes": m.bytes, "percent": round(m.percent, 3), "covered": m.covered},
+    }

@@ -1,0 +1,136 @@
+"""`vramscope table MODEL...`: the sweep behind mlxcel's "Estimate against peak" table.
+
+For every model, context C and in-flight budget B it measures the bench workload
+with P = C - G prompt tokens and G decode tokens, and writes a Markdown table of
+measured peak, estimate at C, margin and whether the estimate covers the peak.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import sys
+from pathlib import Path
+from typing import Any
+
+from core.errors import UsageError
+from core.measurement import MeasuredPeak, MeasurementFailure
+from tui.commands.measure import ProgressLine, add_run_flags, failure_line, request_from_args
+
+DEFAULT_CONTEXTS = "640,4096"
+DEFAULT_BUDGETS = "256,1024,4096"
+
+
+def register(sub: Any) -> None:
+    """Add the `table` parser."""
+    p = sub.add_parser(
+        "table",
+        help="measure models over contexts and in-flight budgets; write the table",
+        description="Measure each MODEL at each context and in-flight budget (prompt "
+        "tokens = context - gen tokens) and print an 'Estimate against peak' table in "
+        "Markdown, as on mlxcel's results page.",
+    )
+    p.add_argument("models", nargs="+", metavar="MODEL", help="model folders or profile names")
+    p.add_argument(
+        "--contexts",
+        default=DEFAULT_CONTEXTS,
+        metavar="LIST",
+        help=f"comma-separated contexts in tokens (default {DEFAULT_CONTEXTS})",
+    )
+    p.add_argument(
+        "--budgets",
+        default=DEFAULT_BUDGETS,
+        metavar="LIST",
+        help=f"comma-separated in-flight budgets in MiB, 0 = bound off (default {DEFAULT_BUDGETS})",
+    )
+    add_run_flags(p)
+    p.add_argument("--out", type=Path, default=None, metavar="FILE.md", help="also write here")
+    p.set_defaults(func=run)
+
+
+def parse_int_list(flag: str, text: str, minimum: int) -> list[int]:
+    """`640,4096` -> [640, 4096]; a usage error names the bad item."""
+    values = []
+    for item in text.split(","):
+        item = item.strip()
+        if not item.isascii() or not item.isdigit():
+            raise UsageError(
+                flag, f"'{item}' is not a whole number (give e.g. {text.split(',')[0] or 1})"
+            )
+        value = int(item)
+        if value < minimum:
+            raise UsageError(flag, f"{value} is below the minimum of {minimum}")
+        values.append(value)
+    return values
+
+
+def run(args: argparse.Namespace) -> int:
+    """Measure every combination, then print (and write) the table."""
+    from hip_backend.launcher import measure, prepare
+    from hip_backend.report import TableRow, markdown_table
+
+    contexts = parse_int_list("--contexts", args.contexts, 1)
+    budgets = parse_int_list("--budgets", args.budgets, 0)
+    for context in contexts:
+        if context <= args.gen_tokens:
+            raise UsageError(
+                "--contexts",
+                f"{context} leaves no prompt tokens with --gen-tokens {args.gen_tokens}",
+            )
+    plans = []
+    for model in args.models:  # resolve everything first: a bad name stops before any run
+        for context in contexts:
+            for budget in budgets:
+                request = request_from_args(args, model, context - args.gen_tokens)
+                request = _with_budget(request, budget)
+                plans.append((model, context, budget, prepare(request)))
+    rows: list[TableRow] = []
+    progress = ProgressLine()
+    for index, (model, context, budget, prepared) in enumerate(plans, start=1):
+        progress.clear()
+        print(
+            f"vramscope: [{index}/{len(plans)}] {model} at {context} tokens, {budget} MiB",
+            file=sys.stderr,
+        )
+        outcome = measure(prepared, progress, record_history=not args.no_history)
+        progress.clear()
+        if isinstance(outcome, MeasurementFailure):
+            print(failure_line(outcome), file=sys.stderr)
+        rows.append(TableRow(model, context, budget, prepared.estimate.total_bytes, outcome))
+    text = markdown_table(rows, "Estimate against peak", preamble(rows, args))
+    print(text, end="")
+    if args.out is not None:
+        try:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError("--out", f"cannot write {args.out}: {exc.strerror or exc}") from None
+    return 0 if all(isinstance(r.outcome, MeasuredPeak) for r in rows) else 1
+
+
+def _with_budget(request: Any, budget: int) -> Any:
+    from dataclasses import replace
+
+    return replace(request, inflight=budget)
+
+
+def preamble(rows: list[Any], args: argparse.Namespace) -> list[str]:
+    """Where and how the table was measured."""
+    first = next((r.outcome for r in rows if isinstance(r.outcome, MeasuredPeak)), None)
+    date = datetime.date.today().isoformat()
+    lines = [f"Measured {date} with vramscope's torch engine."]
+    if first is not None:
+        device = f"{first.device_kind} {first.device_name}" + (
+            f" ({first.arch})" if first.arch else ""
+        )
+        runtime = f", runtime {first.runtime_version}" if first.runtime_version else ""
+        lines.append(f"Device: {device}; torch {first.torch_version}{runtime}.")
+        lines.append(f"Peak: {first.peak_kind}.")
+        if first.synthetic_weights:
+            lines.append("Weights: synthetic (random values of the real shapes and dtypes).")
+    lines.append(
+        f"Workload: warm-up (prefill + {args.warmup_tokens} tokens), then P = context - "
+        f"{args.gen_tokens} prompt tokens and {args.gen_tokens} greedy decode tokens. "
+        "Estimate: mlxcel's ROCm formula at the context with the row's budget."
+    )
+    return lines
