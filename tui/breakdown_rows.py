@@ -116,7 +116,7 @@ def context_limit_text(limit: FitLimit, trained: int | None) -> str:
 def inflight_limit_text(limit: FitLimit | None, backend_label: str) -> str:
     """`Largest in-flight budget that fits` in words."""
     if limit is None:
-        return f"n/a: {backend_label} builds reserve no in-flight budget"
+        return f"n/a ({backend_label} builds reserve none)"
     if limit.value is None:
         return "none: it does not fit even with the bound off (0)"
     if limit.unbounded:

@@ -339,10 +339,7 @@ class ExplorerScreen(Screen[None]):
         rocm = self.state.backend.has_inflight_reserve
         inflight.disabled = not rocm
         if not rocm:
-            inflight.set_hint(
-                f"inactive: {self.state.backend.label} builds reserve nothing; ROCm only",
-                "-inactive",
-            )
+            inflight.set_hint("inactive: only ROCm builds reserve it", "-inactive")
         elif self.state.inflight_mib == 0:
             inflight.set_hint(INFLIGHT_OFF_HINT, "-off")
         else:

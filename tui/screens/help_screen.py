@@ -1,4 +1,4 @@
-"""`?`: every key and control on one page."""
+"""`?`: every key and control on one page (Esc, ? or q closes it)."""
 
 from __future__ import annotations
 
@@ -13,30 +13,28 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 KEYS: tuple[tuple[str, str], ...] = (
-    ("Tab / Shift+Tab", "next / previous control"),
-    ("← →", "move a slider one stop, or pick an option"),
-    ("PgUp PgDn", "move a slider several stops"),
-    ("Home End", "slider minimum / maximum"),
-    ("0-9 on a slider", "type an exact value (Enter applies, Esc leaves)"),
-    ("t  i  b  h", "jump to max tokens, in-flight, batch, headroom"),
-    ("a", "jump to available memory"),
+    ("Tab  Shift+Tab", "next / previous control"),
+    ("← →", "slider one stop down / up; pick an option"),
+    ("PgDn PgUp", "slider several stops; Home End: its ends"),
+    ("0-9 on a slider", "type an exact value; Enter applies"),
+    ("t i b h a", "jump to tokens, in-flight, batch, headroom, available"),
     ("k", "KV dtype: fp16 ⇄ int8"),
     ("n", "next backend: ROCm → CUDA → Metal → CPU"),
-    ("/", "filter the model list (↓ into the list, Enter picks)"),
-    ("c  /  C", "copy the vramscope / mlxcel command line"),
+    ("/", "filter the models; ↓ into the list, Enter picks"),
+    ("c  C", "copy the vramscope / mlxcel command line"),
     ("Ctrl+P", "command palette: backends, budgets, presets, copy"),
-    ("?", "this help"),
-    ("q", "quit"),
+    ("Esc", "back to the token slider"),
+    ("?  q", "this help / quit"),
 )
 
 CONTROLS: tuple[tuple[str, str], ...] = (
-    ("Max tokens", "context length, 256 up to the model's trained context (log scale)"),
-    ("In-flight MiB", "MLX_ROCM_MAX_INFLIGHT_MB, 0 to 8192; 0 = bound off, not modelled"),
-    ("Batch", "concurrent sequences (KV and activation scale with it)"),
-    ("KV dtype", "fp16, or int8 (half the KV bytes)"),
-    ("Headroom", "MLXCEL_HEADROOM_FACTOR: overhead = (factor - 1) x (weights + KV)"),
+    ("Max tokens", "context, 256 to the trained context (log scale)"),
+    ("In-flight MiB", "MLX_ROCM_MAX_INFLIGHT_MB; 0 = off, not modelled"),
+    ("Batch", "concurrent sequences; KV and activation scale"),
+    ("KV dtype", "fp16, or int8: half the KV bytes"),
+    ("Headroom", "overhead = (factor - 1) × (weights + KV)"),
     ("Backend", "only ROCm builds add the in-flight reserve"),
-    ("Available", "this machine, a device preset (MLX's limit) or a typed size"),
+    ("Available", "this machine, a device preset, or a typed size"),
 )
 
 
@@ -53,20 +51,22 @@ def _table(title: str, rows: tuple[tuple[str, str], ...]) -> Table:
 
 
 class HelpScreen(ModalScreen[None]):
-    """Keys and controls; any of Esc, ? or q closes it."""
+    """Keys and controls."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,question_mark,q", "dismiss", "Close help"),
     ]
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll(id="help"):
+        with VerticalScroll(id="help") as box:
+            box.border_title = "vramscope · keys and controls"
+            box.border_subtitle = "Esc closes"
             yield Static(_table("Keys", KEYS))
             yield Static(_table("Controls", CONTROLS), classes="help-section")
             yield Static(
                 Text(
                     "Mouse: click or drag a slider, click an option or a model. "
-                    "Every change re-estimates at once; models are read in the background.",
+                    "More in docs/tui.md.",
                     "dim",
                 ),
                 classes="help-section",

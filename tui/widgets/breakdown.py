@@ -127,9 +127,10 @@ class Breakdown(Widget):
         width = self.content_region.width or self.size.width or 80
         wide = width >= WIDE
         available = next(r.bytes for r in view.rows if r.key == "available")
-        label_w = max(len(r.label) for r in view.rows)
-        size_w = max(len(format_bytes_short(r.bytes)) for r in view.rows)
-        bytes_w = max(len(str(r.bytes)) for r in view.rows)
+        # Minimum widths keep the columns still while rows come and go.
+        label_w = max(17, *(len(r.label) for r in view.rows))
+        size_w = max(9, *(len(format_bytes_short(r.bytes)) for r in view.rows))
+        bytes_w = max(11, *(len(str(r.bytes)) for r in view.rows))
         room = max(0, width - label_w - size_w - bytes_w - 8)  # 4 two-space column gaps
         bar_width = max(6, min(20, room // 4))
         note_w = max(1, room - bar_width)

@@ -74,6 +74,8 @@ class MemoryField(Widget):
         with select.prevent(Select.Changed):
             select.set_options(_options(detected))
             select.value = self.choice.key
+            # Same key, new label: run the value watcher again to repaint it.
+            select.mutate_reactive(Select.value)  # type: ignore[misc]
         self._show_size()
 
     def set_choice(self, choice: MemoryChoice) -> None:

@@ -28,6 +28,14 @@ Formatter = Callable[[float], str]
 class ValueInput(Input):
     """The exact-value box: Escape or leaving it restores the current value."""
 
+    def start_typing(self, text: str) -> None:
+        """Focus with `text` typed in and the cursor after it (not everything selected)."""
+        self.select_on_focus = False
+        self.value = text
+        self.cursor_position = len(text)
+        self.focus()
+        self.call_after_refresh(setattr, self, "select_on_focus", True)
+
     def on_blur(self, event: events.Blur) -> None:
         parent = self.parent
         while parent is not None and not isinstance(parent, SliderField):
@@ -146,10 +154,7 @@ class SliderField(Widget):
     @on(StopSlider.DigitTyped)
     def _digit_typed(self, event: StopSlider.DigitTyped) -> None:
         event.stop()
-        box = self.input
-        box.focus()
-        box.value = event.character
-        box.cursor_position = len(box.value)
+        self.input.start_typing(event.character)
 
     @on(Input.Changed)
     def _typed(self, event: Input.Changed) -> None:

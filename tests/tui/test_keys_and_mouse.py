@@ -1,0 +1,214 @@
+"""Keyboard alone and mouse alone: focus order, slider keys, clicks, drags, help, palette, quit."""
+
+from __future__ import annotations
+
+from core.backend import Backend
+from core.measurement import MeasuredPeak
+from core.units import MIB
+from tests.tui.helpers import LLAMA, breakdown_bytes, build_app, fixed_deps, settle, widget_lines
+from tui.app import make_app
+from tui.screens.help_screen import HelpScreen
+from tui.state import LaunchOptions
+from tui.widgets.measured_panel import MeasuredPanel
+from tui.widgets.segmented import Segmented
+from tui.widgets.slider_field import SliderField
+from tui.widgets.stop_slider import StopSlider
+
+
+def focused_name(app) -> str:  # type: ignore[no-untyped-def]
+    """Which control has focus, as `field-id/part`."""
+    widget = app.focused
+    assert widget is not None
+    for ancestor in widget.ancestors_with_self:
+        if ancestor.id is not None:
+            return f"{ancestor.id}/{type(widget).__name__}"
+    return type(widget).__name__
+
+
+async def test_tab_walks_the_controls_in_the_order_they_are_listed() -> None:
+    app = build_app(preset="gfx1151")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        order = [focused_name(app)]
+        for _ in range(15):
+            await pilot.press("tab")
+            order.append(focused_name(app))
+        # Focus starts on the token slider; the model list and the scrolling main area
+        # come next (they sit first in the layout, so the chain wraps to them).
+        assert order == [
+            "tokens/StopSlider",
+            "tokens/ValueInput",
+            "inflight/StopSlider",
+            "inflight/ValueInput",
+            "batch/StopSlider",
+            "batch/ValueInput",
+            "kv/Segmented",
+            "factor/StopSlider",
+            "factor/ValueInput",
+            "backend/Segmented",
+            "memory/Select",
+            "memory/Input",
+            "model-filter/Input",
+            "model-options/OptionList",
+            "main/VerticalScroll",
+            "tokens/StopSlider",
+        ]
+
+
+async def test_slider_keys_page_home_and_end() -> None:
+    app = build_app(preset="gfx1151")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        state = lambda: app.explorer.state  # noqa: E731
+        await pilot.press("home")
+        assert state().max_tokens == 256
+        await pilot.press("pageup")
+        assert state().max_tokens == 512  # four stops per octave
+        await pilot.press("right")
+        assert state().max_tokens == 640
+        await pilot.press("end")
+        assert state().max_tokens == 131072  # the model's max_position_embeddings
+        await pilot.press("pagedown", "left")
+        assert state().max_tokens == 57344
+        await pilot.press("b", "right", "right")
+        assert state().batch == 3
+        await pilot.press("h", "right")
+        assert state().headroom_factor == 1.25
+
+
+async def test_mouse_click_and_drag_on_a_slider() -> None:
+    app = build_app(preset="gfx1151")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        slider = app.screen.query_one("#inflight", SliderField).slider
+        await pilot.click(slider, offset=(0, 0))
+        assert app.explorer.state.inflight_mib == 0
+        assert "Backend in-flight" not in breakdown_bytes(app)
+        last = slider.content_region.width - 1
+        await pilot.click(slider, offset=(last, 0))
+        assert app.explorer.state.inflight_mib == 8192
+        tokens = app.screen.query_one("#tokens", SliderField).slider
+        await pilot.mouse_down(tokens, offset=(0, 0))
+        assert app.explorer.state.max_tokens == 256
+        await pilot.hover(tokens, offset=(tokens.content_region.width - 1, 0))
+        await pilot.mouse_up(tokens, offset=(tokens.content_region.width - 1, 0))
+        assert app.explorer.state.max_tokens == 131072
+        assert app.mouse_captured is None
+
+
+async def test_mouse_click_picks_options_and_models() -> None:
+    app = build_app(preset="gfx1151")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        kv = app.screen.query_one("#kv", Segmented)
+        await pilot.click(kv, offset=(8, 0))  # " fp16 " then a gap, then " int8 "
+        assert app.explorer.state.kv_int8
+        backend = app.screen.query_one("#backend", Segmented)
+        await pilot.click(backend, offset=(16, 0))  # ROCm, CUDA, then Metal
+        assert app.explorer.state.backend is Backend.METAL
+        options = app.screen.query_one("#model-options")
+        await pilot.click(options, offset=(4, 2))  # the first row under the group heading
+        await settle(pilot)
+        assert app.explorer.state.model == "deepseek-ai/DeepSeek-V2-Lite"
+
+
+async def test_help_opens_on_question_mark_and_closes_again() -> None:
+    app = build_app(preset="gfx1151")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("q")  # q closes the help; it does not quit
+        assert not isinstance(app.screen, HelpScreen)
+        assert app.is_running
+        await pilot.press("question_mark", "escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_q_quits() -> None:
+    app = build_app(preset="gfx1151")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("q")
+        await pilot.pause()
+        assert not app.is_running
+
+
+async def test_palette_entries_drive_the_controls() -> None:
+    app = build_app(preset="gfx1151")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        commands = {c.title: c for c in app.get_system_commands(app.screen)}
+        for title in (
+            "Backend: CUDA",
+            "KV dtype: int8",
+            "In-flight budget: 4096 MiB",
+            "In-flight budget: off (0): unbounded, not modelled",
+            "Available memory: Instinct MI300X 192 GiB",
+            "Copy the mlxcel command",
+            "Keys and controls",
+        ):
+            assert title in commands
+        commands["In-flight budget: 4096 MiB"].callback()
+        await pilot.pause()
+        assert breakdown_bytes(app)["Backend in-flight"] == 4096 * MIB
+        assert app.screen.query_one("#inflight", SliderField).input.value == "4096"
+        commands["Backend: CUDA"].callback()
+        await pilot.pause()
+        assert app.explorer.state.backend is Backend.CUDA
+
+
+async def test_c_copies_the_command_lines(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    app = build_app(preset="gfx1151")
+    copied: list[str] = []
+    monkeypatch.setattr(app, "copy_to_clipboard", copied.append)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("c", "C")
+    assert copied[0].startswith(f"vramscope inspect {LLAMA} --max-tokens 8192 --backend rocm")
+    assert copied[1].startswith("MLX_ROCM_MAX_INFLIGHT_MB=1024 ")
+
+
+async def test_a_given_measured_peak_is_shown_beside_the_estimate() -> None:
+    peak = MeasuredPeak(
+        model=LLAMA,
+        device_kind="rocm",
+        device_name="Radeon 8060S (gfx1151)",
+        peak_bytes=6_000_000_000,
+        peak_kind="torch allocator peak",
+        inflight_mib=1024,
+        prompt_tokens=512,
+        gen_tokens=128,
+        synthetic_weights=True,
+        load_seconds=1.0,
+        prefill_tokens_per_s=100.0,
+        decode_tokens_per_s=10.0,
+        torch_version="2.13.0",
+    )
+    app = make_app(fixed_deps(), LaunchOptions(preset="gfx1151"), peak)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        panel = app.screen.query_one(MeasuredPanel)
+        text = "\n".join(widget_lines(panel))
+        # mlxcel's worked example: 6,653,428,633 bytes at 640 tokens with the default budget.
+        assert "Estimate        6.20 GiB (6653428633 bytes)  (at 640 tokens" in text
+        assert "+623.2 MiB (653428633 bytes) (+10.9%)  estimate covers the peak" in text
+        assert "synthetic weights" in text
+
+
+async def test_a_measured_peak_for_another_model_stays_hidden() -> None:
+    peak = MeasuredPeak("other/model", "cpu", "cpu", 1, "rss", 0, 1, 0, True, 0, 0, 0, "2.13.0")
+    app = make_app(fixed_deps(), LaunchOptions(preset="gfx1151"), peak)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        assert not app.screen.query_one(MeasuredPanel).display
+
+
+async def test_a_digit_on_a_slider_starts_typing_in_its_box() -> None:
+    app = build_app(preset="gfx1151")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        assert isinstance(app.focused, StopSlider)
+        await pilot.press("3", "2", "k", "enter")
+        assert app.explorer.state.max_tokens == 32768
+        assert isinstance(app.focused, StopSlider)
