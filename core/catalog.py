@@ -26,12 +26,17 @@ from pathlib import Path
 from core.config import (
     CONFIG_FILE,
     ModelConfig,
-    as_u64,
     decode_json,
     load_config,
     read_small_file,
 )
-from core.errors import FileFault, ModelError, ModelNotFoundError, describe_os_error
+from core.errors import (
+    FileFault,
+    ModelError,
+    ModelNotFoundError,
+    ShardIndexError,
+    describe_os_error,
+)
 from core.hf_cache import (
     CachedModel,
     hf_cache_dir,
@@ -50,6 +55,7 @@ from core.weights import (
     WeightsSource,
     WeightsTerm,
     is_plain_file_name,
+    read_index_shards,
 )
 
 ORIGIN_BUILTIN = "built-in"
@@ -195,28 +201,12 @@ def _not_a_model_reason(names: frozenset[str]) -> str | None:
 
 
 def _usual_index(path: Path) -> tuple[tuple[str, ...], int] | None:
-    """(shards, total_size) when the index is one `read_index_shards` accepts with a
-    `metadata.total_size`, else None (the caller then takes the canonical path).
-
-    The same checks, but each distinct shard name is checked once, not once per
-    tensor: an 18,867-tensor index names 16 files.
-    """
+    """(shards, total_size) when the index is valid and has `metadata.total_size`."""
     try:
-        index = decode_json(read_small_file(path / INDEX_FILE, INDEX_SIZE_CAP), INDEX_FILE)
-    except (OSError, ValueError):
+        shards, total = read_index_shards(path)
+    except ShardIndexError:
         return None
-    if not isinstance(index, dict):
-        return None
-    weight_map, meta = index.get("weight_map"), index.get("metadata")
-    if not isinstance(weight_map, dict) or not weight_map or not isinstance(meta, dict):
-        return None
-    total = as_u64(meta.get("total_size"))
-    shards = set(weight_map.values())
-    if total is None or not all(isinstance(s, str) for s in shards):
-        return None
-    if not all(is_plain_file_name(s) and _exists(path / s) for s in shards):
-        return None
-    return tuple(sorted(shards)), total
+    return (tuple(shards), total) if total is not None else None
 
 
 def _read_folder(path: Path, name: str, names: frozenset[str]) -> tuple[ModelSnapshot, list[str]]:

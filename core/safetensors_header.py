@@ -18,7 +18,7 @@ from typing import Any
 
 from core.config import as_u64, decode_json
 from core.errors import HeaderError, describe_os_error
-from core.units import sat_add, sat_mul
+from core.units import U64_MAX, sat_mul
 
 HEADER_SIZE_CAP = 256 * 1024 * 1024  # mlxcel's cap on the JSON header length
 METADATA_KEY = "__metadata__"
@@ -90,11 +90,34 @@ def parse_header_entries(header: Any, path: Path | str) -> list[TensorEntry]:
 
 
 def header_weight_bytes(header: Any, path: Path | str = "<header>") -> int:
-    """Sum of tensor bytes of a decoded header (raises HeaderError)."""
+    """Sum of tensor bytes of a decoded header (raises HeaderError).
+
+    The hot path of every scan, so it multiplies plain ints and clamps as it goes
+    (the same result as saturating each step: every factor is >= 0).
+    """
+    if not isinstance(header, dict):
+        raise HeaderError(path, "header is not a JSON object")
     total = 0
-    for entry in parse_header_entries(header, path):
-        total = sat_add(total, entry.nbytes)
-    return total
+    itemsize = DTYPE_ITEMSIZE
+    for name, info in header.items():
+        if name == METADATA_KEY:
+            continue
+        try:
+            size = itemsize[info["dtype"]]
+            shape = info["shape"]
+            if type(shape) is not list:
+                raise TypeError
+            for dim in shape:
+                if type(dim) is not int or not 0 <= dim <= U64_MAX:
+                    raise TypeError
+                size *= dim
+                if size > U64_MAX:
+                    size = U64_MAX + 1  # stays small; a later 0 still zeroes it
+        except (KeyError, TypeError):
+            parse_header_entries({name: info}, path)  # raises with the precise reason
+            raise HeaderError(path, f"tensor {name!r} is malformed") from None
+        total += min(size, U64_MAX)
+    return min(total, U64_MAX)
 
 
 @dataclass(frozen=True)

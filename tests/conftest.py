@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 ESTIMATOR_ENV = (
@@ -14,8 +16,20 @@ ESTIMATOR_ENV = (
 )
 
 
+@pytest.fixture(scope="session")
+def _empty_hf_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("empty-hf-home")
+
+
 @pytest.fixture(autouse=True)
-def _clean_estimator_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """mlxcel's tests clear these too: the estimate must not depend on the caller's shell."""
+def _clean_estimator_env(monkeypatch: pytest.MonkeyPatch, _empty_hf_home: Path) -> None:
+    """mlxcel's tests clear these too: the estimate must not depend on the caller's shell.
+
+    The Hugging Face cache points at an empty folder, so a developer's real cache can
+    never take over a built-in profile name; tests that need a cache build their own.
+    """
     for name in ESTIMATOR_ENV:
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HF_HOME", str(_empty_hf_home))
+    monkeypatch.setenv("HF_HUB_CACHE", str(_empty_hf_home / "hub"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
