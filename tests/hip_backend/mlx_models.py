@@ -89,3 +89,129 @@ def write_mlx_model(
     save_model(dest, model)
     save_config(out_config, config_path=dest / "config.json")
     return dest
+
+
+SWEEP_CONFIG: dict[str, Any] = {
+    # Wide MLPs over many layers: a prefill's f16/bf16 weight copies add up to 668 MiB,
+    # far above the largest budget of the sweep, while each copy is 4 MiB.
+    "model_type": "llama",
+    "hidden_size": 512,
+    "num_hidden_layers": 48,
+    "intermediate_size": 4096,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 2,
+    "rms_norm_eps": 1e-5,
+    "vocab_size": 1024,
+    "rope_theta": 10000.0,
+    "max_position_embeddings": 4096,
+    "tie_word_embeddings": True,
+    "torch_dtype": "bfloat16",
+}
+
+
+def write_random_quantized_model(
+    dest: Path, config: dict[str, Any], *, bits: int = 4, group_size: int = 64, seed: int = 0
+) -> Path:
+    """An MLX affine-quantized model with random packed weights, written by mlx.
+
+    Tensor names and shapes come from mlx-lm's own model class (its modules are
+    created lazily, so nothing is initialised); values are random words with
+    scales and biases of a freshly initialised layer. Much faster than quantizing
+    a random float model when the model has hundreds of millions of weights.
+    """
+    import json
+    import math
+
+    import mlx.core as mx
+    import mlx.nn as nn
+    import numpy as np
+    from mlx_lm.utils import _get_classes
+
+    rng = np.random.default_rng(seed)
+    model_class, args_class = _get_classes(config=config)
+    model = model_class(args_class.from_dict(config))
+    dtype = {"float16": mx.float16, "bfloat16": mx.bfloat16}[config["torch_dtype"]]
+    tensors: dict[str, Any] = {}
+    for path, module in model.named_modules():
+        if isinstance(module, nn.Linear | nn.Embedding):
+            out_f, in_f = module.weight.shape
+            bound = 1.0 / math.sqrt(in_f)
+            words = rng.integers(0, 2**32, size=(out_f, in_f * bits // 32), dtype=np.uint32)
+            tensors[f"{path}.weight"] = mx.array(words)
+            groups = (out_f, in_f // group_size)
+            tensors[f"{path}.scales"] = mx.full(groups, 2 * bound / (2**bits - 1), dtype=dtype)
+            tensors[f"{path}.biases"] = mx.full(groups, -bound, dtype=dtype)
+            if "bias" in module:
+                tensors[f"{path}.bias"] = mx.zeros((out_f,), dtype=dtype)
+        elif isinstance(module, nn.RMSNorm):
+            tensors[f"{path}.weight"] = mx.ones(module.weight.shape, dtype=dtype)
+    dest.mkdir(parents=True, exist_ok=True)
+    mx.save_safetensors(str(dest / "model.safetensors"), tensors, metadata={"format": "mlx"})
+    out_config = dict(config, quantization={"group_size": group_size, "bits": bits})
+    (dest / "config.json").write_text(json.dumps(out_config, indent=4, sort_keys=True))
+    return dest
+
+
+class Reference:
+    """mlx-lm's greedy run of a model: per-step last-position logits and the tokens."""
+
+    def __init__(self, logits: list[Any], tokens: list[int], route_gap: float) -> None:
+        self.logits = logits
+        self.tokens = tokens
+        self.route_gap = route_gap
+        """Smallest gap between the k-th and (k+1)-th router logit over every token."""
+
+    @property
+    def min_margin(self) -> float:
+        """Smallest gap between the top two logits over the greedy steps."""
+        import numpy as np
+
+        return float(min(np.diff(np.sort(row)[-2:])[0] for row in self.logits))
+
+
+def mlx_lm_reference(
+    path: Path, prompt: list[int], steps: int, *, dequantized_f32: bool = False
+) -> Reference:
+    """Run mlx-lm on the model as written (or dequantized to float32) greedily."""
+    import math
+
+    import mlx.core as mx
+    import mlx.nn as nn
+    import numpy as np
+    from mlx.utils import tree_map
+    from mlx_lm.models.cache import make_prompt_cache
+    from mlx_lm.utils import dequantize_model, load_model
+
+    model, config = load_model(path)
+    if dequantized_f32:
+        model = dequantize_model(model)
+        model.update(tree_map(lambda p: p.astype(mx.float32), model.parameters()))
+    gate_logits: list[Any] = []
+
+    class RecordingGate(nn.Module):
+        def __init__(self, inner: Any) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def __call__(self, x: Any) -> Any:
+            out = self.inner(x)
+            gate_logits.append(np.array(out.astype(mx.float32)).reshape(-1, out.shape[-1]))
+            return out
+
+    for layer in model.layers:
+        if hasattr(layer.mlp, "gate") and hasattr(layer.mlp, "switch_mlp"):
+            layer.mlp.gate = RecordingGate(layer.mlp.gate)
+    cache = make_prompt_cache(model)
+    logits = []
+    out = model(mx.array([prompt]), cache=cache)
+    for _ in range(steps):
+        row = np.array(out[0, -1].astype(mx.float32))
+        logits.append(row)
+        out = model(mx.array([[int(row.argmax())]]), cache=cache)
+    tokens = [int(row.argmax()) for row in logits]
+    k = config.get("num_experts_per_tok", 0)
+    gap = math.inf
+    for rows in gate_logits:
+        ordered = np.sort(rows, axis=-1)
+        gap = min(gap, float((ordered[:, -k] - ordered[:, -k - 1]).min()))
+    return Reference(logits, tokens, gap)

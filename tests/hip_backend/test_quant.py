@@ -1,0 +1,64 @@
+"""MLX affine dequantization in torch is bit-identical to mlx.core.dequantize."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+mx = pytest.importorskip("mlx.core")
+np = pytest.importorskip("numpy")
+
+from hip_backend.quant import dequantize  # noqa: E402
+
+MX_TO_TORCH = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
+
+
+def to_torch(a: object, dtype: object) -> object:
+    """An mlx array as a torch tensor of `dtype` (via float32, exact for 16-bit values)."""
+    return torch.from_numpy(np.array(mx.array(a).astype(mx.float32))).to(dtype)
+
+
+def quantized(shape: tuple[int, ...], dtype_name: str, bits: int, group: int, seed: int = 0):
+    mx.random.seed(seed)
+    w = (mx.random.normal(shape) * 0.05).astype(getattr(mx, dtype_name))
+    packed, scales, biases = mx.quantize(w, group_size=group, bits=bits)
+    ref = mx.dequantize(packed, scales, biases, group_size=group, bits=bits)
+    tdt = MX_TO_TORCH[dtype_name]
+    t_packed = torch.from_numpy(np.array(packed).view(np.int32))
+    return t_packed, to_torch(scales, tdt), to_torch(biases, tdt), to_torch(ref, tdt)
+
+
+@pytest.mark.parametrize("dtype_name", ["float16", "bfloat16", "float32"])
+@pytest.mark.parametrize("bits", [2, 4, 8])
+@pytest.mark.parametrize("group", [32, 64, 128])
+def test_dequantize_is_bit_identical_to_mlx(dtype_name: str, bits: int, group: int) -> None:
+    packed, scales, biases, ref = quantized((96, 256), dtype_name, bits, group)
+    out = dequantize(packed, scales, biases, bits, group)
+    assert out.dtype == ref.dtype
+    assert out.shape == (96, 256)
+    assert torch.equal(out, ref)
+
+
+def test_stacked_experts_and_gathered_rows_match_mlx() -> None:
+    packed, scales, biases, ref = quantized((4, 48, 128), "bfloat16", 4, 64, seed=3)
+    assert torch.equal(dequantize(packed, scales, biases, 4, 64), ref)
+    rows = torch.tensor([5, 0, 47, 5])
+    gathered = dequantize(packed[2][rows], scales[2][rows], biases[2][rows], 4, 64)
+    assert torch.equal(gathered, ref[2][rows])
+
+
+def test_large_matrix_is_unpacked_in_chunks_identically(monkeypatch: pytest.MonkeyPatch) -> None:
+    import hip_backend.quant as quant
+
+    packed, scales, biases, ref = quantized((300, 512), "float16", 4, 64, seed=7)
+    monkeypatch.setattr(quant, "CHUNK_ELEMENTS", 512 * 7)  # 7 rows per step, uneven tail
+    assert torch.equal(quant.dequantize(packed, scales, biases, 4, 64), ref)
+
+
+def test_widths_that_are_not_byte_aligned_are_refused() -> None:
+    packed = torch.zeros((4, 6), dtype=torch.int32)  # 64 weights at 3 bits
+    scales = torch.ones((4, 1), dtype=torch.float16)
+    with pytest.raises(ValueError, match="3-bit"):
+        dequantize(packed, scales, scales, 3, 64)
+    with pytest.raises(ValueError, match="does not match"):
+        dequantize(packed, torch.ones((4, 2), dtype=torch.float16), scales, 4, 64)
