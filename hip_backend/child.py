@@ -109,7 +109,7 @@ def measure(job: ChildJob, emit: Emit) -> MeasuredPeak:
         warm_up_kernels,
     )
     from hip_backend.inflight import InflightQueue
-    from hip_backend.loader import build_model
+    from hip_backend.loader import build_model, plan_modules
     from hip_backend.model_source import ModelSource, resolve_source
     from hip_backend.peak import monitor_for
     from hip_backend.workload import WARMUP_PROMPT_TOKENS, run_pass, synthetic_prompt
@@ -117,6 +117,7 @@ def measure(job: ChildJob, emit: Emit) -> MeasuredPeak:
     progress = _Throttle(emit)
     source = ModelSource(Path(job.folder) if job.folder else None, job.profile_id)
     resolved = resolve_source(source, force_synthetic=job.synthetic)
+    plan_modules(resolved.arch, resolved.plan)  # a broken folder fails before torch loads
     if resolved.plan.synthetic:
         emit(MeasureNotice(f"synthetic weights: {resolved.plan.reason}"))
     torch = import_torch()

@@ -231,6 +231,19 @@ def _fill_random(tensor: torch.Tensor, source: _Source) -> None:
         tensor.uniform_(-bound, bound)
 
 
+def plan_modules(arch: ArchSpec, plan: WeightPlan) -> list[_ModulePlan]:
+    """Check the stored tensors against the architecture (no torch needed).
+
+    Raises BadModelError naming the first tensor that is missing or misshapen, so
+    a broken folder fails before the device is touched.
+    """
+    builder = _Builder(arch, plan)
+    return [
+        builder.norm(spec) if spec.kind is ModuleKind.NORM else builder.linear(spec)
+        for spec in module_specs(arch)
+    ]
+
+
 def build_model(
     arch: ArchSpec,
     plan: WeightPlan,
@@ -241,11 +254,7 @@ def build_model(
     """Load (or synthesise) every tensor the architecture needs and assemble the model."""
     import torch
 
-    builder = _Builder(arch, plan)
-    modules_plan = [
-        builder.norm(spec) if spec.kind is ModuleKind.NORM else builder.linear(spec)
-        for spec in module_specs(arch)
-    ]
+    modules_plan = plan_modules(arch, plan)
     torch.manual_seed(seed)
     filler = _Filler(device, sum(m.pieces for m in modules_plan), progress)
     modules: dict[str, Any] = {}

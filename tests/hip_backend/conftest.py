@@ -23,7 +23,7 @@ from tests.hip_backend.mlx_models import (
 
 
 @pytest.fixture(autouse=True)
-def _private_state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def state_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """History goes to a temporary XDG_STATE_HOME, never the user's."""
     state = tmp_path / "state"
     monkeypatch.setenv("XDG_STATE_HOME", str(state))

@@ -1,0 +1,112 @@
+"""The history store loses nothing: appends are whole lines, damage is skipped with a warning."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+from pathlib import Path
+
+from core.history import HISTORY_FILE, HistoryStore, encode_record, state_dir
+from core.measurement import MeasuredPeak
+
+
+def peak(n: int, model: str = "m") -> MeasuredPeak:
+    return MeasuredPeak(
+        model=model,
+        device_kind="cpu",
+        device_name="test",
+        peak_bytes=n,
+        peak_kind="test",
+        inflight_mib=256,
+        prompt_tokens=512,
+        gen_tokens=128,
+        synthetic_weights=False,
+        load_seconds=1.0,
+        prefill_tokens_per_s=100.0,
+        decode_tokens_per_s=10.0,
+        torch_version="2.13.0",
+        extra={"note": "é"},
+    )
+
+
+def test_results_round_trip_in_order(tmp_path: Path) -> None:
+    store = HistoryStore(tmp_path / "h.jsonl")
+    for n in (1, 2, 3):
+        store.append(peak(n))
+    read = store.read()
+    assert [p.peak_bytes for p in read.results] == [1, 2, 3]
+    assert read.results[0] == peak(1)
+    assert read.warnings == []
+
+
+def test_a_torn_last_line_is_skipped_and_the_next_record_starts_a_new_line(tmp_path: Path) -> None:
+    path = tmp_path / "h.jsonl"
+    store = HistoryStore(path)
+    store.append(peak(1))
+    whole = encode_record(peak(2))
+    with path.open("ab") as fh:  # a crash half-way through the second write
+        fh.write(whole[: len(whole) // 2])
+    store.append(peak(3))
+    read = store.read()
+    assert [p.peak_bytes for p in read.results] == [1, 3]
+    assert len(read.warnings) == 1
+    assert f"{path}:2: skipped a damaged record" in read.warnings[0]
+
+
+def test_damaged_and_foreign_lines_are_skipped_with_their_line_numbers(tmp_path: Path) -> None:
+    path = tmp_path / "h.jsonl"
+    good = encode_record(peak(7)).decode()
+    path.write_text(
+        good
+        + "not json\n"
+        + json.dumps({"kind": "measurement", "result": {"model": "x"}})
+        + "\n"
+        + "\n"
+        + json.dumps([1, 2])
+        + "\n"
+        + good,
+        encoding="utf-8",
+    )
+    read = HistoryStore(path).read()
+    assert [p.peak_bytes for p in read.results] == [7, 7]
+    assert [w.split(": skipped")[0] for w in read.warnings] == [
+        f"{path}:2",
+        f"{path}:3",
+        f"{path}:5",
+    ]
+
+
+def _append_many(path: str, start: int) -> None:
+    store = HistoryStore(Path(path))
+    for n in range(start, start + 50):
+        store.append(peak(n))
+
+
+def test_concurrent_writers_never_interleave_lines(tmp_path: Path) -> None:
+    path = tmp_path / "h.jsonl"
+    ctx = multiprocessing.get_context("spawn")
+    workers = [ctx.Process(target=_append_many, args=(str(path), s)) for s in (0, 1000, 2000)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(60)
+    read = HistoryStore(path).read()
+    assert read.warnings == []
+    assert sorted(p.peak_bytes for p in read.results) == sorted(
+        n for s in (0, 1000, 2000) for n in range(s, s + 50)
+    )
+
+
+def test_a_missing_store_reads_as_empty(tmp_path: Path) -> None:
+    read = HistoryStore(tmp_path / "none.jsonl").read()
+    assert (read.results, read.warnings) == ([], [])
+
+
+def test_state_dir_follows_xdg_and_ignores_relative_values(tmp_path: Path) -> None:
+    assert state_dir({"XDG_STATE_HOME": str(tmp_path)}) == tmp_path / "vramscope"
+    assert state_dir({"XDG_STATE_HOME": "relative/dir"}) == Path.home() / ".local/state/vramscope"
+    assert state_dir({}) == Path.home() / ".local/state/vramscope"
+
+
+def test_default_store_is_in_the_state_dir(state_home: Path) -> None:
+    assert HistoryStore.default().path == state_home / "vramscope" / HISTORY_FILE
