@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import groupby
+from operator import itemgetter
 
 from rich.style import Style
 from rich.text import Text
@@ -79,6 +81,9 @@ def render_chart(
     top += top // 12  # room above the tallest column and the available line
     eighths = [min(height * 8, (t * height * 8 + top // 2) // top) for t in totals]
     avail_row = min(height - 1, available * height // top) if available > 0 else -1
+    col_styles = [styles.fits if t <= available else styles.over for t in totals]
+    if 0 <= current < width:
+        col_styles[current] = styles.current
     lines: list[Text] = []
     for row in range(height - 1, -1, -1):  # top row first; row 0 is the bottom
         line = Text(no_wrap=True)
@@ -92,16 +97,18 @@ def render_chart(
             label, tick = "", "│"
         line.append(label.rjust(LABEL_WIDTH - 1)[: LABEL_WIDTH - 1] + " ", styles.axis)
         line.append(tick, styles.available if row == avail_row else styles.axis)
-        for col in range(width):
-            fill = min(8, max(0, eighths[col] - row * 8))
-            if fill == 0 and row == avail_row:
-                line.append("┈", styles.available)
-                continue
-            if col == current:
-                style = styles.current
-            else:
-                style = styles.fits if totals[col] <= available else styles.over
-            line.append(_BLOCKS[fill], style)
+        base = row * 8
+        fills = [min(8, max(0, e - base)) for e in eighths]
+        if row == avail_row:
+            cells = [
+                ("┈", styles.available) if f == 0 else (_BLOCKS[f], col_styles[i])
+                for i, f in enumerate(fills)
+            ]
+        else:
+            cells = [(_BLOCKS[f], col_styles[i]) for i, f in enumerate(fills)]
+        # Runs of one style become one span: a span per cell would cost a frame.
+        for style, run in groupby(cells, key=itemgetter(1)):
+            line.append("".join(c for c, _ in run), style)
         lines.append(line)
     axis = Text(" " * LABEL_WIDTH + "└" + "─" * width, styles.axis, no_wrap=True)
     lines.append(axis)

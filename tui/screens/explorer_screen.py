@@ -299,6 +299,7 @@ class ExplorerScreen(Screen[None]):
                 top_tokens=self.trained_context or FALLBACK_MAX_TOKENS,
                 current_tokens=self.state.max_tokens,
                 available=available.bytes,
+                key=(id(snapshot), replace(workload, max_tokens=0), settings),
             )
         )
         self._show_measured(snapshot, available)

@@ -8,22 +8,19 @@ as its widest number) and the notes are the banner's own words.
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from typing import ClassVar
 
-from rich import box
-from rich.console import Group, RenderableType
 from rich.style import Style
-from rich.table import Table
 from rich.text import Text
+from textual.geometry import Size
+from textual.strip import Strip
 from textual.widget import Widget
 
 from core.units import format_bytes_short
 from tui.bars import bar, stacked_bar
 from tui.breakdown_rows import TERM_KEYS, BreakdownRow, Verdict
-
-# Rules under the header and above the total; no other lines.
-_RULES = box.Box("    \n    \n ── \n    \n ── \n    \n    \n    \n")
 
 WIDE = 110
 """At this width and above, notes wrap instead of being cut short."""
@@ -38,6 +35,16 @@ class EstimateView:
     context_limit: str
     inflight_limit: str
     warnings: tuple[str, ...] = ()
+
+
+def _shape(view: EstimateView) -> tuple[object, ...]:
+    """What the height depends on: rows, wrapped text lengths, warnings (not the values)."""
+    return (
+        tuple((r.key, len(r.note), bool(r.subnote)) for r in view.rows),
+        len(view.context_limit),
+        len(view.inflight_limit),
+        view.warnings,
+    )
 
 
 class Breakdown(Widget):
@@ -78,6 +85,8 @@ class Breakdown(Widget):
         super().__init__(id=id)
         self._view: EstimateView | None = None
         self._message: tuple[str, str, tuple[str, ...]] | None = ("loading", "Starting…", ())
+        self._shape: tuple[object, ...] = ()
+        self._cache: tuple[int, list[Strip]] | None = None
 
     @property
     def view(self) -> EstimateView | None:
@@ -85,108 +94,145 @@ class Breakdown(Widget):
         return self._view if self._message is None else None
 
     def show_estimate(self, view: EstimateView) -> None:
-        """Show an estimate."""
-        self._view, self._message = view, None
-        self.refresh(layout=True)
+        """Show an estimate (a relayout only when its height may have changed)."""
+        shape = _shape(view)
+        relayout = self._message is not None or shape != self._shape
+        self._view, self._message, self._shape = view, None, shape
+        self._changed(relayout)
 
     def show_loading(self, text: str) -> None:
         """Show a loading line in place of the table."""
         self._message = ("loading", text, ())
-        self.refresh(layout=True)
+        self._changed(True)
 
     def show_error(self, text: str, warnings: tuple[str, ...] = ()) -> None:
         """Show why a model could not be read, in place of the table."""
         self._message = ("error", text, warnings)
-        self.refresh(layout=True)
+        self._changed(True)
+
+    def _changed(self, relayout: bool) -> None:
+        self._cache = None
+        self.refresh(layout=relayout)
 
     def _style(self, name: str) -> Style:
         return self.get_component_rich_style(f"breakdown--{name}")
 
-    def render(self) -> RenderableType:
-        if self._message is not None:
-            kind, text, warnings = self._message
-            parts: list[RenderableType] = []
-            if kind == "error":
-                parts.append(Text("Cannot read this model", self._style("error")))
-                parts.append(Text(text))
-                parts.append(Text(""))
-                parts.append(
-                    Text(
-                        "The controls still work; pick another model from the list.",
-                        self._style("muted"),
-                    )
-                )
-            else:
-                parts.append(Text(text, self._style("muted")))
-            parts += [Text(f"⚠ {w}", self._style("warning")) for w in warnings]
-            return Group(*parts)
-        assert self._view is not None
-        return self._render_view(self._view)
+    # The Line API: the lines are built once per change and width, then served as
+    # strips; painting a Rich renderable instead cost several milliseconds a frame.
 
-    def _render_view(self, view: EstimateView) -> RenderableType:
-        width = self.content_region.width or self.size.width or 80
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(self._strips(width))
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        strips = self._strips(width)
+        base = self.rich_style
+        if y < len(strips):
+            return strips[y].adjust_cell_length(width, base)
+        return Strip.blank(width, base)
+
+    def _strips(self, width: int) -> list[Strip]:
+        if self._cache is None or self._cache[0] != width:
+            base = self.rich_style
+            console = self.app.console
+            strips = [Strip(line.render(console)).apply_style(base) for line in self._lines(width)]
+            self._cache = (width, strips)
+        return self._cache[1]
+
+    def _lines(self, width: int) -> list[Text]:
+        if self._message is None:
+            assert self._view is not None
+            return list(self._render_view(self._view, width).split("\n"))
+        kind, text, warnings = self._message
+        out: list[Text] = []
+        if kind == "error":
+            out.append(Text("Cannot read this model", self._style("error")))
+            out += _wrapped(text, width, Style())
+            out.append(Text(""))
+            out += _wrapped(
+                "The controls still work; pick another model from the list.",
+                width,
+                self._style("muted"),
+            )
+        else:
+            out += _wrapped(text, width, self._style("muted"))
+        for warning in warnings:
+            out += _wrapped(f"⚠ {warning}", width, self._style("warning"))
+        return out
+
+    def _render_view(self, view: EstimateView, width: int) -> Text:
+        width = max(width, 40)
         wide = width >= WIDE
         available = next(r.bytes for r in view.rows if r.key == "available")
         # Minimum widths keep the columns still while rows come and go.
         label_w = max(17, *(len(r.label) for r in view.rows))
         size_w = max(9, *(len(format_bytes_short(r.bytes)) for r in view.rows))
         bytes_w = max(11, *(len(str(r.bytes)) for r in view.rows))
-        room = max(0, width - label_w - size_w - bytes_w - 8)  # 4 two-space column gaps
-        bar_width = max(6, min(20, room // 4))
-        note_w = max(1, room - bar_width)
-        table = Table(
-            box=_RULES,
-            show_header=wide,
-            show_edge=False,
-            pad_edge=False,
-            padding=(0, 1, 0, 0),
-            header_style=self._style("muted"),
-            expand=False,
-        )
-        table.add_column("Term", no_wrap=True, width=label_w)
-        table.add_column("Size", justify="right", no_wrap=True, width=size_w)
-        table.add_column("Bytes", justify="right", no_wrap=True, width=bytes_w)
-        table.add_column("Share of available", no_wrap=True, width=bar_width)
-        table.add_column(
-            "Source", no_wrap=not wide, overflow="fold" if wide else "ellipsis", width=note_w
-        )
+        room = max(0, width - label_w - size_w - bytes_w - 8)  # four two-space gaps
+        bar_w = max(6, min(20, room // 4))
+        note_w = max(1, room - bar_w)
+        lead = label_w + size_w + bytes_w + bar_w + 8
+        muted = self._style("muted")
+        # Plain lines of fixed-width cells: several times cheaper to paint than a Table.
+        out = Text(no_wrap=True, overflow="crop")
+        for warning in view.warnings:
+            for line in _wrapped(f"⚠ {warning}", width, self._style("warning")):
+                out.append_text(line)
+                out.append("\n")
+        if wide:
+            out.append(
+                f"{'Term':<{label_w}}  {'Size':>{size_w}}  {'Bytes':>{bytes_w}}  "
+                f"{'vs available':<{bar_w}.{bar_w}}  Source\n",
+                muted,
+            )
+            out.append("─" * width + "\n", muted)
         parts: list[tuple[int, Style]] = []
+
+        def add(row: BreakdownRow, row_bar: Text, bold: bool = False) -> None:
+            cells = f"{row.label:<{label_w}}  {format_bytes_short(row.bytes):>{size_w}}  "
+            cells += f"{row.bytes:>{bytes_w}}  "
+            out.append(cells, Style(bold=True) if bold else None)
+            out.append_text(row_bar)
+            notes = [row.note, row.subnote] if row.subnote else [row.note]
+            first = True
+            for note in notes:
+                for piece in _fit(note, note_w, wide):
+                    if not first:
+                        out.append("\n" + " " * lead)
+                    out.append(f"  {piece}" if first else piece, muted)
+                    first = False
+            out.append("\n")
+
         for row in view.rows:
             if row.key in TERM_KEYS:
                 style = self._style(row.key)
                 parts.append((row.bytes, style))
-                cells = self._cells(row, bar(row.bytes, available, bar_width, style))
-                table.add_row(*cells)
-                if row.subnote:
-                    table.add_row("", "", "", "", Text(row.subnote, self._style("muted")))
+                add(row, bar(row.bytes, available, bar_w, style))
             elif row.key == "total":
-                table.add_section()
+                out.append("─" * width + "\n", muted)
                 over = self._style("over") if available else Style()
-                total_bar = stacked_bar(parts, available, bar_width, over)
-                table.add_row(*self._cells(row, total_bar), style=Style(bold=True))
+                add(row, stacked_bar(parts, available, bar_w, over), bold=True)
             else:
-                avail_bar = Text("━" * bar_width, self._style("available"))
-                table.add_row(*self._cells(row, avail_bar))
-        out: list[RenderableType] = [Text(f"⚠ {w}", self._style("warning")) for w in view.warnings]
-        out.append(table)
-        verdict = Text()
+                add(row, Text("━" * bar_w, self._style("available")))
         badge = "fits" if view.verdict.fits else "over"
-        verdict.append(f" {view.verdict.label} ", self._style(badge))
-        verdict.append(f"  {view.verdict.text}")
-        out.append(verdict)
-        limits = Text()
-        limits.append("Largest context that fits    ", self._style("muted"))
-        limits.append(view.context_limit)
-        limits.append("\nLargest in-flight that fits  ", self._style("muted"))
-        limits.append(view.inflight_limit)
-        out.append(limits)
-        return Group(*out)
+        out.append(f" {view.verdict.label} ", self._style(badge))
+        out.append(f"  {view.verdict.text}\n")
+        out.append("Largest context that fits    ", muted)
+        out.append(view.context_limit + "\n")
+        out.append("Largest in-flight that fits  ", muted)
+        out.append(view.inflight_limit)
+        return out
 
-    def _cells(self, row: BreakdownRow, row_bar: Text) -> tuple[str, str, str, Text, Text]:
-        return (
-            row.label,
-            format_bytes_short(row.bytes),
-            str(row.bytes),
-            row_bar,
-            Text(row.note, self._style("muted")),
-        )
+
+def _wrapped(text: str, width: int, style: Style) -> list[Text]:
+    """Text wrapped at word boundaries to `width`, a Text per line."""
+    return [Text(line, style) for line in textwrap.wrap(text, max(width, 20)) or [""]]
+
+
+def _fit(note: str, width: int, wrap: bool) -> list[str]:
+    """A note cut to the column (with an ellipsis), or wrapped when there is room to."""
+    if len(note) <= width:
+        return [note]
+    if wrap:
+        return textwrap.wrap(note, width) or [""]
+    return [note[: max(0, width - 1)] + "…"]

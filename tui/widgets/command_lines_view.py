@@ -19,13 +19,25 @@ class CommandLinesView(Static):
         super().__init__("", id=id, markup=False)
         self.vramscope = ""
         self.mlxcel = ""
+        self._lines = -1
 
     def show(self, vramscope: str, mlxcel: str) -> None:
-        """Show both lines."""
+        """Show both lines (a relayout only when the wrapped height changes)."""
+        if (vramscope, mlxcel) == (self.vramscope, self.mlxcel):
+            return
         self.vramscope, self.mlxcel = vramscope, mlxcel
         text = Text()
         text.append("$ ", "dim")
         text.append(vramscope)
         text.append("\n$ ", "dim")
         text.append(mlxcel)
-        self.update(text)
+        width = self.content_region.width
+        if not width:  # hidden in this layout: the next layout pass sizes it
+            self.update(text, layout=False)
+            return
+        lines = len(text.wrap(self.app.console, width))
+        self.update(text, layout=lines != self._lines)
+        self._lines = lines
+
+    def on_resize(self) -> None:
+        self._lines = -1

@@ -11,8 +11,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from rich.console import RenderableType
+from rich.style import Style
 from rich.text import Text
+from textual.strip import Strip
 from textual.widget import Widget
 
 from tui.chart import LABEL_WIDTH, ChartStyles, nearest_column, render_chart, sample_contexts
@@ -29,6 +30,8 @@ class ChartData:
     top_tokens: int
     current_tokens: int
     available: int
+    key: object = None
+    """Everything the totals depend on; equal keys reuse the last totals (the marker moves)."""
 
 
 class ContextChart(Widget):
@@ -56,16 +59,37 @@ class ContextChart(Widget):
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002
         super().__init__(id=id)
         self.data: ChartData | None = None
+        self._totals: tuple[object, list[int]] = (None, [])
+        self._strips: list[Strip] | None = None
+        self._base = Style()
 
     def show(self, data: ChartData | None) -> None:
         """Plot new data (None clears the chart)."""
         self.data = data
+        self._strips = None
         self.refresh()
 
-    def render(self) -> RenderableType:
+    def on_resize(self) -> None:
+        self._strips = None
+
+    def render_line(self, y: int) -> Strip:
+        # The Line API: segments straight from the chart text, no Rich-to-Content
+        # conversion on every frame (that conversion cost more than the chart itself).
+        if self._strips is None:
+            self._base = base = self.rich_style
+            console = self.app.console
+            self._strips = [
+                Strip(line.render(console)).apply_style(base) for line in self._chart().split("\n")
+            ]
+        width = self.size.width
+        if y < len(self._strips):
+            return self._strips[y].adjust_cell_length(width, self._base)
+        return Strip.blank(width, self._base)
+
+    def _chart(self) -> Text:
         data = self.data
-        columns = (self.content_region.width or self.size.width) - LABEL_WIDTH - 2
-        rows = (self.content_region.height or self.size.height) - 2
+        columns = self.size.width - LABEL_WIDTH - 2
+        rows = self.size.height - 2
         if data is None or columns < 8 or rows < 2:
             return Text("")
         top = max(data.top_tokens, data.current_tokens, MIN_TOKENS + 1)
@@ -78,4 +102,7 @@ class ContextChart(Widget):
             axis=self.get_component_rich_style("context-chart--axis"),
         )
         current = nearest_column(contexts, data.current_tokens)
-        return render_chart(contexts, data.totals(contexts), data.available, current, rows, styles)
+        cache_key = (data.key, top, columns)
+        if data.key is None or self._totals[0] != cache_key:
+            self._totals = (cache_key, data.totals(contexts))
+        return render_chart(contexts, self._totals[1], data.available, current, rows, styles)

@@ -37,7 +37,7 @@ class MemoryField(Widget):
         & > Horizontal { height: 1; }
         & .field-label { width: 14; }
         & Select { width: 1fr; }
-        & Input { width: 12; margin-left: 1; }
+        & Input { width: 12; height: 1; margin-left: 1; }
     }
     """
 

@@ -14,7 +14,9 @@ from collections.abc import Callable, Sequence
 from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import Horizontal
+from textual.geometry import Size
 from textual.message import Message
+from textual.reactive import Reactive
 from textual.widget import Widget
 from textual.widgets import Input, Label, Static
 
@@ -27,6 +29,11 @@ Formatter = Callable[[float], str]
 
 class ValueInput(Input):
     """The exact-value box: Escape or leaving it restores the current value."""
+
+    # Input re-lays out the whole screen whenever its text length changes (its virtual
+    # size is a layout reactive). This box has a fixed size, so a repaint is enough:
+    # it keeps a slider step from costing a full-screen layout.
+    virtual_size: Reactive[Size] = Reactive(Size(0, 0), layout=False)
 
     def start_typing(self, text: str) -> None:
         """Focus with `text` typed in and the cursor after it (not everything selected)."""
@@ -52,7 +59,7 @@ class SliderField(Widget):
         height: auto;
         & > Horizontal { height: 1; }
         & .field-label { width: 14; }
-        & ValueInput { width: 10; margin-left: 1; }
+        & ValueInput { width: 10; height: 1; margin-left: 1; }
         & .field-hint { height: auto; padding-left: 14; color: $text-muted; display: none; }
         & .field-hint.-shown { display: block; }
     }
@@ -92,6 +99,7 @@ class SliderField(Widget):
         self.fmt = fmt
         self.page = page
         self._tooltip = tooltip
+        self._hint: tuple[str, tuple[str, ...]] = ("", ())
 
     def compose(self) -> ComposeResult:
         with Horizontal():
@@ -135,6 +143,9 @@ class SliderField(Widget):
 
     def set_hint(self, text: str, *classes: str) -> None:
         """Show a hint line under the row (empty text hides it)."""
+        if (text, classes) == self._hint:
+            return
+        self._hint = (text, classes)
         hint = self.query_one(".field-hint", Static)
         hint.update(text)
         hint.set_classes(["field-hint", *classes, *(["-shown"] if text else [])])

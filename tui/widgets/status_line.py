@@ -21,10 +21,13 @@ class StatusLine(Static):
 
     def show(self, backend: str, available: str) -> None:
         """Show the backend and available-memory words."""
+        if (backend, available) == getattr(self, "_shown", None):
+            return
+        self._shown = (backend, available)
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append("vramscope", "bold")
         text.append("  │  ", "dim")
         text.append(backend)
         text.append("  │  ", "dim")
         text.append(available)
-        self.update(text)
+        self.update(text, layout=False)
