@@ -106,10 +106,7 @@ def context_limit_text(limit: FitLimit, trained: int | None) -> str:
         return f"any (still fits at {limit.value:,} tokens: the KV cache stops growing)"
     text = f"{limit.value:,} tokens"
     if trained is not None:
-        if limit.value >= trained:
-            text += f" (covers the trained {trained:,})"
-        else:
-            text += f" (of the trained {trained:,})"
+        text += f" (trained: {trained:,})"
     return text
 
 

@@ -110,7 +110,7 @@ def render_chart(
         for style, run in groupby(cells, key=itemgetter(1)):
             line.append("".join(c for c, _ in run), style)
         lines.append(line)
-    axis = Text(" " * LABEL_WIDTH + "└" + "─" * width, styles.axis, no_wrap=True)
+    axis = Text(no_wrap=True).append(" " * LABEL_WIDTH + "└" + "─" * width, styles.axis)
     lines.append(axis)
     lines.append(_tick_line(contexts, current, styles))
     return Text("\n").join(lines)
@@ -131,6 +131,7 @@ def _tick_line(contexts: Sequence[int], current: int, styles: ChartStyles) -> Te
             taken[start + i] = True
         return True
 
+    taken[current] = True  # the marker's cell is never a label's
     place(0, short_tokens(contexts[0]))
     place(width - 1, short_tokens(contexts[-1]))
     tick = 1024

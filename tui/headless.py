@@ -8,6 +8,7 @@ background reads are done.
 from __future__ import annotations
 
 import asyncio
+import html
 import re
 from collections.abc import Sequence
 
@@ -66,6 +67,10 @@ def render_svg(
 
 PNG_FONT = "DejaVu Sans Mono"
 """A monospace font found on Debian-like systems; Fira Code (the SVG's) rarely is."""
+_TEXT_RUN = re.compile(
+    r'<text class="(?P<cls>[^"]*)" x="(?P<x>[\d.]+)" y="(?P<y>[\d.]+)" '
+    r'textLength="(?P<len>[\d.]+)" clip-path="(?P<clip>[^"]*)">(?P<body>[^<]*)</text>'
+)
 
 
 def png_ready_svg(svg: str, font: str = PNG_FONT) -> str:
@@ -75,7 +80,23 @@ def png_ready_svg(svg: str, font: str = PNG_FONT) -> str:
     proportional face and the columns drift.
     """
     svg = re.sub(r"@font-face\s*\{[^}]*\}", "", svg)
-    return svg.replace("font-family: Fira Code, monospace", f"font-family: {font}, monospace")
+    svg = svg.replace("font-family: Fira Code, monospace", f"font-family: {font}, monospace")
+    # cairo ignores textLength, so a run drifts by its font's advance error; placing
+    # every character at its own cell keeps columns and bars exact.
+    return _TEXT_RUN.sub(_one_text_per_cell, svg)
+
+
+def _one_text_per_cell(m: re.Match[str]) -> str:
+    chars = html.unescape(m.group("body"))
+    if len(chars) <= 1:
+        return m.group(0)
+    x0, cell = float(m.group("x")), float(m.group("len")) / len(chars)
+    return "".join(
+        f'<text class="{m.group("cls")}" x="{x0 + i * cell:.1f}" y="{m.group("y")}" '
+        f'clip-path="{m.group("clip")}">{html.escape(ch)}</text>'
+        for i, ch in enumerate(chars)
+        if ch not in (" ", "\xa0")
+    )
 
 
 def svg_to_png(svg: str, width: int) -> bytes:

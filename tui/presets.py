@@ -31,18 +31,16 @@ class MemoryPreset:
 
     def available(self) -> AvailableMemory:
         """The preset as the estimate's available memory."""
-        return AvailableMemory(self.bytes, f"{self.label} preset: {self.source}")
+        return AvailableMemory(self.bytes, f"{self.label} preset ({self.source})")
 
 
 def _gpu(key: str, label: str, gib: int) -> MemoryPreset:
-    return MemoryPreset(
-        key, f"{label} {gib} GiB", mlx_device_limit(gib * GIB), f"MLX limit, 80% of {gib} GiB"
-    )
+    return MemoryPreset(key, f"{label} {gib} GiB", mlx_device_limit(gib * GIB), "MLX limit: 80%")
 
 
 def _apple(gb: int) -> MemoryPreset:
     return MemoryPreset(
-        f"apple-{gb}", f"Apple M-series {gb} GB", gb * GIB, "unified memory (hw.memsize)"
+        f"apple-{gb}", f"Apple M-series {gb} GB", gb * GIB, "unified memory, hw.memsize"
     )
 
 

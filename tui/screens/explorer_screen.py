@@ -51,6 +51,8 @@ from tui.widgets.segmented import Segmented
 from tui.widgets.slider_field import SliderField
 from tui.widgets.status_line import StatusLine
 
+CHART_TITLE = "Total against context (log scale)"
+
 
 @dataclass(frozen=True)
 class LoadedModel:
@@ -131,7 +133,7 @@ class ExplorerScreen(Screen[None]):
                     yield Breakdown(id="breakdown")
                     yield MeasuredPanel(id="measured")
                 chart = ContextChart(id="chart")
-                chart.border_title = "Total against context (log scale)"
+                chart.border_title = CHART_TITLE
                 yield chart
                 # Narrow layouts show the command lines last, under the chart.
                 end = CommandLinesView(id="commands-end")
@@ -290,7 +292,7 @@ class ExplorerScreen(Screen[None]):
 
         chart = self.query_one(ContextChart)
         chart.border_title = (
-            f"Total against context (log scale) · ▲ {self.state.max_tokens:,} tokens: "
+            f"{CHART_TITLE} · ▲ {self.state.max_tokens:,} tokens: "
             f"{format_bytes_short(est.total_bytes)}"
         )
         chart.show(
@@ -319,7 +321,9 @@ class ExplorerScreen(Screen[None]):
 
     def _show_outputs_cleared(self) -> None:
         self.estimate = None
-        self.query_one(ContextChart).show(None)
+        chart = self.query_one(ContextChart)
+        chart.border_title = CHART_TITLE
+        chart.show(None)
         self.query_one(MeasuredPanel).show(None, None)
 
     def _show_status(self) -> None:

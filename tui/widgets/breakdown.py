@@ -22,8 +22,9 @@ from core.units import format_bytes_short
 from tui.bars import bar, stacked_bar
 from tui.breakdown_rows import TERM_KEYS, BreakdownRow, Verdict
 
-WIDE = 110
-"""At this width and above, notes wrap instead of being cut short."""
+
+MIN_WRAPPED_NOTE = 40
+"""Notes narrower than this are cut with an ellipsis rather than wrapped into a column."""
 
 
 @dataclass(frozen=True)
@@ -146,7 +147,7 @@ class Breakdown(Widget):
         kind, text, warnings = self._message
         out: list[Text] = []
         if kind == "error":
-            out.append(Text("Cannot read this model", self._style("error")))
+            out.append(_styled("Cannot read this model", self._style("error")))
             out += _wrapped(text, width, Style())
             out.append(Text(""))
             out += _wrapped(
@@ -162,7 +163,9 @@ class Breakdown(Widget):
 
     def _render_view(self, view: EstimateView, width: int) -> Text:
         width = max(width, 40)
-        wide = width >= WIDE
+        # Narrow screens keep every row on one line so the verdict stays in view;
+        # elsewhere notes wrap and the columns get a header.
+        wide = not self.screen.has_class("-narrow")
         available = next(r.bytes for r in view.rows if r.key == "available")
         # Minimum widths keep the columns still while rows come and go.
         label_w = max(17, *(len(r.label) for r in view.rows))
@@ -171,6 +174,7 @@ class Breakdown(Widget):
         room = max(0, width - label_w - size_w - bytes_w - 8)  # four two-space gaps
         bar_w = max(6, min(20, room // 4))
         note_w = max(1, room - bar_w)
+        wrap = wide and note_w >= MIN_WRAPPED_NOTE
         lead = label_w + size_w + bytes_w + bar_w + 8
         muted = self._style("muted")
         # Plain lines of fixed-width cells: several times cheaper to paint than a Table.
@@ -182,7 +186,7 @@ class Breakdown(Widget):
         if wide:
             out.append(
                 f"{'Term':<{label_w}}  {'Size':>{size_w}}  {'Bytes':>{bytes_w}}  "
-                f"{'vs available':<{bar_w}.{bar_w}}  Source\n",
+                f"{'vs available' if bar_w >= 12 else 'share':<{bar_w}}  Source\n",
                 muted,
             )
             out.append("─" * width + "\n", muted)
@@ -196,7 +200,7 @@ class Breakdown(Widget):
             notes = [row.note, row.subnote] if row.subnote else [row.note]
             first = True
             for note in notes:
-                for piece in _fit(note, note_w, wide):
+                for piece in _fit(note, note_w, wrap):
                     if not first:
                         out.append("\n" + " " * lead)
                     out.append(f"  {piece}" if first else piece, muted)
@@ -217,16 +221,25 @@ class Breakdown(Widget):
         badge = "fits" if view.verdict.fits else "over"
         out.append(f" {view.verdict.label} ", self._style(badge))
         out.append(f"  {view.verdict.text}\n")
-        out.append("Largest context that fits    ", muted)
-        out.append(view.context_limit + "\n")
-        out.append("Largest in-flight that fits  ", muted)
-        out.append(view.inflight_limit)
+        for label, value in (
+            ("Largest context that fits    ", view.context_limit),
+            ("Largest in-flight that fits  ", view.inflight_limit),
+        ):
+            for i, piece in enumerate(_fit(value, width - len(label), True)):
+                out.append(label if i == 0 else " " * len(label), muted)
+                out.append(piece + "\n")
+        out.right_crop(1)  # the last newline
         return out
 
 
 def _wrapped(text: str, width: int, style: Style) -> list[Text]:
     """Text wrapped at word boundaries to `width`, a Text per line."""
-    return [Text(line, style) for line in textwrap.wrap(text, max(width, 20)) or [""]]
+    return [_styled(line, style) for line in textwrap.wrap(text, max(width, 20)) or [""]]
+
+
+def _styled(text: str, style: Style) -> Text:
+    # A span, not the Text's base style: `Text.render` drops the base style.
+    return Text().append(text, style)
 
 
 def _fit(note: str, width: int, wrap: bool) -> list[str]:

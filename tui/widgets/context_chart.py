@@ -91,7 +91,7 @@ class ContextChart(Widget):
         columns = self.size.width - LABEL_WIDTH - 2
         rows = self.size.height - 2
         if data is None or columns < 8 or rows < 2:
-            return Text("")
+            return Text().append("no estimate to plot", "dim") if data is None else Text("")
         top = max(data.top_tokens, data.current_tokens, MIN_TOKENS + 1)
         contexts = sample_contexts(MIN_TOKENS, top, columns)
         styles = ChartStyles(
