@@ -22,7 +22,6 @@ from core.units import format_bytes_short
 from tui.bars import bar, stacked_bar
 from tui.breakdown_rows import TERM_KEYS, BreakdownRow, Verdict
 
-
 MIN_WRAPPED_NOTE = 40
 """Notes narrower than this are cut with an ellipsis rather than wrapped into a column."""
 
