@@ -199,14 +199,18 @@ class _Filler:
         import torch
 
         dtype = torch_dtype(source.dtype)
-        tensor = torch.empty(source.shape, dtype=dtype, device=self.device)
-        if synthetic:
-            _fill_random(tensor, source)
-        elif len(source.pieces) == 1:
-            self.reader.read_into(source.pieces[0], tensor)
+        pieces = source.pieces
+        if not synthetic and len(pieces) == 1 and self.device.type == "cpu":
+            tensor = self.reader.mapped(pieces[0], dtype)  # a view of the file, no copy
         else:
-            for index, piece in enumerate(source.pieces):
-                self.reader.read_into(piece, tensor[index])
+            tensor = torch.empty(source.shape, dtype=dtype, device=self.device)
+            if synthetic:
+                _fill_random(tensor, source)
+            elif len(pieces) == 1:
+                self.reader.read_into(pieces[0], tensor)
+            else:
+                for index, piece in enumerate(pieces):
+                    self.reader.read_into(piece, tensor[index])
         self.bytes += tensor.numel() * tensor.element_size()
         self.done += len(source.pieces)
         if self.progress is not None:

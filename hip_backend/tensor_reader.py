@@ -1,20 +1,26 @@
-"""Reading safetensors data straight into preallocated tensors.
+"""Getting safetensors data into tensors without an extra full-size copy.
 
-Plain `readinto` calls, no mmap: a mapped file would add its page-cache pages to
-the process's resident set and spoil the CPU peak, and reading into the final
-tensor (on the CPU) or into a pinned staging buffer that is copied while the next
-chunk is read (on a GPU) needs no extra full-size copy. Byte ranges were
-validated against the header and the file size beforehand (`manifest.py`).
+On the CPU a tensor is a view of a private (copy-on-write) mapping of its file,
+as `safetensors.torch.load_file` makes them: nothing is read until first use,
+like MLX's lazy load, and a page counts in the resident set once, when touched.
+Where a tensor must be assembled from pieces (per-expert checkpoints) its bytes
+are read with plain `readinto` into the final tensor. On a GPU, chunks are read
+into two pinned staging buffers and uploaded while the next chunk is read.
+Byte ranges were validated against the header and the file size beforehand
+(`manifest.py`); a file truncated after that would fault the measuring process,
+which the launcher reports as killed.
 """
 
 from __future__ import annotations
 
 import ctypes
+import errno
+import mmap
 from io import FileIO
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hip_backend.errors import BadModelError
+from hip_backend.errors import BadModelError, OutOfMemoryError
 from hip_backend.manifest import StoredTensor
 
 if TYPE_CHECKING:
@@ -45,6 +51,7 @@ class TensorReader:
     def __init__(self, device: torch.device, staging_bytes: int = STAGING_BYTES) -> None:
         self.device = device
         self._files: dict[Path, FileIO] = {}
+        self._maps: dict[Path, mmap.mmap] = {}
         self._staging: list[Any] = []
         self._events: list[Any] = []
         self._staging_bytes = staging_bytes
@@ -59,6 +66,27 @@ class TensorReader:
                 raise BadModelError(f"{path}: {exc.strerror or exc}") from None
             self._files[path] = fh
         return fh
+
+    def mapped(self, stored: StoredTensor, dtype: torch.dtype) -> torch.Tensor:
+        """A CPU tensor viewing `stored`'s bytes in a private mapping of its file."""
+        import torch
+
+        assert stored.file is not None
+        if stored.nbytes == 0:
+            return torch.empty(stored.shape, dtype=dtype)
+        view = self._maps.get(stored.file)
+        if view is None:
+            fh = self._file(stored.file)
+            try:
+                view = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY)
+            except OSError as exc:
+                if exc.errno == errno.ENOMEM:
+                    raise OutOfMemoryError(f"{stored.file}: no address space to map it") from None
+                raise BadModelError(f"{stored.file}: cannot map the file ({exc})") from None
+            self._maps[stored.file] = view
+        flat = torch.frombuffer(view, dtype=torch.uint8, count=stored.nbytes, offset=stored.offset)
+        self.bytes_read += stored.nbytes
+        return flat.view(dtype).view(stored.shape)
 
     def read_into(self, stored: StoredTensor, dest: torch.Tensor) -> None:
         """Copy `stored`'s bytes into `dest` (contiguous, same byte size)."""
@@ -104,7 +132,7 @@ class TensorReader:
             slot ^= 1
 
     def close(self) -> None:
-        """Wait for uploads and close files."""
+        """Wait for uploads and close files (mapped tensors keep their mappings alive)."""
         for event in self._events:
             if event is not None:
                 event.synchronize()

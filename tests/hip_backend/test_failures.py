@@ -112,10 +112,11 @@ def test_tensors_that_do_not_match_the_config_are_a_bad_model(
     assert "model.layers.0.mlp.gate_proj" in failure.message
 
 
-def test_running_out_of_memory(sweep_model: Path) -> None:
+@pytest.mark.parametrize("synthetic", [False, True], ids=["mapping-weights", "allocating"])
+def test_running_out_of_memory(sweep_model: Path, synthetic: bool) -> None:
     pytest.importorskip("torch")
-    outcome = measure(request(sweep_model, host_memory_cap_bytes=64 * MIB), record_history=False)
-    failure_of(outcome, FailureKind.OUT_OF_MEMORY)
+    capped = request(sweep_model, host_memory_cap_bytes=64 * MIB, synthetic=synthetic)
+    failure_of(measure(capped, record_history=False), FailureKind.OUT_OF_MEMORY)
 
 
 def test_a_killed_child(tiny_llama: Path) -> None:
