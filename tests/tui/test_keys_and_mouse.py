@@ -196,6 +196,24 @@ async def test_a_given_measured_peak_is_shown_beside_the_estimate() -> None:
         assert "synthetic weights" in text
 
 
+async def test_a_peak_handed_over_later_appears_and_can_be_cleared() -> None:
+    peak = MeasuredPeak(
+        LLAMA, "cpu", "cpu", 7 * 1024**3, "peak RSS", 0, 512, 128, True, 0, 0, 0, ""
+    )
+    app = make_app(fixed_deps(), LaunchOptions(preset="gfx1151"))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        panel = app.screen.query_one(MeasuredPanel)
+        assert not panel.display
+        app.explorer.show_measured(peak)
+        await pilot.pause()
+        assert panel.display
+        assert "estimate is BELOW the peak" in "\n".join(widget_lines(panel))
+        app.explorer.show_measured(None)
+        await pilot.pause()
+        assert not panel.display
+
+
 async def test_a_measured_peak_for_another_model_stays_hidden() -> None:
     peak = MeasuredPeak("other/model", "cpu", "cpu", 1, "rss", 0, 1, 0, True, 0, 0, 0, "2.13.0")
     app = make_app(fixed_deps(), LaunchOptions(preset="gfx1151"), peak)

@@ -306,6 +306,15 @@ class ExplorerScreen(Screen[None]):
         )
         self._show_measured(snapshot, available)
 
+    def show_measured(self, peak: MeasuredPeak | None) -> None:
+        """Show a measured peak beside the estimate (None hides it).
+
+        The measurement launcher (key `m`, to come with hip_backend) calls this on the
+        UI thread when a run ends; the panel then shows the peak and its margin.
+        """
+        self.measured = peak
+        self.recompute()
+
     def _show_measured(self, snapshot: ModelSnapshot, available: AvailableMemory) -> None:
         peak = self.measured
         panel = self.query_one(MeasuredPanel)

@@ -1,0 +1,228 @@
+"""The explorer's pure pieces: slider scales, parsers, bars, chart, command lines, state."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from core.available import AvailableMemory
+from core.backend import Backend, BackendChoice
+from core.backend_inflight import MAX_ACCEPTED_INFLIGHT_MB
+from core.estimate import QuantHint
+from core.solve import FitLimit
+from core.units import GIB
+from tui.bars import bar, stacked_bar
+from tui.breakdown_rows import context_limit_text, inflight_limit_text
+from tui.chart import render_chart, sample_contexts, short_tokens
+from tui.command_lines import mlxcel_command, vramscope_command
+from tui.headless import png_ready_svg
+from tui.presets import CUSTOM, PRESETS_BY_KEY
+from tui.scales import FACTOR_STOPS, INFLIGHT_STOPS, position_of, token_stops
+from tui.state import (
+    ExplorerState,
+    LaunchOptions,
+    MemoryChoice,
+    backend_status,
+    choose_backend,
+    initial_state,
+)
+from tui.widgets.controls import (
+    format_factor,
+    parse_batch,
+    parse_factor,
+    parse_inflight,
+    parse_tokens,
+)
+from tui.widgets.model_list import entry_prompt, matches
+
+LLAMA = "mlx-community/Meta-Llama-3.1-8B-Instruct-4bit"
+NO_GPU = BackendChoice(Backend.CPU, True, "no GPU device node found")
+ROCM = BackendChoice(Backend.ROCM, True, "/dev/kfd (AMD KFD) present")
+
+
+def test_token_stops_are_log_spaced_and_end_at_the_trained_context() -> None:
+    stops = token_stops(131072)
+    assert stops[:6] == (256, 320, 384, 448, 512, 640)
+    assert stops[-1] == 131072
+    assert list(stops) == sorted(set(stops))
+    assert token_stops(4096)[-1] == 4096
+    assert token_stops(None)[-1] == 131072  # unknown context: a sensible top
+    assert token_stops(100) == (256,)  # never below the 256-token floor
+
+
+def test_position_of_places_typed_values_between_stops() -> None:
+    assert position_of(1024, INFLIGHT_STOPS) == INFLIGHT_STOPS.index(1024)
+    assert position_of(896, INFLIGHT_STOPS) == 5.5  # halfway from 768 to 1024
+    assert position_of(-5, INFLIGHT_STOPS) == 0
+    assert position_of(10**9, INFLIGHT_STOPS) == len(INFLIGHT_STOPS) - 1
+
+
+def test_factor_stops_hit_the_default_double_exactly() -> None:
+    assert 1.2 in FACTOR_STOPS  # 1.0 + 4 * 0.05 would be 1.2000000000000002
+    assert FACTOR_STOPS[0] == 1.0
+    assert FACTOR_STOPS[-1] == 2.0
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("8192", 8192), ("8,192", 8192), (" 32k ", 32768), ("0", 0), ("4294967296", 1 << 32)],
+)
+def test_parse_tokens_accepts(text: str, value: int) -> None:
+    assert parse_tokens(text) == value
+
+
+@pytest.mark.parametrize("text", ["", "-1", "1.5", "abc", "4294967297", "٣"])
+def test_parse_tokens_rejects(text: str) -> None:
+    assert parse_tokens(text) is None
+
+
+def test_parse_inflight_is_the_overlays_parser_except_empty() -> None:
+    assert parse_inflight("256") == 256
+    assert parse_inflight("+256") == 256
+    assert parse_inflight(" \t256") == 256
+    assert parse_inflight("0") == 0
+    assert parse_inflight(str(MAX_ACCEPTED_INFLIGHT_MB)) == MAX_ACCEPTED_INFLIGHT_MB
+    for bad in ("", "  ", "-1", "1G", "256 ", "0x10", str(MAX_ACCEPTED_INFLIGHT_MB + 1)):
+        assert parse_inflight(bad) is None
+
+
+def test_parse_batch_and_factor() -> None:
+    assert parse_batch("4") == 4
+    assert parse_batch("0") is None
+    assert parse_batch("4097") is None
+    assert parse_factor("1.25") == 1.25
+    assert parse_factor(" 1.3 ") == 1.3
+    for bad in ("0", "-1", "nan", "inf", "abc", "1e9"):
+        assert parse_factor(bad) is None
+    assert format_factor(1.2) == "1.20"
+    assert format_factor(1.234) == "1.234"
+
+
+def test_bars_scale_against_available() -> None:
+    assert bar(50, 100, 10).plain == "█████     "
+    assert bar(1, 10**9, 10).plain == "▏         "  # a non-zero term always shows
+    assert bar(0, 100, 4).plain == "    "
+    assert bar(300, 100, 4).plain == "████"
+    assert stacked_bar([(25, "a"), (25, "b")], 100, 8).plain == "████    "
+    assert stacked_bar([(80, "a"), (80, "b")], 100, 8).plain.endswith("▶")
+    assert stacked_bar([(1, "a")], 10**9, 8).plain == "▏       "
+
+
+def test_chart_shape_marker_and_available_line() -> None:
+    contexts = sample_contexts(256, 131072, 40)
+    assert contexts[0] == 256
+    assert contexts[-1] == 131072
+    totals = [i * GIB for i in range(40)]
+    text = render_chart(contexts, totals, 20 * GIB, current=10, height=8)
+    lines = text.plain.split("\n")
+    assert len(lines) == 10  # 8 rows, the axis, the ticks
+    assert all(len(line) == len(lines[0]) for line in lines[:9])
+    avail = next(line for line in lines if "┈" in line)
+    assert avail.startswith("20.0 GiB")
+    assert lines[-1][10 + 10] == "▲"
+    assert short_tokens(131072) == "128K"
+    assert short_tokens(1 << 20) == "1M"
+    assert short_tokens(300) == "300"
+
+
+def test_command_lines_reproduce_the_state() -> None:
+    state = ExplorerState(memory=MemoryChoice("gfx1151"))
+    available = PRESETS_BY_KEY["gfx1151"].available()
+    assert vramscope_command(state, available, LLAMA) == (
+        f"vramscope inspect {LLAMA} --max-tokens 8192 --backend rocm --inflight-mb 1024 "
+        "--memory-limit 82463372083"
+    )
+    assert mlxcel_command(state, available, LLAMA) == (
+        "MLX_ROCM_MAX_INFLIGHT_MB=1024 MLXCEL_MEMORY_LIMIT=82463372083 "
+        f"mlxcel inspect -m {LLAMA} --max-tokens 8192"
+    )
+    busy = ExplorerState(
+        model="my models/x",
+        max_tokens=5000,
+        batch=4,
+        kv_int8=True,
+        quant=QuantHint.INT4,
+        headroom_factor=1.3,
+        inflight_mib=0,
+        backend=Backend.CUDA,
+    )
+    detected = AvailableMemory(GIB, "/proc/meminfo")
+    line = vramscope_command(busy, detected, busy.model)
+    assert shlex.split(line) == [
+        "MLXCEL_HEADROOM_FACTOR=1.3",
+        "vramscope",
+        "inspect",
+        "my models/x",
+        "--max-tokens",
+        "5000",
+        "--batch",
+        "4",
+        "--kv-cache-mode",
+        "int8",
+        "--quant",
+        "int4",
+        "--backend",
+        "cuda",
+    ]
+    assert mlxcel_command(busy, detected, busy.model).startswith(
+        "MLXCEL_HEADROOM_FACTOR=1.3 mlxcel inspect -m 'my models/x'"
+    )
+
+
+def test_backend_choice_and_header_words() -> None:
+    start = choose_backend("auto", NO_GPU)
+    assert start.backend is Backend.ROCM
+    assert not start.detected
+    assert backend_status(Backend.ROCM, start, NO_GPU) == "ROCm · chosen: no GPU detected"
+    assert backend_status(Backend.METAL, start, NO_GPU) == "Metal · chosen (no GPU detected)"
+    assert choose_backend("auto", ROCM) == ROCM
+    assert backend_status(Backend.ROCM, ROCM, ROCM).startswith("ROCm · detected (/dev/kfd")
+    assert backend_status(Backend.CUDA, ROCM, ROCM) == "CUDA · chosen (this machine: ROCm)"
+    assert choose_backend("cuda", ROCM).backend is Backend.CUDA
+
+
+def test_initial_state_reads_flags_then_environment() -> None:
+    env = {"MLX_ROCM_MAX_INFLIGHT_MB": "2048", "MLXCEL_HEADROOM_FACTOR": "oops"}
+    state, warnings = initial_state(LaunchOptions(), env, ROCM)
+    assert state.inflight_mib == 2048
+    assert state.headroom_factor == 1.2
+    assert any("MLXCEL_HEADROOM_FACTOR" in w for w in warnings)
+    state, _ = initial_state(LaunchOptions(inflight_raw="256", memory_limit=GIB), env, ROCM)
+    assert state.inflight_mib == 256
+    assert state.memory == MemoryChoice(CUSTOM, GIB)
+    assert state.memory.resolve(None) == AvailableMemory(GIB, "typed size")
+    state, warnings = initial_state(LaunchOptions(inflight_raw="1G"), {}, ROCM)
+    assert state.inflight_mib == 1024
+    assert warnings  # the overlay's "ignoring invalid" line
+
+
+def test_limit_words() -> None:
+    assert context_limit_text(FitLimit(482560), 131072) == "482,560 tokens (trained: 131,072)"
+    assert context_limit_text(FitLimit(None), 131072).startswith("none")
+    assert context_limit_text(FitLimit(1 << 32, True), None).startswith("any")
+    assert inflight_limit_text(None, "CUDA") == "n/a (CUDA builds reserve none)"
+    assert inflight_limit_text(FitLimit(72208), "ROCm") == "72,208 MiB"
+
+
+def test_model_rows_are_cut_to_width_and_filter_by_every_word() -> None:
+    from core.catalog import profile_entry
+
+    entry = profile_entry(LLAMA)
+    for width in (30, 40, 60):
+        prompt = entry_prompt(entry, current=True, width=width)
+        assert all(len(line) <= width for line in prompt.plain.split("\n"))
+    assert "…/Meta-Llama-3.1-8B-Instruct-4bit" in entry_prompt(entry, True, 40).plain
+    assert matches(entry, "llama 4-BIT")
+    assert not matches(entry, "llama qwen")
+
+
+def test_png_ready_svg_places_every_character_in_its_cell() -> None:
+    svg = (
+        "font-family: Fira Code, monospace; font-size: 20px;"
+        '<text class="r1" x="24.4" y="20" textLength="36.6" clip-path="url(#l1)">a&#160;b</text>'
+    )
+    out = png_ready_svg(svg)
+    assert "DejaVu Sans Mono" in out
+    assert '<text class="r1" x="24.4" y="20" clip-path="url(#l1)">a</text>' in out
+    assert '<text class="r1" x="48.8" y="20" clip-path="url(#l1)">b</text>' in out
