@@ -145,6 +145,12 @@ def backend_status(current: Backend, start: BackendChoice, machine: BackendChoic
     return f"{current.label} · chosen (this machine: {machine.backend.label})"
 
 
+def backend_status_short(current: Backend, start: BackendChoice) -> str:
+    """The header's backend words when space is short: `ROCm · detected` or `· chosen`."""
+    detected = current is start.backend and start.detected
+    return f"{current.label} · {'detected' if detected else 'chosen'}"
+
+
 def available_status(available: AvailableMemory | None) -> str:
     """The header's available-memory words."""
     if available is None:

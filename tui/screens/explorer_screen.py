@@ -39,7 +39,13 @@ from tui.breakdown_rows import (
 from tui.command_lines import mlxcel_command, vramscope_command
 from tui.deps import AppDeps
 from tui.scales import FALLBACK_MAX_TOKENS, token_stops
-from tui.state import ExplorerState, MemoryChoice, available_status, backend_status
+from tui.state import (
+    ExplorerState,
+    MemoryChoice,
+    available_status,
+    backend_status,
+    backend_status_short,
+)
 from tui.widgets.breakdown import Breakdown, EstimateView
 from tui.widgets.command_lines_view import CommandLinesView
 from tui.widgets.context_chart import ChartData, ContextChart
@@ -338,6 +344,7 @@ class ExplorerScreen(Screen[None]):
     def _show_status(self) -> None:
         self.query_one(StatusLine).show(
             backend_status(self.state.backend, self.start, self.machine),
+            backend_status_short(self.state.backend, self.start),
             available_status(self.available),
         )
 
