@@ -80,33 +80,47 @@ def _covered(row: TableRow) -> bool | None:
     return margin(row.estimate_bytes, row.outcome.peak_bytes).covered
 
 
+def _device_columns(peak: MeasuredPeak) -> str:
+    reserved = f"{peak.reserved_peak_bytes:,}" if peak.reserved_peak_bytes is not None else "-"
+    used = f"{peak.device_used_delta_bytes:,}" if peak.device_used_delta_bytes is not None else "-"
+    return f" {reserved} | {used} |"
+
+
 def markdown_table(rows: Sequence[TableRow], title: str, preamble: Sequence[str] = ()) -> str:
-    """mlxcel's "Estimate against peak" table: bytes, covered or not, smallest margin."""
+    """mlxcel's "Estimate against peak" table: bytes, covered or not, smallest margin.
+
+    On a GPU two more columns show the allocator's reserved peak and the sampled
+    device-level rise in used memory.
+    """
+    gpu = any(isinstance(r.outcome, MeasuredPeak) and r.outcome.device_kind != "cpu" for r in rows)
     out = [f"## {title}", ""]
     out += [*preamble, ""] if preamble else []
-    out.append(
+    head = (
         "| Model | Context | Budget (MiB) | Measured peak (bytes) | Estimate (bytes) "
         "| Margin (bytes) | Margin | Covered |"
     )
-    out.append("|---|---:|---:|---:|---:|---:|---:|---|")
+    rule = "|---|---:|---:|---:|---:|---:|---:|---|"
+    if gpu:
+        head += " Reserved peak (bytes) | Device used Δ (bytes) |"
+        rule += "---:|---:|"
+    out += [head, rule]
     for row in rows:
         budget = f"{row.budget_mib}" if row.budget_mib else "0 (off)"
         est = f"{row.estimate_bytes:,}" if row.estimate_bytes is not None else "-"
+        lead = f"| {row.model} | {row.context} | {budget} |"
         if isinstance(row.outcome, MeasurementFailure):
-            failure = row.outcome
-            out.append(
-                f"| {row.model} | {row.context} | {budget} | failed: {failure.kind.label} "
-                f"| {est} | - | - | - |"
-            )
+            tail = " - | - |" if gpu else ""
+            out.append(f"{lead} failed: {row.outcome.kind.label} | {est} | - | - | - |{tail}")
             continue
         peak = row.outcome.peak_bytes
+        tail = _device_columns(row.outcome) if gpu else ""
         if row.estimate_bytes is None:
-            out.append(f"| {row.model} | {row.context} | {budget} | {peak:,} | - | - | - | - |")
+            out.append(f"{lead} {peak:,} | - | - | - | - |{tail}")
             continue
         m = margin(row.estimate_bytes, peak)
         out.append(
-            f"| {row.model} | {row.context} | {budget} | {peak:,} | {est} "
-            f"| {signed_bytes(m.bytes)} | {m.percent:+.1f}% | {'yes' if m.covered else 'NO'} |"
+            f"{lead} {peak:,} | {est} | {signed_bytes(m.bytes)} | {m.percent:+.1f}% "
+            f"| {'yes' if m.covered else 'NO'} |{tail}"
         )
     out += ["", summary_line(rows)]
     return "\n".join(out) + "\n"
