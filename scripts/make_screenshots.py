@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT))
 
 from core.available import AvailableMemory  # noqa: E402
 from tui.deps import GFX1151_MACHINE, builtin_deps  # noqa: E402
-from tui.headless import render_svg, svg_to_png  # noqa: E402
+from tui.headless import PngUnavailable, render_svg, svg_to_png  # noqa: E402
 from tui.state import LaunchOptions  # noqa: E402
 
 OUT = ROOT / "screenshots"
@@ -87,8 +87,8 @@ def main() -> int:
         (OUT / f"{shot.name}.svg").write_text(svg, encoding="utf-8")
         try:
             png = svg_to_png(svg, shot.size[0] * PNG_PX_PER_COLUMN)
-        except ImportError:
-            print("cairosvg is not installed: SVG only", file=sys.stderr)
+        except PngUnavailable as exc:
+            print(f"{exc}: SVG only", file=sys.stderr)
         else:
             (OUT / f"{shot.name}.png").write_bytes(png)
         print(f"screenshots/{shot.name}.svg/.png  {shot.size[0]}x{shot.size[1]}  {shot.caption}")

@@ -99,9 +99,18 @@ def _one_text_per_cell(m: re.Match[str]) -> str:
     )
 
 
+class PngUnavailable(RuntimeError):
+    """cairosvg, or the cairo library under it, is not installed."""
+
+
 def svg_to_png(svg: str, width: int) -> bytes:
-    """Rasterise an SVG screenshot (needs cairosvg, a dev dependency)."""
-    import cairosvg
+    """Rasterise an SVG screenshot (needs cairosvg, a dev dependency, and libcairo)."""
+    try:
+        import cairosvg
+    except (ImportError, OSError) as exc:  # cairocffi raises OSError without libcairo
+        raise PngUnavailable(
+            f"writing PNG needs cairosvg and libcairo ({type(exc).__name__}: {exc})"
+        ) from None
 
     png = cairosvg.svg2png(bytestring=png_ready_svg(svg).encode("utf-8"), output_width=width)
     assert isinstance(png, bytes)

@@ -57,8 +57,10 @@ def run(args: argparse.Namespace) -> int:
     out: Path = args.out
     if out.suffix.lower() not in (".svg", ".png"):
         raise UsageError("OUT", f"'{out}' must end in .svg or .png")
+    if not out.parent.is_dir():  # say so before spending a second on the render
+        raise UsageError("OUT", f"cannot write '{out}': no such folder")
     from tui.deps import default_deps
-    from tui.headless import render_svg, svg_to_png
+    from tui.headless import PngUnavailable, render_svg, svg_to_png
 
     press = [k.strip() for k in args.press.split(",") if k.strip()]
     svg = render_svg(default_deps(options.models_dirs), options, args.size, press)
@@ -66,10 +68,8 @@ def run(args: argparse.Namespace) -> int:
         if out.suffix.lower() == ".png":
             try:
                 data = svg_to_png(svg, args.size[0] * PNG_WIDTH_PER_COLUMN)
-            except ImportError:
-                raise UsageError("OUT", "writing PNG needs cairosvg (pip install cairosvg)") from (
-                    None
-                )
+            except PngUnavailable as exc:
+                raise UsageError("OUT", str(exc)) from None
             out.write_bytes(data)
         else:
             out.write_text(svg, encoding="utf-8")
