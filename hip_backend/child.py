@@ -124,7 +124,10 @@ def measure(job: ChildJob, emit: Emit) -> MeasuredPeak:
     device, info = select_device(job.device)
     torch.set_grad_enabled(False)
     if job.host_memory_cap_bytes is not None:
-        _cap_host_memory(job.host_memory_cap_bytes)
+        if device.type == "cpu":
+            _cap_host_memory(job.host_memory_cap_bytes)
+        else:  # a GPU runtime reserves address space far beyond any useful cap
+            emit(MeasureNotice("the memory cap applies to CPU runs only; ignored on the GPU"))
     emit(
         MeasureNotice(f"device: {info.kind} {info.name}" + (f" ({info.arch})" if info.arch else ""))
     )

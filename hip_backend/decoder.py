@@ -155,9 +155,9 @@ class DecoderModel:
             enable_gqa=arch.num_kv_heads != arch.num_heads,
         )
         queue.op(out)
-        out = out.transpose(1, 2).reshape(batch, length, arch.num_heads * arch.head_dim)
-        queue.op(out)
-        return attn.o_proj(out, queue)
+        merged = out.transpose(1, 2).reshape(batch, length, arch.num_heads * arch.head_dim)
+        queue.op(merged if merged.data_ptr() != out.data_ptr() else None)  # a view costs nothing
+        return attn.o_proj(merged, queue)
 
     def _moe(self, moe: MoeMlp, x: torch.Tensor, queue: InflightQueue) -> torch.Tensor:
         """Top-k routing; each expert that gets tokens is dequantized and run on them."""

@@ -103,8 +103,9 @@ class CpuPeakMonitor:
         """Take the baseline just before the load."""
         self.baseline = current_rss() or 0
         self._hwm_reset = _reset_hwm()
-        self._sampler = _Sampler(current_rss)
-        self._sampler.start()
+        if not self._hwm_reset:  # the kernel keeps the exact peak; poll only without it
+            self._sampler = _Sampler(current_rss)
+            self._sampler.start()
 
     def stop(self) -> PeakFigures:
         """Peak over the baseline since `start()`."""

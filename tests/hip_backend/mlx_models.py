@@ -123,8 +123,10 @@ def write_random_quantized_model(
     import math
 
     import mlx.core as mx
-    import mlx.nn as nn
     import numpy as np
+    from mlx.nn.layers.embedding import Embedding
+    from mlx.nn.layers.linear import Linear
+    from mlx.nn.layers.normalization import RMSNorm
     from mlx_lm.utils import _get_classes
 
     rng = np.random.default_rng(seed)
@@ -133,7 +135,7 @@ def write_random_quantized_model(
     dtype = {"float16": mx.float16, "bfloat16": mx.bfloat16}[config["torch_dtype"]]
     tensors: dict[str, Any] = {}
     for path, module in model.named_modules():
-        if isinstance(module, nn.Linear | nn.Embedding):
+        if isinstance(module, Linear | Embedding):
             out_f, in_f = module.weight.shape
             bound = 1.0 / math.sqrt(in_f)
             words = rng.integers(0, 2**32, size=(out_f, in_f * bits // 32), dtype=np.uint32)
@@ -143,7 +145,7 @@ def write_random_quantized_model(
             tensors[f"{path}.biases"] = mx.full(groups, -bound, dtype=dtype)
             if "bias" in module:
                 tensors[f"{path}.bias"] = mx.zeros((out_f,), dtype=dtype)
-        elif isinstance(module, nn.RMSNorm):
+        elif isinstance(module, RMSNorm):
             tensors[f"{path}.weight"] = mx.ones(module.weight.shape, dtype=dtype)
     dest.mkdir(parents=True, exist_ok=True)
     mx.save_safetensors(str(dest / "model.safetensors"), tensors, metadata={"format": "mlx"})
@@ -176,8 +178,8 @@ def mlx_lm_reference(
     import math
 
     import mlx.core as mx
-    import mlx.nn as nn
     import numpy as np
+    from mlx.nn.layers.base import Module
     from mlx.utils import tree_map
     from mlx_lm.models.cache import make_prompt_cache
     from mlx_lm.utils import dequantize_model, load_model
@@ -188,9 +190,9 @@ def mlx_lm_reference(
         model.update(tree_map(lambda p: p.astype(mx.float32), model.parameters()))
     gate_logits: list[Any] = []
 
-    class RecordingGate(nn.Module):
+    class RecordingGate(Module):
         def __init__(self, inner: Any) -> None:
-            super().__init__()
+            super().__init__()  # type: ignore[no-untyped-call]
             self.inner = inner
 
         def __call__(self, x: Any) -> Any:

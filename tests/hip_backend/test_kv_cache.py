@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -10,7 +12,7 @@ from hip_backend.inflight import InflightQueue, LaggingEvent  # noqa: E402
 from hip_backend.kv_cache import KV_STEP, KVCache  # noqa: E402
 
 
-def kv(length: int, start: float = 0.0) -> tuple[object, object]:
+def kv(length: int, start: float = 0.0) -> tuple[Any, Any]:
     values = torch.arange(start, start + length, dtype=torch.float32)
     k = values.view(1, 1, length, 1).expand(1, 2, length, 4).to(torch.float16).contiguous()
     return k, k.clone()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -18,7 +20,9 @@ def to_torch(a: object, dtype: object) -> object:
     return torch.from_numpy(np.array(mx.array(a).astype(mx.float32))).to(dtype)
 
 
-def quantized(shape: tuple[int, ...], dtype_name: str, bits: int, group: int, seed: int = 0):
+def quantized(
+    shape: tuple[int, ...], dtype_name: str, bits: int, group: int, seed: int = 0
+) -> tuple[Any, Any, Any, Any]:
     mx.random.seed(seed)
     w = (mx.random.normal(shape) * 0.05).astype(getattr(mx, dtype_name))
     packed, scales, biases = mx.quantize(w, group_size=group, bits=bits)

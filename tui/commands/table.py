@@ -10,12 +10,16 @@ from __future__ import annotations
 import argparse
 import datetime
 import sys
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.errors import UsageError
 from core.measurement import MeasuredPeak, MeasurementFailure
 from tui.commands.measure import ProgressLine, add_run_flags, failure_line, request_from_args
+
+if TYPE_CHECKING:
+    from hip_backend.report import TableRow
 
 DEFAULT_CONTEXTS = "640,4096"
 DEFAULT_BUDGETS = "256,1024,4096"
@@ -81,8 +85,9 @@ def run(args: argparse.Namespace) -> int:
     for model in args.models:  # resolve everything first: a bad name stops before any run
         for context in contexts:
             for budget in budgets:
-                request = request_from_args(args, model, context - args.gen_tokens)
-                request = _with_budget(request, budget)
+                request = replace(
+                    request_from_args(args, model, context - args.gen_tokens), inflight=budget
+                )
                 plans.append((model, context, budget, prepare(request)))
     rows: list[TableRow] = []
     progress = ProgressLine()
@@ -108,13 +113,7 @@ def run(args: argparse.Namespace) -> int:
     return 0 if all(isinstance(r.outcome, MeasuredPeak) for r in rows) else 1
 
 
-def _with_budget(request: Any, budget: int) -> Any:
-    from dataclasses import replace
-
-    return replace(request, inflight=budget)
-
-
-def preamble(rows: list[Any], args: argparse.Namespace) -> list[str]:
+def preamble(rows: list[TableRow], args: argparse.Namespace) -> list[str]:
     """Where and how the table was measured."""
     first = next((r.outcome for r in rows if isinstance(r.outcome, MeasuredPeak)), None)
     date = datetime.date.today().isoformat()
