@@ -1,0 +1,68 @@
+"""On a ROCm or CUDA machine: the same engine, real stream events, torch allocator peaks.
+
+Skipped where torch sees no GPU (as on the CPU CI machine).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from core.measurement import MeasuredPeak, MeasureRequest
+from hip_backend.launcher import measure
+
+torch = pytest.importorskip("torch")
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="no ROCm or CUDA device"),
+]
+
+
+def gpu_run(model: Path, budget: int, **kw: int) -> MeasuredPeak:
+    request = MeasureRequest(
+        str(model),
+        prompt_tokens=kw.get("p", 64),
+        gen_tokens=kw.get("g", 4),
+        warmup_tokens=1,
+        inflight=budget,
+        device="auto",
+    )
+    outcome = measure(request, record_history=False)
+    assert isinstance(outcome, MeasuredPeak), outcome
+    return outcome
+
+
+def test_a_gpu_run_reports_allocator_and_device_figures(tiny_llama: Path) -> None:
+    result = gpu_run(tiny_llama, 64)
+    assert result.device_kind in ("rocm", "cuda")
+    assert result.arch
+    assert result.runtime_version
+    assert result.peak_bytes >= (result.weights_bytes or 0)
+    assert result.reserved_peak_bytes is not None
+    assert result.reserved_peak_bytes >= result.peak_bytes
+    assert result.device_used_source
+
+
+def test_gpu_logits_match_the_cpu_engine(tiny_llama: Path) -> None:
+    from hip_backend.inflight import InflightQueue, LaggingEvent
+    from hip_backend.loader import build_model
+    from hip_backend.model_source import ModelSource, resolve_source
+
+    resolved = resolve_source(ModelSource(folder=tiny_llama))
+    rows = []
+    for device in (torch.device("cpu"), torch.device("cuda")):
+        model = build_model(resolved.arch, resolved.plan, device)
+        queue = InflightQueue(0, LaggingEvent)
+        with torch.no_grad():
+            ids = torch.tensor([[3, 41, 7, 200, 9]], device=device)
+            rows.append(model.forward(ids, model.new_cache(queue), queue).float().cpu())
+    assert float((rows[0] - rows[1]).abs().max()) <= 0.03
+
+
+def test_on_a_gpu_the_bound_keeps_the_peak_below_the_unbounded_one(sweep_model: Path) -> None:
+    bounded, unbounded = gpu_run(sweep_model, 16, p=256), gpu_run(sweep_model, 0, p=256)
+    assert bounded.peak_bytes < unbounded.peak_bytes
+    assert bounded.margin is not None
+    assert bounded.margin.covered
