@@ -1,9 +1,13 @@
 """Resident weights of one module, and their float form for a GEMM.
 
 A quantized module keeps its packed words, scales and biases on the device (the
-bytes the estimate's weights term counts) and is dequantized on every use into
-a fresh 16-bit copy that feeds the GEMM and is then a transient, as in MLX's
-ROCm dequantize-and-GEMM path. A float module is used as stored.
+bytes the estimate's weights term counts). Applied to many rows (a prefill
+chunk), it is dequantized into a fresh 16-bit copy that feeds the GEMM and is
+then a transient, as in MLX's ROCm dequantize-and-GEMM path. Applied to a few
+rows (a decode step, the last position's logits, an expert's handful of tokens)
+MLX uses its quantized matrix-vector kernels, which make no full-size copy; the
+engine then dequantizes a bounded slice of rows at a time instead. A float
+module is used as stored.
 """
 
 from __future__ import annotations
@@ -12,10 +16,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from hip_backend.inflight import InflightQueue
-from hip_backend.quant import dequantize
+from hip_backend.quant import CHUNK_ELEMENTS, GPU_CHUNK_ELEMENTS, dequantize
 
 if TYPE_CHECKING:
     import torch
+
+QMV_MAX_ROWS = 8
+"""Up to this many input rows a quantized linear makes no full-size copy. MLX picks its
+matrix-vector kernels below a small batch limit (4 to 18 rows depending on the device)."""
 
 
 @dataclass
@@ -57,9 +65,39 @@ class Linear:
         """Apply to `x` (`[..., in]`): dequantize (if packed), GEMM, bias."""
         import torch.nn.functional as F
 
-        y = F.linear(x, self.dense(queue), self.bias)
+        rows = x.numel() // max(1, x.shape[-1])
+        if self.quantized and rows <= QMV_MAX_ROWS:
+            y = self._few_rows(x)
+        else:
+            y = F.linear(x, self.dense(queue), self.bias)
         queue.op(y)
         return y
+
+    def _few_rows(self, x: torch.Tensor) -> torch.Tensor:
+        """`x @ W.T + b` dequantizing a slice of W's rows at a time (no full copy)."""
+        import torch
+        import torch.nn.functional as F
+
+        assert self.scales is not None
+        assert self.biases is not None
+        out_features = self.weight.shape[0]
+        in_features = x.shape[-1]
+        flat = x.reshape(-1, in_features)
+        y = torch.empty((flat.shape[0], out_features), dtype=flat.dtype, device=flat.device)
+        per_step = CHUNK_ELEMENTS if x.device.type == "cpu" else GPU_CHUNK_ELEMENTS
+        step = max(1, per_step // max(1, in_features))
+        for r0 in range(0, out_features, step):
+            r1 = min(out_features, r0 + step)
+            w = dequantize(
+                self.weight[r0:r1],
+                self.scales[r0:r1],
+                self.biases[r0:r1],
+                self.bits,
+                self.group_size,
+            )
+            bias = None if self.bias is None else self.bias[r0:r1]
+            y[:, r0:r1] = F.linear(flat, w, bias)
+        return y.view(*x.shape[:-1], out_features)
 
     def expert(self, index: int) -> Linear:
         """Expert `index` of a stacked `[E, out, in]` module, as a plain Linear view."""
