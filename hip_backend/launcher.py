@@ -165,6 +165,7 @@ class MeasurementHandle:
         self._process: subprocess.Popen[str] | None = None
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._timer: threading.Timer | None = None
+        self._stderr_reader: threading.Thread | None = None
 
     @property
     def estimate(self) -> MemoryEstimate | None:
@@ -254,7 +255,10 @@ class MeasurementHandle:
             self._timer = threading.Timer(timeout, self._stop, (FailureKind.TIMEOUT,))
             self._timer.daemon = True
             self._timer.start()
-        threading.Thread(target=self._read_stderr, daemon=True, name="vramscope-child-err").start()
+        self._stderr_reader = threading.Thread(
+            target=self._read_stderr, daemon=True, name="vramscope-child-err"
+        )
+        self._stderr_reader.start()
         threading.Thread(
             target=self._read_stdout, args=(job,), daemon=True, name="vramscope-child-out"
         ).start()
@@ -287,6 +291,8 @@ class MeasurementHandle:
             elif self._stop_reason is None:
                 self._deliver(event)
         returncode = process.wait()
+        if self._stderr_reader is not None:  # its last lines may explain the exit
+            self._stderr_reader.join(KILL_GRACE_S)
         self._finish(self._final_outcome(terminal, returncode))
 
     def _with_estimate(self, peak: MeasuredPeak) -> MeasuredPeak:
