@@ -114,13 +114,13 @@ def read_index_shards(model_dir: Path) -> tuple[list[str], int | None]:
         raise ShardIndexError(path, "has no non-empty 'weight_map' object")
     # An 18,867-tensor index names 16 files: check each distinct name once.
     try:
-        distinct = set(weight_map.values())
+        distinct: set[object] = set(weight_map.values())
     except TypeError:  # an unhashable value (a list or object) is not a shard name
         distinct = {None}
-    if not all(isinstance(shard, str) for shard in distinct):
+    names = {shard for shard in distinct if isinstance(shard, str)}
+    if len(names) != len(distinct):
         tensor = next(t for t, s in weight_map.items() if not isinstance(s, str))
         raise ShardIndexError(path, f"weight_map[{tensor!r}] is not a string")
-    names: set[str] = distinct  # type: ignore[assignment]
     for shard in sorted(names):
         if not is_plain_file_name(shard):
             raise ShardIndexError(
