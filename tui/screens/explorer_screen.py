@@ -8,7 +8,6 @@ A worker's answer is dropped when a newer request has been made since.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
@@ -24,21 +23,13 @@ from core.available import AvailableMemory
 from core.backend import Backend, BackendChoice
 from core.catalog import Catalog, CatalogEntry
 from core.errors import VramscopeError
-from core.estimate import MemoryEstimate, Workload, estimate
+from core.estimate import MemoryEstimate
 from core.measurement import MeasuredPeak
 from core.model import ModelSnapshot
-from core.solve import largest_fitting_context, largest_fitting_inflight
 from core.units import format_bytes_short
-from tui.breakdown_rows import (
-    INFLIGHT_OFF_HINT,
-    breakdown_rows,
-    context_limit_text,
-    inflight_limit_text,
-    verdict,
-)
 from tui.command_lines import mlxcel_command, vramscope_command
 from tui.deps import AppDeps
-from tui.scales import FALLBACK_MAX_TOKENS, token_stops
+from tui.scales import token_stops
 from tui.state import (
     ExplorerState,
     MemoryChoice,
@@ -46,9 +37,10 @@ from tui.state import (
     backend_status,
     backend_status_short,
 )
-from tui.widgets.breakdown import Breakdown, EstimateView
+from tui.views import build_views, inflight_hint, peak_estimate, tokens_hint
+from tui.widgets.breakdown import Breakdown
 from tui.widgets.command_lines_view import CommandLinesView
-from tui.widgets.context_chart import ChartData, ContextChart
+from tui.widgets.context_chart import ContextChart
 from tui.widgets.controls import BACKENDS, Controls
 from tui.widgets.measured_panel import MeasuredPanel
 from tui.widgets.memory_field import MemoryField
@@ -273,43 +265,15 @@ class ExplorerScreen(Screen[None]):
         if available is None:
             breakdown.show_loading("Detecting available memory…")
             return
-        settings = self.state.settings(available)
-        workload = self.state.workload()
-        est = estimate(snapshot, workload, settings)
-        self.estimate = est
-        view = EstimateView(
-            rows=tuple(breakdown_rows(est, available)),
-            verdict=verdict(est),
-            context_limit=context_limit_text(
-                largest_fitting_context(snapshot, workload, settings), self.trained_context
-            ),
-            inflight_limit=inflight_limit_text(
-                largest_fitting_inflight(snapshot, workload, settings), self.state.backend.label
-            ),
-            warnings=snapshot.warnings,
-        )
-        breakdown.show_estimate(view)
-
-        def totals(contexts: Sequence[int]) -> list[int]:
-            return [
-                estimate(snapshot, replace(workload, max_tokens=n), settings).total_bytes
-                for n in contexts
-            ]
-
+        views = build_views(snapshot, self.state, available, self.trained_context)
+        self.estimate = views.estimate
+        breakdown.show_estimate(views.breakdown)
         chart = self.query_one(ContextChart)
         chart.border_title = (
             f"{CHART_TITLE} · ▲ {self.state.max_tokens:,} tokens: "
-            f"{format_bytes_short(est.total_bytes)}"
+            f"{format_bytes_short(views.estimate.total_bytes)}"
         )
-        chart.show(
-            ChartData(
-                totals=totals,
-                top_tokens=self.trained_context or FALLBACK_MAX_TOKENS,
-                current_tokens=self.state.max_tokens,
-                available=available.bytes,
-                key=(id(snapshot), replace(workload, max_tokens=0), settings),
-            )
-        )
+        chart.show(views.chart)
         self._show_measured(snapshot, available)
 
     def show_measured(self, peak: MeasuredPeak | None) -> None:
@@ -327,12 +291,7 @@ class ExplorerScreen(Screen[None]):
         if peak is None or peak.model not in (self.state.model, snapshot.display):
             panel.show(None, None)
             return
-        # The measurement ran mlxcel's ROCm formula with its own budget at P + G tokens.
-        settings = replace(
-            self.state.settings(available), backend=Backend.ROCM, inflight_mib=peak.inflight_mib
-        )
-        est = estimate(snapshot, Workload(max_tokens=peak.context_tokens), settings)
-        panel.show(peak, est.total_bytes)
+        panel.show(peak, peak_estimate(peak, snapshot, self.state, available))
 
     def _show_outputs_cleared(self) -> None:
         self.estimate = None
@@ -357,22 +316,12 @@ class ExplorerScreen(Screen[None]):
 
     def _show_control_hints(self) -> None:
         inflight = self.query_one("#inflight", SliderField)
-        rocm = self.state.backend.has_inflight_reserve
-        inflight.disabled = not rocm
-        if not rocm:
-            inflight.set_hint("inactive: only ROCm builds reserve it", "-inactive")
-        elif self.state.inflight_mib == 0:
-            inflight.set_hint(INFLIGHT_OFF_HINT, "-off")
-        else:
-            inflight.set_hint("")
-        tokens = self.query_one("#tokens", SliderField)
-        trained = self.trained_context
-        if self.snapshot is not None and trained is None:
-            tokens.set_hint(f"trained context unknown; slider tops at {FALLBACK_MAX_TOKENS:,}")
-        elif trained is not None and self.state.max_tokens > trained:
-            tokens.set_hint(f"beyond the trained context ({trained:,} tokens)", "-warn")
-        else:
-            tokens.set_hint("")
+        inflight.disabled = not self.state.backend.has_inflight_reserve
+        inflight.set_hint(*inflight_hint(self.state))
+        known = self.snapshot is not None
+        self.query_one("#tokens", SliderField).set_hint(
+            *tokens_hint(self.state, known, self.trained_context)
+        )
 
     # --- changes from the controls ---------------------------------------------------
 
