@@ -148,7 +148,8 @@ class SliderField(Widget):
         self._hint = (text, classes)
         hint = self.query_one(".field-hint", Static)
         hint.update(text)
-        hint.set_classes(["field-hint", *classes, *(["-shown"] if text else [])])
+        extra = [c for c in classes if c]
+        hint.set_classes(["field-hint", *extra, *(["-shown"] if text else [])])
 
     def _commit(self, value: float) -> None:
         if value == self.value:
