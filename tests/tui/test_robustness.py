@@ -188,3 +188,19 @@ async def test_a_failing_catalog_and_probe_leave_a_working_app() -> None:
         assert "DOES NOT FIT" in breakdown_text(app)
         await pilot.press("i", "right")
         assert breakdown_bytes(app)[INFLIGHT] == 1536 * MIB
+
+
+async def test_an_estimate_that_raises_is_shown_in_place(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import tui.screens.explorer_screen as screen_module
+
+    def broken_views(*args):  # type: ignore[no-untyped-def]
+        raise OverflowError("a config no test foresaw")
+
+    app = build_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        monkeypatch.setattr(screen_module, "build_views", broken_views)
+        await pilot.press("k")
+        text = " ".join(breakdown_text(app).split())
+        assert "cannot estimate this model: OverflowError: a config no test foresaw" in text
+        assert app.is_running

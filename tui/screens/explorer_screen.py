@@ -265,7 +265,12 @@ class ExplorerScreen(Screen[None]):
         if available is None:
             breakdown.show_loading("Detecting available memory…")
             return
-        views = build_views(snapshot, self.state, available, self.trained_context)
+        try:
+            views = build_views(snapshot, self.state, available, self.trained_context)
+        except Exception as exc:  # a model no test foresaw: say so in place, keep running
+            breakdown.show_error(f"cannot estimate this model: {type(exc).__name__}: {exc}")
+            self._show_outputs_cleared()
+            return
         self.estimate = views.estimate
         breakdown.show_estimate(views.breakdown)
         chart = self.query_one(ContextChart)
