@@ -1,17 +1,21 @@
 """The explorer: model list, controls, breakdown, chart and command lines on one screen.
 
-Reading happens in worker threads (catalog, model, available memory); the
+Reading happens in background threads (catalog, model, available memory); the
 estimate over an already-read snapshot is pure and takes microseconds, so every
 control change recomputes it synchronously and repaints in the same frame.
-A worker's answer is dropped when a newer request has been made since.
+A read's answer is dropped when a newer request has been made since; quitting
+never waits for a read that hangs.
 """
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -50,6 +54,7 @@ from tui.widgets.slider_field import SliderField
 from tui.widgets.status_line import StatusLine
 
 CHART_TITLE = "Total against context (log scale)"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -153,16 +158,34 @@ class ExplorerScreen(Screen[None]):
         """True once the catalog, available memory and the latest model pick have answered."""
         return not self._waiting
 
-    # --- workers: nothing below reads a file on the UI thread ------------------------
+    # --- background reads: nothing below reads a file on the UI thread ---------------
 
-    @work(thread=True, exclusive=True, group="catalog", exit_on_error=False)
+    def _in_background(self, name: str, read: Callable[[], T], done: Callable[[T], None]) -> None:
+        """Run `read` in a daemon thread and hand its result to `done` on the UI thread.
+
+        Daemon threads rather than Textual's thread workers: a worker runs in the
+        event loop's executor, which the interpreter joins at exit, so quitting
+        during a read that hangs (a stalled network mount) would hang too.
+        `read` must not raise; each caller turns failures into a result.
+        """
+        app = self.app
+
+        def run() -> None:
+            result = read()
+            with contextlib.suppress(Exception):  # the app quit meanwhile: nobody to tell
+                app.call_from_thread(done, result)
+
+        threading.Thread(target=run, name=f"vramscope-{name}", daemon=True).start()
+
     def read_catalog(self) -> None:
-        """Build the catalog in a thread."""
+        """Build the catalog in the background."""
+        self._in_background("catalog", self._build_catalog, self._catalog_read)
+
+    def _build_catalog(self) -> Catalog | str:
         try:
-            catalog: Catalog | str = self.deps.build_catalog()
+            return self.deps.build_catalog()
         except Exception as exc:  # a broken catalog must never take the app down
-            catalog = f"cannot list models: {type(exc).__name__}: {exc}"
-        self.app.call_from_thread(self._catalog_read, catalog)
+            return f"cannot list models: {type(exc).__name__}: {exc}"
 
     def _catalog_read(self, catalog: Catalog | str) -> None:
         self._waiting.discard("catalog")
@@ -173,14 +196,15 @@ class ExplorerScreen(Screen[None]):
         models.set_entries(catalog.entries, len(catalog.skipped))
         models.set_current(self.state.model)
 
-    @work(thread=True, exclusive=True, group="available", exit_on_error=False)
     def detect_available(self) -> None:
-        """Probe this machine's available memory in a thread."""
+        """Probe this machine's available memory in the background."""
+        self._in_background("available", self._probe_available, self._available_detected)
+
+    def _probe_available(self) -> AvailableMemory:
         try:
-            found = self.deps.detect_available(self.machine.backend)
+            return self.deps.detect_available(self.machine.backend)
         except Exception as exc:  # a probe that breaks means "nothing detected"
-            found = AvailableMemory(0, f"detection failed: {type(exc).__name__}")
-        self.app.call_from_thread(self._available_detected, found)
+            return AvailableMemory(0, f"detection failed: {type(exc).__name__}")
 
     def _available_detected(self, found: AvailableMemory) -> None:
         self._waiting.discard("available")
@@ -195,7 +219,12 @@ class ExplorerScreen(Screen[None]):
         self.query_one(Breakdown).show_loading(f"Reading {name}…")
         if self._loading_timer is None:
             self._loading_timer = self.set_interval(0.5, self._tick_loading)
-        self.read_model(self._model_request, name, entry)
+        request = self._model_request
+        self._in_background(
+            "model",
+            lambda: self._read_model(name, entry),
+            lambda result: self._model_read(request, result),
+        )
 
     def _tick_loading(self) -> None:
         seconds = self.deps.clock() - self._loading_since
@@ -206,20 +235,17 @@ class ExplorerScreen(Screen[None]):
             self._loading_timer.stop()
             self._loading_timer = None
 
-    @work(thread=True, exclusive=True, group="model", exit_on_error=False)
-    def read_model(self, request: int, name: str, entry: CatalogEntry | None) -> None:
-        """Resolve and read a model in a thread; any failure becomes a message."""
+    def _read_model(self, name: str, entry: CatalogEntry | None) -> LoadedModel | FailedModel:
+        """Resolve and read a model (background thread); any failure becomes a message."""
         started = self.deps.clock()
-        result: LoadedModel | FailedModel
         try:
             found = entry if entry is not None else self.deps.resolve_entry(name)
             snapshot = self.deps.load_snapshot(found)
-            result = LoadedModel(found, snapshot, self.deps.clock() - started)
+            return LoadedModel(found, snapshot, self.deps.clock() - started)
         except VramscopeError as exc:
-            result = FailedModel(name, str(exc))
+            return FailedModel(name, str(exc))
         except Exception as exc:  # never let a bad model crash the app
-            result = FailedModel(name, f"{name}: unexpected {type(exc).__name__}: {exc}")
-        self.app.call_from_thread(self._model_read, request, result)
+            return FailedModel(name, f"{name}: unexpected {type(exc).__name__}: {exc}")
 
     def _model_read(self, request: int, result: LoadedModel | FailedModel) -> None:
         if request != self._model_request:

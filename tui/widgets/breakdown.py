@@ -21,6 +21,7 @@ from textual.widget import Widget
 from core.units import format_bytes_short
 from tui.bars import bar, stacked_bar
 from tui.breakdown_rows import TERM_KEYS, BreakdownRow, Verdict
+from tui.widgets.relayout import force_relayout
 
 MIN_WRAPPED_NOTE = 40
 """Notes narrower than this are cut with an ellipsis rather than wrapped into a column."""
@@ -112,7 +113,10 @@ class Breakdown(Widget):
 
     def _changed(self, relayout: bool) -> None:
         self._cache = None
-        self.refresh(layout=relayout)
+        if relayout:
+            force_relayout(self)
+        else:
+            self.refresh()
 
     def _style(self, name: str) -> Style:
         return self.get_component_rich_style(f"breakdown--{name}")

@@ -5,6 +5,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
+from tui.widgets.relayout import force_relayout
+
 
 class CommandLinesView(Static):
     """`vramscope inspect ...` and `mlxcel inspect ...`, one per paragraph."""
@@ -36,7 +38,9 @@ class CommandLinesView(Static):
             self.update(text, layout=False)
             return
         lines = len(text.wrap(self.app.console, width))
-        self.update(text, layout=lines != self._lines)
+        self.update(text, layout=False)
+        if lines != self._lines:
+            force_relayout(self)
         self._lines = lines
 
     def on_resize(self) -> None:

@@ -13,6 +13,7 @@ from textual.widgets import Static
 
 from core.measurement import MeasuredPeak, margin
 from core.units import format_bytes
+from tui.widgets.relayout import force_relayout
 
 
 def measured_text(peak: MeasuredPeak, estimate_bytes: int) -> Text:
@@ -57,4 +58,5 @@ class MeasuredPanel(Static):
         self.peak = peak
         self.set_class(peak is not None and estimate_bytes is not None, "-shown")
         if peak is not None and estimate_bytes is not None:
-            self.update(measured_text(peak, estimate_bytes))
+            self.update(measured_text(peak, estimate_bytes), layout=False)
+            force_relayout(self)
