@@ -204,3 +204,24 @@ async def test_an_estimate_that_raises_is_shown_in_place(monkeypatch) -> None:  
         text = " ".join(breakdown_text(app).split())
         assert "cannot estimate this model: OverflowError: a config no test foresaw" in text
         assert app.is_running
+
+
+def test_quitting_does_not_wait_for_a_hung_read() -> None:
+    release = threading.Event()
+    finished: list[bool] = []
+    base = fixed_deps()
+
+    def hung(entry: CatalogEntry) -> ModelSnapshot:
+        release.wait(timeout=60)  # a stalled network mount
+        finished.append(True)
+        return base.load_snapshot(entry)
+
+    app = build_app(replace(base, load_snapshot=hung))
+
+    async def quit_at_once(pilot) -> None:  # type: ignore[no-untyped-def]
+        await pilot.pause()
+        app.exit()
+
+    app.run(headless=True, size=(80, 24), auto_pilot=quit_at_once)
+    assert finished == []  # run() came back while the read was still blocked
+    release.set()
