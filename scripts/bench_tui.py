@@ -111,7 +111,7 @@ def bench_cold_start() -> None:
     )
     print(
         f"  to the estimate painted  best {min(readies):6.3f} s   "
-        f"median {statistics.median(readies):6.3f} s   (model read in a worker)"
+        f"median {statistics.median(readies):6.3f} s   (model read in a background thread)"
     )
     print(f"  torch imported: {', '.join(sorted(torch))}   (must be False)")
 
