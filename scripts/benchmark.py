@@ -43,19 +43,25 @@ def median_seconds(fn: Callable[[], object], repeat: int, inner: int = 1) -> flo
 
 
 def bench_estimate(tmp: Path) -> None:
-    folder = write_skeleton(load_profile("mlx-community/Meta-Llama-3.1-8B-Instruct-4bit"),
-                            tmp / "llama")
+    folder = write_skeleton(
+        load_profile("mlx-community/Meta-Llama-3.1-8B-Instruct-4bit"), tmp / "llama"
+    )
     model = read_model_dir(folder)
     settings = EstimateSettings(Backend.ROCM, AvailableMemory(82_463_372_083, "bench"))
     workload = Workload(640)
     one = median_seconds(lambda: estimate(model, workload, settings), repeat=50, inner=200)
-    reread = median_seconds(lambda: estimate(read_model_dir(folder), workload, settings),
-                            repeat=20, inner=5)
+    reread = median_seconds(
+        lambda: estimate(read_model_dir(folder), workload, settings), repeat=20, inner=5
+    )
     print("estimate, already-read model (Meta-Llama-3.1-8B-Instruct-4bit, 640 tokens, ROCm)")
-    print(f"  median {one * 1e6:8.1f} us per estimate    target <= 50 us    "
-          f"{'OK' if one <= 50e-6 else 'OVER TARGET'}")
-    print(f"  reference: read the folder + estimate {reread * 1e6:8.1f} us "
-          f"(the pre-read model is {reread / one:.0f}x cheaper)")
+    print(
+        f"  median {one * 1e6:8.1f} us per estimate    target <= 50 us    "
+        f"{'OK' if one <= 50e-6 else 'OVER TARGET'}"
+    )
+    print(
+        f"  reference: read the folder + estimate {reread * 1e6:8.1f} us "
+        f"(the pre-read model is {reread / one:.0f}x cheaper)"
+    )
 
 
 def shrunk_copy(src: Path, dest: Path, target_bytes: int) -> Path:
@@ -74,8 +80,10 @@ def shrunk_copy(src: Path, dest: Path, target_bytes: int) -> Path:
     per_tensor = max(target_bytes // count, 4)
     for path, header in zip(shards, headers, strict=True):
         meta = header.pop("__metadata__", {})
-        tensors = [(name, info["dtype"], (per_tensor // DTYPE_ITEMSIZE[info["dtype"]],))
-                   for name, info in header.items()]
+        tensors = [
+            (name, info["dtype"], (per_tensor // DTYPE_ITEMSIZE[info["dtype"]],))
+            for name, info in header.items()
+        ]
         write_safetensors_skeleton(dest / path.name, tensors, meta)
         size = (dest / path.name).stat().st_size
         with (dest / path.name).open("r+b") as fh:
@@ -90,8 +98,10 @@ def bench_header_scan(tmp: Path) -> None:
     print("header scan: read_model_dir (config + index/headers), never the data region")
     print("  reference: the same tensor names, shards and index with shapes shrunk to ~1 MB")
     print("  of real data, so only the weight bytes differ")
-    for layout, label in (("headers", "with index (metadata.total_size)"),
-                          ("headers-no-index", "4 shard headers, no index")):
+    for layout, label in (
+        ("headers", "with index (metadata.total_size)"),
+        ("headers-no-index", "4 shard headers, no index"),
+    ):
         big = write_skeleton(profile, tmp / f"big-{layout}", layout=layout)
         small = shrunk_copy(big, tmp / f"small-{layout}", 1024 * 1024)
         big_bytes = sum(p.stat().st_size for p in big.glob("*.safetensors"))
@@ -101,8 +111,10 @@ def bench_header_scan(tmp: Path) -> None:
         ratio = t_big / t_small
         print(f"  {label}:")
         print(f"    {small_bytes / 1e6:8.2f} MB model  {t_small * 1e3:7.3f} ms")
-        print(f"    {big_bytes / 1e9:8.2f} GB model  {t_big * 1e3:7.3f} ms   {ratio:4.2f}x the "
-              f"1 MB model   target <= 2x  {'OK' if ratio <= 2.0 else 'OVER TARGET'}")
+        print(
+            f"    {big_bytes / 1e9:8.2f} GB model  {t_big * 1e3:7.3f} ms   {ratio:4.2f}x the "
+            f"1 MB model   target <= 2x  {'OK' if ratio <= 2.0 else 'OVER TARGET'}"
+        )
         print(f"    (the 17 GB skeleton takes {disk_usage(big) / 1024:.0f} KiB on disk)")
 
 
