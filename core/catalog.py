@@ -6,61 +6,43 @@ cache, or a model folder's name inside a `--models-dir` folder. Nothing here
 reaches the network, and `build_catalog` never raises: whatever cannot be read
 becomes a `SkippedModel` with its reason, so a UI can build the catalog in a
 worker thread and always get an answer.
-
-Work per model is bounded by its file count, never its bytes: a config, an
-index, at most one safetensors header, and a `stat` per weight file.
 """
 
 from __future__ import annotations
 
 import difflib
-import math
 import os
-import re
-import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from core.config import (
-    CONFIG_FILE,
-    ModelConfig,
-    decode_json,
-    load_config,
-    read_small_file,
+from core.catalog_entry import (
+    ORIGIN_BUILTIN,
+    ORIGIN_FOLDER,
+    ORIGIN_HF_CACHE,
+    Catalog,
+    CatalogEntry,
+    SkippedModel,
+)
+from core.catalog_sources import (
+    cached_model_entry,
+    folder_entry,
+    hf_cache_entries,
+    models_dir_entries,
+    path_exists,
+    profile_entry,
 )
 from core.errors import (
-    FileFault,
     ModelError,
     ModelNotFoundError,
-    ShardIndexError,
-    describe_os_error,
 )
 from core.hf_cache import (
-    CachedModel,
     hf_cache_dir,
     repo_folder_name,
-    scan_hf_cache,
     scan_hf_cache_repo,
 )
-from core.kv_cache import KvKind
-from core.model import ModelSnapshot, check_model_dir, read_model_dir, snapshot_from_config
-from core.model_format import describe_format
+from core.model import ModelSnapshot, read_model_dir
 from core.profiles import list_profile_ids, load_profile, profile_snapshot
-from core.safetensors_header import DTYPE_ITEMSIZE
-from core.weights import (
-    INDEX_FILE,
-    INDEX_SIZE_CAP,
-    WeightsSource,
-    WeightsTerm,
-    is_plain_file_name,
-    read_index_shards,
-)
-
-ORIGIN_BUILTIN = "built-in"
-ORIGIN_HF_CACHE = "hf-cache"
-ORIGIN_FOLDER = "folder"
 
 MODELS_DIR_ENV = "VRAMSCOPE_MODELS_DIR"
 """Extra folders of models, separated like PATH (`os.pathsep`)."""
@@ -68,472 +50,23 @@ MODELS_DIR_ENV = "VRAMSCOPE_MODELS_DIR"
 # When several entries share a name, the one with real files wins over the profile.
 _ORIGIN_RANK = {ORIGIN_HF_CACHE: 0, ORIGIN_FOLDER: 1, ORIGIN_BUILTIN: 2}
 
-# Display-only context defaults for families whose configs leave the field out
-# (Gemma 3's sparse `text_config`: `Gemma3TextConfig.max_position_embeddings`).
-FAMILY_CONTEXT_DEFAULTS = {"gemma3": 131072}
-
-# A file whose allocated blocks cover less than this share of its size is sparse:
-# a header-only skeleton, not weights one could load.
-_ALLOCATED_SHARE = 0.5
-
-
-@dataclass(frozen=True)
-class CatalogEntry:
-    """One model the user can pick, with what the list shows about it."""
-
-    name: str
-    """Display name: the repo id for profiles and cache entries, the folder name otherwise."""
-    origin: str
-    """`built-in`, `hf-cache` or `folder`."""
-    format_label: str
-    """E.g. `MLX 4-bit g64`, `MLX mixed 4/6-bit g64`, `BF16`, `GPTQ 4-bit g128`."""
-    weight_bytes: int
-    weights_source: WeightsSource
-    kv_kind: KvKind | None
-    max_position_embeddings: int | None
-    weights_on_disk: bool
-    """True when real weight data is present (needed to measure with real weights)."""
-    path: Path | None = None
-    """The model folder (snapshot folder for HF cache entries); None for profiles."""
-    revision: str | None = None
-    """HF cache commit hash of the snapshot shown."""
-    profile_id: str | None = None
-    refs: tuple[str, ...] = ()
-    """HF cache refs pointing at that snapshot (`main`, ...)."""
-
-    @property
-    def origin_label(self) -> str:
-        """Where it came from, for display."""
-        if self.origin == ORIGIN_HF_CACHE and self.revision:
-            at = f"{self.refs[0]} " if self.refs else ""
-            return f"HF cache @ {at}{self.revision[:8]}"
-        return {ORIGIN_BUILTIN: "built-in profile", ORIGIN_FOLDER: "folder"}.get(
-            self.origin, self.origin
-        )
-
-
-@dataclass(frozen=True)
-class SkippedModel:
-    """Something that looked like a model but was left out, and why."""
-
-    location: str
-    reason: str
-    name: str | None = None
-    """The name it would have had (a repo id for HF cache entries), when known."""
-
-
-@dataclass(frozen=True)
-class Catalog:
-    """Entries in display order plus what was skipped."""
-
-    entries: tuple[CatalogEntry, ...]
-    skipped: tuple[SkippedModel, ...] = field(default=())
-    hf_cache_dir: Path | None = None
-    """The HF cache folder that was read (None when it was not searched)."""
-    models_dirs: tuple[Path, ...] = ()
-    """The model folders that were searched, flags first, then VRAMSCOPE_MODELS_DIR."""
-
-
-# --- Entries of each origin --------------------------------------------------------------
-
-
-def display_context(config: ModelConfig | None) -> int | None:
-    """`max_position_embeddings`, or the family default where configs leave it out."""
-    if config is None:
-        return None
-    value = config.max_position_embeddings()
-    if value is None and config.family is not None:
-        return FAMILY_CONTEXT_DEFAULTS.get(config.family)
-    return value
-
-
-def profile_entry(repo_id: str) -> CatalogEntry:
-    """The catalog entry of a built-in profile (KeyError if there is none)."""
-    profile = load_profile(repo_id)
-    snap = profile_snapshot(profile)
-    return CatalogEntry(
-        name=repo_id,
-        origin=ORIGIN_BUILTIN,
-        format_label=describe_format(profile.config, profile.dtype_bytes),
-        weight_bytes=snap.weights.bytes,
-        weights_source=snap.weights.source,
-        kv_kind=snap.kv_arch.kind if snap.kv_arch else None,
-        max_position_embeddings=display_context(profile.config),
-        weights_on_disk=False,
-        profile_id=repo_id,
-    )
-
-
-def profile_dtypes(repo_id: str) -> dict[str, int]:
-    """Bytes per dtype of a profile's tensors."""
-    return dict(load_profile(repo_id).dtype_bytes)
-
-
-def _index_shards(path: Path) -> tuple[str, ...]:
-    """Shard names an index lists; empty if it cannot be read (mlxcel then ignores it)."""
-    try:
-        index = decode_json(read_small_file(path / INDEX_FILE, INDEX_SIZE_CAP), INDEX_FILE)
-    except (OSError, ValueError):
-        return ()
-    weight_map = index.get("weight_map") if isinstance(index, dict) else None
-    if not isinstance(weight_map, dict):
-        return ()
-    names = {v for v in weight_map.values() if isinstance(v, str) and is_plain_file_name(v)}
-    return tuple(sorted(names))
-
-
-def _exists(path: Path) -> bool:
-    try:
-        return path.exists()
-    except (OSError, ValueError):
-        return False
-
-
-def _not_a_model_reason(names: frozenset[str]) -> str | None:
-    """Why a listed folder is not a model folder at all, or None if it may be one."""
-    if CONFIG_FILE in names:
-        return None
-    if any(n.endswith(".safetensors") for n in names):
-        return "no config.json next to the *.safetensors (an adapter, or a partial download?)"
-    if any(n.endswith(".gguf") for n in names):
-        return "GGUF files only; vramscope reads safetensors models with a config.json"
-    return "not a model folder (no config.json, no *.safetensors)"
-
-
-def _usual_index(path: Path) -> tuple[tuple[str, ...], int] | None:
-    """(shards, total_size) when the index is valid and has `metadata.total_size`."""
-    try:
-        shards, total = read_index_shards(path)
-    except ShardIndexError:
-        return None
-    return (tuple(shards), total) if total is not None else None
-
-
-def _read_folder(path: Path, name: str, names: frozenset[str]) -> tuple[ModelSnapshot, list[str]]:
-    """The folder's snapshot exactly as `read_model_dir` reads it, and its weight files.
-
-    The usual layout (a valid index with `metadata.total_size`, a readable config)
-    is read here directly so the index is parsed once, not twice; anything else
-    goes through `read_model_dir` itself.
-    """
-    usual = _usual_index(path) if INDEX_FILE in names else None
-    if usual is not None:
-        try:
-            config = load_config(path)
-        except FileFault:
-            pass
-        else:
-            weights = WeightsTerm(usual[1], WeightsSource.SAFETENSORS_HEADER, (), (INDEX_FILE,))
-            return snapshot_from_config(name, config, weights), list(usual[0])
-    snap = read_model_dir(path, name)
-    files = (
-        list(snap.weights.files) if snap.weights.source is WeightsSource.SAFETENSORS_HEADER else []
-    )
-    if files == [INDEX_FILE]:  # total_size with an unreadable config: shards for the disk check
-        files = list(_index_shards(path))
-    return snap, files
-
-
-# A header prefix is enough to name the float format; reading it stays O(1) per model.
-_LABEL_PREFIX = 4096
-_DTYPE_SHAPE = re.compile(rb'"dtype"\s*:\s*"([A-Z0-9_]+)"\s*,\s*"shape"\s*:\s*\[([0-9,\s]*)\]')
-
-
-def _dtype_bytes(path: Path, files: Sequence[str]) -> dict[str, int]:
-    """Bytes per dtype over the first tensors of the first weight file (label only)."""
-    if not files:
-        return {}
-    try:
-        with (path / files[0]).open("rb") as fh:
-            prefix = fh.read(8 + _LABEL_PREFIX)
-    except OSError:
-        return {}
-    out: dict[str, int] = {}
-    for dtype, dims in _DTYPE_SHAPE.findall(prefix[8:]):
-        size = DTYPE_ITEMSIZE.get(dtype.decode())
-        if size is not None:
-            key = dtype.decode()
-            out[key] = out.get(key, 0) + size * math.prod(
-                int(d) for d in dims.split(b",") if d.strip()
-            )
-    return out
-
-
-def _weights_on_disk(path: Path, files: Sequence[str], weight_bytes: int) -> bool:
-    """True when every weight file is a regular file, they hold at least `weight_bytes`
-    and they are not sparse (a header-only skeleton has the size but no blocks)."""
-    if not files:
-        return False
-    size = allocated = 0
-    for name in files:
-        try:
-            st = (path / name).stat()
-        except (OSError, ValueError):
-            return False
-        if not stat.S_ISREG(st.st_mode):
-            return False
-        size += st.st_size
-        allocated += st.st_blocks * 512
-    return size >= weight_bytes and allocated >= size * _ALLOCATED_SHARE
-
-
-def _entry_from_snapshot(
-    snap: ModelSnapshot,
-    files: Sequence[str],
-    path: Path,
-    *,
-    name: str,
-    origin: str,
-    revision: str | None = None,
-    refs: tuple[str, ...] = (),
-) -> CatalogEntry:
-    # The quantization block names the format by itself; only read a header when needed.
-    root = snap.config.root if snap.config else {}
-    needs_dtypes = not isinstance(root.get("quantization"), dict)
-    return CatalogEntry(
-        name=name,
-        origin=origin,
-        format_label=describe_format(
-            snap.config, _dtype_bytes(path, files) if needs_dtypes else {}
-        ),
-        weight_bytes=snap.weights.bytes,
-        weights_source=snap.weights.source,
-        kv_kind=snap.kv_arch.kind if snap.kv_arch else None,
-        max_position_embeddings=display_context(snap.config),
-        weights_on_disk=_weights_on_disk(path, files, snap.weights.bytes),
-        path=path,
-        revision=revision,
-        refs=refs,
-    )
-
-
-def folder_entry(path: Path, display: str | None = None) -> CatalogEntry:
-    """The entry of a folder named explicitly: read as mlxcel would, with no skipping.
-
-    Raises ModelError when the path is not a readable folder.
-    """
-    name = display if display is not None else path.name
-    check_model_dir(path)
-    try:
-        names = frozenset(os.listdir(path))
-    except OSError as exc:
-        raise ModelError(path, f"cannot list the folder: {describe_os_error(exc)}") from None
-    snap, files = _read_folder(path, name, names)
-    return _entry_from_snapshot(snap, files, path, name=name, origin=ORIGIN_FOLDER)
-
-
-# Entries already read, by folder, with the file identities they were read from: a
-# second build (the explorer's refresh, `models` after `inspect`) only lists and stats.
-_MEMO: dict[tuple[str, str, str, str | None, tuple[str, ...]], tuple[object, CatalogEntry]] = {}
-_MEMO_FILES = (CONFIG_FILE, INDEX_FILE)
-
-
-def _identity(path: Path, names: frozenset[str]) -> object | None:
-    """What the entry of a folder depends on: its config, index and weight files' stats."""
-    key = []
-    for name in sorted(n for n in names if n in _MEMO_FILES or n.endswith(".safetensors")):
-        try:
-            st = (path / name).stat()
-        except (OSError, ValueError):
-            return None
-        key.append((name, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_blocks))
-    return tuple(key)
-
-
-def _listed_model(
-    path: Path,
-    name: str,
-    origin: str,
-    *,
-    revision: str | None = None,
-    refs: tuple[str, ...] = (),
-) -> CatalogEntry | SkippedModel:
-    """A discovered folder as an entry, or the reason it is skipped."""
-
-    def skip(reason: str) -> SkippedModel:
-        return SkippedModel(str(path), reason, name)
-
-    try:
-        names = frozenset(os.listdir(path))
-    except OSError as exc:
-        return skip(f"cannot list the folder: {describe_os_error(exc)}")
-    reason = _not_a_model_reason(names)
-    if reason is not None:
-        return skip(reason)
-    memo_key = (str(path), name, origin, revision, refs)
-    identity = _identity(path, names)
-    cached = _MEMO.get(memo_key)
-    if cached is not None and identity is not None and cached[0] == identity:
-        return cached[1]
-    try:
-        snap, files = _read_folder(path, name, names)
-    except ModelError as exc:
-        return skip(exc.problem)
-    if INDEX_FILE in names and snap.weights.files != (INDEX_FILE,):
-        # The index was not usable: a partial download if shards it lists are missing.
-        shards = _index_shards(path)
-        missing = [s for s in shards if s not in names or not _exists(path / s)]
-        if missing:
-            return skip(
-                f"download incomplete: {len(missing)} of the {len(shards)} shards its index "
-                f"lists are missing ({missing[0]}{', ...' if len(missing) > 1 else ''})"
-            )
-    if snap.config is None:
-        return skip(snap.warnings[0] if snap.warnings else "config.json cannot be read")
-    if snap.kv_arch is None and snap.activation_dims is None:
-        return skip("config.json has no model architecture (no hidden size or layer count)")
-    entry = _entry_from_snapshot(
-        snap, files, path, name=name, origin=origin, revision=revision, refs=refs
-    )
-    if identity is not None:
-        _MEMO[memo_key] = (identity, entry)
-    return entry
-
-
-def hf_cache_entries(cache_dir: Path) -> tuple[list[CatalogEntry], list[SkippedModel]]:
-    """Entries for the model repos of an HF cache, and what was skipped there."""
-    scan = scan_hf_cache(cache_dir)
-    entries: list[CatalogEntry] = []
-    skipped = [SkippedModel(p.location, p.reason, p.repo_id) for p in scan.problems]
-    for model in scan.models:
-        result = _cached_model_entry(model)
-        _sort_into(result, entries, skipped)
-        for other in model.other_revisions:
-            skipped.append(
-                SkippedModel(
-                    str(model.repo_path / "snapshots" / other),
-                    f"older snapshot; the catalog shows {model.commit_hash[:8]}"
-                    + (f" ({', '.join(model.refs)})" if model.refs else ""),
-                    model.repo_id,
-                )
-            )
-    return entries, skipped
-
-
-def _sort_into(
-    result: CatalogEntry | SkippedModel, entries: list[CatalogEntry], skipped: list[SkippedModel]
-) -> None:
-    if isinstance(result, CatalogEntry):
-        entries.append(result)
-    else:
-        skipped.append(result)
-
-
-def _cached_model_entry(model: CachedModel) -> CatalogEntry | SkippedModel:
-    fix = f"; finish it with `hf download {model.repo_id}`"
-    if model.incomplete_files:
-        first = model.incomplete_files[0].name.removesuffix(".incomplete")
-        first = first if len(first) <= 16 else first[:12] + "..."
-        return SkippedModel(
-            str(model.repo_path),
-            f"download not finished: {len(model.incomplete_files)} partial file(s) in blobs/ "
-            f"({first}.incomplete){fix}",
-            model.repo_id,
-        )
-    result = _listed_model(
-        model.snapshot_path,
-        model.repo_id,
-        ORIGIN_HF_CACHE,
-        revision=model.commit_hash,
-        refs=model.refs,
-    )
-    if isinstance(result, SkippedModel) and result.reason.startswith("download incomplete"):
-        return SkippedModel(result.location, result.reason + fix, result.name)
-    return result
-
-
-def _is_model_dir(path: Path) -> bool:
-    try:
-        names = os.listdir(path)
-    except OSError:
-        return False
-    return CONFIG_FILE in names or any(n.endswith(".safetensors") for n in names)
-
-
-def _subdirs(path: Path) -> tuple[list[tuple[str, Path]], list[SkippedModel]]:
-    """Visible sub-folders of `path` (following symlinks); broken links are skipped."""
-    found: list[tuple[str, Path]] = []
-    skipped: list[SkippedModel] = []
-    with os.scandir(path) as it:
-        entries = sorted(it, key=lambda e: e.name)
-    for entry in entries:
-        if entry.name.startswith("."):
-            continue
-        try:
-            is_dir = stat.S_ISDIR(os.stat(entry.path).st_mode)
-        except OSError as exc:
-            if entry.is_symlink():
-                skipped.append(
-                    SkippedModel(entry.path, f"broken symlink: {describe_os_error(exc)}")
-                )
-            else:
-                skipped.append(SkippedModel(entry.path, describe_os_error(exc)))
-            continue
-        if is_dir:
-            found.append((entry.name, Path(entry.path)))
-    return found, skipped
-
-
-def models_dir_entries(root: Path) -> tuple[list[CatalogEntry], list[SkippedModel]]:
-    """Models in a folder of model folders (`root/name` or `root/org/name`).
-
-    `root` may itself be a model folder, or an HF cache (`models--*` folders).
-    """
-    entries: list[CatalogEntry] = []
-    skipped: list[SkippedModel] = []
-
-    def add(result: CatalogEntry | SkippedModel) -> None:
-        _sort_into(result, entries, skipped)
-
-    try:
-        if not stat.S_ISDIR(root.stat().st_mode):
-            return [], [SkippedModel(str(root), "models folder: not a folder")]
-    except OSError as exc:
-        return [], [SkippedModel(str(root), f"models folder: {describe_os_error(exc)}")]
-    except ValueError:  # a NUL byte in the name
-        return [], [SkippedModel(repr(str(root)), "models folder: not a valid path")]
-    if _is_model_dir(root):
-        add(_listed_model(root, root.name, ORIGIN_FOLDER))
-        return entries, skipped
-    try:
-        children, broken = _subdirs(root)
-    except OSError as exc:
-        return [], [SkippedModel(str(root), f"cannot list the folder: {describe_os_error(exc)}")]
-    skipped.extend(broken)
-    if any(name.startswith("models--") for name, _ in children):
-        cached, cache_skipped = hf_cache_entries(root)
-        entries.extend(cached)
-        skipped.extend(cache_skipped)
-    for name, child in children:
-        if "--" in name and name.split("--", 1)[0] in ("models", "datasets", "spaces"):
-            continue  # HF cache repos, read above
-        result = _listed_model(child, name, ORIGIN_FOLDER)
-        if isinstance(result, SkippedModel) and result.reason.startswith("not a model folder"):
-            nested = _org_folder_entries(child, name)
-            if nested is not None:
-                entries.extend(nested[0])
-                skipped.extend(nested[1])
-                continue
-        add(result)
-    return entries, skipped
-
-
-def _org_folder_entries(
-    folder: Path, org: str
-) -> tuple[list[CatalogEntry], list[SkippedModel]] | None:
-    """`org/name` models one level down, or None if `folder` holds no model folder."""
-    try:
-        subs, broken = _subdirs(folder)
-    except OSError:
-        return None
-    models = [(name, path) for name, path in subs if _is_model_dir(path)]
-    if not models:
-        return None
-    entries: list[CatalogEntry] = []
-    skipped: list[SkippedModel] = list(broken)
-    for name, path in subs:
-        _sort_into(_listed_model(path, f"{org}/{name}", ORIGIN_FOLDER), entries, skipped)
-    return entries, skipped
+__all__ = [
+    "MODELS_DIR_ENV",
+    "ORIGIN_BUILTIN",
+    "ORIGIN_FOLDER",
+    "ORIGIN_HF_CACHE",
+    "Catalog",
+    "CatalogEntry",
+    "SkippedModel",
+    "build_catalog",
+    "closest_names",
+    "entry_snapshot",
+    "folder_entry",
+    "match_entry",
+    "profile_entry",
+    "resolve_entry",
+    "resolve_model",
+]
 
 
 # --- The catalog -------------------------------------------------------------------------
@@ -781,10 +314,10 @@ def resolve_entry(
     # are no folders to search.
     if cache is not None and name.count("/") == 1:
         for model in scan_hf_cache_repo(cache, name).models:
-            found = _cached_model_entry(model)
+            found = cached_model_entry(model)
             if isinstance(found, CatalogEntry):
                 return found
-    no_cached_copy = cache is None or not _exists(cache / repo_folder_name(name))
+    no_cached_copy = cache is None or not path_exists(cache / repo_folder_name(name))
     if not dirs and no_cached_copy and name in list_profile_ids():
         return profile_entry(name)
     catalog = build_catalog(dirs, hf_cache_dir=cache, include_hf_cache=cache is not None, env=env)
