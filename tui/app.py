@@ -47,7 +47,14 @@ class VramscopeApp(App[None]):
         self.measured = measured
 
     def get_default_screen(self) -> Screen[None]:
-        return ExplorerScreen(self.deps, self.initial, self.start, self.machine, self.measured)
+        return ExplorerScreen(
+            self.deps,
+            self.initial,
+            self.start,
+            self.machine,
+            self.measured,
+            self.options.models_dirs,
+        )
 
     @property
     def explorer(self) -> ExplorerScreen:

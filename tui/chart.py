@@ -1,4 +1,5 @@
-"""The total against context on a log axis, as Rich text: columns, the available line, a marker.
+"""The total against context on a log axis, as Rich text: columns, the available line, a marker,
+and measured peaks as points (`◆`) at their context.
 
 Pure: the caller evaluates the real estimate at `sample_contexts(...)` and hands
 the totals in, so the chart can never disagree with the breakdown.
@@ -19,6 +20,7 @@ from core.units import GIB, MIB
 
 _BLOCKS = " ▁▂▃▄▅▆▇█"
 LABEL_WIDTH = 9
+MEASURED_MARK = "◆"
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,7 @@ class ChartStyles:
     current: Style | str = "bold cyan"
     available: Style | str = "yellow"
     axis: Style | str = "dim"
+    measured: Style | str = "bold magenta"
 
 
 def sample_contexts(lo: int, hi: int, count: int) -> list[int]:
@@ -44,6 +47,23 @@ def nearest_column(contexts: Sequence[int], tokens: int) -> int:
     """The column whose context is closest to `tokens` on the log scale."""
     target = math.log(max(tokens, 1))
     return min(range(len(contexts)), key=lambda i: abs(math.log(max(contexts[i], 1)) - target))
+
+
+def point_columns(
+    contexts: Sequence[int], points: Sequence[tuple[int, int]]
+) -> list[tuple[int, int]]:
+    """(context, bytes) points as (column, bytes); points outside the plotted range are left
+    out rather than drawn at an edge they do not belong to."""
+    if not contexts:
+        return []
+    lo, hi = contexts[0], contexts[-1]
+    return [(nearest_column(contexts, c), b) for c, b in points if lo <= c <= hi]
+
+
+def _point_row(value: int, height: int, top: int) -> int:
+    """The row whose cell holds `value` (the same cell as a column of that height's top)."""
+    eighths = (value * height * 8 + top // 2) // top
+    return max(0, min(height - 1, (eighths - 1) // 8))
 
 
 def short_bytes(b: int) -> str:
@@ -69,21 +89,25 @@ def render_chart(
     current: int,
     height: int,
     styles: ChartStyles | None = None,
+    points: Sequence[tuple[int, int]] = (),
 ) -> Text:
     """Columns of `totals` (one per context), `height` rows, plus two axis lines.
 
     `current` is the column of the context on screen; it is drawn in the
-    `current` style and marked under the axis.
+    `current` style and marked under the axis. `points` are (column, bytes)
+    measured peaks, each drawn as `◆` in the cell that holds its value, over
+    whatever column or line is there.
     """
     styles = styles or ChartStyles()
     width = len(contexts)
-    top = max([*totals, available, 1])
+    top = max([*totals, available, *(b for _, b in points), 1])
     top += top // 12  # room above the tallest column and the available line
     eighths = [min(height * 8, (t * height * 8 + top // 2) // top) for t in totals]
     avail_row = min(height - 1, available * height // top) if available > 0 else -1
     col_styles = [styles.fits if t <= available else styles.over for t in totals]
     if 0 <= current < width:
         col_styles[current] = styles.current
+    marks = {(_point_row(b, height, top), col) for col, b in points if 0 <= col < width}
     lines: list[Text] = []
     for row in range(height - 1, -1, -1):  # top row first; row 0 is the bottom
         line = Text(no_wrap=True)
@@ -106,6 +130,9 @@ def render_chart(
             ]
         else:
             cells = [(_BLOCKS[f], col_styles[i]) for i, f in enumerate(fills)]
+        for mark_row, col in marks:
+            if mark_row == row:
+                cells[col] = (MEASURED_MARK, styles.measured)
         # Runs of one style become one span: a span per cell would cost a frame.
         for style, run in groupby(cells, key=itemgetter(1)):
             line.append("".join(c for c, _ in run), style)

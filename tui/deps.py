@@ -19,7 +19,9 @@ from core.backend import Backend, BackendChoice, detect_backend
 from core.catalog import Catalog, CatalogEntry, build_catalog, entry_snapshot, resolve_entry
 from core.environment import read_env
 from core.errors import ModelNotFoundError
+from core.history import HistoryStore
 from core.model import ModelSnapshot
+from tui.measure_run import StartMeasurement, start_with_hip_backend
 
 
 @dataclass(frozen=True)
@@ -39,7 +41,12 @@ class AppDeps:
     env: Mapping[str, str | None]
     """The estimator's environment variables (`core.environment.read_env`)."""
     clock: Callable[[], float] = time.perf_counter
-    """Seconds, for how long a model read took."""
+    """Seconds, for how long a model read (or a measurement) has taken."""
+    start_measurement: StartMeasurement = start_with_hip_backend
+    """Start a real load in a child process (`m`; called from a worker thread)."""
+    history: Callable[[], HistoryStore | None] = HistoryStore.default
+    """The measurement history the launcher appends to (None: none is kept); read in a
+    worker thread."""
 
 
 def _load(entry: CatalogEntry) -> ModelSnapshot:
@@ -73,8 +80,10 @@ def builtin_deps(
     machine: BackendChoice = GFX1151_MACHINE,
     env: Mapping[str, str | None] | None = None,
     clock: Callable[[], float] | None = None,
+    history: HistoryStore | None = None,
 ) -> AppDeps:
-    """A machine-independent world: built-in profiles only, fixed detections, no environment."""
+    """A machine-independent world: built-in profiles only, fixed detections, no environment,
+    and no measurement history unless one is given. `m` still measures for real."""
 
     def catalog() -> Catalog:
         return build_catalog(include_hf_cache=False, env={})
@@ -93,4 +102,5 @@ def builtin_deps(
         detect_available=lambda backend: available,
         env=dict(env or {}),
         clock=clock or (lambda: 0.0),
+        history=lambda: history,
     )

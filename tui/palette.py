@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # the app imports this module
 
 
 def explorer_commands(app: VramscopeApp) -> Iterator[SystemCommand]:
-    """Backends, KV dtypes, in-flight budgets, memory presets, copy and help."""
+    """Backends, KV dtypes, in-flight budgets, memory presets, copy, measuring, history, help."""
     screen = app.explorer
     for backend in Backend:
         yield SystemCommand(
@@ -53,5 +53,16 @@ def explorer_commands(app: VramscopeApp) -> Iterator[SystemCommand]:
     )
     yield SystemCommand(
         "Copy the mlxcel command", "mlxcel inspect ...", partial(screen.action_copy, "mlxcel")
+    )
+    yield SystemCommand(
+        "Measure the model on screen (m)",
+        "a real load in a child process: pp P + tg G at the context on screen",
+        screen.action_measure,
+    )
+    yield SystemCommand(
+        "Cancel the measurement", "kill the run in flight", screen.cancel_measurement
+    )
+    yield SystemCommand(
+        "Measurement history (H)", "past runs; export the table", screen.action_history
     )
     yield SystemCommand("Keys and controls", "the help screen", app.action_help)

@@ -6,7 +6,7 @@ and hands the results to its widgets. Nothing here touches a widget or a file.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 
 from core.available import AvailableMemory
@@ -42,8 +42,10 @@ def build_views(
     state: ExplorerState,
     available: AvailableMemory,
     trained: int | None,
+    points: tuple[tuple[int, int], ...] = (),
 ) -> ExplorerViews:
-    """The estimate, the breakdown with both limits, and the chart's data."""
+    """The estimate, the breakdown with both limits, and the chart's data (with `points`,
+    measured peaks as (context, bytes))."""
     settings = state.settings(available)
     workload = state.workload()
     est = estimate(snapshot, workload, settings)
@@ -72,6 +74,7 @@ def build_views(
         available=available.bytes,
         # Equal keys reuse the chart's totals: moving only the context moves only the marker.
         key=(id(snapshot), replace(workload, max_tokens=0), settings),
+        points=points,
     )
     return ExplorerViews(est, view, chart)
 
@@ -86,6 +89,25 @@ def peak_estimate(
     """
     rocm = replace(state.settings(available), backend=Backend.ROCM, inflight_mib=peak.inflight_mib)
     return estimate(snapshot, Workload(max_tokens=peak.context_tokens), rocm).total_bytes
+
+
+def chart_points(
+    records: Sequence[MeasuredPeak], names: Collection[str], state: ExplorerState
+) -> tuple[tuple[int, int], ...]:
+    """Measured peaks comparable with the curve on screen, as (context P + G, bytes).
+
+    Runs of this model with the budget on screen; none when the curve is for a batch
+    or KV dtype no run measures (runs are batch 1, fp16 KV). The device is not
+    matched: the engine applies ROCm's bound everywhere, so a CPU run is a point
+    on the same curve.
+    """
+    if state.batch != 1 or state.kv_int8:
+        return ()
+    return tuple(
+        (p.context_tokens, p.peak_bytes)
+        for p in records
+        if p.model in names and p.inflight_mib == state.inflight_mib
+    )
 
 
 def inflight_hint(state: ExplorerState) -> tuple[str, str]:

@@ -7,6 +7,7 @@ tests and snapshots are the same on every machine.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
@@ -58,6 +59,22 @@ def settle_then(*keys: str) -> Callable[[Pilot[Any]], Awaitable[None]]:
             await settle(pilot)
 
     return run
+
+
+async def wait_for(
+    pilot: Pilot[Any], condition: Callable[[], bool], what: str, limit_s: float = 120.0
+) -> None:
+    """Let the app run until `condition()` holds; fail naming `what` if it never does.
+
+    The limit only stops a broken run from hanging the suite; nothing is timed.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + limit_s
+    while not condition():
+        if loop.time() > deadline:
+            raise AssertionError(f"gave up waiting for {what}")
+        await asyncio.sleep(0.02)
+        await pilot.pause()
 
 
 def widget_lines(widget: Widget) -> list[str]:

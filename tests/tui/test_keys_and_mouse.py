@@ -189,10 +189,12 @@ async def test_a_given_measured_peak_is_shown_beside_the_estimate() -> None:
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
         panel = app.screen.query_one(MeasuredPanel)
-        text = "\n".join(widget_lines(panel))
+        text = "\n".join(widget_lines(panel.query_one("#measured-text")))
         # mlxcel's worked example: 6,653,428,633 bytes at 640 tokens with the default budget.
-        assert "Estimate        6.20 GiB (6653428633 bytes)  (at 640 tokens" in text
-        assert "+623.2 MiB (653428633 bytes) (+10.9%)  estimate covers the peak" in text
+        assert (
+            "Estimate          6.20 GiB  6,653,428,633 bytes  at 640 tokens, same settings" in text
+        )
+        assert "Margin          +623.2 MiB   +653,428,633 bytes  +10.9%  ✓ covered" in text
         assert "synthetic weights" in text
 
 
@@ -208,7 +210,7 @@ async def test_a_peak_handed_over_later_appears_and_can_be_cleared() -> None:
         app.explorer.show_measured(peak)
         await pilot.pause()
         assert panel.display
-        assert "estimate is BELOW the peak" in "\n".join(widget_lines(panel))
+        assert "✗ NOT covered" in "\n".join(widget_lines(panel.query_one("#measured-text")))
         app.explorer.show_measured(None)
         await pilot.pause()
         assert not panel.display

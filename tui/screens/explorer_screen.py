@@ -5,14 +5,19 @@ estimate over an already-read snapshot is pure and takes microseconds, so every
 control change recomputes it synchronously and repaints in the same frame.
 A read's answer is dropped when a newer request has been made since; quitting
 never waits for a read that hangs.
+
+`m` measures the model on screen in a child process (`tui.measure_run`); its
+progress, result or failure shows under the breakdown, its peak joins the
+chart's measured points, and quitting kills a run still in flight.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import ClassVar, TypeVar
 
 from textual import on
@@ -21,19 +26,31 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer
+from textual.widgets import Footer, Input
 
 from core.available import AvailableMemory
 from core.backend import Backend, BackendChoice
 from core.catalog import Catalog, CatalogEntry
 from core.errors import VramscopeError
 from core.estimate import MemoryEstimate
-from core.measurement import MeasuredPeak
+from core.history import HistoryRead
+from core.measurement import (
+    FailureKind,
+    MeasuredPeak,
+    MeasureFailed,
+    MeasurementFailure,
+    MeasureNotice,
+    MeasureProgress,
+    MeasureResult,
+)
 from core.model import ModelSnapshot
 from core.units import format_bytes_short
 from tui.command_lines import mlxcel_command, vramscope_command
 from tui.deps import AppDeps
+from tui.measure_plan import measure_request, model_names
+from tui.measure_run import MeasureEventMessage, MeasureRun
 from tui.scales import token_stops
+from tui.screens.history_screen import HistoryScreen
 from tui.state import (
     ExplorerState,
     MemoryChoice,
@@ -41,7 +58,7 @@ from tui.state import (
     backend_status,
     backend_status_short,
 )
-from tui.views import build_views, inflight_hint, peak_estimate, tokens_hint
+from tui.views import build_views, chart_points, inflight_hint, peak_estimate, tokens_hint
 from tui.widgets.breakdown import Breakdown
 from tui.widgets.command_lines_view import CommandLinesView
 from tui.widgets.context_chart import ContextChart
@@ -90,7 +107,9 @@ class ExplorerScreen(Screen[None]):
         Binding("n", "next_backend", "Backend"),
         Binding("c", "copy('vramscope')", "Copy cmd"),
         Binding("C", "copy('mlxcel')", "Copy mlxcel", show=False),
-        Binding("escape", "focus_field('tokens')", "Back to sliders", show=False),
+        Binding("m", "measure", "Measure"),
+        Binding("H", "history", "History", show=False),
+        Binding("escape", "escape", "Cancel / back to sliders", show=False),
     ]
 
     def __init__(
@@ -100,6 +119,7 @@ class ExplorerScreen(Screen[None]):
         start: BackendChoice,
         machine: BackendChoice,
         measured: MeasuredPeak | None = None,
+        models_dirs: Sequence[Path] = (),
     ) -> None:
         super().__init__()
         self.deps = deps
@@ -107,6 +127,17 @@ class ExplorerScreen(Screen[None]):
         self.start = start
         self.machine = machine
         self.measured = measured
+        self.models_dirs = tuple(models_dirs)
+        self.run: MeasureRun | None = None
+        """The measurement in flight (key `m`), if any."""
+        self.measure_failure: tuple[str, MeasurementFailure] | None = None
+        """The last run's failure and the model it was for."""
+        self.history = HistoryRead()
+        self.history_path: Path | None = None
+        self._run_started = 0.0
+        self._run_progress: MeasureProgress | None = None
+        self._run_notice = ""
+        self._run_timer: Timer | None = None
         self.entry: CatalogEntry | None = None
         self.snapshot: ModelSnapshot | None = None
         self.detected: AvailableMemory | None = None
@@ -114,7 +145,7 @@ class ExplorerScreen(Screen[None]):
         self._model_request = 0
         self._loading_since = 0.0
         self._loading_timer: Timer | None = None
-        self._waiting = {"catalog", "available", "model"}
+        self._waiting = {"catalog", "available", "model", "history"}
 
     # --- layout ----------------------------------------------------------------------
 
@@ -144,6 +175,10 @@ class ExplorerScreen(Screen[None]):
                 yield end
         yield Footer()
 
+    def on_resize(self) -> None:
+        # Under 120 columns the footer drops its spacing so `? Help` stays in view.
+        self.query_one(Footer).compact = self.size.width < 120
+
     def on_mount(self) -> None:
         self.query_one("#estimate", Vertical).border_title = "Estimate"
         self.query_one("#tokens", SliderField).slider.focus()
@@ -151,11 +186,19 @@ class ExplorerScreen(Screen[None]):
         self._show_control_hints()
         self.read_catalog()
         self.detect_available()
+        self.read_history()
         self._request_model(self.state.model, None)
+
+    def on_unmount(self) -> None:
+        # Quitting (or any end of this screen) kills a measurement still in flight.
+        if self.run is not None:
+            self.run.close()
+            self.run = None
 
     @property
     def settled(self) -> bool:
-        """True once the catalog, available memory and the latest model pick have answered."""
+        """True once the catalog, available memory, history and the latest model pick have
+        answered."""
         return not self._waiting
 
     # --- background reads: nothing below reads a file on the UI thread ---------------
@@ -210,6 +253,26 @@ class ExplorerScreen(Screen[None]):
         self._waiting.discard("available")
         self.detected = found
         self.query_one(MemoryField).set_detected(found)
+        self.recompute()
+
+    def read_history(self) -> None:
+        """Read the measurement history in the background (chart points, history screen)."""
+        self._waiting.add("history")
+        self._in_background("history", self._read_history, self._history_read)
+
+    def _read_history(self) -> tuple[Path | None, HistoryRead]:
+        try:
+            store = self.deps.history()
+            return (store.path, store.read()) if store is not None else (None, HistoryRead())
+        except Exception as exc:  # the reader skips damaged lines; this is anything else
+            return None, HistoryRead(warnings=[f"cannot read the history: {exc}"])
+
+    def _history_read(self, result: tuple[Path | None, HistoryRead]) -> None:
+        self._waiting.discard("history")
+        self.history_path, self.history = result
+        for screen in self.app.screen_stack:
+            if isinstance(screen, HistoryScreen):
+                screen.show(self.history, self.history_path)
         self.recompute()
 
     def _request_model(self, name: str, entry: CatalogEntry | None) -> None:
@@ -284,6 +347,7 @@ class ExplorerScreen(Screen[None]):
         self._show_status()
         self._show_control_hints()
         self._show_commands()
+        self._show_measured()
         snapshot, available = self.snapshot, self.available
         if snapshot is None:
             return
@@ -292,7 +356,8 @@ class ExplorerScreen(Screen[None]):
             breakdown.show_loading("Detecting available memory…")
             return
         try:
-            views = build_views(snapshot, self.state, available, self.trained_context)
+            points = chart_points(self._measured_runs(), self._model_names(), self.state)
+            views = build_views(snapshot, self.state, available, self.trained_context, points)
         except Exception as exc:  # a model no test foresaw: say so in place, keep running
             breakdown.show_error(f"cannot estimate this model: {type(exc).__name__}: {exc}")
             self._show_outputs_cleared()
@@ -304,32 +369,56 @@ class ExplorerScreen(Screen[None]):
             f"{CHART_TITLE} · ▲ {self.state.max_tokens:,} tokens: "
             f"{format_bytes_short(views.estimate.total_bytes)}"
         )
+        chart.border_subtitle = (
+            f"◆ measured peaks at {self.state.inflight_mib} MiB: {len(points)}" if points else ""
+        )
         chart.show(views.chart)
-        self._show_measured(snapshot, available)
 
     def show_measured(self, peak: MeasuredPeak | None) -> None:
-        """Show a measured peak beside the estimate (None hides it).
-
-        The measurement launcher (key `m`, to come with hip_backend) calls this on the
-        UI thread when a run ends; the panel then shows the peak and its margin.
-        """
+        """Show a measured peak beside the estimate (None hides it); a run's result comes here."""
         self.measured = peak
         self.recompute()
 
-    def _show_measured(self, snapshot: ModelSnapshot, available: AvailableMemory) -> None:
-        peak = self.measured
+    def _model_names(self) -> set[str]:
+        display = self.snapshot.display if self.snapshot is not None else None
+        return model_names(self.state, self.entry, display)
+
+    def _measured_runs(self) -> list[MeasuredPeak]:
+        """The history's runs plus this session's result if the history lacks it."""
+        runs = list(self.history.results)
+        if self.measured is not None and self.measured not in runs:
+            runs.append(self.measured)
+        return runs
+
+    def _show_measured(self) -> None:
+        """The run in flight, else the last failure or result for the model on screen."""
         panel = self.query_one(MeasuredPanel)
-        if peak is None or peak.model not in (self.state.model, snapshot.display):
-            panel.show(None, None)
+        if self.run is not None:
+            seconds = self.deps.clock() - self._run_started
+            panel.show_running(self.run.request, seconds, self._run_progress, self._run_notice)
             return
-        panel.show(peak, peak_estimate(peak, snapshot, self.state, available))
+        names = self._model_names()
+        if self.measure_failure is not None and self.measure_failure[0] in names:
+            panel.show_failure(*self.measure_failure)
+            return
+        peak, snapshot, available = self.measured, self.snapshot, self.available
+        if peak is None or peak.model not in names or snapshot is None or available is None:
+            panel.clear()
+            return
+        try:
+            estimate = peak_estimate(peak, snapshot, self.state, available)
+        except Exception:  # an estimate that raises is already shown in the breakdown
+            panel.clear()
+            return
+        panel.show_result(peak, estimate)
 
     def _show_outputs_cleared(self) -> None:
         self.estimate = None
         chart = self.query_one(ContextChart)
         chart.border_title = CHART_TITLE
+        chart.border_subtitle = ""
         chart.show(None)
-        self.query_one(MeasuredPanel).show(None, None)
+        self._show_measured()
 
     def _show_status(self) -> None:
         self.query_one(StatusLine).show(
@@ -407,6 +496,74 @@ class ExplorerScreen(Screen[None]):
         self.query_one(ModelList).set_current(name)
         self._show_commands()
         self._request_model(name, event.entry)
+
+    # --- measuring (key m) -------------------------------------------------------------
+
+    def action_measure(self) -> None:
+        """Measure the model on screen; while a run is in flight, cancel it."""
+        if self.run is not None:
+            self.cancel_measurement()
+            return
+        request = measure_request(self.state, self.entry, self.models_dirs)
+        self.measure_failure = None
+        self._run_started = self.deps.clock()
+        self._run_progress, self._run_notice = None, ""
+        self.run = MeasureRun(request, self.deps.start_measurement, self)
+        self.run.begin()
+        self._run_timer = self.set_interval(0.5, self._show_measured)
+        self._show_measured()
+
+    def cancel_measurement(self) -> None:
+        """Kill the run in flight (if any) and say so in place."""
+        run = self.run
+        if run is None:
+            return
+        run.cancel()
+        self._end_run()
+        failure = MeasurementFailure(
+            FailureKind.CANCELLED, "the measurement was cancelled and its process killed"
+        )
+        self.measure_failure = (run.request.model, failure)
+        self._show_measured()
+
+    def _end_run(self) -> None:
+        self.run = None
+        if self._run_timer is not None:
+            self._run_timer.stop()
+            self._run_timer = None
+
+    def on_measure_event_message(self, message: MeasureEventMessage) -> None:
+        run = self.run
+        if run is None or message.run_id != run.id:
+            return  # a cancelled run's late word
+        event = message.event
+        if isinstance(event, MeasureProgress):
+            self._run_progress = event
+        elif isinstance(event, MeasureNotice):
+            self._run_notice = event.message
+        elif isinstance(event, MeasureResult):
+            self._end_run()
+            self.measured = event.peak
+            self.read_history()  # the launcher has appended the result
+            self.recompute()
+            return
+        elif isinstance(event, MeasureFailed):
+            self._end_run()
+            self.measure_failure = (run.request.model, event.failure)
+        self._show_measured()
+
+    def action_history(self) -> None:
+        """Show the past runs (re-read from the file in the background)."""
+        if not isinstance(self.app.screen, HistoryScreen):
+            self.app.push_screen(HistoryScreen(self.history, self.history_path))
+            self.read_history()
+
+    def action_escape(self) -> None:
+        """Cancel a run in flight; otherwise (or from a text box) back to the token slider."""
+        if self.run is not None and not isinstance(self.app.focused, Input):
+            self.cancel_measurement()
+        else:
+            self.action_focus_field("tokens")
 
     # --- actions (keys and the command palette) --------------------------------------
 

@@ -22,8 +22,10 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("n", "next backend: ROCm → CUDA → Metal → CPU"),
     ("/", "filter the models; ↓ into the list, Enter picks"),
     ("c  C", "copy the vramscope / mlxcel command line"),
+    ("m", "measure the model on screen (again: cancel)"),
+    ("H", "measurement history; e there exports the table"),
     ("Ctrl+P", "command palette: backends, budgets, presets, copy"),
-    ("Esc", "back to the token slider"),
+    ("Esc", "cancel a measurement, else back to the token slider"),
     ("?  q", "this help / quit"),
 )
 

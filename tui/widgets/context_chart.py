@@ -1,4 +1,5 @@
-"""The total against context (log scale) at the current settings, with the available line.
+"""The total against context (log scale) at the current settings, with the available line
+and the measured peaks of the model on screen.
 
 The widget samples one context per column of its own width and asks the
 screen's estimator for the totals, so the curve is the real `estimate()` at
@@ -16,7 +17,14 @@ from rich.text import Text
 from textual.strip import Strip
 from textual.widget import Widget
 
-from tui.chart import LABEL_WIDTH, ChartStyles, nearest_column, render_chart, sample_contexts
+from tui.chart import (
+    LABEL_WIDTH,
+    ChartStyles,
+    nearest_column,
+    point_columns,
+    render_chart,
+    sample_contexts,
+)
 from tui.scales import MIN_TOKENS
 
 Totals = Callable[[Sequence[int]], list[int]]
@@ -32,6 +40,8 @@ class ChartData:
     available: int
     key: object = None
     """Everything the totals depend on; equal keys reuse the last totals (the marker moves)."""
+    points: tuple[tuple[int, int], ...] = ()
+    """Measured peaks as (context P + G, bytes), drawn as points."""
 
 
 class ContextChart(Widget):
@@ -43,6 +53,7 @@ class ContextChart(Widget):
         "context-chart--current",
         "context-chart--available",
         "context-chart--axis",
+        "context-chart--measured",
     }
 
     DEFAULT_CSS = """
@@ -53,6 +64,7 @@ class ContextChart(Widget):
         & > .context-chart--current { color: $accent; text-style: bold; }
         & > .context-chart--available { color: $warning; }
         & > .context-chart--axis { color: $text-muted; }
+        & > .context-chart--measured { color: magenta; text-style: bold; }
     }
     """
 
@@ -100,9 +112,13 @@ class ContextChart(Widget):
             current=self.get_component_rich_style("context-chart--current"),
             available=self.get_component_rich_style("context-chart--available"),
             axis=self.get_component_rich_style("context-chart--axis"),
+            measured=self.get_component_rich_style("context-chart--measured"),
         )
         current = nearest_column(contexts, data.current_tokens)
         cache_key = (data.key, top, columns)
         if data.key is None or self._totals[0] != cache_key:
             self._totals = (cache_key, data.totals(contexts))
-        return render_chart(contexts, self._totals[1], data.available, current, rows, styles)
+        points = point_columns(contexts, data.points)
+        return render_chart(
+            contexts, self._totals[1], data.available, current, rows, styles, points
+        )

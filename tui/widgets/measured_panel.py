@@ -1,62 +1,123 @@
-"""A measured peak beside the estimate, when one is given.
+"""Under the breakdown: a measurement in flight, its result beside the estimate, or its failure.
 
-This is the place the measurement launcher (`hip_backend`) reports into: the
-app takes a `core.measurement.MeasuredPeak` and shows it next to the estimate
-for the same workload (context P + G and the run's in-flight budget) with the
-margin. Without a measurement the panel stays hidden.
+One place for all three, so the eye finds the measurement where the estimate
+is. Hidden when there is nothing to show. The text comes from
+`tui.measure_text`; this widget only lays it out, with a progress bar while a
+run is in flight.
 """
 
 from __future__ import annotations
 
+from rich.table import Table
 from rich.text import Text
-from textual.widgets import Static
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import ProgressBar, Static
 
-from core.measurement import MeasuredPeak, margin
-from core.units import format_bytes
+from core.measurement import MeasuredPeak, MeasurementFailure, MeasureProgress, MeasureRequest
+from tui.measure_text import (
+    failure_text,
+    progress_label,
+    result_rows,
+    rows_plain,
+    rows_table,
+    running_rows,
+)
 from tui.widgets.relayout import force_relayout
 
-
-def measured_text(peak: MeasuredPeak, estimate_bytes: int) -> Text:
-    """Peak, how it was measured, the estimate for that run, and the margin."""
-    m = margin(estimate_bytes, peak.peak_bytes)
-    text = Text()
-    text.append("Measured peak   ", "dim")
-    text.append(format_bytes(peak.peak_bytes), "bold")
-    text.append(f"  ({peak.peak_kind}; {peak.device_name}")
-    text.append(f", pp{peak.prompt_tokens}/tg{peak.gen_tokens}, in-flight {peak.inflight_mib} MiB")
-    if peak.synthetic_weights:
-        text.append(", synthetic weights")
-    text.append(")\n")
-    text.append("Estimate        ", "dim")
-    text.append(format_bytes(estimate_bytes))
-    text.append(f"  (at {peak.context_tokens} tokens, same settings)\n")
-    text.append("Margin          ", "dim")
-    sign = "+" if m.bytes >= 0 else "-"
-    style = "green" if m.covered else "bold red"
-    verdict = "estimate covers the peak" if m.covered else "estimate is BELOW the peak"
-    text.append(f"{sign}{format_bytes(abs(m.bytes))} ({m.percent:+.1f}%)  {verdict}", style)
-    return text
+CANCEL_HINT = "m or Esc cancels"
 
 
-class MeasuredPanel(Static):
-    """Shows a `MeasuredPeak` and its margin; hidden when there is none."""
+class MeasuredPanel(Vertical):
+    """`show_running`, `show_result`, `show_failure` or `clear`; `kind` says which is shown."""
 
     DEFAULT_CSS = """
     MeasuredPanel {
         height: auto;
         display: none;
         &.-shown { display: block; }
+        & > Static { height: auto; }
+        & > #measured-progress { height: 1; display: none; }
+        &.-running > #measured-progress { display: block; }
+        & #measured-phase { width: 32; height: 1; }
+        & ProgressBar { width: 1fr; }
+        & #measured-bar Bar { width: 1fr; }
+        & #measured-note { color: $text-muted; }
     }
     """
 
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002
-        super().__init__("", id=id, markup=False)
+        super().__init__(id=id)
+        self.kind = ""
+        """`running`, `result`, `failure`, or "" when hidden."""
         self.peak: MeasuredPeak | None = None
+        self._words: list[str] = []
+        self._shown: tuple[str, str] | None = None
+        self._text = Static("", id="measured-text", markup=False)
+        self._phase = Static("", id="measured-phase", markup=False)
+        self._bar = ProgressBar(total=None, show_eta=False, id="measured-bar")
+        self._note = Static("", id="measured-note", markup=False)
 
-    def show(self, peak: MeasuredPeak | None, estimate_bytes: int | None) -> None:
-        """Show a peak against the estimate for its workload (None hides the panel)."""
+    def compose(self) -> ComposeResult:
+        yield self._text
+        with Horizontal(id="measured-progress"):
+            yield self._phase
+            yield self._bar
+        yield self._note
+
+    @property
+    def text(self) -> str:
+        """The plain words on show, one string (empty when hidden)."""
+        return "\n".join(w for w in self._words if w)
+
+    def show_running(
+        self,
+        request: MeasureRequest,
+        seconds: float,
+        progress: MeasureProgress | None,
+        notice: str = "",
+    ) -> None:
+        """A run in flight: what it measures, its phase with a bar, the latest notice."""
+        self.peak = None
+        rows = running_rows(request, seconds)
+        self._set("running", rows_table(rows), rows_plain(rows))
+        label = progress_label(progress)
+        self._phase.update(label)
+        if progress is None or progress.total <= 0:
+            self._bar.update(total=None, progress=0)
+        else:
+            self._bar.update(total=progress.total, progress=min(progress.done, progress.total))
+        note = CANCEL_HINT + (f"  ·  {notice}" if notice else "")
+        self._note.update(note)
+        self._note.display = True
+        self._words[1:] = [label, note]
+
+    def show_result(self, peak: MeasuredPeak, estimate_bytes: int) -> None:
+        """A peak beside the estimate for its workload."""
         self.peak = peak
-        self.set_class(peak is not None and estimate_bytes is not None, "-shown")
-        if peak is not None and estimate_bytes is not None:
-            self.update(measured_text(peak, estimate_bytes), layout=False)
-            force_relayout(self)
+        rows = result_rows(peak, estimate_bytes)
+        self._set("result", rows_table(rows), rows_plain(rows))
+
+    def show_failure(self, model: str, failure: MeasurementFailure) -> None:
+        """Why a run ended without a peak, in place of the result."""
+        self.peak = None
+        self._set("failure", failure_text(model, failure))
+
+    def clear(self) -> None:
+        """Hide the panel."""
+        self.peak = None
+        self._set("", Text(""))
+
+    def _set(self, kind: str, body: Text | Table, plain: str | None = None) -> None:
+        words = plain if plain is not None else body.plain if isinstance(body, Text) else ""
+        if (kind, words) == self._shown:
+            return  # recompute() repaints on every key press; most change nothing here
+        self._shown = (kind, words)
+        self.kind = kind
+        self._words = [words]
+        self.set_class(bool(kind), "-shown")
+        self.set_class(kind == "running", "-running")
+        self._note.display = kind == "running"
+        self._text.update(body)
+        force_relayout(self._text)
+        force_relayout(self)

@@ -1,0 +1,138 @@
+"""The pure pieces of measuring from the explorer: the request, the chart's points, the words."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from core.catalog import ORIGIN_FOLDER, CatalogEntry, profile_entry
+from core.measurement import MeasuredPeak, MeasureProgress
+from core.weights import WeightsSource
+from tests.tui.helpers import LLAMA
+from tui.chart import MEASURED_MARK, point_columns, render_chart
+from tui.history_table import display_path, history_row, newest_first, when
+from tui.measure_plan import measure_request, measure_target, split_context
+from tui.measure_text import progress_label, short_model
+from tui.state import ExplorerState
+from tui.views import chart_points
+
+
+def peak(
+    model: str = LLAMA, inflight: int = 1024, context: int = 640, **kw: object
+) -> MeasuredPeak:
+    fields: dict[str, object] = {
+        "model": model,
+        "device_kind": "cpu",
+        "device_name": "cpu",
+        "peak_bytes": 5_000_000_000,
+        "peak_kind": "rss",
+        "inflight_mib": inflight,
+        "prompt_tokens": context - 128,
+        "gen_tokens": 128,
+        "synthetic_weights": False,
+        "load_seconds": 0.0,
+        "prefill_tokens_per_s": 0.0,
+        "decode_tokens_per_s": 0.0,
+        "torch_version": "2.13.0",
+    }
+    return MeasuredPeak(**{**fields, **kw})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("max_tokens", "split"),
+    [(8192, (8064, 128)), (640, (512, 128)), (256, (128, 128)), (32, (16, 16)), (0, (1, 1))],
+)
+def test_prompt_and_gen_tokens_add_up_to_the_context_on_screen(
+    max_tokens: int, split: tuple[int, int]
+) -> None:
+    assert split_context(max_tokens) == split
+
+
+def test_the_request_names_what_the_catalog_resolved() -> None:
+    folder = CatalogEntry(
+        "tiny",
+        ORIGIN_FOLDER,
+        "MLX",
+        1,
+        WeightsSource.SAFETENSORS_HEADER,
+        None,
+        None,
+        True,
+        Path("/m/tiny"),
+    )
+    assert measure_target(folder, "tiny") == "/m/tiny"
+    assert measure_target(profile_entry(LLAMA), LLAMA) == LLAMA
+    assert measure_target(None, "typed/name") == "typed/name"
+    state = ExplorerState(model="tiny", max_tokens=4096, inflight_mib=256, headroom_factor=1.5)
+    request = measure_request(state, folder, [Path("/models")])
+    assert (request.model, request.prompt_tokens, request.gen_tokens) == ("/m/tiny", 3968, 128)
+    assert (request.inflight, request.device, request.headroom_factor) == (256, "auto", 1.5)
+    assert request.models_dirs == ("/models",)
+
+
+def test_measured_points_are_diamonds_in_the_cell_of_their_value() -> None:
+    contexts = [256, 512, 1024, 2048]
+    totals = [10, 20, 30, 40]
+    text = render_chart(contexts, totals, 0, 0, 4, points=[(2, 40), (1, 5)]).plain.split("\n")
+    # The top is 40 + 40 // 12 = 43 over four rows: 40 sits in the top row, 5 in the
+    # bottom one; each diamond replaces the column's block in its cell.
+    assert [row[10:] for row in text[:4]] == ["  ◆▆", "  ▆█", " ▇██", "▇◆██"]
+    assert MEASURED_MARK == "◆"
+
+
+def test_points_outside_the_plotted_contexts_are_left_out() -> None:
+    assert point_columns([256, 1024, 4096], [(100, 1), (1000, 2), (9000, 3)]) == [(1, 2)]
+
+
+def test_the_chart_shows_this_models_runs_at_the_budget_on_screen() -> None:
+    runs = [peak(), peak(inflight=256), peak(model="other/model"), peak(model="/m/tiny")]
+    state = ExplorerState(model=LLAMA)
+    assert chart_points(runs, {LLAMA}, state) == ((640, 5_000_000_000),)
+    assert chart_points(runs, {LLAMA, "/m/tiny"}, state) == ((640, 5_000_000_000),) * 2
+    # Runs are batch 1, fp16 KV: no points on a curve for other settings.
+    assert chart_points(runs, {LLAMA}, ExplorerState(model=LLAMA, batch=4)) == ()
+    assert chart_points(runs, {LLAMA}, ExplorerState(model=LLAMA, kv_int8=True)) == ()
+
+
+def test_progress_words() -> None:
+    assert progress_label(None) == "starting: importing torch…"
+    assert progress_label(MeasureProgress("load", 3, 53)) == "loading tensors 3/53"
+    assert progress_label(MeasureProgress("warmup decode", 5, 20)) == "warm-up decode token 5/20"
+    assert progress_label(MeasureProgress("prefill", 2, 8)) == "prefill chunk 2/8"
+    assert progress_label(MeasureProgress("decode", 40, 128)) == "decode token 40/128"
+    assert progress_label(MeasureProgress("new phase", 1, 2)) == "new phase 1/2"
+    assert short_model("/models/tiny-llama-4bit") == "tiny-llama-4bit"
+    assert short_model(LLAMA) == LLAMA
+
+
+def test_history_rows() -> None:
+    old, new = peak(timestamp="2025-06-01T10:00:00+00:00"), peak(timestamp="2025-06-02T11:30:59Z")
+    assert newest_first([old, new]) == [new, old]
+    assert when(new.timestamp) == "2025-06-02 11:30"
+    assert when("") == "-"
+    covered = history_row(peak(estimate_bytes=5_500_000_000, synthetic_weights=True))
+    assert covered.covered is True
+    assert covered.cells[2:] == (
+        "cpu (synth)",
+        "1024 MiB",
+        "512+128",
+        "4.66 GiB",
+        "5.12 GiB",
+        "+476.8 MiB +10.0%",
+        "✓ yes",
+    )
+    over = history_row(peak(estimate_bytes=4_000_000_000, inflight=0))
+    assert (over.covered, over.cells[3], over.cells[-1]) == (False, "0 (off)", "✗ NO")
+    assert over.cells[1] == "Meta-Llama-3.1-8B-Instruct-4bit"
+    assert history_row(peak(model="/m/" + "x" * 40)).cells[1] == "x" * 31 + "…"
+    assert history_row(peak()).covered is None
+    assert history_row(peak()).cells[-3:] == ("-", "-", "-")
+
+
+def test_paths_under_home_are_shown_with_a_tilde(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", "/home/u")
+    assert display_path(Path("/home/u/.local/state/vramscope/m.jsonl")) == (
+        "~/.local/state/vramscope/m.jsonl"
+    )
+    assert display_path(Path("/home/user2/x")) == "/home/user2/x"
