@@ -3,22 +3,32 @@
 Run with `make screenshots`. Every shot uses the built-in profiles and the machine
 of mlxcel's worked example (ROCm detected, Radeon 8060S gfx1151 with MLX's
 76.80 GiB limit), so the pictures are the same wherever they are made.
+The measured shots show mlxcel's published gfx1151 peaks for that model as if
+they were runs in the history (a fixed history in a temporary state folder);
+they illustrate the screens, they are not measurements of this machine.
 PNGs need cairosvg (a dev dependency).
 """
 
 from __future__ import annotations
 
+import os
 import sys
-from dataclasses import dataclass, field
+import tempfile
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from core.available import AvailableMemory  # noqa: E402
+from core.backend import Backend  # noqa: E402
+from core.catalog import entry_snapshot, profile_entry  # noqa: E402
+from core.estimate import Workload, estimate  # noqa: E402
+from core.history import HistoryStore  # noqa: E402
+from core.measurement import MeasuredPeak  # noqa: E402
 from tui.deps import GFX1151_MACHINE, builtin_deps  # noqa: E402
 from tui.headless import PngUnavailable, render_svg, svg_to_png  # noqa: E402
-from tui.state import LaunchOptions  # noqa: E402
+from tui.state import DEFAULT_MODEL, ExplorerState, LaunchOptions  # noqa: E402
 
 OUT = ROOT / "screenshots"
 GFX1151_DETECTED = AvailableMemory(82_463_372_083, "MLX device limit: 80% of amdgpu VRAM (card1)")
@@ -35,6 +45,8 @@ class Shot:
     options: LaunchOptions = field(default_factory=LaunchOptions)
     press: tuple[str, ...] = ()
     caption: str = ""
+    measured: bool = False
+    """Start with the illustrative history and its last run as the result on screen."""
 
 
 SHOTS = (
@@ -76,14 +88,82 @@ SHOTS = (
         press=("question_mark",),
         caption="`?` lists every key and control.",
     ),
+    Shot(
+        "measured-160x48",
+        (160, 48),
+        LaunchOptions(max_tokens=4096),
+        caption="`m`: a measured peak beside the estimate for the same run (4096 tokens, "
+        "1024 MiB), its margin and ✓; earlier runs are ◆ points on the chart.",
+        measured=True,
+    ),
+    Shot(
+        "history-140x30",
+        (140, 30),
+        press=("H",),
+        caption="`H`: every past run, newest first; `e` writes the Estimate against peak table.",
+        measured=True,
+    ),
 )
+
+PUBLISHED_PEAKS = ((640, 256, 518), (640, 1024, 614), (640, 4096, 923), (4096, 256, 602))
+PUBLISHED_PEAKS += ((4096, 4096, 1011), (4096, 1024, 695))
+"""mlxcel's printed gfx1151 peaks for the default model: (context, budget MiB, centi-GB)."""
+
+
+def illustrative_history(available: AvailableMemory) -> list[MeasuredPeak]:
+    """The published peaks as runs of pp(context - 128) / tg128, with their estimates."""
+    snapshot = entry_snapshot(profile_entry(DEFAULT_MODEL), DEFAULT_MODEL)
+    runs = []
+    for hour, (context, budget, centi_gb) in enumerate(PUBLISHED_PEAKS, start=9):
+        settings = replace(
+            ExplorerState().settings(available), backend=Backend.ROCM, inflight_mib=budget
+        )
+        runs.append(
+            MeasuredPeak(
+                model=DEFAULT_MODEL,
+                device_kind="rocm",
+                device_name="Radeon 8060S",
+                peak_bytes=centi_gb * 10**7,
+                peak_kind="torch allocator peak of live tensors (reset before the load)",
+                inflight_mib=budget,
+                prompt_tokens=context - 128,
+                gen_tokens=128,
+                synthetic_weights=False,
+                load_seconds=3.12,
+                prefill_tokens_per_s=1402.7,
+                decode_tokens_per_s=38.6,
+                torch_version="2.13.0",
+                runtime_version="6.4",
+                arch="gfx1151",
+                estimate_bytes=estimate(snapshot, Workload(context), settings).total_bytes,
+                timestamp=f"2026-11-29T{hour:02d}:00:00+00:00",
+            )
+        )
+    return runs
+
+
+def history_world(root: Path, available: AvailableMemory) -> tuple[HistoryStore, MeasuredPeak]:
+    """The illustrative history under a temporary HOME (so the screen shows `~/...`)."""
+    os.environ["HOME"] = str(root)
+    os.environ["XDG_STATE_HOME"] = str(root / ".local" / "state")
+    store = HistoryStore.default()
+    runs = illustrative_history(available)
+    for run in runs:
+        store.append(run)
+    return store, runs[-1]
 
 
 def main() -> int:
     deps = builtin_deps(GFX1151_DETECTED, GFX1151_MACHINE)
+    home = tempfile.TemporaryDirectory(prefix="vramscope-shots-")
+    store, last = history_world(Path(home.name), GFX1151_DETECTED)
+    measured_deps = builtin_deps(GFX1151_DETECTED, GFX1151_MACHINE, history=store)
     OUT.mkdir(exist_ok=True)
     for shot in SHOTS:
-        svg = render_svg(deps, shot.options, shot.size, shot.press)
+        if shot.measured:
+            svg = render_svg(measured_deps, shot.options, shot.size, shot.press, measured=last)
+        else:
+            svg = render_svg(deps, shot.options, shot.size, shot.press)
         (OUT / f"{shot.name}.svg").write_text(svg, encoding="utf-8")
         try:
             png = svg_to_png(svg, shot.size[0] * PNG_PX_PER_COLUMN)
@@ -92,6 +172,7 @@ def main() -> int:
         else:
             (OUT / f"{shot.name}.png").write_bytes(png)
         print(f"screenshots/{shot.name}.svg/.png  {shot.size[0]}x{shot.size[1]}  {shot.caption}")
+    home.cleanup()
     return 0
 
 
