@@ -34,21 +34,14 @@ from core.catalog import Catalog, CatalogEntry
 from core.errors import VramscopeError
 from core.estimate import MemoryEstimate
 from core.history import HistoryRead
-from core.measurement import (
-    FailureKind,
-    MeasuredPeak,
-    MeasureFailed,
-    MeasurementFailure,
-    MeasureNotice,
-    MeasureProgress,
-    MeasureResult,
-)
+from core.measurement import FailureKind, MeasuredPeak, MeasurementFailure
 from core.model import ModelSnapshot
 from core.units import format_bytes_short
 from tui.command_lines import mlxcel_command, vramscope_command
 from tui.deps import AppDeps
 from tui.measure_plan import measure_request, model_names
 from tui.measure_run import MeasureEventMessage, MeasureRun
+from tui.measure_state import Measurements
 from tui.scales import token_stops
 from tui.screens.history_screen import HistoryScreen
 from tui.state import (
@@ -126,17 +119,11 @@ class ExplorerScreen(Screen[None]):
         self.state = state
         self.start = start
         self.machine = machine
-        self.measured = measured
         self.models_dirs = tuple(models_dirs)
-        self.run: MeasureRun | None = None
-        """The measurement in flight (key `m`), if any."""
-        self.measure_failure: tuple[str, MeasurementFailure] | None = None
-        """The last run's failure and the model it was for."""
+        self.measurements = Measurements(measured)
+        """The run in flight (key `m`), the last failure and the last peak."""
         self.history = HistoryRead()
         self.history_path: Path | None = None
-        self._run_started = 0.0
-        self._run_progress: MeasureProgress | None = None
-        self._run_notice = ""
         self._run_timer: Timer | None = None
         self.entry: CatalogEntry | None = None
         self.snapshot: ModelSnapshot | None = None
@@ -191,9 +178,10 @@ class ExplorerScreen(Screen[None]):
 
     def on_unmount(self) -> None:
         # Quitting (or any end of this screen) kills a measurement still in flight.
-        if self.run is not None:
-            self.run.close()
-            self.run = None
+        run = self.measurements.run
+        if run is not None:
+            self.measurements.run = None
+            run.close()
 
     @property
     def settled(self) -> bool:
@@ -356,7 +344,8 @@ class ExplorerScreen(Screen[None]):
             breakdown.show_loading("Detecting available memory…")
             return
         try:
-            points = chart_points(self._measured_runs(), self._model_names(), self.state)
+            runs = self.measurements.runs(self.history.results)
+            points = chart_points(runs, self._model_names(), self.state)
             views = build_views(snapshot, self.state, available, self.trained_context, points)
         except Exception as exc:  # a model no test foresaw: say so in place, keep running
             breakdown.show_error(f"cannot estimate this model: {type(exc).__name__}: {exc}")
@@ -376,41 +365,35 @@ class ExplorerScreen(Screen[None]):
 
     def show_measured(self, peak: MeasuredPeak | None) -> None:
         """Show a measured peak beside the estimate (None hides it); a run's result comes here."""
-        self.measured = peak
+        self.measurements.measured = peak
         self.recompute()
+
+    @property
+    def run(self) -> MeasureRun | None:
+        """The measurement in flight, if any."""
+        return self.measurements.run
 
     def _model_names(self) -> set[str]:
         display = self.snapshot.display if self.snapshot is not None else None
         return model_names(self.state, self.entry, display)
 
-    def _measured_runs(self) -> list[MeasuredPeak]:
-        """The history's runs plus this session's result if the history lacks it."""
-        runs = list(self.history.results)
-        if self.measured is not None and self.measured not in runs:
-            runs.append(self.measured)
-        return runs
+    def _estimate_for(self, peak: MeasuredPeak) -> int | None:
+        """The estimate a peak is held against (None while the model or memory is unknown)."""
+        snapshot, available = self.snapshot, self.available
+        if snapshot is None or available is None:
+            return None
+        try:
+            return peak_estimate(peak, snapshot, self.state, available)
+        except Exception:  # an estimate that raises is already shown in the breakdown
+            return None
 
     def _show_measured(self) -> None:
-        """The run in flight, else the last failure or result for the model on screen."""
-        panel = self.query_one(MeasuredPanel)
-        if self.run is not None:
-            seconds = self.deps.clock() - self._run_started
-            panel.show_running(self.run.request, seconds, self._run_progress, self._run_notice)
-            return
-        names = self._model_names()
-        if self.measure_failure is not None and self.measure_failure[0] in names:
-            panel.show_failure(*self.measure_failure)
-            return
-        peak, snapshot, available = self.measured, self.snapshot, self.available
-        if peak is None or peak.model not in names or snapshot is None or available is None:
-            panel.clear()
-            return
-        try:
-            estimate = peak_estimate(peak, snapshot, self.state, available)
-        except Exception:  # an estimate that raises is already shown in the breakdown
-            panel.clear()
-            return
-        panel.show_result(peak, estimate)
+        self.measurements.paint(
+            self.query_one(MeasuredPanel),
+            self._model_names(),
+            self._estimate_for,
+            self.deps.clock(),
+        )
 
     def _show_outputs_cleared(self) -> None:
         self.estimate = None
@@ -504,53 +487,38 @@ class ExplorerScreen(Screen[None]):
         if self.run is not None:
             self.cancel_measurement()
             return
-        request = measure_request(self.state, self.entry, self.models_dirs)
-        self.measure_failure = None
-        self._run_started = self.deps.clock()
-        self._run_progress, self._run_notice = None, ""
-        self.run = MeasureRun(request, self.deps.start_measurement, self)
-        self.run.begin()
-        self._run_timer = self.set_interval(0.5, self._show_measured)
+        try:
+            request = measure_request(self.state, self.entry, self.models_dirs)
+        except ValueError as exc:  # a request the launcher would refuse: say so in place
+            failure = MeasurementFailure(FailureKind.INTERNAL, f"cannot measure: {exc}")
+            self.measurements.fail(self.state.model, failure)
+            self._show_measured()
+            return
+        run = MeasureRun(request, self.deps.start_measurement, self)
+        self.measurements.begin(run, self.deps.clock())
+        run.begin()
+        self._run_timer = self.set_interval(0.5, self._show_measured)  # the seconds so far
         self._show_measured()
 
     def cancel_measurement(self) -> None:
         """Kill the run in flight (if any) and say so in place."""
-        run = self.run
-        if run is None:
-            return
-        run.cancel()
-        self._end_run()
-        failure = MeasurementFailure(
-            FailureKind.CANCELLED, "the measurement was cancelled and its process killed"
-        )
-        self.measure_failure = (run.request.model, failure)
+        self.measurements.cancel()
+        self._stop_run_timer()
         self._show_measured()
 
-    def _end_run(self) -> None:
-        self.run = None
+    def _stop_run_timer(self) -> None:
         if self._run_timer is not None:
             self._run_timer.stop()
             self._run_timer = None
 
     def on_measure_event_message(self, message: MeasureEventMessage) -> None:
-        run = self.run
-        if run is None or message.run_id != run.id:
-            return  # a cancelled run's late word
-        event = message.event
-        if isinstance(event, MeasureProgress):
-            self._run_progress = event
-        elif isinstance(event, MeasureNotice):
-            self._run_notice = event.message
-        elif isinstance(event, MeasureResult):
-            self._end_run()
-            self.measured = event.peak
-            self.read_history()  # the launcher has appended the result
-            self.recompute()
+        if not self.measurements.apply(message.run_id, message.event):
+            self._show_measured()
             return
-        elif isinstance(event, MeasureFailed):
-            self._end_run()
-            self.measure_failure = (run.request.model, event.failure)
-        self._show_measured()
+        self._stop_run_timer()
+        if self.measurements.failure is None:
+            self.read_history()  # the launcher has appended the result
+        self.recompute()
 
     def action_history(self) -> None:
         """Show the past runs (re-read from the file in the background)."""
