@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core import catalog as catalog_module
+from core import catalog_sources as catalog_module
 from core.catalog import build_catalog
 from core.hf_cache import _import_hub, repo_folder_name, write_cache_file, write_ref
 from core.profiles import PROFILE_DIR, Profile, list_profile_ids, load_profile, write_skeleton
