@@ -16,9 +16,15 @@ from pathlib import Path
 
 from core.available import MEMORY_LIMIT_ENV, AvailableMemory, resolve_available_memory
 from core.backend import Backend, BackendChoice, detect_backend
-from core.catalog import Catalog, CatalogEntry, build_catalog, entry_snapshot, resolve_entry
+from core.catalog import (
+    Catalog,
+    CatalogEntry,
+    build_catalog,
+    entry_snapshot,
+    match_entry,
+    resolve_entry,
+)
 from core.environment import read_env
-from core.errors import ModelNotFoundError
 from core.history import HistoryStore
 from core.model import ModelSnapshot
 from tui.measure_run import StartMeasurement, start_with_hip_backend
@@ -89,10 +95,7 @@ def builtin_deps(
         return build_catalog(include_hf_cache=False, env={})
 
     def resolve(name: str) -> CatalogEntry:
-        for entry in catalog().entries:
-            if entry.name == name:
-                return entry
-        raise ModelNotFoundError(name, "no built-in profile has that name")
+        return match_entry(catalog(), name)  # the CLI's rules and its closest-name errors
 
     return AppDeps(
         build_catalog=catalog,

@@ -105,7 +105,7 @@ async def test_an_unknown_model_on_the_command_line_shows_an_error_not_a_crash()
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         text = " ".join(breakdown_text(app).split())
-        assert "no-such/model: no built-in profile has that name" in text
+        assert "no-such/model: no such model: not a folder, not a built-in profile" in text
         await pick(pilot, "Qwen2.5-7B-Instruct-4bit")
         assert breakdown_bytes(app)["Weights"] > 0
 

@@ -7,10 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from core.errors import UsageError
-from core.estimate import parse_quant_hint
-from core.memory_size import parse_optional_memory_size
-from tui.commands.common import add_estimate_flags
+from tui.commands.common import add_estimate_flags, parse_memory_limit_flag, parse_quant_flag
 from tui.presets import preset_keys
 from tui.state import DEFAULT_MODEL, LaunchOptions
 
@@ -36,18 +33,8 @@ def add_launch_flags(p: argparse.ArgumentParser) -> None:
 
 def launch_options(args: argparse.Namespace) -> LaunchOptions:
     """Validate the flags (one-line usage errors) and build the app's starting options."""
-    try:
-        quant = parse_quant_hint(args.quant)
-    except ValueError as exc:
-        raise UsageError("--quant", str(exc).removeprefix("--quant: ")) from None
-    limit = None
-    if args.memory_limit is not None:
-        limit = parse_optional_memory_size(args.memory_limit)
-        if limit is None and args.memory_limit.strip().lower() not in ("", "0", "none"):
-            raise UsageError(
-                "--memory-limit",
-                f"'{args.memory_limit}' is not a size (e.g. 64GB, 512M, 1073741824)",
-            )
+    quant = parse_quant_flag(args.quant)
+    limit = parse_memory_limit_flag(args.memory_limit)
     return LaunchOptions(
         model=args.model,
         max_tokens=args.max_tokens,

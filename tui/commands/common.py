@@ -8,7 +8,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from core.backend import BACKEND_CHOICES
-from core.estimate import DEFAULT_CTX_LEN
+from core.errors import UsageError
+from core.estimate import DEFAULT_CTX_LEN, QuantHint, parse_quant_hint
+from core.memory_size import parse_optional_memory_size
 
 
 def int_at_least(flag: str, minimum: int) -> Callable[[str], int]:
@@ -89,6 +91,24 @@ def add_model_source_flags(p: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="a folder of model folders to search (repeatable; also VRAMSCOPE_MODELS_DIR)",
     )
+
+
+def parse_quant_flag(text: str) -> QuantHint:
+    """`--quant`: mlxcel's aliases, or a one-line usage error."""
+    try:
+        return parse_quant_hint(text)
+    except ValueError as exc:
+        raise UsageError("--quant", str(exc).removeprefix("--quant: ")) from None
+
+
+def parse_memory_limit_flag(text: str | None) -> int | None:
+    """`--memory-limit`: a size, or 0/none for "not set"; anything else is a usage error."""
+    if text is None:
+        return None
+    limit = parse_optional_memory_size(text)
+    if limit is None and text.strip().lower() not in ("", "0", "none"):
+        raise UsageError("--memory-limit", f"'{text}' is not a size (e.g. 64GB, 512M, 1073741824)")
+    return limit
 
 
 def warn(lines: Sequence[str]) -> None:

@@ -9,11 +9,14 @@ from core import __version__
 from core.backend import resolve_backend
 from core.catalog import resolve_model
 from core.environment import read_env, resolve_settings
-from core.errors import UsageError
-from core.estimate import Workload, estimate, parse_quant_hint
-from core.memory_size import parse_optional_memory_size
+from core.estimate import Workload, estimate
 from core.report import DOES_NOT_FIT_NOTE, format_estimate, inspect_report, to_json_pretty
-from tui.commands.common import add_estimate_flags, warn
+from tui.commands.common import (
+    add_estimate_flags,
+    parse_memory_limit_flag,
+    parse_quant_flag,
+    warn,
+)
 
 
 def register(sub: Any) -> None:
@@ -33,22 +36,9 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def parse_memory_limit_flag(text: str | None) -> int | None:
-    """`--memory-limit`: a size, or 0/none for "not set"; anything else is a usage error."""
-    if text is None:
-        return None
-    limit = parse_optional_memory_size(text)
-    if limit is None and text.strip().lower() not in ("", "0", "none"):
-        raise UsageError("--memory-limit", f"'{text}' is not a size (e.g. 64GB, 512M, 1073741824)")
-    return limit
-
-
 def run(args: argparse.Namespace) -> int:
     """`vramscope inspect`: the banner (or JSON) for one model."""
-    try:
-        quant = parse_quant_hint(args.quant)
-    except ValueError as exc:
-        raise UsageError("--quant", str(exc).removeprefix("--quant: ")) from None
+    quant = parse_quant_flag(args.quant)
     memory_limit = parse_memory_limit_flag(args.memory_limit)
     choice = resolve_backend(args.backend)
     resolved = resolve_settings(
