@@ -19,6 +19,10 @@ DEFAULT_PROMPT_TOKENS = 512
 DEFAULT_GEN_TOKENS = 128
 DEFAULT_WARMUP_TOKENS = 20
 DEVICE_CHOICES = ("auto", "rocm", "cuda", "cpu")
+ENGINE_CHOICES = ("torch", "mlx")
+"""Measuring engines: vramscope's torch decoder (`hip_backend`, emulating MLX-ROCm's
+in-flight queue) and real MLX through mlx-lm (the ground truth)."""
+DEFAULT_ENGINE = "torch"
 
 
 class FailureKind(enum.Enum):
@@ -113,6 +117,9 @@ class MeasuredPeak:
     """Where `device_used_delta_bytes` came from (sysfs, amdsmi, cudaMemGetInfo)."""
     family: str | None = None
     """The decoder family the engine ran (`llama`, `qwen3_moe`, ...)."""
+    engine: str = DEFAULT_ENGINE
+    """Which engine produced the peak: `torch` or `mlx` (see ENGINE_CHOICES). Records
+    written before engines existed are torch's."""
 
     @property
     def context_tokens(self) -> int:
@@ -189,6 +196,8 @@ class MeasureRequest:
     so a CPU run that would not fit fails as out of memory instead of swapping."""
     timeout_s: float | None = None
     """Kill the run after this many seconds (None: no limit)."""
+    engine: str = DEFAULT_ENGINE
+    """`torch` (vramscope's decoder) or `mlx` (mlx-lm in the child)."""
 
     def __post_init__(self) -> None:
         for name in ("prompt_tokens", "gen_tokens", "warmup_tokens"):
@@ -199,6 +208,8 @@ class MeasureRequest:
             raise ValueError("prompt_tokens must be at least 1")
         if self.device not in DEVICE_CHOICES:
             raise ValueError(f"device must be one of {', '.join(DEVICE_CHOICES)}")
+        if self.engine not in ENGINE_CHOICES:
+            raise ValueError(f"engine must be one of {', '.join(ENGINE_CHOICES)}")
 
     @property
     def context_tokens(self) -> int:
