@@ -57,3 +57,7 @@ def describe_os_error(exc: OSError) -> str:
     if exc.strerror:
         return exc.strerror[0].lower() + exc.strerror[1:]
     return str(exc) or type(exc).__name__
+
+
+class ShardingError(VramscopeError):
+    """A tensor- or pipeline-parallel plan mlx-lm could not run (family, sizes, heads)."""

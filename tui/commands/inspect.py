@@ -11,6 +11,7 @@ from core.catalog import resolve_model
 from core.environment import read_env, resolve_settings
 from core.estimate import Workload, estimate
 from core.report import DOES_NOT_FIT_NOTE, format_estimate, inspect_report, to_json_pretty
+from tui.commands._parallel import add_parallel_flags, parallel_plan, run_parallel
 from tui.commands.common import (
     add_estimate_flags,
     parse_memory_limit_flag,
@@ -33,12 +34,15 @@ def register(sub: Any) -> None:
     )
     add_estimate_flags(p)
     p.add_argument("--json", action="store_true", help="print the JSON report")
+    add_parallel_flags(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """`vramscope inspect`: the banner (or JSON) for one model."""
     quant = parse_quant_flag(args.quant)
+    if parallel_plan(args) is not None:
+        return run_parallel(args, quant)
     memory_limit = parse_memory_limit_flag(args.memory_limit)
     choice = resolve_backend(args.backend)
     resolved = resolve_settings(

@@ -1,0 +1,290 @@
+"""Per-rank estimates for tensor- and pipeline-parallel MLX loads (vramscope's own terms).
+
+For each rank r of a plan over N ranks, the single-device formula is applied to
+what that rank holds, following mlx-lm's sharding (core/sharding.py):
+
+    W_r = bytes of the tensors rank r loads (sharded tensors divided along their
+          split axis, replicated tensors whole; pipeline: its layers + every
+          non-layer tensor)
+    K_r = KV of its KV heads (TP: KVH/N per layer) or of its layers (PP)
+    O_r = trunc((W_r + K_r) * (factor - 1))
+    A_r = activation for its shapes (TP: intermediate/N; PP: the full shapes,
+          and every stage computes the logits)
+    I_r = the in-flight budget, once per ROCm device (0 elsewhere)
+    total_r = W_r + K_r + O_r + A_r + I_r      (saturating)
+
+Each rank has its own available memory; the plan fits when every rank fits.
+The single-device estimate (core/estimate.py) is untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from core.activation import ActivationDims, compute_activation_bytes
+from core.config import NUM_HEADS_KEYS, get_u64
+from core.errors import ShardingError
+from core.estimate import EstimateSettings, MemoryEstimate, Workload, estimate
+from core.headroom import compute_runtime_headroom
+from core.kv_cache import KvArch, KvGroup, KvKind, attn_dims, kv_term
+from core.memory_size import parse_optional_memory_size
+from core.model import ModelSnapshot
+from core.safetensors_header import tensor_bytes
+from core.sharding import (
+    HeadCounts,
+    ParallelKind,
+    ShardRule,
+    check_family,
+    check_heads,
+    layer_of,
+    mlx_lm_family,
+    pipeline_ranges,
+    rank_tensor_bytes,
+    tensor_rule,
+)
+from core.units import sat_add
+
+Tensor = tuple[str, str, tuple[int, ...]]
+MAX_RANKS = 8
+
+
+@dataclass(frozen=True)
+class ParallelPlan:
+    """N ranks of one kind (tensor or pipeline parallel)."""
+
+    kind: ParallelKind
+    ranks: int
+
+    def __post_init__(self) -> None:
+        if not 2 <= self.ranks <= MAX_RANKS:
+            raise ShardingError(
+                f"--{self.kind.value}: expected 2 to {MAX_RANKS} ranks, got {self.ranks}"
+            )
+
+    @property
+    def flag(self) -> str:
+        """`--tp 2` / `--pp 2`."""
+        return f"--{self.kind.value} {self.ranks}"
+
+
+@dataclass(frozen=True)
+class RankEstimate:
+    """One rank's terms (as a single-device estimate of what it holds) and its share."""
+
+    rank: int
+    estimate: MemoryEstimate
+    sharded_weight_bytes: int
+    """Bytes of the tensors split across ranks that this rank holds."""
+    replicated_weight_bytes: int
+    """Bytes of the tensors every rank holds whole."""
+    layers: tuple[int, int] | None
+    """[start, end) of its decoder layers under PP; None under TP (every layer)."""
+    kv_heads: int | None
+    """KV heads per layer this rank caches (TP: KVH / N)."""
+    kv_arch: KvArch
+    """This rank's KV layout (for per-token figures)."""
+
+
+@dataclass(frozen=True)
+class ParallelEstimate:
+    """Every rank's estimate and the plan's verdict."""
+
+    plan: ParallelPlan
+    family: str
+    ranks: tuple[RankEstimate, ...]
+    single: MemoryEstimate
+    """The single-device estimate of the same model and workload (mlxcel's)."""
+
+    @property
+    def fits(self) -> bool:
+        """The plan fits when every rank fits."""
+        return all(r.estimate.fits for r in self.ranks)
+
+    @property
+    def total_bytes(self) -> int:
+        """Sum of the ranks' totals."""
+        return sat_add(*(r.estimate.total_bytes for r in self.ranks))
+
+    @property
+    def available_bytes(self) -> int:
+        """Sum of the ranks' available memory."""
+        return sat_add(*(r.estimate.available_bytes for r in self.ranks))
+
+    @property
+    def weights_bytes(self) -> int:
+        """Sum of the ranks' weights (replicated tensors counted on every rank)."""
+        return sat_add(*(r.estimate.weights_bytes for r in self.ranks))
+
+    @property
+    def kv_bytes(self) -> int:
+        """Sum of the ranks' KV."""
+        return sat_add(*(r.estimate.kv_bytes for r in self.ranks))
+
+    @property
+    def failing_ranks(self) -> tuple[int, ...]:
+        """Ranks that do not fit."""
+        return tuple(r.rank for r in self.ranks if not r.estimate.fits)
+
+
+def parse_rank_limits(text: str | None, ranks: int) -> list[int] | None:
+    """`--memory-limit SIZE[,SIZE...]`: one size for every rank or one per rank."""
+    if text is None or text.strip().lower() in ("", "0", "none"):
+        return None
+    parts = [p.strip() for p in text.split(",")]
+    sizes: list[int] = []
+    for part in parts:
+        size = parse_optional_memory_size(part)
+        if not size:
+            raise ShardingError(
+                f"--memory-limit: '{part}' is not a size (e.g. 24GB, 512M, 1073741824)"
+            )
+        sizes.append(size)
+    if len(sizes) == 1:
+        return sizes * ranks
+    if len(sizes) != ranks:
+        raise ShardingError(
+            f"--memory-limit: {len(sizes)} sizes for {ranks} ranks (give one, or one per rank)"
+        )
+    return sizes
+
+
+def _standard_kv(model: ModelSnapshot, kind: ParallelKind) -> KvArch:
+    arch = model.kv_arch
+    if arch is None:
+        raise ShardingError(
+            f"{kind.label}: the KV architecture is unavailable (config.json lacks the fields)"
+        )
+    if arch.kind is not KvKind.STANDARD:
+        raise ShardingError(
+            f"{kind.label}: per-rank KV for {arch.kind.value} is not modelled "
+            "(standard attention only)"
+        )
+    return arch
+
+
+def _heads(model: ModelSnapshot) -> HeadCounts:
+    assert model.config is not None  # checked by the family lookup
+    dims = attn_dims(model.config.text)
+    heads = max(get_u64(model.config.text, NUM_HEADS_KEYS) or 1, 1)
+    if dims is None:
+        raise ShardingError("tensor parallel: config.json has no hidden size or head_dim")
+    return HeadCounts(heads, dims[0])
+
+
+def _rank_estimate(
+    weights: int,
+    arch: KvArch,
+    dims: ActivationDims | None,
+    workload: Workload,
+    settings: EstimateSettings,
+    available: int,
+    model: ModelSnapshot,
+) -> MemoryEstimate:
+    kv = kv_term(arch, workload.max_tokens, workload.kv_int8, workload.batch)
+    overhead = compute_runtime_headroom(sat_add(weights, kv.bytes), settings.headroom_factor)
+    activation = compute_activation_bytes(
+        dims, workload.max_tokens, workload.batch, settings.activation_mult
+    )
+    inflight = settings.backend_inflight_bytes  # one budget per ROCm device
+    headroom = sat_add(overhead, activation, inflight)
+    return MemoryEstimate(
+        weights_bytes=weights,
+        weights_source=model.weights.source,
+        kv=kv,
+        activation_bytes=activation,
+        allocator_overhead_bytes=overhead,
+        backend_inflight_bytes=inflight,
+        runtime_headroom_bytes=headroom,
+        total_bytes=sat_add(weights, kv.bytes, headroom),
+        available_bytes=available,
+        headroom_factor=settings.headroom_factor,
+        workload=workload,
+    )
+
+
+def estimate_parallel(
+    model: ModelSnapshot,
+    tensors: Sequence[Tensor],
+    plan: ParallelPlan,
+    workload: Workload,
+    settings: EstimateSettings,
+    rank_available: Sequence[int] | None = None,
+) -> ParallelEstimate:
+    """Each rank's estimate under mlx-lm's sharding (ShardingError when it cannot run)."""
+    if model.config is None:
+        raise ShardingError(f"{plan.kind.label}: no config.json, so the family is unknown")
+    family = mlx_lm_family(model.config.raw_model_type)
+    check_family(family, plan.kind)
+    if not tensors:
+        raise ShardingError(
+            f"{plan.kind.label}: no tensor shapes to split (no safetensors headers)"
+        )
+    available = list(rank_available) if rank_available else [settings.available.bytes] * plan.ranks
+    if len(available) != plan.ranks:
+        raise ShardingError(f"{len(available)} available-memory values for {plan.ranks} ranks")
+    arch = _standard_kv(model, plan.kind)
+    n = plan.ranks
+    out: list[RankEstimate] = []
+    if plan.kind is ParallelKind.TENSOR:
+        heads = _heads(model)
+        check_heads(heads, n)
+        sharded = replicated = 0
+        for name, dtype, shape in tensors:
+            size = rank_tensor_bytes(name, dtype, shape, n)
+            if tensor_rule(name) is ShardRule.REPLICATED:
+                replicated = sat_add(replicated, size)
+            else:
+                sharded = sat_add(sharded, size)
+        groups = tuple(replace(g, elems_per_token=g.elems_per_token // n) for g in arch.groups)
+        rank_arch = KvArch(
+            arch.kind, groups, f"{arch.detail}; {heads.kv_heads // n} of {heads.kv_heads} KV heads"
+        )
+        dims = model.activation_dims
+        if dims is not None:
+            dims = replace(dims, intermediate=dims.intermediate // n)
+        for r in range(n):
+            est = _rank_estimate(
+                sat_add(sharded, replicated),
+                rank_arch,
+                dims,
+                workload,
+                settings,
+                available[r],
+                model,
+            )
+            out.append(
+                RankEstimate(r, est, sharded, replicated, None, heads.kv_heads // n, rank_arch)
+            )
+    else:
+        layer_count = sum(g.layers for g in arch.groups)
+        ranges = pipeline_ranges(layer_count, n)
+        per_layer: dict[int, int] = {}
+        replicated = 0
+        for name, dtype, shape in tensors:
+            layer = layer_of(name)
+            size = tensor_bytes(dtype, shape)
+            if layer is None:
+                replicated = sat_add(replicated, size)
+            else:
+                per_layer[layer] = sat_add(per_layer.get(layer, 0), size)
+        elems = arch.groups[0].elems_per_token
+        for r, (start, end) in enumerate(ranges):
+            own = sat_add(*(per_layer.get(i, 0) for i in range(start, end)))
+            rank_arch = KvArch(
+                arch.kind,
+                (KvGroup(end - start, elems, None),),
+                f"standard attention (layers {start}-{end - 1} of {layer_count}, full context)",
+            )
+            est = _rank_estimate(
+                sat_add(own, replicated),
+                rank_arch,
+                model.activation_dims,
+                workload,
+                settings,
+                available[r],
+                model,
+            )
+            out.append(RankEstimate(r, est, own, replicated, (start, end), None, rank_arch))
+    single = estimate(model, workload, settings)
+    return ParallelEstimate(plan, family, tuple(out), single)
