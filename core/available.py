@@ -20,7 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from core.backend import Backend
+from core.display_text import shorten
 from core.memory_size import is_explicitly_unset, parse_optional_memory_size
+from core.numbers import decimal_to_int
 from core.units import GIB, MIB
 
 MEMORY_LIMIT_ENV = "MLXCEL_MEMORY_LIMIT"
@@ -120,8 +122,9 @@ def parse_meminfo(text: str) -> int | None:
         for key in ("MemAvailable:", "MemTotal:"):
             if line.startswith(key):
                 fields = line[len(key) :].split()
-                if fields and fields[0].isascii() and fields[0].isdigit():
-                    values[key] = int(fields[0]) * 1024
+                kib = decimal_to_int(fields[0]) if fields and fields[0].isascii() else None
+                if kib is not None and fields[0].isdigit():
+                    values[key] = kib * 1024
     return values.get("MemAvailable:") or values.get("MemTotal:")
 
 
@@ -153,7 +156,7 @@ def resolve_available_memory(
             return AvailableMemory(limit, MEMORY_LIMIT_ENV)
         if not is_explicitly_unset(env_limit):
             warning = (
-                f'ignoring {MEMORY_LIMIT_ENV}="{env_limit}" (not a size such as 64GB, '
+                f'ignoring {MEMORY_LIMIT_ENV}="{shorten(env_limit)}" (not a size such as 64GB, '
                 "512M or 1073741824)"
             )
     device = device_probe(backend)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.display_text import shorten
+from core.numbers import decimal_to_int
 from core.units import MIB, U64_MAX
 
 ROCM_MAX_INFLIGHT_ENV = "MLX_ROCM_MAX_INFLIGHT_MB"
@@ -43,8 +45,8 @@ def parse_inflight_mb(raw: str | None) -> int | None:
     digits = raw[i:]
     if not digits or not all(c in _DIGITS for c in digits):
         return None  # nothing parsed (`end == e`) or trailing bytes (`*end != '\0'`)
-    magnitude = int(digits)
-    if magnitude > U64_MAX:
+    magnitude = decimal_to_int(digits)
+    if magnitude is None or magnitude > U64_MAX:
         return None  # ERANGE
     value = (-magnitude) % (1 << 64) if negative else magnitude  # strtoull negates mod 2^64
     if value > MAX_ACCEPTED_INFLIGHT_MB:
@@ -81,7 +83,7 @@ class InflightBudget:
         if not self.invalid:
             return None
         return (
-            f'ignoring invalid {self.origin}="{self.raw}" (expected a non-negative '
+            f'ignoring invalid {self.origin}="{shorten(self.raw or "")}" (expected a non-negative '
             f"integer of MiB); using {ROCM_DEFAULT_MAX_INFLIGHT_MB}"
         )
 

@@ -40,6 +40,8 @@ class CatalogEntry:
     profile_id: str | None = None
     refs: tuple[str, ...] = ()
     """HF cache refs pointing at that snapshot (`main`, ...)."""
+    warnings: tuple[str, ...] = ()
+    """What was wrong with the folder's files (the estimate's warning lines)."""
 
     @property
     def origin_label(self) -> str:

@@ -40,6 +40,7 @@ from core.hf_cache import (
 )
 from core.model import ModelSnapshot, check_model_dir, read_model_dir, snapshot_from_config
 from core.model_format import describe_format
+from core.numbers import decimal_to_int
 from core.profiles import load_profile, profile_snapshot
 from core.safetensors_header import DTYPE_ITEMSIZE
 from core.weights import (
@@ -47,7 +48,7 @@ from core.weights import (
     INDEX_SIZE_CAP,
     WeightsSource,
     WeightsTerm,
-    is_plain_file_name,
+    is_acceptable_shard_name,
     read_index_shards,
 )
 
@@ -101,7 +102,7 @@ def _index_shards(path: Path) -> tuple[str, ...]:
     weight_map = index.get("weight_map") if isinstance(index, dict) else None
     if not isinstance(weight_map, dict):
         return ()
-    names = {v for v in weight_map.values() if isinstance(v, str) and is_plain_file_name(v)}
+    names = {v for v in weight_map.values() if isinstance(v, str) and is_acceptable_shard_name(v)}
     return tuple(sorted(names))
 
 
@@ -177,9 +178,9 @@ def _dtype_bytes(path: Path, files: Sequence[str]) -> dict[str, int]:
         size = DTYPE_ITEMSIZE.get(dtype.decode())
         if size is not None:
             key = dtype.decode()
-            out[key] = out.get(key, 0) + size * math.prod(
-                int(d) for d in dims.split(b",") if d.strip()
-            )
+            shape = [decimal_to_int(d.strip().decode()) for d in dims.split(b",") if d.strip()]
+            if all(d is not None for d in shape):
+                out[key] = out.get(key, 0) + size * math.prod(d for d in shape if d is not None)
     return out
 
 
@@ -228,6 +229,7 @@ def _entry_from_snapshot(
         path=path,
         revision=revision,
         refs=refs,
+        warnings=snap.warnings,
     )
 
 
@@ -293,6 +295,8 @@ def _listed_model(
         snap, files = _read_folder(path, name, names)
     except ModelError as exc:
         return skip(exc.problem)
+    except MemoryError:
+        return skip("out of memory while reading its headers")
     if INDEX_FILE in names and snap.weights.files != (INDEX_FILE,):
         # The index was not usable: a partial download if shards it lists are missing.
         shards = _index_shards(path)

@@ -1,6 +1,6 @@
 """Reading `config.json` the way mlxcel reads it: typed lookups over field aliases.
 
-Every read goes through `text_config` when it is a JSON object (VLM nesting), and
+Every read goes through `text_config` when the key is present (VLM nesting), and
 takes the first alias whose value has the right JSON type; a `null`, float, string
 or boolean where an unsigned integer is expected counts as absent.
 """
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from typing import Any
 
 from core.activation import ActivationDims
 from core.errors import ConfigError, describe_os_error
+from core.numbers import decimal_to_int
 from core.units import U64_MAX, sat_mul
 
 CONFIG_FILE = "config.json"
@@ -36,6 +38,33 @@ HEAD_DIM_KEYS = ("head_dim", "head_size")
 INTERMEDIATE_SIZE_KEYS = ("intermediate_size", "ffn_dim", "ffn_hidden_size")
 EXPERT_COUNT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts")
 MULTI_QUERY_KEY = "multi_query"
+_ALL_ALIAS_LISTS = (
+    LAYER_COUNT_KEYS,
+    HIDDEN_SIZE_KEYS,
+    NUM_HEADS_KEYS,
+    NUM_KV_HEADS_KEYS,
+    HEAD_DIM_KEYS,
+    INTERMEDIATE_SIZE_KEYS,
+    EXPERT_COUNT_KEYS,
+)
+
+# Every field the estimate reads as an unsigned integer (beside the alias lists).
+OTHER_U64_KEYS = (
+    "vocab_size",
+    "kv_lora_rank",
+    "qk_rope_head_dim",
+    "qk_nope_head_dim",
+    "v_head_dim",
+    "sliding_window",
+    "sliding_window_pattern",
+    "attn_layer_period",
+    "attn_layer_offset",
+    "full_attention_interval",
+    "attention_window_size",
+)
+# `null` is common and harmless in optional fields (`"sliding_window": null`); it is
+# only worth a warning where the estimate then loses the model's size.
+_REQUIRED_ALIAS_LISTS = (HIDDEN_SIZE_KEYS, LAYER_COUNT_KEYS)
 
 # Families whose inspect report carries the paged-decode workspace reserve.
 PER_SLOT_OVERHEAD_FAMILIES = frozenset({"llama", "llama4", "qwen3", "qwen3_5", "gemma3"})
@@ -89,13 +118,17 @@ class ModelConfig:
     root: JsonObject
     """The whole JSON object."""
     text: JsonObject = field(repr=False)
-    """`root["text_config"]` when it is an object, else `root`."""
+    """`root["text_config"]` when present (an empty view unless an object), else `root`."""
 
     @classmethod
     def from_dict(cls, root: JsonObject) -> ModelConfig:
         """Wrap a decoded JSON object."""
-        text = root.get("text_config")
-        return cls(root=root, text=text if isinstance(text, Mapping) else root)
+        if "text_config" not in root:
+            return cls(root=root, text=root)
+        text = root["text_config"]
+        # A present text_config is used whatever its type; mlxcel's `get` on a
+        # null, array, string or number finds nothing, so neither do we.
+        return cls(root=root, text=text if isinstance(text, Mapping) else {})
 
     @property
     def model_type(self) -> str:
@@ -126,6 +159,26 @@ class ModelConfig:
         """Typed lookup on the text view."""
         return get_u64(self.text, keys)
 
+    def mistyped_fields(self) -> list[str]:
+        """`key (value)` for each size field mlxcel's typed lookups skip as absent.
+
+        Strings, booleans, floats, negatives and out-of-range integers are listed;
+        `null` only for hidden size and layer count when no alias gives them.
+        """
+        found: list[str] = []
+        for keys in (*_ALL_ALIAS_LISTS, *((k,) for k in OTHER_U64_KEYS)):
+            required = keys in _REQUIRED_ALIAS_LISTS
+            for key in keys:
+                if key not in self.text:
+                    continue
+                value = self.text[key]
+                if as_u64(value) is not None:
+                    continue
+                if value is None and not (required and get_u64(self.text, keys) is None):
+                    continue
+                found.append(f"{key} ({_short_json(value)})")
+        return found
+
     def activation_dims(self) -> ActivationDims | None:
         """Hidden, intermediate (default 4 x hidden) and vocab (default 0) sizes."""
         hidden = self.u64(*HIDDEN_SIZE_KEYS)
@@ -144,6 +197,14 @@ class ModelConfig:
         return self.u64("max_position_embeddings", "n_positions", "max_seq_len", "seq_length")
 
 
+def _short_json(value: Any) -> str:
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):  # pragma: no cover - decoded JSON always re-encodes
+        text = repr(value)
+    return text if len(text) <= 24 else text[:21] + "..."
+
+
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
@@ -151,24 +212,91 @@ def _reject_constant(name: str) -> Any:
 def _strict_float(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
-        raise ValueError(f"number {text} is out of range")
+        raise ValueError(f"number {text[:32]} is out of range")
     return value
 
 
+_I64_MIN_MAGNITUDE = 1 << 63
+
+
+def _serde_int(text: str) -> int | float:
+    """An integer literal as serde_json types it.
+
+    u64 for non-negative values that fit, i64 for negative ones; `-0` and every
+    other integer becomes an f64, and one past the f64 range is an error.
+    """
+    negative = text.startswith("-")
+    magnitude = decimal_to_int(text[1:] if negative else text)
+    if magnitude is not None:
+        if not negative and magnitude <= U64_MAX:
+            return magnitude
+        if negative and 0 < magnitude <= _I64_MIN_MAGNITUDE:
+            return -magnitude
+    return _strict_float(text)
+
+
+# serde_json refuses the 128th level of nested arrays and objects.
+SERDE_MAX_DEPTH = 127
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _serde_rule_broken(value: Any, text: str) -> str | None:
+    """What serde_json would refuse in a decoded value that Python's json accepted."""
+    containers = text.count("[") + text.count("{")
+    if containers <= SERDE_MAX_DEPTH and not _SURROGATE_ESCAPE.search(text):
+        return None  # the common case: nothing to walk
+    check_strings = _SURROGATE_ESCAPE.search(text) is not None
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+            if check_strings and any(not _is_utf8(k) for k in item):
+                return "a lone surrogate escape"
+        elif isinstance(item, list):
+            children = item
+        else:
+            if check_strings and isinstance(item, str) and not _is_utf8(item):
+                return "a lone surrogate escape"
+            continue
+        if depth > SERDE_MAX_DEPTH:
+            return f"nesting deeper than {SERDE_MAX_DEPTH} levels"
+        stack.extend((child, depth + 1) for child in children)
+    return None
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def decode_json(data: bytes, what: str) -> Any:
-    """Decode JSON as serde_json would: UTF-8, no NaN/Infinity, finite floats."""
+    """Decode JSON as serde_json would: UTF-8, no NaN/Infinity, finite numbers,
+    at most 127 levels of nesting, no lone surrogate escapes, `-0` a float."""
     try:
         text = data.decode("utf-8")
+        value = json.loads(
+            text, parse_constant=_reject_constant, parse_float=_strict_float, parse_int=_serde_int
+        )
     except UnicodeDecodeError as exc:
         raise ValueError(f"{what} is not valid UTF-8 (byte {exc.start})") from None
-    try:
-        return json.loads(text, parse_constant=_reject_constant, parse_float=_strict_float)
     except json.JSONDecodeError as exc:
         raise ValueError(
             f"{what} is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
         ) from None
     except RecursionError:
-        raise ValueError(f"{what} nests too deeply") from None
+        raise ValueError(f"{what} is not valid JSON (nesting deeper than 127 levels)") from None
+    except ValueError as exc:  # from the number hooks: out of range, NaN, Infinity
+        raise ValueError(f"{what} is not valid JSON ({exc})") from None
+    except MemoryError:
+        raise ValueError(f"{what} is too large to decode in memory") from None
+    broken = _serde_rule_broken(value, text)
+    if broken is not None:
+        raise ValueError(f"{what} is not valid JSON for mlxcel ({broken})")
+    return value
 
 
 def read_small_file(path: Path, cap: int) -> bytes:

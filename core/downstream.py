@@ -18,7 +18,8 @@ from core.config import (
     ModelConfig,
 )
 from core.kv_cache import kv_cache_params
-from core.units import ceil_div, f64_to_u64, sat_mul, sat_sub
+from core.numbers import decimal_to_int
+from core.units import U64_MAX, ceil_div, f64_to_u64, sat_mul, sat_sub
 
 PAGED_V2_CONCURRENT_LAUNCHES = 2
 PAGED_V2_MAX_N_REP = 16
@@ -68,8 +69,9 @@ def parse_budget_directive(text: str) -> BudgetDirective:
         return BudgetDirective(BudgetDirectiveKind.DISABLED)
     if low == "auto":
         return BudgetDirective(BudgetDirectiveKind.AUTO)
-    if s.isascii() and s.isdigit():
-        return BudgetDirective(BudgetDirectiveKind.BYTES, int(s))
+    value = decimal_to_int(s) if s.isascii() and s.isdigit() else None
+    if value is not None and value <= U64_MAX:
+        return BudgetDirective(BudgetDirectiveKind.BYTES, value)
     raise ValueError(f"--kv-cache-budget: expected auto, none or a byte count, got '{text}'")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from core.display_text import shorten
 from core.numbers import parse_rust_f64, rust_trim
 from core.units import U64_MAX, f64_to_u64
 
@@ -38,7 +39,7 @@ def resolve_positive_float(raw: str | None, name: str, default: float) -> FloatS
         why = "not positive"
     else:
         return FloatSetting(value)
-    return FloatSetting(default, f'ignoring {name}="{raw}" ({why}); using {default:g}')
+    return FloatSetting(default, f'ignoring {name}="{shorten(raw)}" ({why}); using {default:g}')
 
 
 def resolve_headroom_factor(raw: str | None) -> FloatSetting:
@@ -47,10 +48,16 @@ def resolve_headroom_factor(raw: str | None) -> FloatSetting:
 
 
 def compute_runtime_headroom(base: int, factor: float) -> int:
-    """`trunc(float(base) * (factor - 1.0))`, or 0 for factors at or below 1."""
+    """`trunc(float(base) * (factor - 1.0))`, or 0 for factors at or below 1.
+
+    A product that overflows to infinity saturates at `U64_MAX`, as Rust's
+    `as u64` does. mlxcel returns 0 there (it checks `is_finite` first), which
+    would let `MLXCEL_HEADROOM_FACTOR=1e305` report a huge model as fitting;
+    issue 8 chose the saturated figure (docs/estimate.md, "Deliberate differences").
+    """
     if not math.isfinite(factor) or factor <= 1.0:
         return 0
     x = float(base) * (factor - 1.0)
-    if not math.isfinite(x) or x < 0.0:
+    if math.isnan(x) or x < 0.0:
         return 0
     return f64_to_u64(min(x, float(U64_MAX)))

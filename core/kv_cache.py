@@ -105,10 +105,24 @@ def attn_dims(text: JsonObject) -> tuple[int, int] | None:
     return kvh, hd
 
 
+def _count_multiples(start: int, stop: int, offset: int, period: int) -> int:
+    """Count i in [start, stop) with (i + offset) % period == 0, in O(1)."""
+    if stop <= start:
+        return 0
+    first = start + (-(start + offset)) % period
+    return 0 if first >= stop else (stop - 1 - first) // period + 1
+
+
 def _count_congruent(layers: int, offset: int, period: int) -> int:
-    """Count i in [0, layers) with (i + offset) % period == 0, in O(1)."""
-    first = (-offset) % period
-    return 0 if first >= layers else (layers - 1 - first) // period + 1
+    """Count i in [0, layers) with ((i + offset) mod 2^64) % period == 0.
+
+    mlxcel's release build adds on u64 and wraps: from i = 2^64 - offset on,
+    the sum starts again at 0.
+    """
+    wrap_at = (1 << 64) - offset
+    return _count_multiples(0, min(layers, wrap_at), offset, period) + _count_multiples(
+        wrap_at, layers, offset - (1 << 64), period
+    )
 
 
 def count_attention_layers(text: JsonObject, layers: int) -> int | None:

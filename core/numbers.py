@@ -17,6 +17,20 @@ _RUST_F64 = re.compile(
     r"[+-]?(?:(?i:inf|infinity|nan)|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"
 )
 _RUST_U64 = re.compile(r"\+?[0-9]+")
+U64_DIGITS = 20  # len(str(2**64 - 1)): more significant digits always overflow u64
+
+
+def decimal_to_int(digits: str, max_digits: int = U64_DIGITS) -> int | None:
+    """The value of a string of ASCII digits, or None past `max_digits` significant digits.
+
+    Leading zeros are free, as in Rust's and C's parsers; converting only short
+    strings keeps Python's integer-string limit (4300 digits) out of reach, so a
+    5000-digit variable is "not a number", never a traceback.
+    """
+    significant = digits.lstrip("0")
+    if len(significant) > max_digits:
+        return None
+    return int(significant) if significant else 0
 
 
 def parse_rust_f64(text: str) -> float | None:
@@ -33,8 +47,8 @@ def parse_rust_u64(text: str) -> int | None:
     """Parse like Rust's `text.parse::<u64>()`: optional `+`, ASCII digits, no overflow."""
     if not _RUST_U64.fullmatch(text):
         return None
-    value = int(text)
-    return value if value <= U64_MAX else None
+    value = decimal_to_int(text.removeprefix("+"))
+    return value if value is not None and value <= U64_MAX else None
 
 
 # Unicode White_Space, the set Rust's `str::trim` removes. Python's `str.strip()`

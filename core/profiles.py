@@ -27,6 +27,7 @@ from typing import Any
 
 from core.config import CONFIG_FILE, ModelConfig, decode_json
 from core.model import ModelSnapshot, snapshot_from_config
+from core.numbers import U64_DIGITS
 from core.safetensors_header import DTYPE_ITEMSIZE, tensor_bytes
 from core.units import sat_add, sat_mul
 from core.weights import INDEX_FILE, SINGLE_FILE, WeightsSource, WeightsTerm, weights_from_config
@@ -64,7 +65,7 @@ Row = Leaf | Repeat
 
 def _canonical_int(part: str) -> int | None:
     """The integer a name part spells, if it spells it canonically (`7`, not `07`)."""
-    if part.isdecimal() and part.isascii() and str(int(part)) == part:
+    if part.isdecimal() and part.isascii() and len(part) <= U64_DIGITS and str(int(part)) == part:
         return int(part)
     return None
 

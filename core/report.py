@@ -8,6 +8,7 @@ from decimal import Decimal
 from typing import Any
 
 from core.config import PER_SLOT_OVERHEAD_FAMILIES
+from core.display_text import clean_text, json_safe
 from core.downstream import paged_v2_workspace_reserve_bytes
 from core.estimate import MemoryEstimate, kv_bytes_per_token
 from core.model import ModelSnapshot
@@ -25,7 +26,7 @@ def format_estimate(display: str, est: MemoryEstimate) -> str:
     wl = est.workload
     out = [
         "=== Memory Estimate ===\n",
-        _line("Model:", display),
+        _line("Model:", clean_text(display)),
         _line("Context length:", f"{wl.max_tokens} tokens (batch = {wl.batch})"),
         _line("Quant hint:", wl.quant.text_label),
         _line("KV dtype:", wl.kv_cache_mode),
@@ -156,5 +157,9 @@ def _encode(value: Any, indent: int) -> str:
 
 
 def to_json_pretty(report: dict[str, Any]) -> str:
-    """`serde_json::to_string_pretty`: 2-space indent, UTF-8, ryu floats."""
-    return _encode(report, 0)
+    """`serde_json::to_string_pretty`: 2-space indent, UTF-8, ryu floats.
+
+    Strings holding bytes that are not UTF-8 (a folder name) are written with
+    those bytes as `\\xNN`, so the output is always valid UTF-8 JSON.
+    """
+    return _encode(json_safe(report), 0)

@@ -138,6 +138,7 @@ class HeaderInfo:
 
 def read_header_json(path: Path) -> tuple[Any, int, int]:
     """Read and decode one file's header; returns (header, header length, file size)."""
+    n = 0
     try:
         st = path.stat()
         if not stat.S_ISREG(st.st_mode):
@@ -160,6 +161,8 @@ def read_header_json(path: Path) -> tuple[Any, int, int]:
             data = fh.read(n)
     except OSError as exc:
         raise HeaderError(path, describe_os_error(exc)) from None
+    except MemoryError:
+        raise HeaderError(path, f"header length {n} is too large to read into memory") from None
     if len(data) < n:
         raise HeaderError(path, f"header length {n} runs past the end of the file")
     try:

@@ -8,11 +8,13 @@ and exit code 2; no traceback reaches the user.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 from collections.abc import Sequence
 from typing import NoReturn
 
 from core import __version__
+from core.display_text import clean_text
 from core.errors import VramscopeError
 from tui.commands import command_modules
 
@@ -23,7 +25,7 @@ class OneLineParser(argparse.ArgumentParser):
     """argparse with one-line errors (`vramscope inspect: error: ...`) and exit code 2."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+        self.exit(EXIT_USAGE, clean_text(f"{self.prog}: error: {message} (see --help)") + "\n")
 
 
 def build_parser() -> OneLineParser:
@@ -44,6 +46,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `vramscope` console script."""
     import sys
 
+    for stream in (sys.stdout, sys.stderr):
+        # A last line of defence: a folder name that is not UTF-8 is never a traceback.
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):
+                reconfigure(errors="backslashreplace")
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -55,7 +63,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             args = parser.parse_args(["explore"])
         return int(args.func(args))
     except VramscopeError as exc:
-        print(f"vramscope: error: {exc}", file=sys.stderr)
+        print(f"vramscope: error: {clean_text(str(exc))}", file=sys.stderr)
+        return EXIT_USAGE
+    except MemoryError:
+        print(
+            "vramscope: error: out of memory (a file in the model folder is too large?)",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130

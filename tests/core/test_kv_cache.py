@@ -285,9 +285,14 @@ def test_non_u64_values_are_skipped_as_absent(bad: Any) -> None:
     assert attn_dims(cfg.text) == (4, 16)
 
 
-def test_text_config_that_is_not_an_object_is_ignored() -> None:
-    cfg = ModelConfig.from_dict(dict(MINIMAL_CONFIG, text_config=[1, 2]))
-    assert kv(cfg, 8192).bytes == 1_073_741_824
+@pytest.mark.parametrize("text_config", [None, [], [1, 2], "llama", 7, True])
+def test_text_config_that_is_not_an_object_hides_every_field(text_config: Any) -> None:
+    # class of input: a present text_config of the wrong type. mlxcel's `get` on it
+    # finds nothing (spec 12.2), so the root's fields are not used either.
+    cfg = ModelConfig.from_dict(dict(MINIMAL_CONFIG, text_config=text_config))
+    term = kv(cfg, 8192)
+    assert (term.bytes, term.kind) == (0, None)
+    assert cfg.activation_dims() is None
 
 
 def test_model_type_falls_back_to_the_root() -> None:

@@ -8,21 +8,60 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from core.backend import BACKEND_CHOICES
+from core.display_text import clean_text
 from core.errors import UsageError
 from core.estimate import DEFAULT_CTX_LEN, QuantHint, parse_quant_hint
 from core.memory_size import parse_optional_memory_size
+from core.numbers import decimal_to_int
+from core.units import U64_MAX
+
+# Durations above a week are refused: timers cannot take inf, nan or 1e308 seconds.
+MAX_DURATION_S = 7 * 24 * 3600
 
 
-def int_at_least(flag: str, minimum: int) -> Callable[[str], int]:
-    """An argparse type: a decimal integer of at least `minimum`."""
+def _shown(text: str) -> str:
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def int_at_least(flag: str, minimum: int, maximum: int = U64_MAX) -> Callable[[str], int]:
+    """An argparse type: a decimal integer in [`minimum`, `maximum`] (u64 by default,
+    as mlxcel's flags are), never a traceback on a 5000-digit value."""
 
     def convert(text: str) -> int:
-        try:
-            value = int(text, 10)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got '{text}'") from None
+        digits = text.strip()
+        negative = digits.startswith("-")
+        digits = digits[1:] if digits[:1] in "+-" else digits
+        value = decimal_to_int(digits) if digits.isascii() and digits.isdigit() else None
+        if value is None and digits.isascii() and digits.isdigit():
+            raise argparse.ArgumentTypeError(f"must be at most {maximum}, got '{_shown(text)}'")
+        if value is None:
+            raise argparse.ArgumentTypeError(f"expected an integer, got '{_shown(text)}'")
+        value = -value if negative else value
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        if value > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum}, got {value}")
+        return value
+
+    convert.__name__ = flag
+    return convert
+
+
+def duration_seconds(flag: str) -> Callable[[str], float]:
+    """An argparse type: a finite number of seconds in (0, MAX_DURATION_S]."""
+
+    def convert(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected a number of seconds, got '{_shown(text)}'"
+            ) from None
+        if not 0 < value <= MAX_DURATION_S:  # also refuses nan and inf
+            raise argparse.ArgumentTypeError(
+                f"must be more than 0 and at most {MAX_DURATION_S} seconds (a week), "
+                f"got '{_shown(text)}'"
+            )
         return value
 
     convert.__name__ = flag
@@ -114,4 +153,4 @@ def parse_memory_limit_flag(text: str | None) -> int | None:
 def warn(lines: Sequence[str]) -> None:
     """Print warning lines to stderr, one line each."""
     for line in lines:
-        print(f"vramscope: warning: {line}", file=sys.stderr)
+        print(f"vramscope: warning: {clean_text(line)}", file=sys.stderr)

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from core.display_text import clean_text, json_safe
 from core.errors import UsageError
 from core.measurement import (
     DEFAULT_GEN_TOKENS,
@@ -27,7 +28,12 @@ from core.measurement import (
     MeasureRequest,
 )
 from core.memory_size import parse_optional_memory_size
-from tui.commands.common import add_model_source_flags, int_at_least
+from tui.commands.common import (
+    MAX_DURATION_S,
+    add_model_source_flags,
+    duration_seconds,
+    int_at_least,
+)
 
 EXIT_FAILED = 1
 
@@ -68,10 +74,10 @@ def add_run_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--timeout",
-        type=float,
+        type=duration_seconds("--timeout"),
         default=None,
         metavar="SECONDS",
-        help="kill a run that takes longer than this",
+        help=f"kill a run that takes longer than this (at most {MAX_DURATION_S} s, one week)",
     )
     p.add_argument(
         "--no-history",
@@ -125,9 +131,11 @@ def memory_cap(text: str | None) -> int | None:
 
 
 def check_timeout(value: float | None) -> float | None:
-    """`--timeout` must be positive."""
-    if value is not None and not value > 0:
-        raise UsageError("--timeout", f"must be a positive number of seconds, got {value}")
+    """`--timeout` must be a positive, finite number of seconds up to a week."""
+    if value is not None and not 0 < value <= MAX_DURATION_S:
+        raise UsageError(
+            "--timeout", f"must be between 0 and {MAX_DURATION_S} seconds, got {value}"
+        )
     return value
 
 
@@ -143,7 +151,7 @@ class ProgressLine:
     def __call__(self, event: MeasureEvent) -> None:
         if isinstance(event, MeasureNotice):
             self.clear()
-            print(f"vramscope: {event.message}", file=sys.stderr)
+            print(f"vramscope: {clean_text(event.message)}", file=sys.stderr)
         elif isinstance(event, MeasureProgress) and self.enabled:
             filled = round(event.fraction * self.WIDTH)
             bar = "#" * filled + "-" * (self.WIDTH - filled)
@@ -178,7 +186,9 @@ def request_from_args(args: argparse.Namespace, model: str, prompt_tokens: int) 
 
 def failure_line(failure: MeasurementFailure) -> str:
     """`vramscope: error: measurement failed (out of memory): ...`."""
-    return f"vramscope: error: measurement failed ({failure.kind.label}): {failure.message}"
+    return clean_text(
+        f"vramscope: error: measurement failed ({failure.kind.label}): {failure.message}"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -192,9 +202,10 @@ def run(args: argparse.Namespace) -> int:
     outcome = measure(prepared, progress, record_history=not args.no_history)
     progress.clear()
     if args.json:
-        print(json.dumps(outcome_json(outcome, prepared.estimate.total_bytes), indent=2))
+        document = outcome_json(outcome, prepared.estimate.total_bytes)
+        print(json.dumps(json_safe(document), indent=2, ensure_ascii=False))
     elif isinstance(outcome, MeasuredPeak):
-        print("\n".join(comparison_lines(outcome)))
+        print("\n".join(clean_text(line) for line in comparison_lines(outcome)))
     if isinstance(outcome, MeasurementFailure):
         print(failure_line(outcome), file=sys.stderr)
         return EXIT_FAILED

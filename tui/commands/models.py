@@ -14,6 +14,7 @@ from core.catalog import (
     CatalogEntry,
     build_catalog,
 )
+from core.display_text import clean_text, json_safe
 from core.units import format_bytes_short
 from core.weights import WeightsSource
 from tui.commands.common import add_model_source_flags
@@ -48,8 +49,8 @@ def entry_row(entry: CatalogEntry) -> tuple[str, ...]:
         where = "built-in profile"
     else:
         where = f"{entry.origin_label}: {entry.path}"
-    return (
-        entry.name,
+    row = (
+        entry.name + (" (!)" if entry.warnings else ""),
         entry.format_label,
         format_bytes_short(entry.weight_bytes),
         _SOURCE_WORDS.get(entry.weights_source, entry.weights_source.json_label),
@@ -58,6 +59,7 @@ def entry_row(entry: CatalogEntry) -> tuple[str, ...]:
         "yes" if entry.weights_on_disk else "no",
         where,
     )
+    return tuple(clean_text(cell) for cell in row)
 
 
 def format_table(rows: list[tuple[str, ...]]) -> list[str]:
@@ -83,6 +85,9 @@ def summary(catalog: Catalog) -> str:
     )
     if catalog.skipped:
         line += f"; {len(catalog.skipped)} skipped"
+    flagged = sum(1 for e in catalog.entries if e.warnings)
+    if flagged:
+        line += f"; {flagged} with file faults (!)"
     return line
 
 
@@ -109,6 +114,7 @@ def catalog_json(catalog: Catalog) -> dict[str, Any]:
                 "revision": e.revision,
                 "refs": list(e.refs),
                 "profile_id": e.profile_id,
+                "warnings": list(e.warnings),
             }
             for e in catalog.entries
         ],
@@ -122,16 +128,24 @@ def run(args: argparse.Namespace) -> int:
     """`vramscope models`: the catalog as a table (or JSON)."""
     catalog = build_catalog(args.models_dir)
     if args.json:
-        print(json.dumps(catalog_json(catalog), indent=2, ensure_ascii=False))
+        print(json.dumps(json_safe(catalog_json(catalog)), indent=2, ensure_ascii=False))
         return 0
     if catalog.entries:
         for line in format_table([_COLUMNS, *(entry_row(e) for e in catalog.entries)]):
             print(line.rstrip())
     print()
-    print(summary(catalog) + ("" if args.verbose or not catalog.skipped else " (--verbose: why)"))
+    flagged = [e for e in catalog.entries if e.warnings]
+    more = catalog.skipped or flagged
+    print(clean_text(summary(catalog)) + ("" if args.verbose or not more else " (--verbose: why)"))
+    if args.verbose and flagged:
+        print()
+        print("File faults (the estimate fell back past them):")
+        for entry in flagged:
+            for warning in entry.warnings:
+                print(clean_text(f"  {entry.name}: {warning}"))
     if args.verbose and catalog.skipped:
         print()
         print("Skipped:")
         for item in catalog.skipped:
-            print(f"  {item.location}: {item.reason}")
+            print(clean_text(f"  {item.location}: {item.reason}"))
     return 0

@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.display_text import clean_text, escape_undecodable
 from core.errors import UsageError
 from core.measurement import MeasuredPeak, MeasurementFailure
 from tui.commands.measure import ProgressLine, add_run_flags, failure_line, request_from_args
@@ -94,7 +95,9 @@ def run(args: argparse.Namespace) -> int:
     for index, (model, context, budget, prepared) in enumerate(plans, start=1):
         progress.clear()
         print(
-            f"vramscope: [{index}/{len(plans)}] {model} at {context} tokens, {budget} MiB",
+            clean_text(
+                f"vramscope: [{index}/{len(plans)}] {model} at {context} tokens, {budget} MiB"
+            ),
             file=sys.stderr,
         )
         outcome = measure(prepared, progress, record_history=not args.no_history)
@@ -103,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
             print(failure_line(outcome), file=sys.stderr)
         rows.append(TableRow(model, context, budget, prepared.estimate.total_bytes, outcome))
     text = markdown_table(rows, "Estimate against peak", preamble(rows, args))
-    print(text, end="")
+    print(escape_undecodable(text), end="")
     if args.out is not None:
         try:
             args.out.parent.mkdir(parents=True, exist_ok=True)
