@@ -12,8 +12,12 @@ what that rank holds, following mlx-lm's sharding (core/sharding.py):
           and every stage computes the logits)
     I_r = the in-flight budget, once per ROCm device (0 elsewhere)
     total_r = W_r + K_r + O_r + A_r + I_r      (saturating)
+    load_r  = TP: W (every tensor whole, briefly, while sharded_load slices them)
+              PP: W_r
+    peak_r  = max(load_r, total_r)
 
-Each rank has its own available memory; the plan fits when every rank fits.
+Each rank has its own available memory and fits when peak_r fits in it; the plan
+fits when every rank fits.
 The single-device estimate (core/estimate.py) is untouched.
 """
 
@@ -43,7 +47,7 @@ from core.sharding import (
     rank_tensor_bytes,
     tensor_rule,
 )
-from core.units import sat_add
+from core.units import sat_add, sat_sub
 
 Tensor = tuple[str, str, tuple[int, ...]]
 MAX_RANKS = 8
@@ -84,6 +88,31 @@ class RankEstimate:
     """KV heads per layer this rank caches (TP: KVH / N)."""
     kv_arch: KvArch
     """This rank's KV layout (for per-token figures)."""
+    load_peak_bytes: int
+    """What the rank holds while loading. TP: every tensor of the checkpoint whole
+    (W, the single-device weights): sharded_load's one `mx.eval(model.parameters())`
+    reads each tensor whole before slicing it. PP: its own weights (only its layers
+    are evaluated)."""
+
+    @property
+    def peak_bytes(self) -> int:
+        """The larger of the load peak and the running total: what must fit."""
+        return max(self.load_peak_bytes, self.estimate.total_bytes)
+
+    @property
+    def fits(self) -> bool:
+        """The rank fits when its peak (load or run) fits its memory."""
+        return self.peak_bytes <= self.estimate.available_bytes
+
+    @property
+    def slack_bytes(self) -> int:
+        """Memory left at the rank's peak, else 0."""
+        return sat_sub(self.estimate.available_bytes, self.peak_bytes)
+
+    @property
+    def overflow_bytes(self) -> int:
+        """Bytes over the rank's memory at its peak, else 0."""
+        return sat_sub(self.peak_bytes, self.estimate.available_bytes)
 
 
 @dataclass(frozen=True)
@@ -99,7 +128,7 @@ class ParallelEstimate:
     @property
     def fits(self) -> bool:
         """The plan fits when every rank fits."""
-        return all(r.estimate.fits for r in self.ranks)
+        return all(r.fits for r in self.ranks)
 
     @property
     def total_bytes(self) -> int:
@@ -124,7 +153,7 @@ class ParallelEstimate:
     @property
     def failing_ranks(self) -> tuple[int, ...]:
         """Ranks that do not fit."""
-        return tuple(r.rank for r in self.ranks if not r.estimate.fits)
+        return tuple(r.rank for r in self.ranks if not r.fits)
 
 
 def parse_rank_limits(text: str | None, ranks: int) -> list[int] | None:
@@ -243,6 +272,7 @@ def estimate_parallel(
         dims = model.activation_dims
         if dims is not None:
             dims = replace(dims, intermediate=dims.intermediate // n)
+        whole = sat_add(*(tensor_bytes(d, s) for _, d, s in tensors))
         for r in range(n):
             est = _rank_estimate(
                 sat_add(sharded, replicated),
@@ -254,7 +284,9 @@ def estimate_parallel(
                 model,
             )
             out.append(
-                RankEstimate(r, est, sharded, replicated, None, heads.kv_heads // n, rank_arch)
+                RankEstimate(
+                    r, est, sharded, replicated, None, heads.kv_heads // n, rank_arch, whole
+                )
             )
     else:
         layer_count = sum(g.layers for g in arch.groups)
@@ -285,6 +317,10 @@ def estimate_parallel(
                 available[r],
                 model,
             )
-            out.append(RankEstimate(r, est, own, replicated, (start, end), None, rank_arch))
+            out.append(
+                RankEstimate(
+                    r, est, own, replicated, (start, end), None, rank_arch, est.weights_bytes
+                )
+            )
     single = estimate(model, workload, settings)
     return ParallelEstimate(plan, family, tuple(out), single)

@@ -19,6 +19,12 @@ def _rank_scope(pe: ParallelEstimate, rank: RankEstimate) -> str:
     return f"1/{pe.plan.ranks} of every attention and MLP linear, {rank.kv_heads} KV heads"
 
 
+def _load_note(pe: ParallelEstimate) -> str:
+    if pe.plan.kind is ParallelKind.TENSOR:
+        return "sharded_load reads every tensor whole before slicing it"
+    return "only this rank's layers are read"
+
+
 def format_parallel(display: str, pe: ParallelEstimate) -> str:
     """One banner per rank, then the plan's verdict."""
     n = pe.plan.ranks
@@ -34,19 +40,20 @@ def format_parallel(display: str, pe: ParallelEstimate) -> str:
             f"{'sharded' if pe.plan.kind is ParallelKind.TENSOR else 'own layers'}"
             f" + {format_bytes(rank.replicated_weight_bytes)} replicated\n"
         )
+        out.append(f"  Load peak:       {format_bytes(rank.load_peak_bytes)}  ({_load_note(pe)})\n")
         out.append(format_estimate(f"{display} (rank {rank.rank} of {n})", rank.estimate))
-        out.append("\n")
+        out.append("  (the running total above; the rank must also hold its load peak)\n\n")
     out.append(f"=== Plan ({pe.plan.flag}) ===\n")
     for rank in pe.ranks:
-        est = rank.estimate
         verdict = (
-            f"FITS: {format_bytes(est.slack_bytes)} of headroom"
-            if est.fits
-            else f"DOES NOT FIT: {format_bytes(est.overflow_bytes)} over budget"
+            f"FITS: {format_bytes(rank.slack_bytes)} of headroom"
+            if rank.fits
+            else f"DOES NOT FIT: {format_bytes(rank.overflow_bytes)} over budget"
         )
+        which = "load" if rank.load_peak_bytes > rank.estimate.total_bytes else "run"
         out.append(
-            f"  Rank {rank.rank}: {format_bytes(est.total_bytes)} of "
-            f"{format_bytes(est.available_bytes)}  {verdict}\n"
+            f"  Rank {rank.rank}: peak {format_bytes(rank.peak_bytes)} ({which}) of "
+            f"{format_bytes(rank.estimate.available_bytes)}  {verdict}\n"
         )
     if pe.fits:
         out.append(f"  PLAN FITS: every one of the {n} ranks fits\n")
@@ -68,8 +75,11 @@ def _rank_report(model: ModelSnapshot, rank: RankEstimate, version: str) -> dict
     report["kv_heads"] = rank.kv_heads
     report["sharded_weight_bytes"] = rank.sharded_weight_bytes
     report["replicated_weight_bytes"] = rank.replicated_weight_bytes
-    report["slack_bytes"] = rank.estimate.slack_bytes
-    report["overflow_bytes"] = rank.estimate.overflow_bytes
+    report["load_peak_bytes"] = rank.load_peak_bytes
+    report["peak_bytes"] = rank.peak_bytes
+    report["fits"] = rank.fits
+    report["slack_bytes"] = rank.slack_bytes
+    report["overflow_bytes"] = rank.overflow_bytes
     return report
 
 

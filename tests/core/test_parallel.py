@@ -87,6 +87,30 @@ def test_pp2_layers_and_kv_add_up_and_non_layer_tensors_are_on_every_rank() -> N
     assert pe.weights_bytes == pe.single.weights_bytes + non_layer  # one extra copy
 
 
+def test_tp_load_peak_is_the_whole_checkpoint_and_pp_loads_only_its_own() -> None:
+    tp = plan_for(LLAMA_4BIT, TP2)
+    for rank in tp.ranks:
+        assert rank.load_peak_bytes == tp.single.weights_bytes == 4_517_404_672
+        assert rank.peak_bytes == rank.load_peak_bytes > rank.estimate.total_bytes
+    pp = plan_for(QWEN25_4BIT, PP2)
+    for rank in pp.ranks:
+        assert rank.load_peak_bytes == rank.estimate.weights_bytes
+        assert rank.peak_bytes == rank.estimate.total_bytes
+
+
+def test_a_rank_whose_load_does_not_fit_fails_the_plan() -> None:
+    profile = load_profile(LLAMA_4BIT)
+    assert profile.tensors is not None
+    limit = 4_500_000_000  # above the running total (4,484,554,035), below the load peak
+    pe = estimate_parallel(
+        profile_snapshot(profile), profile.tensors, TP2, Workload(max_tokens=4096), settings(),
+        [limit, limit],
+    )  # fmt: skip
+    assert all(r.estimate.fits for r in pe.ranks)  # the running total alone would fit
+    assert not pe.fits
+    assert pe.ranks[0].overflow_bytes == 4_517_404_672 - limit
+
+
 def test_pipeline_ranges_follow_mlx_lm() -> None:
     assert pipeline_ranges(28, 3) == [(18, 28), (9, 18), (0, 9)]
     assert pipeline_ranges(48, 2) == [(24, 48), (0, 24)]
@@ -155,7 +179,7 @@ def test_uneven_devices_plan_fails_on_the_small_rank() -> None:
         settings(),
         [24 * GIB, 4 * GIB],
     )
-    assert [r.estimate.fits for r in pe.ranks] == [True, False]
+    assert [r.fits for r in pe.ranks] == [True, False]
     assert not pe.fits
     assert pe.failing_ranks == (1,)
 
@@ -242,6 +266,8 @@ def test_docs_worked_example_matches_the_code() -> None:
                 est.allocator_overhead_bytes,
                 est.backend_inflight_bytes,
                 est.total_bytes,
+                rank.load_peak_bytes,
+                rank.peak_bytes,
             ):
                 assert f"{value:,}" in section, value
         assert f"{pe.single.total_bytes:,}" in section
