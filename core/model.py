@@ -51,6 +51,12 @@ def snapshot_from_config(
     display: str, config: ModelConfig | None, weights: WeightsTerm, warnings: tuple[str, ...] = ()
 ) -> ModelSnapshot:
     """Derive the KV architecture and activation sizes from a config (no I/O)."""
+    mistyped = config.mistyped_fields() if config is not None else []
+    if mistyped:
+        warnings += (
+            f"{display}/{CONFIG_FILE}: not unsigned integers, so read as absent (as mlxcel "
+            f"does): {', '.join(mistyped)}",
+        )
     return ModelSnapshot(
         display=display,
         config=config,
@@ -94,13 +100,6 @@ def read_model_dir(path: Path, display: str | None = None) -> ModelSnapshot:
             )
         else:
             warnings.append(f"{exc}; ignored, so KV cache and activation are unavailable")
-    if config is not None:
-        mistyped = config.mistyped_fields()
-        if mistyped:
-            warnings.append(
-                f"{path / CONFIG_FILE}: not unsigned integers, so read as absent (as mlxcel "
-                f"does): {', '.join(mistyped)}"
-            )
     weights = resolve_weight_bytes(path, config)
     return snapshot_from_config(
         display if display is not None else str(path), config, weights, tuple(warnings)

@@ -64,8 +64,15 @@ class _Throttle:
         self.emit(MeasureProgress(phase, done, total, detail))
 
 
-def _is_oom(exc: BaseException) -> bool:
+# What native allocators say when they cannot map memory (oneDNN says the second
+# when RLIMIT_AS stops it); only read as out-of-memory under --memory-cap.
+_CAPPED_ALLOCATION_TEXTS = ("could not create a primitive", "bad_alloc", "cannot allocate")
+
+
+def _is_oom(exc: BaseException, capped: bool = False) -> bool:
     if isinstance(exc, MemoryError | OutOfMemoryError):
+        return True
+    if capped and any(t in str(exc).lower() for t in _CAPPED_ALLOCATION_TEXTS):
         return True
     torch = sys.modules.get("torch")
     oom_type = getattr(torch, "OutOfMemoryError", None) if torch is not None else None
@@ -215,7 +222,7 @@ def run_job(job: ChildJob, emit: Emit) -> None:
     except BaseException as exc:  # the parent must get a typed line, whatever broke
         if isinstance(exc, KeyboardInterrupt | SystemExit):
             raise
-        if _is_oom(exc):
+        if _is_oom(exc, capped=job.host_memory_cap_bytes is not None):
             emit(MeasureFailed(MeasurementFailure(FailureKind.OUT_OF_MEMORY, _one_line(exc))))
         else:
             traceback.print_exc(file=sys.stderr)

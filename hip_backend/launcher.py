@@ -316,6 +316,15 @@ class MeasurementHandle:
         if returncode < 0:
             sig = -returncode
             name = signal.Signals(sig).name if sig in signal.valid_signals() else str(sig)
+            cap = self.prepared.request.host_memory_cap_bytes if self.prepared else None
+            if cap is not None and sig in _CAP_SIGNALS:
+                # Under RLIMIT_AS, native code that cannot map memory crashes instead of
+                # raising: that is the cap doing its job, not a bug.
+                return MeasurementFailure(
+                    FailureKind.OUT_OF_MEMORY,
+                    f"an allocation failed under --memory-cap {cap} bytes "
+                    f"(native code stopped with {name})",
+                )
             hint = (
                 " (the kernel's out-of-memory killer sends this when memory runs out)"
                 if sig == signal.SIGKILL
@@ -330,6 +339,10 @@ class MeasurementHandle:
             FailureKind.INTERNAL,
             f"the measuring process exited with status {returncode} without a result{detail}",
         )
+
+
+# Signals native code dies with when an allocation fails under an address-space cap.
+_CAP_SIGNALS = frozenset({signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT})
 
 
 def start_measurement(

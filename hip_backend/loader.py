@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from hip_backend.arch import SUPPORTED_BITS, ArchSpec
 from hip_backend.decoder import Attention, Block, DecoderModel, DenseMlp, MoeMlp
-from hip_backend.errors import BadModelError
+from hip_backend.errors import BadModelError, UnsupportedModelError
 from hip_backend.layout import ModuleKind, ModuleSpec, module_specs
 from hip_backend.manifest import StoredTensor, WeightPlan
 from hip_backend.rope import Rope
@@ -241,11 +241,39 @@ def plan_modules(arch: ArchSpec, plan: WeightPlan) -> list[_ModulePlan]:
     Raises BadModelError naming the first tensor that is missing or misshapen, so
     a broken folder fails before the device is touched.
     """
+    if arch.vocab_size < 1:
+        raise BadModelError(f"config.json: vocab_size is {arch.vocab_size}; a model needs tokens")
     builder = _Builder(arch, plan)
-    return [
+    plans = [
         builder.norm(spec) if spec.kind is ModuleKind.NORM else builder.linear(spec)
         for spec in module_specs(arch)
     ]
+    _check_one_float_dtype(plans)
+    return plans
+
+
+_FLOAT_DTYPES = frozenset({"F16", "BF16", "F32"})
+
+
+def _check_one_float_dtype(plans: list[_ModulePlan]) -> None:
+    """The engine computes in the embeddings' float dtype; weights, norms and scales in
+    another one make torch refuse the matmul, so say so before loading anything."""
+    embed = next((mp for mp in plans if mp.spec.path == "model.embed_tokens"), None)
+    if embed is None:
+        return
+    parts = {s.role: s.dtype for s in embed.sources}
+    compute = parts.get("scales", parts.get("weight"))
+    for mp in plans:
+        for source in mp.sources:
+            if (
+                source.role in ("weight", "norm", "scales")
+                and source.dtype in _FLOAT_DTYPES
+                and source.dtype != compute
+            ):
+                raise UnsupportedModelError(
+                    f"mixed float dtypes: tensor '{source.name}' is {source.dtype} but the "
+                    f"embeddings are {compute}; the measuring engine computes in one dtype"
+                )
 
 
 def build_model(

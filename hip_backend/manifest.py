@@ -12,13 +12,14 @@ tensors of the real names, dtypes and shapes filled with random values.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import FileFault, ShardIndexError
 from core.safetensors_header import parse_header_entries, read_header_json, tensor_bytes
-from core.weights import INDEX_FILE, SINGLE_FILE, read_index_shards
+from core.weights import INDEX_FILE, SINGLE_FILE, glob_safetensors, read_index_shards
 from hip_backend.errors import BadModelError
 from hip_backend.layout import TensorShape
 
@@ -62,23 +63,34 @@ def synthetic_plan(tensors: Iterable[TensorShape], reason: str) -> WeightPlan:
 
 def shard_files(model_dir: Path) -> list[Path]:
     """The safetensors files the estimate would read, in the same order of preference."""
-    if (model_dir / INDEX_FILE).exists():
+    if os.path.exists(model_dir / INDEX_FILE):
         try:
             shards, _ = read_index_shards(model_dir)
         except ShardIndexError:
             pass  # ignored, as the estimate does; fall through to the single file / glob
         else:
-            return [model_dir / s for s in shards]
+            return [Path(os.path.join(model_dir, s)) for s in shards]
     single = model_dir / SINGLE_FILE
-    if single.exists():
+    if os.path.exists(single):
         return [single]
-    return sorted(p for p in model_dir.glob("*.safetensors") if p.is_file())
+    # Every entry the estimate's glob step takes; a non-file among them is a bad model.
+    return [model_dir / name for name in glob_safetensors(model_dir)]
 
 
 def _holds_data(path: Path, data_start: int, data_bytes: int) -> bool:
+    """False for a header-only file or a sparse skeleton; True when the data is there.
+
+    A data region that is there but shorter than the header says is a damaged file
+    (a truncated download), never a reason to measure synthetic weights.
+    """
     st = path.stat()
+    if st.st_size <= data_start and data_bytes > 0:
+        return False  # header only
     if st.st_size < data_start + data_bytes:
-        return False
+        raise BadModelError(
+            f"{path}: the data region is {st.st_size - data_start} bytes but the header "
+            f"describes {data_bytes} (a truncated download?)"
+        )
     allocated: int | None = getattr(st, "st_blocks", None)  # absent on Windows
     if allocated is None or data_bytes == 0:
         return True

@@ -267,3 +267,22 @@ def test_attn_layer_offset_wraps_like_release_rust(
     assert arch is not None and arch.kind is KvKind.HYBRID
     assert arch.groups[0].layers == attention
     assert kv_term(arch, 256, False, 1).bytes == attention * 2 * 4 * 16 * 256 * 2
+
+
+def test_models_marks_a_folder_with_an_unresolvable_weight_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tui.cli import main
+
+    root = tmp_path / "models"
+    for name in ("ok", "broken"):
+        (root / name).mkdir(parents=True)
+        (root / name / "config.json").write_text(json.dumps(MINIMAL_CONFIG))
+    (root / "ok" / "model.safetensors").write_bytes(st(16))
+    os.symlink(root / "gone", root / "broken" / "model.safetensors")
+    assert main(["models", "--models-dir", str(root), "--verbose"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split()[0]: line for line in out.splitlines() if line.startswith(("ok", "broken"))}
+    assert "(!)" in rows["broken"] and "(!)" not in rows["ok"]
+    assert "1 with file faults (!)" in out
+    assert "symbolic link to a missing file" in out

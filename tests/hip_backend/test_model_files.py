@@ -161,10 +161,9 @@ def test_a_truncated_shard_is_a_bad_model(tiny_llama: Path, tmp_path: Path) -> N
             fh.truncate(path.stat().st_size - 1000)
 
     folder = damaged(tiny_llama, tmp_path / "cut", cut)
-    resolved_plan = plan_from_folder(folder)
-    # A short file holds no complete data: measured as synthetic, never read past the end.
-    assert resolved_plan is not None
-    assert resolved_plan.synthetic
+    # A short data region is a damaged file (issue 8): never synthetic, never read past the end.
+    with pytest.raises(BadModelError, match="truncated"):
+        plan_from_folder(folder)
 
 
 def test_offsets_that_disagree_with_the_shape_are_refused(tmp_path: Path) -> None:
