@@ -15,6 +15,8 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from core.backend import Backend
+
 DEFAULT_PROMPT_TOKENS = 512
 DEFAULT_GEN_TOKENS = 128
 DEFAULT_WARMUP_TOKENS = 20
@@ -23,12 +25,30 @@ ENGINE_CHOICES = ("torch", "mlx")
 """Measuring engines: vramscope's torch decoder (`hip_backend`, emulating MLX-ROCm's
 in-flight queue) and real MLX through mlx-lm (the ground truth)."""
 DEFAULT_ENGINE = "torch"
+ENGINE_LABELS = {"torch": "torch engine", "mlx": "MLX (mlx-lm)"}
+
+
+_DEVICE_BACKENDS = {"rocm": "rocm", "cuda": "cuda", "metal": "metal", "cpu": "cpu"}
+
+
+def comparison_backend(engine: str, device_kind: str) -> Backend:
+    """The estimate formula a peak is held against.
+
+    The torch engine emulates MLX-ROCm's in-flight queue on every device, so its peak
+    is compared with the ROCm formula (in-flight term included) everywhere. An mlx
+    peak is compared with the formula of the backend it ran on: the CPU, Metal and
+    CUDA have no in-flight term; ROCm (and a GPU of unknown kind) has it.
+    """
+    if engine != "mlx":
+        return Backend.ROCM
+    return Backend(_DEVICE_BACKENDS.get(device_kind, "rocm"))
 
 
 class FailureKind(enum.Enum):
     """Why a measurement produced no peak."""
 
     NO_TORCH = "no_torch"
+    NO_MLX = "no_mlx"
     NO_DEVICE = "no_device"
     OUT_OF_MEMORY = "out_of_memory"
     UNSUPPORTED_MODEL = "unsupported_model"
@@ -46,6 +66,7 @@ class FailureKind(enum.Enum):
 
 _FAILURE_LABELS = {
     FailureKind.NO_TORCH: "torch is not installed",
+    FailureKind.NO_MLX: "mlx is not installed",
     FailureKind.NO_DEVICE: "no such device",
     FailureKind.OUT_OF_MEMORY: "out of memory",
     FailureKind.UNSUPPORTED_MODEL: "not supported for measurement",
@@ -120,6 +141,29 @@ class MeasuredPeak:
     engine: str = DEFAULT_ENGINE
     """Which engine produced the peak: `torch` or `mlx` (see ENGINE_CHOICES). Records
     written before engines existed are torch's."""
+    mlx_version: str | None = None
+    """`mlx.core.__version__` of an mlx run."""
+    mlx_lm_version: str | None = None
+    """`mlx_lm.__version__` of an mlx run."""
+    active_bytes: int | None = None
+    """mx.get_active_memory() at the end of an mlx run (weights and anything still held)."""
+    cache_bytes: int | None = None
+    """mx.get_cache_memory() at the end of an mlx run (freed buffers MLX keeps for reuse)."""
+
+    @property
+    def engine_label(self) -> str:
+        """Which engine, in words, for a table cell or a status line."""
+        return ENGINE_LABELS.get(self.engine, self.engine)
+
+    @property
+    def counted(self) -> str:
+        """The engine and what its peak counts, in one phrase: "MLX peak
+        (mx.get_peak_memory), cpu" or "torch engine, RSS over baseline, emulating
+        MLX-ROCm's in-flight queue"."""
+        if self.engine == "mlx":
+            return self.peak_kind
+        what = "RSS over baseline" if self.device_kind == "cpu" else "allocator peak"
+        return f"torch engine, {what}, emulating MLX-ROCm's in-flight queue"
 
     @property
     def context_tokens(self) -> int:

@@ -1,7 +1,8 @@
-"""Measuring a real load: a small torch decoder engine run in a child process.
+"""Measuring a real load in a child process: vramscope's torch decoder engine, or
+real MLX through mlx-lm (`MeasureRequest(engine="mlx")`, hip_backend/mlx_child.py).
 
-Importing this package is cheap and never imports torch: the launcher API below
-starts `python -m hip_backend.child`, where torch is imported inside functions.
+Importing this package is cheap and never imports torch or mlx: the launcher API
+below starts `python -m hip_backend.child`, where they are imported inside functions.
 
     from core.measurement import MeasureRequest
     from hip_backend import start_measurement, measure
@@ -26,8 +27,11 @@ from hip_backend.launcher import (
 )
 
 
-def is_available() -> bool:
-    """True when torch is installed for this interpreter (checked without importing it)."""
+def is_available(engine: str = "torch") -> bool:
+    """True when the engine's runtime is installed for this interpreter (torch; or mlx
+    and mlx-lm), checked without importing it."""
+    if engine == "mlx":
+        return all(importlib.util.find_spec(name) is not None for name in ("mlx", "mlx_lm"))
     return importlib.util.find_spec("torch") is not None
 
 

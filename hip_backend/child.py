@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import os
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -41,12 +42,14 @@ class _ProtocolOut:
     def __init__(self) -> None:
         sys.stdout.flush()
         self._stream: IO[str] = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
+        self._lock = threading.Lock()  # the mlx engine's memory-cap thread emits too
         os.dup2(2, 1)
         sys.stdout = sys.stderr
 
     def __call__(self, event: MeasureEvent) -> None:
-        self._stream.write(encode_event(event) + "\n")
-        self._stream.flush()
+        with self._lock:
+            self._stream.write(encode_event(event) + "\n")
+            self._stream.flush()
 
 
 class _Throttle:
@@ -79,8 +82,15 @@ def _is_oom(exc: BaseException, capped: bool = False) -> bool:
     if oom_type is not None and isinstance(exc, oom_type):
         return True
     text = str(exc).lower()
-    return isinstance(exc, RuntimeError) and (
-        "out of memory" in text or "can't allocate memory" in text or "not enough memory" in text
+    return isinstance(exc, RuntimeError) and any(
+        words in text
+        for words in (
+            "out of memory",
+            "can't allocate memory",
+            "not enough memory",
+            "unable to allocate",  # MLX's allocators
+            "bad_alloc",
+        )
     )
 
 
@@ -105,7 +115,17 @@ def _cap_host_memory(cap: int) -> None:
 
 
 def measure(job: ChildJob, emit: Emit) -> MeasuredPeak:
-    """Run the job and return its peak (raises MeasureError and torch errors)."""
+    """Run the job on its engine and return its peak (raises MeasureError and the
+    engine's own errors)."""
+    if job.engine == "mlx":
+        from hip_backend import mlx_child
+
+        return mlx_child.measure(job, emit, _Throttle(emit))
+    return measure_torch(job, emit)
+
+
+def measure_torch(job: ChildJob, emit: Emit) -> MeasuredPeak:
+    """The torch engine: hip_backend's decoder under the in-flight queue."""
     from pathlib import Path
 
     from hip_backend.device import (

@@ -49,7 +49,7 @@ def import_torch() -> Any:
     return torch
 
 
-def _cpu_name() -> str:
+def cpu_name() -> str:
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
             for line in fh:
@@ -71,7 +71,7 @@ def select_device(choice: str) -> tuple[torch.device, DeviceInfo]:
     if choice == "auto":
         choice = gpu_kind if gpu_ok else "cpu"
     if choice == "cpu":
-        return torch.device("cpu"), DeviceInfo("cpu", _cpu_name(), None, torch.__version__, None)
+        return torch.device("cpu"), DeviceInfo("cpu", cpu_name(), None, torch.__version__, None)
     if choice == "rocm" and not hip:
         raise NoDeviceError(f"ROCm was asked for, but {build} is not a ROCm (HIP) build")
     if choice == "cuda" and not cuda:

@@ -21,6 +21,12 @@ class NoTorchError(MeasureError):
     kind = FailureKind.NO_TORCH
 
 
+class NoMlxError(MeasureError):
+    """mlx or mlx-lm cannot be imported in the measuring interpreter (`--engine mlx`)."""
+
+    kind = FailureKind.NO_MLX
+
+
 class NoDeviceError(MeasureError):
     """The device asked for is not there (or this torch build cannot reach it)."""
 

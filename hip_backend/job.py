@@ -11,7 +11,12 @@ import json
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from core.measurement import DEFAULT_GEN_TOKENS, DEFAULT_PROMPT_TOKENS, DEFAULT_WARMUP_TOKENS
+from core.measurement import (
+    DEFAULT_GEN_TOKENS,
+    DEFAULT_PROMPT_TOKENS,
+    DEFAULT_WARMUP_TOKENS,
+    ENGINE_CHOICES,
+)
 from hip_backend.inflight import DEFAULT_OP_CAP
 from hip_backend.workload import PREFILL_CHUNK
 
@@ -34,6 +39,8 @@ class ChildJob:
     op_cap: int = DEFAULT_OP_CAP
     prefill_chunk: int = PREFILL_CHUNK
     host_memory_cap_bytes: int | None = None
+    engine: str = "torch"
+    """`torch` (hip_backend's decoder) or `mlx` (mlx-lm, hip_backend/mlx_child.py)."""
 
     def to_json(self) -> str:
         """The stdin payload."""
@@ -52,4 +59,6 @@ class ChildJob:
         job = cls(**data)
         if (job.folder is None) == (job.profile_id is None):
             raise ValueError("a job names exactly one of folder and profile_id")
+        if job.engine not in ENGINE_CHOICES:
+            raise ValueError(f"unknown engine {job.engine!r}")
         return job

@@ -44,6 +44,7 @@ from core.measurement import (
     MeasureNotice,
     MeasureRequest,
     MeasureResult,
+    comparison_backend,
     decode_event,
 )
 from core.model import ModelSnapshot
@@ -73,6 +74,27 @@ class PreparedMeasurement:
     estimate: MemoryEstimate
     snapshot: ModelSnapshot
     warnings: tuple[str, ...]
+    settings: EstimateSettings | None = None
+    """The estimate's settings (its backend is the one the comparison assumes)."""
+
+    @property
+    def backend(self) -> Backend:
+        """The backend whose formula the estimate uses."""
+        return self.settings.backend if self.settings is not None else Backend.ROCM
+
+    def estimate_for(self, device_kind: str) -> MemoryEstimate:
+        """The estimate a peak measured on `device_kind` is compared with.
+
+        The torch engine applies ROCm's in-flight bound on every device, so its
+        comparison is always the ROCm formula. An mlx run is compared with the formula
+        of the backend it actually ran on: ROCm has the in-flight term, the CPU,
+        Metal and CUDA have none.
+        """
+        backend = comparison_backend(self.request.engine, device_kind)
+        if self.settings is None or backend is self.settings.backend:
+            return self.estimate
+        workload = Workload(max_tokens=self.request.context_tokens)
+        return estimate(self.snapshot, workload, replace(self.settings, backend=backend))
 
 
 def resolve_budget(inflight: str | int | None, env: dict[str, str | None]) -> InflightBudget:
@@ -87,19 +109,33 @@ def resolve_budget(inflight: str | int | None, env: dict[str, str | None]) -> In
     return InflightBudget(inflight, "request", str(inflight))
 
 
+def expected_backend(request: MeasureRequest) -> Backend:
+    """The backend a run will most likely use, decided before it starts (no runtime is
+    imported): the device asked for, or for `auto` the machine's device nodes. An mlx
+    run that lands elsewhere is compared with its own backend once it reports."""
+    if request.engine != "mlx":
+        return Backend.ROCM
+    if request.device == "auto":
+        from core.backend import detect_backend
+
+        return detect_backend().backend
+    return comparison_backend("mlx", request.device)
+
+
 def comparison_settings(
     request: MeasureRequest, budget: InflightBudget, env: dict[str, str | None]
 ) -> tuple[EstimateSettings, tuple[str, ...]]:
-    """Estimate settings for the comparison: the ROCm formula with this run's budget.
+    """Estimate settings for the comparison, with this run's budget.
 
-    The engine applies ROCm's in-flight bound on every device, so the estimate it is
-    held against includes the in-flight term everywhere. Available memory plays no
-    part in a comparison and is not probed.
+    The torch engine applies ROCm's in-flight bound on every device, so the estimate
+    it is held against is the ROCm formula (in-flight term included) everywhere. An
+    mlx run uses the formula of its expected backend (`expected_backend`). Available
+    memory plays no part in a comparison and is not probed.
     """
     from core.available import AvailableMemory
 
     resolved = resolve_settings(
-        Backend.ROCM, env, available=AvailableMemory(0, "not used for a measurement")
+        expected_backend(request), env, available=AvailableMemory(0, "not used for a measurement")
     )
     settings = replace(
         resolved.settings,
@@ -143,9 +179,10 @@ def prepare(
         device=request.device,
         synthetic=request.synthetic,
         host_memory_cap_bytes=request.host_memory_cap_bytes,
+        engine=request.engine,
     )
     warnings = (*notes, *snapshot.warnings, *([warning] if warning else []))
-    return PreparedMeasurement(request, job, budget, est, snapshot, warnings)
+    return PreparedMeasurement(request, job, budget, est, snapshot, warnings, settings)
 
 
 class MeasurementHandle:
@@ -298,7 +335,8 @@ class MeasurementHandle:
     def _with_estimate(self, peak: MeasuredPeak) -> MeasuredPeak:
         if self.prepared is None:
             return peak
-        return replace(peak, estimate_bytes=self.prepared.estimate.total_bytes)
+        held_against = self.prepared.estimate_for(peak.device_kind)
+        return replace(peak, estimate_bytes=held_against.total_bytes)
 
     def _final_outcome(self, terminal: Outcome | None, returncode: int) -> Outcome:
         if isinstance(terminal, MeasuredPeak):

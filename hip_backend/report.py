@@ -9,7 +9,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.measurement import MeasuredPeak, MeasurementFailure, margin
+from core.measurement import (
+    ENGINE_LABELS,
+    MeasuredPeak,
+    MeasurementFailure,
+    comparison_backend,
+    margin,
+)
 from core.units import format_bytes
 
 
@@ -18,27 +24,43 @@ def signed_bytes(n: int) -> str:
     return f"{n:+,}"
 
 
+def device_line(peak: MeasuredPeak) -> str:
+    """The device and the runtime that measured on it."""
+    text = f"{peak.device_kind} {peak.device_name}" + (f" ({peak.arch})" if peak.arch else "")
+    if peak.engine == "mlx":
+        return text + f", mlx {peak.mlx_version}, mlx-lm {peak.mlx_lm_version}"
+    text += f", torch {peak.torch_version}"
+    if peak.runtime_version:
+        text += f", {'HIP' if peak.device_kind == 'rocm' else 'CUDA'} {peak.runtime_version}"
+    return text
+
+
+def budget_text(peak: MeasuredPeak) -> str:
+    """The in-flight budget the run used, or that its runtime has none."""
+    if peak.engine == "mlx" and peak.device_kind != "rocm":
+        return f"no in-flight queue (MLX on {peak.device_kind})"
+    return "in-flight budget " + (
+        f"{peak.inflight_mib} MiB" if peak.inflight_mib else "0 (bound off)"
+    )
+
+
 def comparison_lines(peak: MeasuredPeak) -> list[str]:
     """The estimate and the measured peak side by side, then how the run went."""
+    formula = comparison_backend(peak.engine, peak.device_kind).label
     lines = [
         f"Model:          {peak.model}"
         + (f"  ({peak.family})" if peak.family else "")
         + ("  [synthetic weights]" if peak.synthetic_weights else ""),
-        f"Device:         {peak.device_kind} {peak.device_name}"
-        + (f" ({peak.arch})" if peak.arch else "")
-        + f", torch {peak.torch_version}"
-        + (
-            f", {'HIP' if peak.device_kind == 'rocm' else 'CUDA'} {peak.runtime_version}"
-            if peak.runtime_version
-            else ""
-        ),
+        f"Engine:         {peak.engine_label}"
+        + ("" if peak.engine == "mlx" else " (emulating MLX-ROCm's in-flight queue)"),
+        f"Device:         {device_line(peak)}",
         f"Workload:       pp{peak.prompt_tokens} / tg{peak.gen_tokens} after a warm-up pass "
-        f"(prefill + {peak.warmup_tokens} tokens); in-flight budget "
-        + (f"{peak.inflight_mib} MiB" if peak.inflight_mib else "0 (bound off)"),
+        f"(prefill + {peak.warmup_tokens} tokens); {budget_text(peak)}",
     ]
     if peak.estimate_bytes is not None:
         lines.append(
-            f"Estimate:       {format_bytes(peak.estimate_bytes)} at {peak.context_tokens} tokens"
+            f"Estimate:       {format_bytes(peak.estimate_bytes)} at {peak.context_tokens} tokens "
+            f"({formula} formula)"
         )
     lines.append(f"Measured peak:  {format_bytes(peak.peak_bytes)}")
     lines.append(f"                {peak.peak_kind}")
@@ -51,6 +73,11 @@ def comparison_lines(peak: MeasuredPeak) -> list[str]:
         )
     if peak.weights_bytes is not None:
         lines.append(f"Weights held:   {format_bytes(peak.weights_bytes)}")
+    if peak.active_bytes is not None and peak.cache_bytes is not None:
+        lines.append(
+            f"At the end:     {format_bytes(peak.active_bytes)} active, "
+            f"{format_bytes(peak.cache_bytes)} in MLX's buffer cache"
+        )
     if peak.reserved_peak_bytes is not None:
         lines.append(f"Reserved peak:  {format_bytes(peak.reserved_peak_bytes)}")
     if peak.device_used_delta_bytes is not None:
@@ -65,13 +92,36 @@ def comparison_lines(peak: MeasuredPeak) -> list[str]:
 
 @dataclass(frozen=True)
 class TableRow:
-    """One cell of the sweep: a model at a context and budget, and what happened."""
+    """One cell of the sweep: a model at a context and budget on an engine, and what
+    happened."""
 
     model: str
     context: int
     budget_mib: int
     estimate_bytes: int | None
     outcome: MeasuredPeak | MeasurementFailure
+    requested_engine: str = "torch"
+    """The engine asked for (a measured row names its own: `engine`)."""
+
+    @property
+    def engine(self) -> str:
+        """`torch` or `mlx`: the peak's own engine, else the one asked for."""
+        if isinstance(self.outcome, MeasuredPeak):
+            return self.outcome.engine
+        return self.requested_engine
+
+    @property
+    def has_queue(self) -> bool:
+        """Whether the run had an in-flight queue: the torch engine always emulates one;
+        MLX has one only on ROCm."""
+        if self.engine != "mlx":
+            return True
+        return isinstance(self.outcome, MeasuredPeak) and self.outcome.device_kind == "rocm"
+
+    @property
+    def modelled(self) -> bool:
+        """Whether the estimate models this run: not when a queue ran with its bound off."""
+        return not self.has_queue or self.budget_mib > 0
 
 
 def _covered(row: TableRow) -> bool | None:
@@ -86,8 +136,15 @@ def _device_columns(peak: MeasuredPeak) -> str:
     return f" {reserved} | {used} |"
 
 
+def _budget_cell(row: TableRow) -> str:
+    if not row.has_queue and row.engine == "mlx" and isinstance(row.outcome, MeasuredPeak):
+        return "n/a (no queue)"
+    return f"{row.budget_mib}" if row.budget_mib else "0 (off)"
+
+
 def markdown_table(rows: Sequence[TableRow], title: str, preamble: Sequence[str] = ()) -> str:
-    """mlxcel's "Estimate against peak" table: bytes, covered or not, smallest margin.
+    """mlxcel's "Estimate against peak" table: bytes, covered or not, smallest margin,
+    with the engine of every row; when both engines ran, their peaks side by side.
 
     On a GPU two more columns show the allocator's reserved peak and the sampled
     device-level rise in used memory.
@@ -96,18 +153,18 @@ def markdown_table(rows: Sequence[TableRow], title: str, preamble: Sequence[str]
     out = [f"## {title}", ""]
     out += [*preamble, ""] if preamble else []
     head = (
-        "| Model | Context | Budget (MiB) | Measured peak (bytes) | Estimate (bytes) "
+        "| Model | Engine | Context | Budget (MiB) | Measured peak (bytes) | Estimate (bytes) "
         "| Margin (bytes) | Margin | Covered |"
     )
-    rule = "|---|---:|---:|---:|---:|---:|---:|---|"
+    rule = "|---|---|---:|---:|---:|---:|---:|---:|---|"
     if gpu:
         head += " Reserved peak (bytes) | Device used Δ (bytes) |"
         rule += "---:|---:|"
     out += [head, rule]
     for row in rows:
-        budget = f"{row.budget_mib}" if row.budget_mib else "0 (off)"
         est = f"{row.estimate_bytes:,}" if row.estimate_bytes is not None else "-"
-        lead = f"| {row.model} | {row.context} | {budget} |"
+        engine = ENGINE_LABELS.get(row.engine, row.engine)
+        lead = f"| {row.model} | {engine} | {row.context} | {_budget_cell(row)} |"
         if isinstance(row.outcome, MeasurementFailure):
             tail = " - | - |" if gpu else ""
             out.append(f"{lead} failed: {row.outcome.kind.label} | {est} | - | - | - |{tail}")
@@ -123,33 +180,88 @@ def markdown_table(rows: Sequence[TableRow], title: str, preamble: Sequence[str]
             f"| {'yes' if m.covered else 'NO'} |{tail}"
         )
     out += ["", summary_line(rows)]
+    side = engines_side_by_side(rows)
+    if side:
+        out += ["", *side]
     return "\n".join(out) + "\n"
 
 
+def _engines(rows: Sequence[TableRow]) -> list[str]:
+    return list(dict.fromkeys(r.engine for r in rows))
+
+
 def summary_line(rows: Sequence[TableRow]) -> str:
-    """How many bounded rows the estimate covers, and the smallest margin among them."""
-    bounded = [r for r in rows if r.budget_mib > 0 and _covered(r) is not None]
+    """Per engine: how many rows the estimate models and covers, and the smallest margin."""
+    engines = _engines(rows) or ["torch"]
+    parts = [_engine_summary([r for r in rows if r.engine == e], e) for e in engines]
+    off = [r for r in rows if not r.modelled and _covered(r) is not None]
     failed = sum(1 for r in rows if isinstance(r.outcome, MeasurementFailure))
-    if not bounded:
-        text = "No row with the bound on was measured."
-    else:
-        covered = sum(1 for r in bounded if _covered(r))
-        smallest = min(
-            bounded,
-            key=lambda r: margin(r.estimate_bytes or 0, _peak(r)).bytes,
-        )
-        m = margin(smallest.estimate_bytes or 0, _peak(smallest))
-        text = (
-            f"With the bound on, the estimate covers {covered} of {len(bounded)} measured "
-            f"peaks; the smallest margin is {m.bytes:,} bytes ({smallest.model}, "
-            f"{smallest.context} tokens, {smallest.budget_mib} MiB)."
-        )
-    off = [r for r in rows if r.budget_mib == 0 and _covered(r) is not None]
+    text = " ".join(parts)
     if off:
         text += f" {len(off)} row(s) ran with the bound off (0), which the estimate does not model."
     if failed:
         text += f" {failed} run(s) failed."
     return text
+
+
+def _engine_summary(rows: Sequence[TableRow], engine: str) -> str:
+    modelled = [r for r in rows if r.modelled and _covered(r) is not None]
+    mlx = engine == "mlx"
+    if not modelled:
+        return "No MLX row was measured." if mlx else "No row with the bound on was measured."
+    covered = sum(1 for r in modelled if _covered(r))
+    smallest = min(modelled, key=lambda r: margin(r.estimate_bytes or 0, _peak(r)).bytes)
+    m = margin(smallest.estimate_bytes or 0, _peak(smallest))
+    where = f"{smallest.model}, {smallest.context} tokens" + (
+        f", {smallest.budget_mib} MiB" if smallest.has_queue else ""
+    )
+    lead = (
+        "Against MLX's own peaks, the estimate covers"
+        if mlx
+        else "With the bound on, the estimate covers"
+    )
+    noun = "MLX peaks" if mlx else "measured peaks"
+    return (
+        f"{lead} {covered} of {len(modelled)} {noun}; the smallest margin is "
+        f"{m.bytes:,} bytes ({where})."
+    )
+
+
+def engines_side_by_side(rows: Sequence[TableRow]) -> list[str]:
+    """Both engines' peaks for the same model and context, and how far apart they are
+    (empty unless both engines measured something)."""
+    mlx_rows = {
+        (r.model, r.context): r
+        for r in rows
+        if r.engine == "mlx" and isinstance(r.outcome, MeasuredPeak)
+    }
+    pairs = [
+        (r, mlx_rows[(r.model, r.context)])
+        for r in rows
+        if r.engine == "torch"
+        and isinstance(r.outcome, MeasuredPeak)
+        and (r.model, r.context) in mlx_rows
+    ]
+    if not pairs:
+        return []
+    out = [
+        "### Engines side by side",
+        "",
+        "| Model | Context | Budget (MiB) | torch engine peak (bytes) | MLX peak (bytes) "
+        "| torch − MLX (bytes) | torch / MLX | Estimate for torch (bytes) "
+        "| Estimate for MLX (bytes) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for torch_row, mlx_row in pairs:
+        t, x = _peak(torch_row), _peak(mlx_row)
+        ratio = f"{t / x:.2f}x" if x else "-"
+        t_est = f"{torch_row.estimate_bytes:,}" if torch_row.estimate_bytes is not None else "-"
+        x_est = f"{mlx_row.estimate_bytes:,}" if mlx_row.estimate_bytes is not None else "-"
+        out.append(
+            f"| {torch_row.model} | {torch_row.context} | {_budget_cell(torch_row)} | {t:,} "
+            f"| {x:,} | {signed_bytes(t - x)} | {ratio} | {t_est} | {x_est} |"
+        )
+    return out
 
 
 def _peak(row: TableRow) -> int:

@@ -217,3 +217,62 @@ def mlx_lm_reference(
         ordered = np.sort(rows, axis=-1)
         gap = min(gap, float((ordered[:, -k] - ordered[:, -k - 1]).min()))
     return Reference(logits, tokens, gap)
+
+
+GEMMA2_CONFIG: dict[str, Any] = {
+    "model_type": "gemma2",
+    "hidden_size": 128,
+    "num_hidden_layers": 2,
+    "intermediate_size": 256,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 32,
+    "rms_norm_eps": 1e-6,
+    "vocab_size": 512,
+    "rope_theta": 10000.0,
+    "attn_logit_softcapping": 50.0,
+    "final_logit_softcapping": 30.0,
+    "query_pre_attn_scalar": 32,
+    "sliding_window": 4096,
+    "max_position_embeddings": 8192,
+    "torch_dtype": "float16",
+}
+
+DEEPSEEK_V2_CONFIG: dict[str, Any] = {
+    # Multi-head latent attention (compressed KV) and routed plus shared experts, as
+    # DeepSeek-V2-Lite (no q compression, first layer dense).
+    "model_type": "deepseek_v2",
+    "hidden_size": 128,
+    "num_hidden_layers": 2,
+    "intermediate_size": 256,
+    "moe_intermediate_size": 64,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 4,
+    "n_shared_experts": 1,
+    "n_routed_experts": 4,
+    "num_experts_per_tok": 2,
+    "routed_scaling_factor": 1.0,
+    "kv_lora_rank": 64,
+    "q_lora_rank": None,
+    "qk_rope_head_dim": 16,
+    "v_head_dim": 32,
+    "qk_nope_head_dim": 32,
+    "topk_method": "greedy",
+    "moe_layer_freq": 1,
+    "first_k_dense_replace": 1,
+    "rms_norm_eps": 1e-6,
+    "vocab_size": 512,
+    "rope_theta": 10000.0,
+    "rope_scaling": {
+        "type": "yarn",
+        "factor": 40,
+        "original_max_position_embeddings": 4096,
+        "beta_fast": 32,
+        "beta_slow": 1,
+        "mscale": 0.707,
+        "mscale_all_dim": 0.707,
+    },
+    "max_position_embeddings": 163840,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+}

@@ -114,8 +114,8 @@ def test_table_writes_the_estimate_against_peak_table(tiny_llama: Path, tmp_path
     assert text == done.stdout
     rows = [line for line in text.splitlines() if line.startswith(f"| {tiny_llama} |")]
     assert len(rows) == 2
-    assert rows[0].split("|")[2:4] == [" 24 ", " 16 "]
-    assert rows[1].split("|")[3] == " 0 (off) "
+    assert rows[0].split("|")[2:5] == [" torch engine ", " 24 ", " 16 "]
+    assert rows[1].split("|")[4] == " 0 (off) "
     assert rows[0].rstrip().endswith("| yes |")
     assert "the estimate covers 1 of 1 measured peaks" in text
     assert "smallest margin is" in text

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+from dataclasses import replace
 from pathlib import Path
 
 from core.history import HISTORY_FILE, HistoryStore, encode_record, state_dir
@@ -110,3 +111,28 @@ def test_state_dir_follows_xdg_and_ignores_relative_values(tmp_path: Path) -> No
 
 def test_default_store_is_in_the_state_dir(state_home: Path) -> None:
     assert HistoryStore.default().path == state_home / "vramscope" / HISTORY_FILE
+
+
+def test_records_name_their_engine_and_old_ones_read_as_torch(tmp_path: Path) -> None:
+    path = tmp_path / "h.jsonl"
+    old = json.loads(encode_record(peak(1)))
+    del old["result"]["engine"]  # written before engines existed
+    mlx = replace(
+        peak(2),
+        engine="mlx",
+        peak_kind="MLX peak (mx.get_peak_memory), cpu",
+        torch_version="",
+        mlx_version="0.32.4",
+        mlx_lm_version="0.32.2",
+        active_bytes=10,
+        cache_bytes=5,
+    )
+    path.write_text(json.dumps(old) + "\n")
+    HistoryStore(path).append(mlx)
+    first, second = HistoryStore(path).read().results
+    assert (first.engine, first.counted) == (
+        "torch",
+        "torch engine, RSS over baseline, emulating MLX-ROCm's in-flight queue",
+    )
+    assert second == mlx
+    assert second.counted == "MLX peak (mx.get_peak_memory), cpu"

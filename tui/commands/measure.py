@@ -16,16 +16,19 @@ from typing import Any
 from core.display_text import clean_text, json_safe
 from core.errors import UsageError
 from core.measurement import (
+    DEFAULT_ENGINE,
     DEFAULT_GEN_TOKENS,
     DEFAULT_PROMPT_TOKENS,
     DEFAULT_WARMUP_TOKENS,
     DEVICE_CHOICES,
+    ENGINE_CHOICES,
     MeasuredPeak,
     MeasureEvent,
     MeasurementFailure,
     MeasureNotice,
     MeasureProgress,
     MeasureRequest,
+    comparison_backend,
 )
 from core.memory_size import parse_optional_memory_size
 from tui.commands.common import (
@@ -58,7 +61,8 @@ def add_run_flags(p: argparse.ArgumentParser) -> None:
         "--device",
         choices=DEVICE_CHOICES,
         default="auto",
-        help="where to load: a ROCm or CUDA GPU through torch, or the CPU (default auto)",
+        help="where to load: a ROCm or CUDA GPU, or the CPU; with --engine mlx, auto is "
+        "MLX's default device (Metal on Apple silicon) (default auto)",
     )
     p.add_argument(
         "--synthetic",
@@ -91,10 +95,12 @@ def register(sub: Any) -> None:
     """Add the `measure` parser."""
     p = sub.add_parser(
         "measure",
-        help="load a model through torch and measure its peak memory",
+        help="load a model (torch engine or real MLX) and measure its peak memory",
         description="Run mlxcel's bench workload (a warm-up pass, then P prompt tokens "
         "and G greedy decode tokens) in a child process on a ROCm or CUDA GPU or the "
-        "CPU, and print the measured peak beside the estimate at context P + G.",
+        "CPU, and print the measured peak beside the estimate at context P + G. "
+        "--engine mlx loads the model with mlx-lm and reports MLX's own peak "
+        "(mx.get_peak_memory); the torch engine emulates MLX-ROCm's in-flight queue.",
     )
     p.add_argument(
         "model",
@@ -114,6 +120,13 @@ def register(sub: Any) -> None:
         default=None,
         help="in-flight budget in MiB, parsed like MLX_ROCM_MAX_INFLIGHT_MB "
         "(which it overrides); 0 = bound off; default 1024",
+    )
+    p.add_argument(
+        "--engine",
+        choices=ENGINE_CHOICES,
+        default=DEFAULT_ENGINE,
+        help="torch: vramscope's decoder emulating MLX-ROCm (pip install 'vramscope[measure]'); "
+        "mlx: real MLX through mlx-lm (pip install 'vramscope[mlx]') (default torch)",
     )
     add_run_flags(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -168,8 +181,10 @@ class ProgressLine:
             self._shown = False
 
 
-def request_from_args(args: argparse.Namespace, model: str, prompt_tokens: int) -> MeasureRequest:
-    """A MeasureRequest from the shared flags."""
+def request_from_args(
+    args: argparse.Namespace, model: str, prompt_tokens: int, engine: str | None = None
+) -> MeasureRequest:
+    """A MeasureRequest from the shared flags (`engine` overrides `--engine`)."""
     return MeasureRequest(
         model=model,
         prompt_tokens=prompt_tokens,
@@ -181,6 +196,7 @@ def request_from_args(args: argparse.Namespace, model: str, prompt_tokens: int) 
         synthetic=args.synthetic,
         host_memory_cap_bytes=memory_cap(args.memory_cap),
         timeout_s=check_timeout(args.timeout),
+        engine=engine or str(getattr(args, "engine", DEFAULT_ENGINE)),
     )
 
 
@@ -202,7 +218,7 @@ def run(args: argparse.Namespace) -> int:
     outcome = measure(prepared, progress, record_history=not args.no_history)
     progress.clear()
     if args.json:
-        document = outcome_json(outcome, prepared.estimate.total_bytes)
+        document = outcome_json(outcome, prepared.estimate.total_bytes, request.engine)
         print(json.dumps(json_safe(document), indent=2, ensure_ascii=False))
     elif isinstance(outcome, MeasuredPeak):
         print("\n".join(clean_text(line) for line in comparison_lines(outcome)))
@@ -212,13 +228,21 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def outcome_json(outcome: MeasuredPeak | MeasurementFailure, estimate_bytes: int) -> dict[str, Any]:
-    """The `--json` document."""
+def outcome_json(
+    outcome: MeasuredPeak | MeasurementFailure, estimate_bytes: int, engine: str = DEFAULT_ENGINE
+) -> dict[str, Any]:
+    """The `--json` document: the engine and what its peak counts, the estimate it is
+    held against (the run's backend formula for mlx, ROCm's for torch), the margin."""
     if isinstance(outcome, MeasurementFailure):
-        return {"estimate_bytes": estimate_bytes, "error": outcome.to_dict()}
+        return {"engine": engine, "estimate_bytes": estimate_bytes, "error": outcome.to_dict()}
     m = outcome.margin
     return {
-        "estimate_bytes": estimate_bytes,
+        "engine": outcome.engine,
+        "counted": outcome.counted,
+        "estimate_bytes": outcome.estimate_bytes
+        if outcome.estimate_bytes is not None
+        else estimate_bytes,
+        "estimate_backend": comparison_backend(outcome.engine, outcome.device_kind).value,
         "measured": outcome.to_dict(),
         "margin": None
         if m is None

@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from core.display_text import clean_text, escape_undecodable
 from core.errors import UsageError
-from core.measurement import MeasuredPeak, MeasurementFailure
+from core.measurement import (
+    DEFAULT_ENGINE,
+    ENGINE_CHOICES,
+    ENGINE_LABELS,
+    MeasuredPeak,
+    MeasurementFailure,
+)
 from tui.commands.measure import ProgressLine, add_run_flags, failure_line, request_from_args
 
 if TYPE_CHECKING:
@@ -48,6 +54,13 @@ def register(sub: Any) -> None:
         metavar="LIST",
         help=f"comma-separated in-flight budgets in MiB, 0 = bound off (default {DEFAULT_BUDGETS})",
     )
+    p.add_argument(
+        "--engine",
+        default=DEFAULT_ENGINE,
+        metavar="LIST",
+        help="comma-separated engines: torch, mlx or mlx,torch (both, their peaks side by "
+        f"side) (default {DEFAULT_ENGINE})",
+    )
     add_run_flags(p)
     p.add_argument("--out", type=Path, default=None, metavar="FILE.md", help="also write here")
     p.set_defaults(func=run)
@@ -69,13 +82,28 @@ def parse_int_list(flag: str, text: str, minimum: int) -> list[int]:
     return values
 
 
+def parse_engines(text: str) -> list[str]:
+    """`mlx,torch` -> ["mlx", "torch"] (each once, in the order given)."""
+    engines = []
+    for item in text.split(","):
+        name = item.strip().lower()
+        if name not in ENGINE_CHOICES:
+            raise UsageError(
+                "--engine", f"'{item.strip()}' is not an engine (give {', '.join(ENGINE_CHOICES)})"
+            )
+        if name not in engines:
+            engines.append(name)
+    return engines
+
+
 def run(args: argparse.Namespace) -> int:
     """Measure every combination, then print (and write) the table."""
-    from hip_backend.launcher import measure, prepare
+    from hip_backend.launcher import expected_backend, measure, prepare
     from hip_backend.report import TableRow, markdown_table
 
     contexts = parse_int_list("--contexts", args.contexts, 1)
     budgets = parse_int_list("--budgets", args.budgets, 0)
+    engines = parse_engines(args.engine)
     for context in contexts:
         if context <= args.gen_tokens:
             raise UsageError(
@@ -85,18 +113,21 @@ def run(args: argparse.Namespace) -> int:
     plans = []
     for model in args.models:  # resolve everything first: a bad name stops before any run
         for context in contexts:
-            for budget in budgets:
-                request = replace(
-                    request_from_args(args, model, context - args.gen_tokens), inflight=budget
-                )
-                plans.append((model, context, budget, prepare(request)))
+            for engine in engines:
+                base = request_from_args(args, model, context - args.gen_tokens, engine)
+                # MLX has an in-flight queue only on ROCm: elsewhere one run per context.
+                has_queue = engine == "torch" or expected_backend(base).has_inflight_reserve
+                for budget in budgets if has_queue else budgets[:1]:
+                    request = replace(base, inflight=budget)
+                    plans.append((model, context, budget, engine, has_queue, prepare(request)))
     rows: list[TableRow] = []
     progress = ProgressLine()
-    for index, (model, context, budget, prepared) in enumerate(plans, start=1):
+    for index, (model, context, budget, engine, has_queue, prepared) in enumerate(plans, 1):
         progress.clear()
+        where = f", {budget} MiB" if has_queue else ""
         print(
             clean_text(
-                f"vramscope: [{index}/{len(plans)}] {model} at {context} tokens, {budget} MiB"
+                f"vramscope: [{index}/{len(plans)}] {model} at {context} tokens{where}, {engine}"
             ),
             file=sys.stderr,
         )
@@ -104,7 +135,12 @@ def run(args: argparse.Namespace) -> int:
         progress.clear()
         if isinstance(outcome, MeasurementFailure):
             print(failure_line(outcome), file=sys.stderr)
-        rows.append(TableRow(model, context, budget, prepared.estimate.total_bytes, outcome))
+        held_against = (
+            outcome.estimate_bytes
+            if isinstance(outcome, MeasuredPeak) and outcome.estimate_bytes is not None
+            else prepared.estimate.total_bytes
+        )
+        rows.append(TableRow(model, context, budget, held_against, outcome, engine))
     text = markdown_table(rows, "Estimate against peak", preamble(rows, args))
     print(escape_undecodable(text), end="")
     if args.out is not None:
@@ -117,22 +153,37 @@ def run(args: argparse.Namespace) -> int:
 
 
 def preamble(rows: list[TableRow], args: argparse.Namespace) -> list[str]:
-    """Where and how the table was measured."""
-    first = next((r.outcome for r in rows if isinstance(r.outcome, MeasuredPeak)), None)
+    """Where and how the table was measured, and what each engine's peak counts."""
+    from hip_backend.report import device_line
+
     date = datetime.date.today().isoformat()
-    lines = [f"Measured {date} with vramscope's torch engine."]
-    if first is not None:
-        device = f"{first.device_kind} {first.device_name}" + (
-            f" ({first.arch})" if first.arch else ""
+    engines = list(dict.fromkeys(r.engine for r in rows)) or [DEFAULT_ENGINE]
+    names = " and ".join(ENGINE_LABELS.get(e, e) for e in engines)
+    lines = [f"Measured {date} with {names}."]
+    for engine in engines:
+        first = next(
+            (r.outcome for r in rows if r.engine == engine and isinstance(r.outcome, MeasuredPeak)),
+            None,
         )
-        runtime = f", runtime {first.runtime_version}" if first.runtime_version else ""
-        lines.append(f"Device: {device}; torch {first.torch_version}{runtime}.")
-        lines.append(f"Peak: {first.peak_kind}.")
+        if first is None:
+            continue
+        label = ENGINE_LABELS.get(engine, engine)
+        lines.append(f"{label}: {device_line(first)}; peak: {first.counted}.")
+        if first.peak_kind != first.counted:
+            lines.append(f"{label} peak, exactly: {first.peak_kind}.")
         if first.synthetic_weights:
-            lines.append("Weights: synthetic (random values of the real shapes and dtypes).")
+            lines.append(
+                f"{label} weights: synthetic (random values of the real shapes and dtypes)."
+            )
+    estimate = "mlxcel's ROCm formula at the context with the row's budget"
+    if "mlx" in engines:
+        estimate = (
+            f"for the torch engine, {estimate}; for MLX, the formula of the backend it ran "
+            "on (no in-flight term on the CPU, Metal and CUDA)"
+        )
     lines.append(
         f"Workload: warm-up (prefill + {args.warmup_tokens} tokens), then P = context - "
         f"{args.gen_tokens} prompt tokens and {args.gen_tokens} greedy decode tokens. "
-        "Estimate: mlxcel's ROCm formula at the context with the row's budget."
+        f"Estimate: {estimate}."
     )
     return lines
