@@ -78,6 +78,32 @@ class DecoderModel:
     weights_bytes: int = 0
     extra: dict[str, int] = field(default_factory=dict)
 
+    def linears(self) -> list[Linear]:
+        """Every linear module (the embedding included: it is the tied head)."""
+        out = [self.embed] + ([self.lm_head] if self.lm_head is not None else [])
+        for block in self.blocks:
+            a = block.attention
+            out += [a.q_proj, a.k_proj, a.v_proj, a.o_proj]
+            out += list(vars(block.mlp).values())
+        return out
+
+    def fuse_bf16_scales(self) -> int:
+        """Run every quantized module with BF16 scales without a dequantized copy.
+
+        MLX-ROCm sends affine matmuls whose scales are BF16 to a fused WMMA kernel
+        that dequantizes in registers and allocates no weight copy (mlxcel's ROCm
+        test notes it); F16-scale modules keep the dequantize-and-GEMM copy. Returns
+        the number of modules switched.
+        """
+        import torch
+
+        switched = 0
+        for linear in self.linears():
+            if linear.scales is not None and linear.scales.dtype == torch.bfloat16:
+                linear.no_copy = True
+                switched += 1
+        return switched
+
     def new_cache(self, queue: InflightQueue) -> list[KVCache]:
         """Empty KV caches, one per layer."""
         return [KVCache(queue) for _ in self.blocks]

@@ -109,7 +109,13 @@ class InflightQueue:
         return self._open.bytes
 
     def op(self, *outputs: Any) -> None:
-        """Account one primitive: its outputs join the open batch (and stay alive)."""
+        """Account one primitive: its outputs join the open batch (and stay alive).
+
+        Completed batches are released first: MLX frees a batch's buffers from its
+        completion handler, as soon as the event fires, not at the next commit (which,
+        with the bound off, comes only every `op_cap` ops). An event query is cheap.
+        """
+        self._release_completed()
         batch = self._open
         for tensor in outputs:
             if tensor is None:

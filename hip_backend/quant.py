@@ -79,3 +79,67 @@ def dequantize(
         grouped = chunk.view(r1 - r0, groups, group_size)
         grouped.mul_(flat_scales[r0:r1, :, None]).add_(flat_biases[r0:r1, :, None])
     return out.view(*lead, in_features)
+
+
+QMM_CHUNK_ELEMENTS = 1 << 18
+"""Logical weights per step of the fused kernel on the CPU: the float32 chunk (1 MiB)
+stays in cache between its scaling and its GEMM."""
+
+
+def quantized_matmul(
+    x: torch.Tensor,
+    packed: torch.Tensor,
+    scales: torch.Tensor,
+    biases: torch.Tensor,
+    bits: int,
+    group_size: int,
+) -> torch.Tensor:
+    """`x @ dequantize(packed, scales, biases).T` without a dequantized copy of the weights.
+
+    MLX's quantized matrix-vector kernels (`qmv`) work this way: per group they
+    accumulate `sum(q * x)` in float32 and add `scale * that + bias * sum(x)`; no
+    16-bit weight exists at any point. Here the bytes of a slice of rows are used
+    as they are: a byte holding the values `n_0 .. n_{p-1}` (low bits first) and
+    its shifts `h_i = byte >> (bits * i)` satisfy `n_i = h_i - 2**bits * h_{i+1}`,
+    so `sum_i n_i x_i = sum_i h_i c_i` with `c_0 = x_0`, `c_i = x_i - 2**bits x_{i-1}`.
+    Each `h_i` times the group scale is one float32 pass over the slice, then one
+    GEMM; only a cache-sized float32 slice is alive at a time. Accumulates in
+    float32 and rounds once to `x`'s dtype. Cost per weight does not depend on
+    the number of rows of `x`, so it also serves a MoE expert's few dozen tokens.
+    """
+    import torch
+
+    if bits not in (2, 4, 8):
+        raise ValueError(f"{bits}-bit affine packing is not byte aligned")
+    out_features, words = packed.shape
+    in_features = words * 32 // bits
+    groups = in_features // group_size
+    if groups * group_size != in_features or scales.shape[-1] != groups:
+        raise ValueError(
+            f"packed width {words} at {bits} bits does not match {scales.shape[-1]} "
+            f"groups of {group_size}"
+        )
+    if x.shape[-1] != in_features:
+        raise ValueError(f"input width {x.shape[-1]} does not match {in_features} weights")
+    per_byte = 8 // bits
+    lead = x.shape[:-1]
+    xf = x.reshape(-1, in_features).float()
+    m = xf.shape[0]
+    # The bias term for every output at once: [M, groups] @ [groups, out].
+    acc = (xf.view(m, groups, group_size).sum(-1) @ biases.float().T).T.contiguous()
+    pairs = xf.view(m, in_features // per_byte, per_byte)
+    coeffs = [pairs[..., 0].T.contiguous()]
+    for i in range(1, per_byte):
+        coeffs.append((pairs[..., i] - (1 << bits) * pairs[..., i - 1]).T.contiguous())
+    as_bytes = packed.view(torch.uint8).view(out_features, groups, group_size // per_byte)
+    per_step = QMM_CHUNK_ELEMENTS if packed.device.type == "cpu" else GPU_CHUNK_ELEMENTS
+    step = max(1, per_step // max(1, in_features))
+    width = in_features // per_byte
+    for r0 in range(0, out_features, step):
+        r1 = min(out_features, r0 + step)
+        chunk = as_bytes[r0:r1]
+        scale = scales[r0:r1].float()[:, :, None]
+        for i, coeff in enumerate(coeffs):
+            shifted = chunk >> (bits * i) if i else chunk
+            acc[r0:r1].addmm_(torch.mul(shifted, scale).view(r1 - r0, width), coeff)
+    return acc.T.to(x.dtype).reshape(*lead, out_features)

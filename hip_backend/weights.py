@@ -16,7 +16,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from hip_backend.inflight import InflightQueue
-from hip_backend.quant import CHUNK_ELEMENTS, GPU_CHUNK_ELEMENTS, dequantize
+from hip_backend.quant import (
+    CHUNK_ELEMENTS,
+    GPU_CHUNK_ELEMENTS,
+    dequantize,
+    quantized_matmul,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -24,6 +29,13 @@ if TYPE_CHECKING:
 QMV_MAX_ROWS = 8
 """Up to this many input rows a quantized linear makes no full-size copy. MLX picks its
 matrix-vector kernels below a small batch limit (4 to 18 rows depending on the device)."""
+
+FEW_ROWS_KERNELS = ("fused", "sliced")
+few_rows_kernel = "fused"
+"""How a quantized linear runs on few rows: `fused` (`quant.quantized_matmul`, no 16-bit
+weight at all, as MLX's qmv) or `sliced` (the earlier path: dequantize a bounded slice of
+rows at a time, then a 16-bit GEMM; about 5x slower on the CPU). Kept for
+scripts/bench_measure.py's before/after comparison."""
 
 
 @dataclass
@@ -36,6 +48,10 @@ class Linear:
     bias: torch.Tensor | None = None
     bits: int = 0
     group_size: int = 0
+    no_copy: bool = False
+    """Never make a dequantized copy, whatever the rows: a routed expert (MLX's
+    `gather_qmm` runs the packed weights) or a module MLX-ROCm runs through its fused
+    BF16-scale kernel (`fuse_bf16_scales`)."""
 
     @property
     def quantized(self) -> bool:
@@ -66,12 +82,21 @@ class Linear:
         import torch.nn.functional as F
 
         rows = x.numel() // max(1, x.shape[-1])
-        if self.quantized and rows <= QMV_MAX_ROWS:
-            y = self._few_rows(x)
+        if self.quantized and self.no_copy:
+            y = self._fused(x)
+        elif self.quantized and rows <= QMV_MAX_ROWS:
+            y = self._fused(x) if few_rows_kernel == "fused" else self._few_rows(x)
         else:
             y = F.linear(x, self.dense(queue), self.bias)
         queue.op(y)
         return y
+
+    def _fused(self, x: torch.Tensor) -> torch.Tensor:
+        """`x @ W.T + b` straight from the packed words (no weight copy)."""
+        assert self.scales is not None
+        assert self.biases is not None
+        y = quantized_matmul(x, self.weight, self.scales, self.biases, self.bits, self.group_size)
+        return y if self.bias is None else y + self.bias
 
     def _few_rows(self, x: torch.Tensor) -> torch.Tensor:
         """`x @ W.T + b` dequantizing a slice of W's rows at a time (no full copy)."""
@@ -100,7 +125,8 @@ class Linear:
         return y.view(*x.shape[:-1], out_features)
 
     def expert(self, index: int) -> Linear:
-        """Expert `index` of a stacked `[E, out, in]` module, as a plain Linear view."""
+        """Expert `index` of a stacked `[E, out, in]` module, as a Linear view that runs
+        from its packed words (no dequantized copy, as MLX's `gather_qmm`)."""
         return Linear(
             self.weight[index],
             None if self.scales is None else self.scales[index],
@@ -108,4 +134,5 @@ class Linear:
             None,
             self.bits,
             self.group_size,
+            no_copy=True,
         )

@@ -7,8 +7,13 @@
 2. End-to-end time of a CPU measurement of a tiny model through the launcher
    (child start, torch import, load, warm-up, measured pass, result). Target:
    under 10 s.
+3. Decode speed: the pp512/tg128 pass of a 4-bit 1024x8 llama (hidden 1024, 8
+   layers, vocab 32000) on the CPU, with the fused no-copy quantized kernel
+   (`quant.quantized_matmul`) against the earlier sliced dequantize-then-GEMM
+   path, in the same run; then the whole `vramscope measure` of it through the
+   launcher (child, load, warm-up, measured pass). Target: the pass in <= 10 s.
 
-    python scripts/bench_measure.py [--runs 5]
+    python scripts/bench_measure.py [--runs 5] [--only load|e2e|decode]
 """
 
 from __future__ import annotations
@@ -145,13 +150,131 @@ def bench_end_to_end(tmp: Path, runs: int) -> None:
     )
 
 
+DECODE_MODEL = {
+    **LOAD_MODEL,
+    "num_hidden_layers": 8,
+    "intermediate_size": 4096,
+}
+
+
+def bench_decode(tmp: Path) -> None:
+    import torch
+
+    import hip_backend.weights as weights
+    from hip_backend.inflight import InflightQueue, LaggingEvent
+    from hip_backend.loader import build_model
+    from hip_backend.model_source import ModelSource, resolve_source
+    from hip_backend.workload import run_pass, synthetic_prompt
+
+    folder = write_random_model(tmp / "decode", DECODE_MODEL)
+    resolved = resolve_source(ModelSource(folder=folder))
+    model = build_model(resolved.arch, resolved.plan, torch.device("cpu"))
+    prompt = synthetic_prompt(resolved.arch.vocab_size, 512, 0)
+    print(
+        "pp512/tg128 of a 4-bit 1024x8 llama on the CPU (in-process pass, budget 1024 MiB, "
+        f"{torch.get_num_threads()} torch threads)"
+    )
+    figures = {}
+    torch.set_grad_enabled(False)
+    for kernel in ("sliced", "fused"):
+        weights.few_rows_kernel = kernel
+        queue = InflightQueue(1024 << 20, LaggingEvent)
+        start = time.perf_counter()
+        result = run_pass(model, queue, prompt, 128)
+        total = time.perf_counter() - start
+        figures[kernel] = (total, 128 / result.decode_seconds, result.tokens)
+        label = "before (sliced dequantize + GEMM)" if kernel == "sliced" else "after (fused qmv)"
+        print(
+            f"  {label:34s} pass {total:6.2f} s  (prefill {result.prefill_seconds:5.2f} s, "
+            f"decode {128 / result.decode_seconds:6.2f} tokens/s)"
+        )
+    (old_total, old_rate, old_tokens), (new_total, new_rate, new_tokens) = figures.values()
+    verdict = "OK" if new_total <= 10 else "OVER TARGET"
+    print(
+        f"  decode {new_rate / old_rate:.2f}x faster, pass {old_total / new_total:.2f}x; "
+        f"greedy tokens {'equal' if old_tokens == new_tokens else 'DIFFER'}; "
+        f"target pass <= 10 s    {verdict}"
+    )
+    request = MeasureRequest(str(folder), prompt_tokens=512, gen_tokens=128, device="cpu")
+    start = time.perf_counter()
+    outcome = measure(request, record_history=False)
+    seconds = time.perf_counter() - start
+    assert isinstance(outcome, MeasuredPeak), outcome
+    print(
+        f"  vramscope measure (child: load, warm-up 20 tokens, pass) {seconds:6.2f} s end to end, "
+        f"decode {outcome.decode_tokens_per_s:.2f} tokens/s"
+    )
+
+
+LIFETIME_MODELS = {
+    "bf16 1024x8 llama": {k: v for k, v in DECODE_MODEL.items() if k != "quantization"},
+    "4-bit qwen3_moe, 32 experts, top-4": {
+        "model_type": "qwen3_moe",
+        "hidden_size": 1024,
+        "num_hidden_layers": 8,
+        "intermediate_size": 4096,
+        "moe_intermediate_size": 512,
+        "num_experts": 32,
+        "num_experts_per_tok": 4,
+        "decoder_sparse_step": 1,
+        "mlp_only_layers": [],
+        "norm_topk_prob": True,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 4,
+        "head_dim": 64,
+        "rms_norm_eps": 1e-6,
+        "vocab_size": 32000,
+        "rope_theta": 1000000.0,
+        "max_position_embeddings": 4096,
+        "tie_word_embeddings": False,
+        "torch_dtype": "bfloat16",
+        "quantization": {"group_size": 64, "bits": 4},
+    },
+}
+
+
+def bench_lifetimes(tmp: Path, prompt_tokens: int, gen_tokens: int) -> None:
+    """The engine's peak minus its largest in-flight holding against real MLX's peak."""
+    from tests.hip_backend.mlx_peak import measure_in_subprocess
+
+    print(
+        f"peak against real MLX on the CPU (pp{prompt_tokens}/tg{gen_tokens}, warm-up 20 "
+        "tokens, budget 1024 MiB; MB = 10^6 bytes)"
+    )
+    print("  | model | engine peak | max in-flight held | peak - held | MLX peak | ratio |")
+    print("  |---|---:|---:|---:|---:|---:|")
+    for name, config in LIFETIME_MODELS.items():
+        folder = write_random_model(tmp / name.replace(" ", "-").replace(",", ""), config)
+        request = MeasureRequest(
+            str(folder), prompt_tokens=prompt_tokens, gen_tokens=gen_tokens, device="cpu"
+        )
+        outcome = measure(request, record_history=False)
+        assert isinstance(outcome, MeasuredPeak), outcome
+        held = int(outcome.extra["inflight_max_held_bytes"])
+        mlx = measure_in_subprocess(folder, prompt_tokens, gen_tokens)["peak_bytes"]
+        own = outcome.peak_bytes - held
+        print(
+            f"  | {name} | {outcome.peak_bytes / 1e6:.1f} MB | {held / 1e6:.1f} MB | "
+            f"{own / 1e6:.1f} MB | {mlx / 1e6:.1f} MB | {own / mlx:.3f} |"
+        )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--only", choices=("load", "e2e", "decode", "lifetimes"))
+    parser.add_argument("--prompt-tokens", type=int, default=512, help="P of the MLX comparison")
+    parser.add_argument("--gen-tokens", type=int, default=128, help="G of the MLX comparison")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="vramscope-bench-measure-") as tmp:
-        bench_load(Path(tmp), args.runs)
-        bench_end_to_end(Path(tmp), args.runs)
+        if args.only in (None, "load"):
+            bench_load(Path(tmp), args.runs)
+        if args.only in (None, "e2e"):
+            bench_end_to_end(Path(tmp), args.runs)
+        if args.only in (None, "decode"):
+            bench_decode(Path(tmp))
+        if args.only in (None, "lifetimes"):
+            bench_lifetimes(Path(tmp), args.prompt_tokens, args.gen_tokens)
     return 0
 
 

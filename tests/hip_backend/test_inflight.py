@@ -70,10 +70,11 @@ def test_committed_batches_keep_their_tensors_alive_until_their_event_completes(
     gc.collect()
     assert watch() is not None  # in flight
     events[0].done = True  # the device finished that batch
-    queue.op(Buffer(MIB))
-    queue.op(Buffer(MIB))  # next commit polls and releases the completed batch
+    queue.op(Buffer(MIB))  # the very next op, not the next commit, releases it
     gc.collect()
     assert watch() is None
+    assert queue.stats.commits == 1
+    assert (queue.committed_bytes, queue.open_bytes) == (0, MIB)
     assert log == []  # budget 0: the host never waited
 
 

@@ -37,3 +37,23 @@ def test_copy_only_for_many_rows_and_the_same_result_either_way(rows: int) -> No
     assert queue.open_bytes == expected
     assert y.shape == (1, rows, OUT)
     assert torch.allclose(y.float(), reference.float(), rtol=0, atol=0.05)
+
+
+def test_a_routed_expert_never_makes_a_copy_even_for_a_prefill_chunk() -> None:
+    lin = packed_linear()
+    stacked = Linear(
+        torch.stack([lin.weight, lin.weight.flip(0)]),
+        torch.stack([lin.scales, lin.scales]),  # type: ignore[list-item]
+        torch.stack([lin.biases, lin.biases]),  # type: ignore[list-item]
+        None,
+        bits=4,
+        group_size=64,
+    )
+    expert = stacked.expert(1)
+    x = torch.randn(1, 64, IN).to(torch.bfloat16)
+    queue = InflightQueue(0, LaggingEvent)
+    with torch.no_grad():
+        y = expert(x, queue)
+        reference = torch.nn.functional.linear(x, expert.dense(InflightQueue(0, LaggingEvent)))
+    assert queue.open_bytes == 64 * OUT * 2  # the output only: no [OUT, IN] copy
+    assert torch.allclose(y.float(), reference.float(), rtol=0, atol=0.05)
