@@ -12,7 +12,8 @@ what that rank holds, following mlx-lm's sharding (core/sharding.py):
           and every stage computes the logits)
     I_r = the in-flight budget, once per ROCm device (0 elsewhere)
     total_r = W_r + K_r + O_r + A_r + I_r      (saturating)
-    load_r  = TP: W (every tensor whole, briefly, while sharded_load slices them)
+    load_r  = TP: W + 2 x the largest slice (every tensor whole, briefly, while
+              sharded_load slices them; the slice being cut is copied twice)
               PP: W_r
     peak_r  = max(load_r, total_r)
 
@@ -90,9 +91,10 @@ class RankEstimate:
     """This rank's KV layout (for per-token figures)."""
     load_peak_bytes: int
     """What the rank holds while loading. TP: every tensor of the checkpoint whole
-    (W, the single-device weights): sharded_load's one `mx.eval(model.parameters())`
-    reads each tensor whole before slicing it. PP: its own weights (only its layers
-    are evaluated)."""
+    (W, the single-device weights), because sharded_load's one
+    `mx.eval(model.parameters())` reads each tensor whole before slicing it, plus
+    two copies of the largest slice (concatenate, contiguous). PP: its own weights
+    (only its layers are evaluated)."""
 
     @property
     def peak_bytes(self) -> int:
@@ -258,13 +260,14 @@ def estimate_parallel(
     if plan.kind is ParallelKind.TENSOR:
         heads = _heads(model)
         check_heads(heads, n)
-        sharded = replicated = 0
+        sharded = replicated = largest_slice = 0
         for name, dtype, shape in tensors:
             size = rank_tensor_bytes(name, dtype, shape, n)
             if tensor_rule(name) is ShardRule.REPLICATED:
                 replicated = sat_add(replicated, size)
             else:
                 sharded = sat_add(sharded, size)
+                largest_slice = max(largest_slice, size)
         groups = tuple(replace(g, elems_per_token=g.elems_per_token // n) for g in arch.groups)
         rank_arch = KvArch(
             arch.kind, groups, f"{arch.detail}; {heads.kv_heads // n} of {heads.kv_heads} KV heads"
@@ -272,7 +275,9 @@ def estimate_parallel(
         dims = model.activation_dims
         if dims is not None:
             dims = replace(dims, intermediate=dims.intermediate // n)
-        whole = sat_add(*(tensor_bytes(d, s) for _, d, s in tensors))
+        # Every tensor read whole (one mx.eval runs the loads), plus the concatenate and
+        # contiguous copies of the slice being cut (mlx.nn.layers.distributed._shard).
+        whole = sat_add(*(tensor_bytes(d, s) for _, d, s in tensors), 2 * largest_slice)
         for r in range(n):
             est = _rank_estimate(
                 sat_add(sharded, replicated),

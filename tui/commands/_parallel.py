@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from typing import TYPE_CHECKING, Any
 
 from core import __version__
 from core.backend import resolve_backend
+from core.display_text import clean_text, json_safe
 from core.environment import read_env, resolve_settings
 from core.estimate import QuantHint, Workload
+from core.measurement import MeasurementFailure
 from core.parallel import MAX_RANKS, ParallelPlan, estimate_parallel, parse_rank_limits
 from core.parallel_report import format_parallel, parallel_report
 from core.parallel_source import resolve_parallel_model
 from core.report import to_json_pretty
 from core.sharding import ParallelKind
 from tui.commands.common import int_at_least, warn
+
+if TYPE_CHECKING:
+    from hip_backend.distributed import ParallelRun, PreparedParallel
 
 
 def add_parallel_flags(p: argparse.ArgumentParser) -> None:
@@ -66,3 +73,110 @@ def run_parallel(args: argparse.Namespace, quant: QuantHint) -> int:
     else:
         print(format_parallel(args.model, pe), end="")
     return 0
+
+
+def measure_parallel(args: argparse.Namespace, plan: ParallelPlan) -> int:
+    """`vramscope measure MODEL --engine mlx --tp N | --pp N`: one row per rank."""
+    import json
+
+    from hip_backend.distributed import ParallelRun, prepare_parallel, run_parallel
+    from tui.commands.measure import (
+        EXIT_FAILED,
+        ProgressLine,
+        failure_line,
+        request_from_args,
+    )
+
+    request = request_from_args(args, args.model, args.prompt_tokens)
+    prepared = prepare_parallel(request, plan)  # refusals are usage errors (exit 2)
+    warn(prepared.warnings)
+    progress = ProgressLine(enabled=False if args.json else None)
+    outcome = run_parallel(prepared, progress)
+    progress.clear()
+    if isinstance(outcome, ParallelRun) and not args.no_history:
+        from hip_backend.launcher import _record
+
+        for peak in outcome.ranks:
+            _record(peak)
+    if args.json:
+        doc = json_safe(parallel_measure_json(prepared, outcome))
+        print(json.dumps(doc, indent=2, ensure_ascii=False))
+    elif isinstance(outcome, ParallelRun):
+        print("\n".join(clean_text(line) for line in parallel_measure_lines(prepared, outcome)))
+    if not isinstance(outcome, ParallelRun):
+        print(failure_line(outcome), file=sys.stderr)
+        return EXIT_FAILED
+    return 0
+
+
+def parallel_measure_lines(prepared: PreparedParallel, run: ParallelRun) -> list[str]:
+    """The plan, then one table row per rank: estimate peak against measured peak."""
+    first = run.ranks[0]
+    req = prepared.request
+    lines = [
+        f"Model:     {req.model}  ({prepared.estimate.family}, {prepared.plan.kind.label}, "
+        f"{prepared.plan.ranks} ranks)"
+        + ("  [synthetic weights]" if first.synthetic_weights else ""),
+        f"Launch:    mlx.launch --backend ring -n {prepared.plan.ranks} on the loopback; "
+        f"{first.device_name}, {first.runtime_version}",
+        f"Workload:  pp{req.prompt_tokens} / tg{req.gen_tokens} after a warm-up pass "
+        f"({req.warmup_tokens} tokens); estimate for {prepared.backend.label} at "
+        f"{req.context_tokens} tokens",
+        "Peak:      mx.get_peak_memory() of each rank (load + workload); estimate = the rank's "
+        "max(load peak, running total)",
+        "",
+        "| Rank | Holds | Estimate (bytes) | Measured peak (bytes) | Margin (bytes) | Covered "
+        "| Weights held (bytes) |",
+        "|---:|---|---:|---:|---:|---|---:|",
+    ]
+    for peak, rank in zip(run.ranks, prepared.estimate.ranks, strict=True):
+        m = peak.margin
+        holds = (
+            f"layers {rank.layers[0]}-{rank.layers[1] - 1}"
+            if rank.layers is not None
+            else f"1/{prepared.plan.ranks}, {rank.kv_heads} KV heads"
+        )
+        lines.append(
+            f"| {rank.rank} | {holds} | {peak.estimate_bytes or 0:,} | {peak.peak_bytes:,} | "
+            f"{(m.bytes if m else 0):+,} | {'yes' if m and m.covered else 'NO'} | "
+            f"{peak.weights_bytes or 0:,} |"
+        )
+    lines += [
+        "",
+        f"Single device estimate: {prepared.estimate.single.total_bytes:,} bytes; "
+        f"wall time of the {prepared.plan.ranks}-rank run: {run.wall_seconds:.2f} s",
+    ]
+    return lines
+
+
+def parallel_measure_json(
+    prepared: PreparedParallel, outcome: ParallelRun | MeasurementFailure
+) -> dict[str, Any]:
+    """The `--json` document: the plan, then one entry per rank (or the failure)."""
+    doc: dict[str, Any] = {
+        "parallel": {"kind": prepared.plan.kind.value, "ranks": prepared.plan.ranks},
+        "engine": "mlx",
+        "launcher": "mlx.launch --backend ring (loopback)",
+        "estimate_backend": prepared.backend.value,
+        "single_device_estimate_bytes": prepared.estimate.single.total_bytes,
+        "estimate_bytes": [r.peak_bytes for r in prepared.estimate.ranks],
+    }
+    if isinstance(outcome, MeasurementFailure):
+        doc["error"] = outcome.to_dict()
+        return doc
+    doc["wall_seconds"] = round(outcome.wall_seconds, 3)
+    ranks = []
+    for peak in outcome.ranks:
+        m = peak.margin
+        ranks.append(
+            {
+                "rank": peak.extra.get("rank"),
+                "estimate_bytes": peak.estimate_bytes,
+                "measured": peak.to_dict(),
+                "margin": None
+                if m is None
+                else {"bytes": m.bytes, "percent": round(m.percent, 3), "covered": m.covered},
+            }
+        )
+    doc["ranks"] = ranks
+    return doc

@@ -31,6 +31,7 @@ from core.measurement import (
     comparison_backend,
 )
 from core.memory_size import parse_optional_memory_size
+from tui.commands._parallel import add_parallel_flags, measure_parallel, parallel_plan
 from tui.commands.common import (
     MAX_DURATION_S,
     add_model_source_flags,
@@ -129,6 +130,13 @@ def register(sub: Any) -> None:
         "mlx: real MLX through mlx-lm (pip install 'vramscope[mlx]') (default torch)",
     )
     add_run_flags(p)
+    p.add_argument(
+        "--engine",
+        choices=ENGINE_CHOICES,
+        default=DEFAULT_ENGINE,
+        help="torch (vramscope's decoder) or mlx (mlx-lm itself; needed for --tp/--pp)",
+    )
+    add_parallel_flags(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=run)
 
@@ -212,6 +220,17 @@ def run(args: argparse.Namespace) -> int:
     from hip_backend.launcher import measure, prepare
     from hip_backend.report import comparison_lines
 
+    plan = parallel_plan(args)
+    if plan is not None:
+        if args.engine != "mlx":
+            raise UsageError(f"--{plan.kind.value}", "measures ranks with --engine mlx only")
+        return measure_parallel(args, plan)
+    if args.engine == "mlx":
+        raise UsageError(
+            "--engine",
+            "mlx measures a split load here (--tp N or --pp N); "
+            "the single-device MLX engine is not in this build",
+        )
     request = request_from_args(args, args.model, args.prompt_tokens)
     prepared = prepare(request)  # a model that does not resolve is a usage error (exit 2)
     progress = ProgressLine(enabled=False if args.json else None)

@@ -1,0 +1,220 @@
+"""Real two-rank MLX loads on the CPU: mlx.launch --backend ring over the loopback.
+
+A small qwen2 model (fp16, written by mlx-lm) is loaded by two ranks, each with
+mlx-lm's own shard() or pipeline(), runs a short workload, and reports its own
+mx.get_peak_memory(). Each rank is checked against its per-rank estimate and
+against an independent single-process run of the same load and workload.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.errors import ShardingError
+from core.measurement import FailureKind, MeasuredPeak, MeasurementFailure, MeasureRequest
+from core.parallel import ParallelPlan
+from core.sharding import ParallelKind
+from hip_backend.distributed import (
+    ParallelHandle,
+    ParallelRun,
+    prepare_parallel,
+    run_parallel,
+    run_single,
+)
+from tests.hip_backend.mlx_models import write_mlx_model
+
+pytestmark = pytest.mark.slow
+
+# Weight-dominated so that the estimate's terms, sized for real models, apply: 8 layers
+# of 4-head attention and a 1024-wide MLP in fp16 (16.8 MB), 32 prompt tokens.
+QWEN2_CONFIG: dict[str, Any] = {
+    "model_type": "qwen2",
+    "hidden_size": 256,
+    "num_hidden_layers": 8,
+    "intermediate_size": 1024,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 4,
+    "rms_norm_eps": 1e-6,
+    "vocab_size": 1024,
+    "rope_theta": 10000.0,
+    "max_position_embeddings": 4096,
+    "tie_word_embeddings": False,
+    "torch_dtype": "float16",
+}
+TIMEOUT_S = 240.0  # generous: the machine running CI may be busy; a hang still ends
+
+
+@pytest.fixture(scope="module")
+def qwen2_fp16(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("mlx.core")
+    pytest.importorskip("mlx_lm")
+    return write_mlx_model(
+        tmp_path_factory.mktemp("models") / "qwen2-fp16", QWEN2_CONFIG, bits=None
+    )
+
+
+def request(model: Path, **kw: Any) -> MeasureRequest:
+    fields: dict[str, Any] = {
+        "prompt_tokens": 32,
+        "gen_tokens": 4,
+        "warmup_tokens": 0,
+        "device": "cpu",
+        "timeout_s": TIMEOUT_S,
+    }
+    return MeasureRequest(model=str(model), **(fields | kw))
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live processes in a process group (from /proc)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            out.append(int(entry))
+    return out
+
+
+@pytest.fixture(scope="module")
+def single_peak(qwen2_fp16: Path) -> MeasuredPeak:
+    prepared = prepare_parallel(request(qwen2_fp16), ParallelPlan(ParallelKind.TENSOR, 2))
+    peak = run_single(prepared)
+    assert isinstance(peak, MeasuredPeak), peak
+    return peak
+
+
+def test_two_tp_ranks_each_covered_by_its_estimate_and_below_one_process(
+    qwen2_fp16: Path, single_peak: MeasuredPeak
+) -> None:
+    kind = ParallelKind.TENSOR
+    prepared = prepare_parallel(request(qwen2_fp16), ParallelPlan(kind, 2))
+    handle = ParallelHandle()
+    outcome = run_parallel(prepared, handle=handle)
+    assert isinstance(outcome, ParallelRun), outcome
+    assert handle.pgid is not None and group_members(handle.pgid) == []
+    assert [p.extra["rank"] for p in outcome.ranks] == [0, 1]
+    for peak, est in zip(outcome.ranks, prepared.estimate.ranks, strict=True):
+        assert peak.engine == "mlx"
+        assert peak.extra["ranks"] == 2
+        assert f"({kind.value} 2, rank {est.rank})" in peak.model
+        # The weights the rank keeps are the tensors the per-rank rules give it.
+        assert peak.weights_bytes is not None
+        assert abs(peak.weights_bytes - est.estimate.weights_bytes) < 64 * 1024
+        # Its peak is covered by its estimate: max(load peak, running total).
+        assert peak.estimate_bytes == est.peak_bytes
+        assert peak.peak_bytes <= est.peak_bytes, (peak.peak_bytes, est.peak_bytes)
+        # And it holds less than one process doing the whole thing.
+        assert peak.peak_bytes < single_peak.peak_bytes
+
+
+def test_single_process_run_is_covered_by_the_single_device_estimate(
+    single_peak: MeasuredPeak,
+) -> None:
+    assert single_peak.estimate_bytes is not None
+    assert single_peak.peak_bytes <= single_peak.estimate_bytes
+    assert single_peak.extra["ranks"] == 1
+
+
+def test_a_rank_that_dies_is_a_failure_naming_it_and_nothing_is_left(qwen2_fp16: Path) -> None:
+    prepared = prepare_parallel(
+        request(qwen2_fp16, gen_tokens=100_000), ParallelPlan(ParallelKind.PIPELINE, 2)
+    )
+    handle = ParallelHandle()
+    result: list[Any] = []
+    runner = threading.Thread(target=lambda: result.append(run_parallel(prepared, handle=handle)))
+    runner.start()
+    victim = None
+    deadline = time.monotonic() + TIMEOUT_S
+    while victim is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+        if handle.pgid is None:
+            continue
+        for pid in group_members(handle.pgid):
+            try:
+                environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"MLX_RANK=1" in environ and b"hip_backend.mlx_ranks" in cmdline:
+                victim = pid
+    assert victim is not None
+    time.sleep(1.0)
+    os.kill(victim, 9)
+    runner.join(TIMEOUT_S)
+    assert not runner.is_alive()
+    outcome = result[0]
+    assert isinstance(outcome, MeasurementFailure)
+    assert outcome.message.startswith("rank 1 of 2 ")
+    assert handle.pgid is not None and group_members(handle.pgid) == []
+
+
+def test_cancel_leaves_no_rank_running(qwen2_fp16: Path) -> None:
+    prepared = prepare_parallel(request(qwen2_fp16), ParallelPlan(ParallelKind.TENSOR, 2))
+    handle = ParallelHandle()
+    result: list[Any] = []
+    runner = threading.Thread(target=lambda: result.append(run_parallel(prepared, handle=handle)))
+    runner.start()
+    while handle.pgid is None and runner.is_alive():
+        time.sleep(0.05)
+    time.sleep(0.5)
+    handle.cancel()
+    runner.join(60)
+    assert not runner.is_alive()
+    assert isinstance(result[0], MeasurementFailure)
+    assert result[0].kind is FailureKind.CANCELLED
+    assert handle.pgid is not None and group_members(handle.pgid) == []
+
+
+def test_two_pp_ranks_through_the_cli_one_row_per_rank_recorded_each(
+    qwen2_fp16: Path,
+    single_peak: MeasuredPeak,
+    capsys: pytest.CaptureFixture[str],
+    state_home: Path,
+) -> None:
+    from tui.cli import main
+
+    code = main(["measure", str(qwen2_fp16), "--engine", "mlx", "--pp", "2", "--device", "cpu",
+                 "--prompt-tokens", "32", "--gen-tokens", "4", "--warmup-tokens", "0",
+                 "--timeout", str(TIMEOUT_S), "--json"])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["parallel"] == {"kind": "pp", "ranks": 2}
+    assert [r["rank"] for r in doc["ranks"]] == [0, 1]
+    plan = prepare_parallel(request(qwen2_fp16), ParallelPlan(ParallelKind.PIPELINE, 2))
+    for entry, est in zip(doc["ranks"], plan.estimate.ranks, strict=True):
+        measured = entry["measured"]
+        assert measured["engine"] == "mlx"
+        assert entry["estimate_bytes"] == est.peak_bytes
+        assert entry["margin"]["covered"] is True
+        assert abs(measured["weights_bytes"] - est.estimate.weights_bytes) < 64 * 1024
+    # mlx-lm's ranges: rank 0 runs the last layers.
+    assert [e["measured"]["extra"]["layers"] for e in doc["ranks"]] == [[4, 8], [0, 4]]
+    # Embeddings, final norm and LM head are on both stages.
+    kept = sum(e["measured"]["weights_bytes"] for e in doc["ranks"])
+    assert kept > (single_peak.weights_bytes or 0)
+    history = (state_home / "vramscope" / "measurements.jsonl").read_text().splitlines()
+    assert [json.loads(line)["result"]["extra"]["rank"] for line in history] == [0, 1]
+
+
+def test_measure_cli_refusals(qwen2_fp16: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tui.cli import main
+
+    assert main(["measure", str(qwen2_fp16), "--tp", "2"]) == 2  # torch engine
+    assert "--engine mlx only" in capsys.readouterr().err
+    assert main(["measure", str(qwen2_fp16), "--engine", "mlx", "--tp", "3"]) == 2
+    assert "8 attention heads do not divide by 3" in capsys.readouterr().err
+    with pytest.raises(ShardingError):
+        prepare_parallel(request(qwen2_fp16), ParallelPlan(ParallelKind.TENSOR, 16))
