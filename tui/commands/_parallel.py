@@ -23,16 +23,20 @@ if TYPE_CHECKING:
     from hip_backend.distributed import ParallelRun, PreparedParallel
 
 
-def add_parallel_flags(p: argparse.ArgumentParser) -> None:
+def add_parallel_flags(p: argparse.ArgumentParser, measure: bool = False) -> None:
     """`--tp N | --pp N` (2 to 8 ranks)."""
     group = p.add_mutually_exclusive_group()
+    then = (
+        "; with --engine mlx, N ranks under mlx.launch --backend ring on the loopback"
+        if measure
+        else "; --memory-limit then takes one size or one per rank (SIZE,SIZE,...)"
+    )
     group.add_argument(
         "--tp",
         type=int_at_least("--tp", 2),
         default=None,
         metavar="N",
-        help=f"tensor parallel over N ranks (2-{MAX_RANKS}), as mlx-lm's Model.shard(); "
-        "--memory-limit then takes one size or one per rank (SIZE,SIZE,...)",
+        help=f"tensor parallel over N ranks (2-{MAX_RANKS}), as mlx-lm's Model.shard(){then}",
     )
     group.add_argument(
         "--pp",

@@ -130,13 +130,7 @@ def register(sub: Any) -> None:
         "mlx: real MLX through mlx-lm (pip install 'vramscope[mlx]') (default torch)",
     )
     add_run_flags(p)
-    p.add_argument(
-        "--engine",
-        choices=ENGINE_CHOICES,
-        default=DEFAULT_ENGINE,
-        help="torch (vramscope's decoder) or mlx (mlx-lm itself; needed for --tp/--pp)",
-    )
-    add_parallel_flags(p)
+    add_parallel_flags(p, measure=True)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=run)
 
@@ -225,12 +219,6 @@ def run(args: argparse.Namespace) -> int:
         if args.engine != "mlx":
             raise UsageError(f"--{plan.kind.value}", "measures ranks with --engine mlx only")
         return measure_parallel(args, plan)
-    if args.engine == "mlx":
-        raise UsageError(
-            "--engine",
-            "mlx measures a split load here (--tp N or --pp N); "
-            "the single-device MLX engine is not in this build",
-        )
     request = request_from_args(args, args.model, args.prompt_tokens)
     prepared = prepare(request)  # a model that does not resolve is a usage error (exit 2)
     progress = ProgressLine(enabled=False if args.json else None)
