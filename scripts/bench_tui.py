@@ -122,8 +122,8 @@ async def _key_press_samples() -> tuple[list[float], list[float]]:
     from tui.app import make_app
     from tui.deps import builtin_deps
     from tui.headless import wait_until_settled
-    from tui.presets import PRESETS_BY_KEY
-    from tui.state import LaunchOptions
+    from tui.model.presets import PRESETS_BY_KEY
+    from tui.model.state import LaunchOptions
     from tui.widgets.breakdown import Breakdown
 
     app = make_app(builtin_deps(PRESETS_BY_KEY["gfx1151"].available()), LaunchOptions())

@@ -28,7 +28,7 @@ from core.history import HistoryStore  # noqa: E402
 from core.measurement import MeasuredPeak  # noqa: E402
 from tui.deps import GFX1151_MACHINE, builtin_deps  # noqa: E402
 from tui.headless import PngUnavailable, render_svg, svg_to_png  # noqa: E402
-from tui.state import DEFAULT_MODEL, ExplorerState, LaunchOptions  # noqa: E402
+from tui.model.state import DEFAULT_MODEL, ExplorerState, LaunchOptions  # noqa: E402
 
 OUT = ROOT / "screenshots"
 GFX1151_DETECTED = AvailableMemory(82_463_372_083, "MLX device limit: 80% of amdgpu VRAM (card1)")

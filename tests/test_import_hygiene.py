@@ -103,3 +103,29 @@ def test_torch_is_imported_only_inside_functions_in_hip_backend() -> None:
                     else [node.module or ""]
                 )
                 assert not any(n.split(".")[0] == "torch" for n in names), path
+
+
+def test_the_explorers_pure_modules_import_no_textual() -> None:
+    """tui.model (state, values, rows, views, chart data, scales, measurements) is pure."""
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(_imports(path) & {"textual"})
+        for path in (ROOT / "tui" / "model").rglob("*.py")
+        if "textual" in _imports(path)
+    }
+    assert offenders == {}
+    statics = {
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "tui" / "model").rglob("*.py")
+        if any(
+            m.startswith(("tui.widgets", "tui.screens", "tui.app", "tui.loader"))
+            for m in _from_modules(path)
+        )
+    }
+    assert statics == set()
+    loaded = top_level(modules_after("import tui.model.views, tui.model.values, tui.model.sizing"))
+    assert "textual" not in loaded
+
+
+def _from_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}

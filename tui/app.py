@@ -7,6 +7,7 @@ collaborators (`tui.deps`).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from typing import ClassVar
 
@@ -16,10 +17,11 @@ from textual.screen import Screen
 
 from core.measurement import MeasuredPeak
 from tui.deps import AppDeps, default_deps
+from tui.loader import DaemonExecutor
+from tui.model.state import LaunchOptions, choose_backend, initial_state
 from tui.palette import explorer_commands
 from tui.screens.explorer_screen import ExplorerScreen
 from tui.screens.help_screen import HelpScreen
-from tui.state import LaunchOptions, choose_backend, initial_state
 
 
 class VramscopeApp(App[None]):
@@ -62,6 +64,10 @@ class VramscopeApp(App[None]):
         screen = self.screen_stack[0]
         assert isinstance(screen, ExplorerScreen)
         return screen
+
+    def on_load(self) -> None:
+        # Thread workers in daemon threads: quitting never waits for a read that hangs.
+        asyncio.get_running_loop().set_default_executor(DaemonExecutor())
 
     def on_mount(self) -> None:
         for line in self.env_warnings:

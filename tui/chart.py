@@ -17,10 +17,10 @@ from rich.style import Style
 from rich.text import Text
 
 from core.units import GIB, MIB
+from tui.model.chart_data import ENGINE_MARKS, MEASURED_MARK, Point
 
 _BLOCKS = " ▁▂▃▄▅▆▇█"
 LABEL_WIDTH = 9
-MEASURED_MARK = "◆"
 
 
 @dataclass(frozen=True)
@@ -49,15 +49,13 @@ def nearest_column(contexts: Sequence[int], tokens: int) -> int:
     return min(range(len(contexts)), key=lambda i: abs(math.log(max(contexts[i], 1)) - target))
 
 
-def point_columns(
-    contexts: Sequence[int], points: Sequence[tuple[int, int]]
-) -> list[tuple[int, int]]:
-    """(context, bytes) points as (column, bytes); points outside the plotted range are left
-    out rather than drawn at an edge they do not belong to."""
+def point_columns(contexts: Sequence[int], points: Sequence[Point]) -> list[Point]:
+    """(context, bytes, engine) points as (column, bytes, engine); points outside the
+    plotted range are left out rather than drawn at an edge they do not belong to."""
     if not contexts:
         return []
     lo, hi = contexts[0], contexts[-1]
-    return [(nearest_column(contexts, c), b) for c, b in points if lo <= c <= hi]
+    return [(nearest_column(contexts, c), b, e) for c, b, e in points if lo <= c <= hi]
 
 
 def _point_row(value: int, height: int, top: int) -> int:
@@ -74,11 +72,11 @@ def short_bytes(b: int) -> str:
 
 
 def short_tokens(n: int) -> str:
-    """`256`, `4K`, `128K`, `1M`: an axis tick."""
-    if n >= 1 << 20 and n % (1 << 20) == 0:
-        return f"{n >> 20}M"
-    if n >= 1024 and n % 1024 == 0:
-        return f"{n >> 10}K"
+    """`256`, `4K`, `128K`, `1M`, and `3.2M` or `130.5K` off the round values: an axis tick."""
+    if n >= 1 << 20:
+        return f"{n >> 20}M" if n % (1 << 20) == 0 else f"{n / (1 << 20):.1f}M"
+    if n >= 1024:
+        return f"{n >> 10}K" if n % 1024 == 0 else f"{n / 1024:.1f}K"
     return str(n)
 
 
@@ -89,25 +87,29 @@ def render_chart(
     current: int,
     height: int,
     styles: ChartStyles | None = None,
-    points: Sequence[tuple[int, int]] = (),
+    points: Sequence[Point] = (),
 ) -> Text:
     """Columns of `totals` (one per context), `height` rows, plus two axis lines.
 
     `current` is the column of the context on screen; it is drawn in the
     `current` style and marked under the axis. `points` are (column, bytes)
-    measured peaks, each drawn as `◆` in the cell that holds its value, over
-    whatever column or line is there.
+    measured peaks with their engine, each drawn as the engine's mark (`◆` torch,
+    `●` mlx) in the cell that holds its value, over whatever column or line is there.
     """
     styles = styles or ChartStyles()
     width = len(contexts)
-    top = max([*totals, available, *(b for _, b in points), 1])
+    top = max([*totals, available, *(b for _, b, _ in points), 1])
     top += top // 12  # room above the tallest column and the available line
     eighths = [min(height * 8, (t * height * 8 + top // 2) // top) for t in totals]
     avail_row = min(height - 1, available * height // top) if available > 0 else -1
     col_styles = [styles.fits if t <= available else styles.over for t in totals]
     if 0 <= current < width:
         col_styles[current] = styles.current
-    marks = {(_point_row(b, height, top), col) for col, b in points if 0 <= col < width}
+    marks = {
+        (_point_row(b, height, top), col): ENGINE_MARKS.get(engine, MEASURED_MARK)
+        for col, b, engine in points
+        if 0 <= col < width
+    }
     lines: list[Text] = []
     for row in range(height - 1, -1, -1):  # top row first; row 0 is the bottom
         line = Text(no_wrap=True)
@@ -130,9 +132,9 @@ def render_chart(
             ]
         else:
             cells = [(_BLOCKS[f], col_styles[i]) for i, f in enumerate(fills)]
-        for mark_row, col in marks:
+        for (mark_row, col), mark in marks.items():
             if mark_row == row:
-                cells[col] = (MEASURED_MARK, styles.measured)
+                cells[col] = (mark, styles.measured)
         # Runs of one style become one span: a span per cell would cost a frame.
         for style, run in groupby(cells, key=itemgetter(1)):
             line.append("".join(c for c, _ in run), style)

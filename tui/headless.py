@@ -17,7 +17,7 @@ from textual.pilot import Pilot
 from core.measurement import MeasuredPeak
 from tui.app import VramscopeApp, make_app
 from tui.deps import AppDeps
-from tui.state import LaunchOptions
+from tui.model.state import LaunchOptions
 
 SETTLE_TIMEOUT_S = 30.0
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from core.measurement import MeasuredPeak
 from core.units import format_bytes_short
-from tui.measure_text import short_model
+from tui.model.names import short_model
 
 EXPORT_TITLE = "Estimate against peak"
 EXPORT_FILE = "vramscope-estimate-against-peak.md"

@@ -2,10 +2,10 @@
 
 The explorer never imports torch or hip_backend at start-up: the real launcher is
 reached through `start_with_hip_backend`, which imports it when `m` is pressed.
-Starting happens in a daemon thread (the launcher reads the model and computes the
-estimate before it spawns the child); the launcher's events arrive on its reader
-thread and are posted to the screen as `MeasureRun.Event` messages, which is
-thread-safe and never blocks that thread.
+Starting happens on a Textual thread worker (the launcher reads the model and
+computes the estimate before it spawns the child); the launcher's events arrive
+on its reader thread and are posted to the screen as `MeasureEventMessage`s,
+which is thread-safe and never blocks that thread.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import threading
 from collections.abc import Callable
 from typing import Protocol
 
+from textual.dom import DOMNode
 from textual.message import Message
-from textual.message_pump import MessagePump
 
 from core.measurement import (
     FailureKind,
@@ -79,9 +79,7 @@ class MeasureRun:
     the handle over only later.
     """
 
-    def __init__(
-        self, request: MeasureRequest, start: StartMeasurement, target: MessagePump
-    ) -> None:
+    def __init__(self, request: MeasureRequest, start: StartMeasurement, target: DOMNode) -> None:
         self.request = request
         self.id = next(_run_ids)
         self._start = start
@@ -89,7 +87,9 @@ class MeasureRun:
         self._lock = threading.Lock()
         self._handle: MeasureHandle | None = None
         self._stopped = False
-        self._thread: threading.Thread | None = None
+        self._running = threading.Event()
+        self._started = threading.Event()
+        """Set once the launcher has returned (or failed)."""
 
     @property
     def handle(self) -> MeasureHandle | None:
@@ -97,13 +97,19 @@ class MeasureRun:
         return self._handle
 
     def begin(self) -> None:
-        """Start the launcher in a daemon thread (quitting never waits on a hung read)."""
-        self._thread = threading.Thread(
-            target=self._run, name=f"vramscope-measure-{self.id}", daemon=True
+        """Start the launcher on a thread worker (quitting never waits on a hung read)."""
+        self._target.run_worker(
+            self._run, name=f"measure {self.id}", group="measure", thread=True, exit_on_error=False
         )
-        self._thread.start()
 
     def _run(self) -> None:
+        self._running.set()
+        try:
+            self._launch()
+        finally:
+            self._started.set()
+
+    def _launch(self) -> None:
         try:
             handle = self._start(self.request, self._post)
         except Exception as exc:  # a launcher bug must end the run, not the app
@@ -137,10 +143,9 @@ class MeasureRun:
 
         A start still in the launcher may be about to spawn the child: wait a moment
         for it so the child is killed rather than orphaned. A start that hangs
-        longer (a stalled mount) has not spawned anything yet, and the daemon
-        thread dies with the interpreter.
+        longer (a stalled mount) has not spawned anything yet, and its worker's
+        daemon thread (`tui.loader.DaemonExecutor`) dies with the interpreter.
         """
         self.cancel()
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(CLOSE_WAIT_S)
+        if self._running.is_set():  # not yet begun: it will see the cancel and stop
+            self._started.wait(CLOSE_WAIT_S)

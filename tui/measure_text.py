@@ -6,8 +6,6 @@ screen paint what these return.
 
 from __future__ import annotations
 
-from pathlib import PurePath
-
 from rich.table import Table
 from rich.text import Text
 
@@ -15,23 +13,15 @@ from core.measurement import (
     FailureKind,
     MeasuredPeak,
     MeasurementFailure,
-    MeasureProgress,
     MeasureRequest,
     margin,
 )
 from core.units import format_bytes_short
+from tui.model.names import short_model
 
 LABEL_WIDTH = 16
 COVERED = "✓ covered"
 NOT_COVERED = "✗ NOT covered"
-
-_PHASES = {
-    "load": "loading tensors",
-    "warmup prefill": "warm-up prefill chunk",
-    "warmup decode": "warm-up decode token",
-    "prefill": "prefill chunk",
-    "decode": "decode token",
-}
 
 
 Rows = list[tuple[str, Text]]
@@ -51,21 +41,6 @@ def rows_table(rows: Rows) -> Table:
 def rows_plain(rows: Rows) -> str:
     """The rows as plain lines (for tests and screen readers)."""
     return "\n".join(f"{label:<{LABEL_WIDTH}}{value.plain}" for label, value in rows)
-
-
-def short_model(name: str) -> str:
-    """A folder path by its last part; a profile or repo id as it is."""
-    if name.startswith(("/", ".", "~")):
-        return PurePath(name).name or name
-    return name
-
-
-def progress_label(progress: MeasureProgress | None) -> str:
-    """`prefill chunk 3/8`, `decode token 40/128`; `starting…` before the first step."""
-    if progress is None:
-        return "starting: importing torch…"
-    words = _PHASES.get(progress.phase.strip(), progress.phase.strip())
-    return f"{words} {progress.done}/{progress.total}"
 
 
 def workload_words(prompt: int, gen: int, inflight_mib: int) -> str:

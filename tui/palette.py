@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING
 from textual.app import SystemCommand
 
 from core.backend import Backend
-from tui.presets import DETECTED, PRESETS
-from tui.scales import INFLIGHT_STOPS
-from tui.state import MemoryChoice
+from core.measurement import ENGINE_CHOICES
+from tui.model.presets import DETECTED, PRESETS
+from tui.model.scales import INFLIGHT_STOPS
+from tui.model.state import MemoryChoice
 
 if TYPE_CHECKING:  # the app imports this module
     from tui.app import VramscopeApp
@@ -24,27 +25,27 @@ def explorer_commands(app: VramscopeApp) -> Iterator[SystemCommand]:
         yield SystemCommand(
             f"Backend: {backend.label}",
             "estimate for this backend (only ROCm reserves in-flight memory)",
-            partial(screen.set_backend, backend),
+            partial(screen.update, backend=backend),
         )
-    yield SystemCommand("KV dtype: fp16", "16-bit KV cache", partial(screen.set_kv_int8, False))
-    yield SystemCommand("KV dtype: int8", "8-bit KV cache", partial(screen.set_kv_int8, True))
+    yield SystemCommand("KV dtype: fp16", "16-bit KV cache", partial(screen.update, kv_int8=False))
+    yield SystemCommand("KV dtype: int8", "8-bit KV cache", partial(screen.update, kv_int8=True))
     for mib in INFLIGHT_STOPS:
         words = "off (0): unbounded, not modelled" if mib == 0 else f"{mib} MiB"
         yield SystemCommand(
             f"In-flight budget: {words}",
             "MLX_ROCM_MAX_INFLIGHT_MB",
-            partial(screen.set_inflight, mib),
+            partial(screen.update, inflight_mib=mib),
         )
     yield SystemCommand(
         "Available memory: this machine",
         "what mlxcel would detect here",
-        partial(screen.set_memory, MemoryChoice(DETECTED)),
+        partial(screen.update, memory=MemoryChoice(DETECTED)),
     )
     for preset in PRESETS:
         yield SystemCommand(
             f"Available memory: {preset.label}",
             preset.source,
-            partial(screen.set_memory, MemoryChoice(preset.key)),
+            partial(screen.update, memory=MemoryChoice(preset.key)),
         )
     yield SystemCommand(
         "Copy the vramscope command",
@@ -59,10 +60,14 @@ def explorer_commands(app: VramscopeApp) -> Iterator[SystemCommand]:
         "a real load in a child process: pp P + tg G at the context on screen",
         screen.action_measure,
     )
-    yield SystemCommand(
-        "Cancel the measurement", "kill the run in flight", screen.cancel_measurement
-    )
+    yield SystemCommand("Cancel the measurement", "kill the run in flight", screen.measure.cancel)
     yield SystemCommand(
         "Measurement history (H)", "past runs; export the table", screen.action_history
     )
+    for engine in ENGINE_CHOICES:
+        yield SystemCommand(
+            f"Measure with: {engine}",
+            "the engine m measures with (torch: hip_backend; mlx: real MLX)",
+            partial(screen.update, engine=engine),
+        )
     yield SystemCommand("Keys and controls", "the help screen", app.action_help)

@@ -22,7 +22,7 @@ from core.backend import Backend, BackendChoice
 from tui.app import VramscopeApp, make_app
 from tui.deps import AppDeps, builtin_deps
 from tui.headless import wait_until_settled
-from tui.state import LaunchOptions
+from tui.model.state import LaunchOptions
 from tui.widgets.breakdown import Breakdown
 
 NO_GPU = BackendChoice(Backend.CPU, True, "no GPU device node found")
@@ -84,7 +84,8 @@ def widget_lines(widget: Widget) -> list[str]:
 
 
 _ROW = re.compile(
-    r"^(?P<label>[A-Za-z][A-Za-z -]*?)\s{2,}(?P<size>[\d.]+ (?:GiB|MiB|KiB|B))\s+(?P<bytes>\d+)\b"
+    r"^(?P<label>[A-Za-z][A-Za-z -]*?)\s{2,}(?P<size>[\d.]+ (?:GiB|MiB|KiB|B))"
+    r"\s+(?P<bytes>\d[\d,]*)\b"
 )
 
 
@@ -94,7 +95,7 @@ def breakdown_bytes(app: VramscopeApp) -> dict[str, int]:
     for line in widget_lines(app.screen.query_one(Breakdown)):
         m = _ROW.match(line)
         if m:
-            rows[m.group("label").strip()] = int(m.group("bytes"))
+            rows[m.group("label").strip()] = int(m.group("bytes").replace(",", ""))
     return rows
 
 

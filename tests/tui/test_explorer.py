@@ -24,7 +24,7 @@ from tests.tui.helpers import (
     widget_lines,
 )
 from tui.cli import main
-from tui.state import ExplorerState, MemoryChoice
+from tui.model.state import ExplorerState, MemoryChoice
 from tui.widgets.command_lines_view import CommandLinesView
 from tui.widgets.slider_field import SliderField
 from tui.widgets.status_line import StatusLine
@@ -79,7 +79,7 @@ async def test_default_screen_matches_the_text_banner_byte_for_byte() -> None:
         assert shown["Available"] == GFX1151_LIMIT
         text = breakdown_text(app)
         assert "FITS" in text
-        assert f"({est.slack_bytes} bytes) of headroom" in text
+        assert f"({est.slack_bytes:,} bytes) of headroom" in text
 
 
 async def test_budget_slider_moves_the_inflight_row_and_the_total_by_the_difference() -> None:
@@ -168,11 +168,17 @@ async def test_an_invalid_typed_value_is_marked_and_changes_nothing() -> None:
         await settle(pilot)
         before = breakdown_bytes(app)
         await pilot.press("i", "1", "x")
-        box = app.screen.query_one("#inflight", SliderField).input
+        field = app.screen.query_one("#inflight", SliderField)
+        box = field.input
         assert box.has_class("-invalid")
-        assert app.explorer.state.inflight_mib == 1  # "1" applied live, "1x" refused
+        # "1" was a live preview; "1x" is not a value, so the value from before typing stands.
+        assert app.explorer.state.inflight_mib == 1024
+        assert field.typed_note == "not a size in MiB (e.g. 512, 1G, 1.5GiB)"
+        await pilot.press("enter")  # refused: the box keeps the text and says why
+        assert box.has_focus and box.value == "1x"
+        assert "Esc restores 1024" in field.typed_note
         await pilot.press("escape")
-        assert box.value == "1"
+        assert box.value == "1024"
         assert not box.has_class("-invalid")
         await pilot.press("i", "end")
         assert breakdown_bytes(app)[INFLIGHT] == 8192 * MIB
@@ -184,11 +190,11 @@ async def test_largest_context_line_is_the_solver_boundary() -> None:
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
         screen = app.explorer
-        assert screen.snapshot is not None
+        assert screen.loader.snapshot is not None
         available = screen.available
         assert available is not None
         limit = largest_fitting_context(
-            screen.snapshot, screen.state.workload(), screen.state.settings(available)
+            screen.loader.snapshot, screen.state.workload(), screen.state.settings(available)
         )
         assert limit.value is not None
         assert f"Largest context that fits    {limit.value:,} tokens" in breakdown_text(app)
@@ -204,7 +210,7 @@ async def test_does_not_fit_shows_the_overflow() -> None:
         assert est is not None
         assert not est.fits
         assert "DOES NOT FIT   " in breakdown_text(app)
-        assert f"({est.overflow_bytes} bytes) over budget" in breakdown_text(app)
+        assert f"({est.overflow_bytes:,} bytes) over budget" in breakdown_text(app)
 
 
 async def test_the_vramscope_command_line_prints_the_same_total(capsys) -> None:
@@ -270,7 +276,7 @@ async def test_typed_available_memory_and_presets() -> None:
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
         assert breakdown_bytes(app)["Available"] == 32 * 1024**3
-        app.explorer.set_memory(MemoryChoice("mi300x"))
+        app.explorer.update(memory=MemoryChoice("mi300x"))
         await pilot.pause()
         assert breakdown_bytes(app)["Available"] == int(192 * 1024**3 * 0.8)
         await pilot.press("a", "tab", "2", "4", "G", "B")  # Tab selects the box's text

@@ -7,8 +7,8 @@ from core.measurement import MeasuredPeak
 from core.units import MIB
 from tests.tui.helpers import LLAMA, breakdown_bytes, build_app, fixed_deps, settle, widget_lines
 from tui.app import make_app
+from tui.model.state import LaunchOptions
 from tui.screens.help_screen import HelpScreen
-from tui.state import LaunchOptions
 from tui.widgets.measured_panel import MeasuredPanel
 from tui.widgets.segmented import Segmented
 from tui.widgets.slider_field import SliderField
@@ -30,7 +30,7 @@ async def test_tab_walks_the_controls_in_the_order_they_are_listed() -> None:
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
         order = [focused_name(app)]
-        for _ in range(15):
+        for _ in range(16):
             await pilot.press("tab")
             order.append(focused_name(app))
         # Focus starts on the token slider; the model list and the scrolling main area
@@ -48,6 +48,7 @@ async def test_tab_walks_the_controls_in_the_order_they_are_listed() -> None:
             "backend/Segmented",
             "memory/Select",
             "memory/Input",
+            "engine/Segmented",
             "model-filter/Input",
             "model-options/OptionList",
             "main/VerticalScroll",
@@ -207,11 +208,11 @@ async def test_a_peak_handed_over_later_appears_and_can_be_cleared() -> None:
         await settle(pilot)
         panel = app.screen.query_one(MeasuredPanel)
         assert not panel.display
-        app.explorer.show_measured(peak)
+        app.explorer.measure.show(peak)
         await pilot.pause()
         assert panel.display
         assert "✗ NOT covered" in "\n".join(widget_lines(panel.query_one("#measured-text")))
-        app.explorer.show_measured(None)
+        app.explorer.measure.show(None)
         await pilot.pause()
         assert not panel.display
 

@@ -10,12 +10,14 @@ from core.catalog import ORIGIN_FOLDER, CatalogEntry, profile_entry
 from core.measurement import MeasuredPeak, MeasureProgress
 from core.weights import WeightsSource
 from tests.tui.helpers import LLAMA
-from tui.chart import MEASURED_MARK, point_columns, render_chart
+from tui.chart import point_columns, render_chart
 from tui.history_table import display_path, history_row, newest_first, when
-from tui.measure_plan import measure_request, measure_target, split_context
-from tui.measure_text import progress_label, short_model
-from tui.state import ExplorerState
-from tui.views import chart_points
+from tui.model.chart_data import MEASURED_MARK
+from tui.model.measure_plan import measure_request, measure_target, split_context
+from tui.model.measure_state import progress_label
+from tui.model.names import short_model
+from tui.model.state import ExplorerState
+from tui.model.views import chart_points
 
 
 def peak(
@@ -71,25 +73,28 @@ def test_the_request_names_what_the_catalog_resolved() -> None:
     assert request.models_dirs == ("/models",)
 
 
-def test_measured_points_are_diamonds_in_the_cell_of_their_value() -> None:
+def test_measured_points_are_their_engines_mark_in_the_cell_of_their_value() -> None:
     contexts = [256, 512, 1024, 2048]
     totals = [10, 20, 30, 40]
-    text = render_chart(contexts, totals, 0, 0, 4, points=[(2, 40), (1, 5)]).plain.split("\n")
+    points = [(2, 40, "torch"), (1, 5, "mlx")]
+    text = render_chart(contexts, totals, 0, 0, 4, points=points).plain.split("\n")
     # The top is 40 + 40 // 12 = 43 over four rows: 40 sits in the top row, 5 in the
-    # bottom one; each diamond replaces the column's block in its cell.
-    assert [row[10:] for row in text[:4]] == ["  ◆▆", "  ▆█", " ▇██", "▇◆██"]
+    # bottom one; each mark (◆ torch, ● mlx) replaces the column's block in its cell.
+    assert [row[10:] for row in text[:4]] == ["  ◆▆", "  ▆█", " ▇██", "▇●██"]
     assert MEASURED_MARK == "◆"
 
 
 def test_points_outside_the_plotted_contexts_are_left_out() -> None:
-    assert point_columns([256, 1024, 4096], [(100, 1), (1000, 2), (9000, 3)]) == [(1, 2)]
+    assert point_columns(
+        [256, 1024, 4096], [(100, 1, "torch"), (1000, 2, "mlx"), (9000, 3, "torch")]
+    ) == [(1, 2, "mlx")]
 
 
 def test_the_chart_shows_this_models_runs_at_the_budget_on_screen() -> None:
     runs = [peak(), peak(inflight=256), peak(model="other/model"), peak(model="/m/tiny")]
     state = ExplorerState(model=LLAMA)
-    assert chart_points(runs, {LLAMA}, state) == ((640, 5_000_000_000),)
-    assert chart_points(runs, {LLAMA, "/m/tiny"}, state) == ((640, 5_000_000_000),) * 2
+    assert chart_points(runs, {LLAMA}, state) == ((640, 5_000_000_000, "torch"),)
+    assert chart_points(runs, {LLAMA, "/m/tiny"}, state) == ((640, 5_000_000_000, "torch"),) * 2
     # Runs are batch 1, fp16 KV: no points on a curve for other settings.
     assert chart_points(runs, {LLAMA}, ExplorerState(model=LLAMA, batch=4)) == ()
     assert chart_points(runs, {LLAMA}, ExplorerState(model=LLAMA, kv_int8=True)) == ()

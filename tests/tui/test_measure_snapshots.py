@@ -20,7 +20,7 @@ from tests.tui.fake_launcher import FakeLauncher
 from tests.tui.helpers import LLAMA, build_app, fixed_deps, settle, wait_for
 from tests.tui.test_history_screen import write_history
 from tui.app import make_app
-from tui.state import LaunchOptions
+from tui.model.state import LaunchOptions
 from tui.widgets.measured_panel import MeasuredPanel
 
 WIDE = (160, 48)

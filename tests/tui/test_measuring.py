@@ -93,8 +93,8 @@ async def test_m_measures_the_model_on_screen_and_shows_progress_then_the_margin
         assert "in-flight 768 MiB · rocm Radeon 8060S (gfx1151)" in text
         assert "prefill 900.0 tok/s · decode 40.0 tok/s" in text
         chart = app.explorer.query_one(ContextChart)
-        assert chart.data is not None and chart.data.points == ((8192, 5_000_000_000),)
-        assert chart.border_subtitle == "◆ measured peaks at 768 MiB: 1"
+        assert chart.data is not None and chart.data.points == ((8192, 5_000_000_000, "torch"),)
+        assert chart.border_subtitle == "◆ torch · measured peaks at 768 MiB: 1"
 
 
 async def test_m_or_escape_cancels_and_late_words_are_ignored() -> None:
@@ -116,7 +116,7 @@ async def test_m_or_escape_cancels_and_late_words_are_ignored() -> None:
         await wait_for(pilot, lambda: len(launcher.handles) == 2, "a second run")
         await pilot.press("escape")  # Esc cancels too
         assert launcher.handles[1].cancelled
-        assert app.explorer.run is None
+        assert app.explorer.measure.state.run is None
         await pilot.press("escape")  # nothing in flight: back to the token slider
         assert isinstance(app.focused, StopSlider)
 
@@ -166,7 +166,7 @@ async def test_a_real_tiny_model_is_measured_and_shown_beside_the_estimate(
         assert "RSS over baseline" in panel(app).text
         assert "in-flight 1024 MiB · cpu" in panel(app).text
         await settle(pilot)  # the history is read again after a result
-        assert app.explorer.history.results == [peak]
+        assert app.explorer.loader.history.results == [peak]
 
 
 async def test_cancelling_a_real_run_kills_its_child(tiny_model: Path) -> None:
@@ -179,7 +179,7 @@ async def test_cancelling_a_real_run_kills_its_child(tiny_model: Path) -> None:
             lambda: "loading" in panel(app).text or "prefill" in panel(app).text,
             "the child's first step",
         )
-        run = app.explorer.run
+        run = app.explorer.measure.state.run
         assert run is not None and run.handle is not None
         handle, pid = run.handle, run.handle.pid
         assert pid is not None
@@ -201,7 +201,7 @@ async def test_quitting_kills_a_running_child(tiny_model: Path) -> None:
             lambda: "loading" in panel(app).text or "prefill" in panel(app).text,
             "the child's first step",
         )
-        run = app.explorer.run
+        run = app.explorer.measure.state.run
         assert run is not None and run.handle is not None
         handle, pid = run.handle, run.handle.pid
         await pilot.press("q")

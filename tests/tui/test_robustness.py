@@ -141,9 +141,9 @@ async def test_a_slow_model_never_blocks_the_controls_and_a_stale_read_is_droppe
         release.set()  # the Llama read now finishes, after the newer pick
         await settle(pilot)
         assert app.explorer.state.model == "mlx-community/Qwen2.5-7B-Instruct-4bit"
-        assert app.explorer.entry is not None
-        assert app.explorer.entry.name == "mlx-community/Qwen2.5-7B-Instruct-4bit"
-        assert breakdown_bytes(app)["Weights"] == app.explorer.entry.weight_bytes
+        assert app.explorer.loader.entry is not None
+        assert app.explorer.loader.entry.name == "mlx-community/Qwen2.5-7B-Instruct-4bit"
+        assert breakdown_bytes(app)["Weights"] == app.explorer.loader.entry.weight_bytes
 
 
 async def test_reads_and_probes_run_off_the_ui_thread() -> None:

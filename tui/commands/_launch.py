@@ -8,8 +8,8 @@ from __future__ import annotations
 import argparse
 
 from tui.commands.common import add_estimate_flags, parse_memory_limit_flag, parse_quant_flag
-from tui.presets import preset_keys
-from tui.state import DEFAULT_MODEL, LaunchOptions
+from tui.model.presets import preset_keys
+from tui.model.state import DEFAULT_MODEL, LaunchOptions
 
 
 def add_launch_flags(p: argparse.ArgumentParser) -> None:

@@ -53,6 +53,7 @@ class HistoryScreen(Screen[None]):
         """The runs listed, newest first (what the export writes)."""
         self.exported: Path | None = None
         """The file the last export wrote."""
+        self._columns = False
 
     def compose(self) -> ComposeResult:
         with Vertical(id="history"):
@@ -72,12 +73,15 @@ class HistoryScreen(Screen[None]):
         table = self.query_one(DataTable)
         for name in COLUMNS:
             table.add_column(name, key=name)
+        self._columns = True
         self.show(self._read, self._path)
         table.focus()
 
     def show(self, read: HistoryRead, path: Path | None) -> None:
         """List these records (newest first) and the lines that were skipped."""
         self._read, self._path = read, path
+        if not self._columns:
+            return  # on_mount shows what was handed over last
         box = self.query_one("#history", Vertical)
         box.border_title = f"Measurement history · {len(read.results)} run(s)"
         shown = display_path(path) if path is not None else ""

@@ -9,7 +9,6 @@ as its widest number) and the notes are the banner's own words.
 from __future__ import annotations
 
 import textwrap
-from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.style import Style
@@ -20,22 +19,11 @@ from textual.widget import Widget
 
 from core.units import format_bytes_short
 from tui.bars import bar, stacked_bar
-from tui.breakdown_rows import TERM_KEYS, BreakdownRow, Verdict
+from tui.model.rows import TERM_KEYS, BreakdownRow, EstimateView
 from tui.widgets.relayout import force_relayout
 
 MIN_WRAPPED_NOTE = 40
 """Notes narrower than this are cut with an ellipsis rather than wrapped into a column."""
-
-
-@dataclass(frozen=True)
-class EstimateView:
-    """Everything the breakdown shows for one estimate."""
-
-    rows: tuple[BreakdownRow, ...]
-    verdict: Verdict
-    context_limit: str
-    inflight_limit: str
-    warnings: tuple[str, ...] = ()
 
 
 def _shape(view: EstimateView) -> tuple[object, ...]:
@@ -44,6 +32,7 @@ def _shape(view: EstimateView) -> tuple[object, ...]:
         tuple((r.key, len(r.note), bool(r.subnote)) for r in view.rows),
         len(view.context_limit),
         len(view.inflight_limit),
+        len(view.sizing),
         view.warnings,
     )
 
@@ -173,7 +162,7 @@ class Breakdown(Widget):
         # Minimum widths keep the columns still while rows come and go.
         label_w = max(17, *(len(r.label) for r in view.rows))
         size_w = max(9, *(len(format_bytes_short(r.bytes)) for r in view.rows))
-        bytes_w = max(11, *(len(str(r.bytes)) for r in view.rows))
+        bytes_w = max(13, *(len(f"{r.bytes:,}") for r in view.rows))
         room = max(0, width - label_w - size_w - bytes_w - 8)  # four two-space gaps
         bar_w = max(6, min(20, room // 4))
         note_w = max(1, room - bar_w)
@@ -197,7 +186,7 @@ class Breakdown(Widget):
 
         def add(row: BreakdownRow, row_bar: Text, bold: bool = False) -> None:
             cells = f"{row.label:<{label_w}}  {format_bytes_short(row.bytes):>{size_w}}  "
-            cells += f"{row.bytes:>{bytes_w}}  "
+            cells += f"{row.bytes:>{bytes_w},}  "
             out.append(cells, Style(bold=True) if bold else None)
             out.append_text(row_bar)
             notes = [row.note, row.subnote] if row.subnote else [row.note]
@@ -227,7 +216,10 @@ class Breakdown(Widget):
         for label, value in (
             ("Largest context that fits    ", view.context_limit),
             ("Largest in-flight that fits  ", view.inflight_limit),
+            ("mlxcel would size            ", view.sizing),
         ):
+            if not value:
+                continue
             for i, piece in enumerate(_fit(value, width - len(label), True)):
                 out.append(label if i == 0 else " " * len(label), muted)
                 out.append(piece + "\n")

@@ -22,17 +22,21 @@ class CommandLinesView(Static):
         self.vramscope = ""
         self.mlxcel = ""
         self._lines = -1
+        self.border_title = "Same estimate on the command line (c, C copy)"
 
     def show(self, vramscope: str, mlxcel: str) -> None:
         """Show both lines (a relayout only when the wrapped height changes)."""
         if (vramscope, mlxcel) == (self.vramscope, self.mlxcel):
             return
         self.vramscope, self.mlxcel = vramscope, mlxcel
+        self._paint()
+
+    def _paint(self) -> None:
         text = Text()
         text.append("$ ", "dim")
-        text.append(vramscope)
+        text.append(self.vramscope)
         text.append("\n$ ", "dim")
-        text.append(mlxcel)
+        text.append(self.mlxcel)
         width = self.content_region.width
         if not width:  # hidden in this layout: the next layout pass sizes it
             self.update(text, layout=False)
@@ -45,3 +49,4 @@ class CommandLinesView(Static):
 
     def on_resize(self) -> None:
         self._lines = -1
+        self._paint()

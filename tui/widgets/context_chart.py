@@ -8,8 +8,6 @@ every column and costs a few hundred microseconds per frame.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.style import Style
@@ -25,23 +23,8 @@ from tui.chart import (
     render_chart,
     sample_contexts,
 )
-from tui.scales import MIN_TOKENS
-
-Totals = Callable[[Sequence[int]], list[int]]
-
-
-@dataclass(frozen=True)
-class ChartData:
-    """What to plot: totals at any contexts, the range, the marker and the budget."""
-
-    totals: Totals
-    top_tokens: int
-    current_tokens: int
-    available: int
-    key: object = None
-    """Everything the totals depend on; equal keys reuse the last totals (the marker moves)."""
-    points: tuple[tuple[int, int], ...] = ()
-    """Measured peaks as (context P + G, bytes), drawn as points."""
+from tui.model.chart_data import ChartData
+from tui.model.scales import MIN_TOKENS
 
 
 class ContextChart(Widget):
@@ -82,7 +65,9 @@ class ContextChart(Widget):
         self.refresh()
 
     def on_resize(self) -> None:
+        # Any size change redraws the whole chart (range, columns, labels), not just its edge.
         self._strips = None
+        self.refresh()
 
     def render_line(self, y: int) -> Strip:
         # The Line API: segments straight from the chart text, no Rich-to-Content

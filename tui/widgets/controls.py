@@ -1,81 +1,47 @@
-"""The control panel: every input of the estimate, in the order the issue lists them.
+"""The control panel: every input of the estimate, and the engine `m` measures with.
 
-Each exact-value box takes the same grammar the command line does: the
-in-flight box goes through `MLX_ROCM_MAX_INFLIGHT_MB`'s own parser, the
-headroom factor through mlxcel's float rules, and token counts accept `32k`.
+The panel shows a state it is given (`show`) and reports what the user changed
+as one `Changed` message naming the changed `ExplorerState` fields; it never
+writes the state itself. Each row's exact-value box reads text through
+`tui.model.values`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal
+from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Label
 
 from core.backend import Backend
-from core.backend_inflight import parse_inflight_mb
-from core.numbers import parse_rust_f64, rust_trim
-from core.solve import CONTEXT_SEARCH_LIMIT
-from tui.scales import BATCH_STOPS, FACTOR_STOPS, INFLIGHT_STOPS, token_stops
-from tui.state import ExplorerState
+from core.measurement import ENGINE_CHOICES
+from tui.model.scales import BATCH_STOPS, FACTOR_STOPS, INFLIGHT_STOPS, token_stops
+from tui.model.state import ExplorerState
+from tui.model.values import BATCH, FACTOR, INFLIGHT, TOKENS
+from tui.model.views import inflight_hint, tokens_hint
 from tui.widgets.memory_field import MemoryField
 from tui.widgets.segmented import Segmented
 from tui.widgets.slider_field import SliderField
 
 BACKENDS: tuple[Backend, ...] = (Backend.ROCM, Backend.CUDA, Backend.METAL, Backend.CPU)
 KV_MODES = ("fp16", "int8")
-MAX_BATCH = 4096
-MAX_FACTOR = 100.0
 
-
-def parse_tokens(text: str) -> int | None:
-    """A token count: `8192`, `8,192`, `32k` (x1024); 0 up to 2^32."""
-    s = text.strip().replace(",", "").replace("_", "").lower()
-    scale = 1
-    if s.endswith("k"):
-        s, scale = s[:-1], 1024
-    if not s.isascii() or not s.isdigit():
-        return None
-    value = int(s) * scale
-    return value if value <= CONTEXT_SEARCH_LIMIT else None
-
-
-def parse_inflight(text: str) -> int | None:
-    """MiB through the overlay's own parser; an empty box is not a value yet."""
-    if not text.strip():
-        return None
-    return parse_inflight_mb(text)
-
-
-def parse_batch(text: str) -> int | None:
-    """Concurrent sequences, 1 to 4096."""
-    s = text.strip()
-    if not s.isascii() or not s.isdigit():
-        return None
-    value = int(s)
-    return value if 1 <= value <= MAX_BATCH else None
-
-
-def parse_factor(text: str) -> float | None:
-    """A headroom factor as mlxcel reads `MLXCEL_HEADROOM_FACTOR`: finite and positive."""
-    value = parse_rust_f64(rust_trim(text))
-    if value is None or not 0.0 < value <= MAX_FACTOR:
-        return None
-    return value
-
-
-def format_factor(value: float) -> str:
-    """`1.20`, or the exact shortest form for a value off the 0.01 grid."""
-    return f"{value:.2f}" if round(value, 2) == value else repr(value)
-
-
-def format_int(value: float) -> str:
-    """An integer field's value."""
-    return str(int(value))
+# Slider id -> (state field, type of the value).
+_FIELDS: dict[str, tuple[str, type]] = {
+    "tokens": ("max_tokens", int),
+    "inflight": ("inflight_mib", int),
+    "batch": ("batch", int),
+    "factor": ("headroom_factor", float),
+}
 
 
 class Controls(Widget):
-    """Max tokens, in-flight budget, batch, KV dtype, headroom, backend, available memory."""
+    """Max tokens, in-flight budget, batch, KV dtype, headroom, backend, memory, engine."""
 
     DEFAULT_CSS = """
     Controls {
@@ -85,9 +51,17 @@ class Controls(Widget):
     }
     """
 
+    class Changed(Message):
+        """The user changed some fields of the state (names as in `ExplorerState`)."""
+
+        def __init__(self, changes: Mapping[str, Any]) -> None:
+            self.changes = dict(changes)
+            super().__init__()
+
     def __init__(self, state: ExplorerState, *, id: str | None = None) -> None:  # noqa: A002
         super().__init__(id=id)
         self.state = state
+        self.border_title = "Controls"
 
     def compose(self) -> ComposeResult:
         s = self.state
@@ -95,24 +69,20 @@ class Controls(Widget):
             "Max tokens",
             token_stops(None),
             s.max_tokens,
-            parse=parse_tokens,
-            fmt=format_int,
+            spec=TOKENS,
             id="tokens",
-            tooltip="Context length (log scale); type an exact count, e.g. 5000 or 32k",
+            tooltip="Context length (log scale); type an exact count, e.g. 5000, 32k or 1.5k",
         )
         yield SliderField(
             "In-flight MiB",
             INFLIGHT_STOPS,
             s.inflight_mib,
-            parse=parse_inflight,
-            fmt=format_int,
+            spec=INFLIGHT,
             page=3,
             id="inflight",
             tooltip="MLX_ROCM_MAX_INFLIGHT_MB: transients ROCm may hold before the host waits",
         )
-        yield SliderField(
-            "Batch", BATCH_STOPS, s.batch, parse=parse_batch, fmt=format_int, page=3, id="batch"
-        )
+        yield SliderField("Batch", BATCH_STOPS, s.batch, spec=BATCH, page=3, id="batch")
         with Horizontal():
             yield Label("KV dtype", classes="field-label")
             yield Segmented(KV_MODES, 1 if s.kv_int8 else 0, id="kv")
@@ -120,8 +90,7 @@ class Controls(Widget):
             "Headroom",
             FACTOR_STOPS,
             s.headroom_factor,
-            parse=parse_factor,
-            fmt=format_factor,
+            spec=FACTOR,
             id="factor",
             tooltip="MLXCEL_HEADROOM_FACTOR: allocator overhead = (factor - 1) x (weights + KV)",
         )
@@ -129,3 +98,48 @@ class Controls(Widget):
             yield Label("Backend", classes="field-label")
             yield Segmented([b.label for b in BACKENDS], BACKENDS.index(s.backend), id="backend")
         yield MemoryField(s.memory, id="memory")
+        with Horizontal(id="engine-row"):
+            yield Label("Measure with", classes="field-label")
+            yield Segmented(ENGINE_CHOICES, ENGINE_CHOICES.index(s.engine), id="engine")
+
+    def show(self, state: ExplorerState) -> None:
+        """Show `state` in every control (no `Changed`; text being typed stays)."""
+        self.state = state
+        for field_id, (name, _) in _FIELDS.items():
+            self.query_one(f"#{field_id}", SliderField).set_value(getattr(state, name))
+        self.query_one("#kv", Segmented).set_index(1 if state.kv_int8 else 0)
+        self.query_one("#backend", Segmented).set_index(BACKENDS.index(state.backend))
+        self.query_one("#engine", Segmented).set_index(ENGINE_CHOICES.index(state.engine))
+        self.query_one(MemoryField).set_choice(state.memory)
+
+    def show_hints(self, state: ExplorerState, model_known: bool, trained: int | None) -> None:
+        """The lines under the in-flight and token sliders."""
+        inflight = self.field("inflight")
+        inflight.disabled = not state.backend.has_inflight_reserve
+        inflight.set_hint(*inflight_hint(state))
+        self.field("tokens").set_hint(*tokens_hint(state, model_known, trained))
+
+    def field(self, field_id: str) -> SliderField:
+        """A slider row by id (`tokens`, `inflight`, `batch`, `factor`)."""
+        return self.query_one(f"#{field_id}", SliderField)
+
+    @on(SliderField.Changed)
+    def _slid(self, event: SliderField.Changed) -> None:
+        event.stop()
+        name, kind = _FIELDS[event.field.id or ""]
+        self.post_message(self.Changed({name: kind(event.value)}))
+
+    @on(Segmented.Changed)
+    def _segment(self, event: Segmented.Changed) -> None:
+        event.stop()
+        table: dict[str, dict[str, object]] = {
+            "kv": {"kv_int8": event.index == 1},
+            "backend": {"backend": BACKENDS[event.index % len(BACKENDS)]},
+            "engine": {"engine": ENGINE_CHOICES[event.index % len(ENGINE_CHOICES)]},
+        }
+        self.post_message(self.Changed(table[event.segmented.id or ""]))
+
+    @on(MemoryField.Changed)
+    def _memory(self, event: MemoryField.Changed) -> None:
+        event.stop()
+        self.post_message(self.Changed({"memory": event.choice}))

@@ -17,12 +17,12 @@ from textual.widgets import ProgressBar, Static
 from core.measurement import MeasuredPeak, MeasurementFailure, MeasureProgress, MeasureRequest
 from tui.measure_text import (
     failure_text,
-    progress_label,
     result_rows,
     rows_plain,
     rows_table,
     running_rows,
 )
+from tui.model.measure_state import PanelView, progress_label
 from tui.widgets.relayout import force_relayout
 
 CANCEL_HINT = "m or Esc cancels"
@@ -92,16 +92,29 @@ class MeasuredPanel(Vertical):
         self._note.display = True
         self._words[1:] = [label, note]
 
-    def show_result(self, peak: MeasuredPeak, estimate_bytes: int) -> None:
-        """A peak beside the estimate for its workload."""
+    def show_result(self, peak: MeasuredPeak, estimate_bytes: int, note: str = "") -> None:
+        """A peak beside the estimate for its workload (and a note above it, if any)."""
         self.peak = peak
         rows = result_rows(peak, estimate_bytes)
+        if note:
+            rows.insert(0, ("Note", Text(note, "italic")))
         self._set("result", rows_table(rows), rows_plain(rows))
 
     def show_failure(self, model: str, failure: MeasurementFailure) -> None:
         """Why a run ended without a peak, in place of the result."""
         self.peak = None
         self._set("failure", failure_text(model, failure))
+
+    def show(self, view: PanelView) -> None:
+        """Show what `Measurements.panel` says."""
+        if view.kind == "running" and view.request is not None:
+            self.show_running(view.request, view.seconds, view.progress, view.notice)
+        elif view.kind == "result" and view.peak is not None:
+            self.show_result(view.peak, view.estimate, view.notice)
+        elif view.kind == "failure" and view.failure is not None:
+            self.show_failure(view.model, view.failure)
+        else:
+            self.clear()
 
     def clear(self) -> None:
         """Hide the panel."""

@@ -16,8 +16,8 @@ from textual.widgets import Input, Label, Select
 from core.available import AvailableMemory
 from core.memory_size import parse_optional_memory_size
 from core.units import format_bytes_short
-from tui.presets import CUSTOM, DETECTED, PRESETS, PRESETS_BY_KEY
-from tui.state import MemoryChoice
+from tui.model.presets import CUSTOM, DETECTED, PRESETS, PRESETS_BY_KEY
+from tui.model.state import MemoryChoice
 
 
 def _options(detected: AvailableMemory | None) -> list[tuple[str, str]]:

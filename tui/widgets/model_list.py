@@ -19,22 +19,16 @@ from textual.message import Message
 from textual.widgets import Input, OptionList
 from textual.widgets.option_list import Option
 
-from core.catalog import ORIGIN_BUILTIN, ORIGIN_FOLDER, ORIGIN_HF_CACHE, CatalogEntry
+from core.catalog import ORIGIN_BUILTIN, ORIGIN_FOLDER, ORIGIN_HF_CACHE, Catalog, CatalogEntry
 from core.units import format_bytes_short
 from tui.chart import short_tokens
+from tui.model.names import model_arg
 
 GROUPS = (
     (ORIGIN_FOLDER, "Model folders"),
     (ORIGIN_HF_CACHE, "Hugging Face cache"),
     (ORIGIN_BUILTIN, "Built-in profiles (no weights)"),
 )
-
-
-def model_arg(entry: CatalogEntry) -> str:
-    """What to type after `inspect` to get this entry: the folder, or the name."""
-    if entry.origin == ORIGIN_FOLDER and entry.path is not None:
-        return str(entry.path)
-    return entry.name
 
 
 def entry_prompt(entry: CatalogEntry, current: bool, width: int = 40) -> Text:
@@ -46,8 +40,9 @@ def entry_prompt(entry: CatalogEntry, current: bool, width: int = 40) -> Text:
     room = width - 2 - len(repo)
     if sep and room >= len(org) + 1:
         first.append(org + "/", "dim")
-    elif sep and room >= 3:
-        first.append("…/", "dim")
+    elif sep:  # the org stays named, cut (at least 3 letters); the repo's end may go
+        keep = max(3, room - 2)
+        first.append(org[:keep] + "…/", "dim")
     first.append(repo, "bold" if current else "")
     first.truncate(width, overflow="ellipsis")
     ctx = entry.max_position_embeddings
@@ -89,6 +84,7 @@ class ModelList(Vertical):
         self.current = ""
         self.loaded = False
         self._width = 0
+        self.border_title = "Models"
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="/ filter models", id="model-filter", compact=True)
@@ -122,6 +118,14 @@ class ModelList(Vertical):
             f" · {skipped} skipped" if skipped else ""
         )
         self._refill()
+
+    def show_catalog(self, catalog: Catalog | str | None, current: str) -> None:
+        """Show a catalog (or why there is none) with the model on screen marked."""
+        if isinstance(catalog, str):
+            self.set_error(catalog)
+        elif catalog is not None:
+            self.set_entries(catalog.entries, len(catalog.skipped))
+            self.set_current(current)
 
     def set_error(self, text: str) -> None:
         """Say why the catalog could not be read."""

@@ -1,18 +1,25 @@
 """One control row: a label, a stop slider and a box for typing an exact value.
 
-The slider moves between stops; the box takes any value the field's parser
-accepts (a context of 5000 tokens, an in-flight budget of 700 MiB), and the
-knob then sits between stops. A digit typed on the slider jumps into the box.
-An optional hint line below says why a control is inactive or what a value
-means.
+The slider moves between stops; the box takes any value the field's `ValueSpec`
+reads (a context of 5000 tokens, `1.5k`, an in-flight budget of `1G`), and the
+knob then sits between stops. Typed text is applied only while it reads as a
+value (a live preview); while it does not, the value from before typing
+stands and the hint says why. Enter keeps a valid value and refuses an invalid
+one; Escape puts back the value from before typing.
+
+A digit or a paste on the slider starts typing in the box. Keys of a burst
+that were already on their way to the slider when the box took focus are
+passed on to the box in order, so `4096` sent at once is 4096.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import ClassVar
 
 from textual import events, on
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.geometry import Size
 from textual.message import Message
@@ -20,35 +27,46 @@ from textual.reactive import Reactive
 from textual.widget import Widget
 from textual.widgets import Input, Label, Static
 
-from tui.scales import position_of
+from tui.model.scales import position_of
+from tui.model.values import ValueSpec
 from tui.widgets.stop_slider import StopSlider
-
-Parser = Callable[[str], float | None]
-Formatter = Callable[[float], str]
 
 
 class ValueInput(Input):
-    """The exact-value box: Escape or leaving it restores the current value."""
+    """The exact-value box."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "restore", "Restore the value", show=False)
+    ]
 
     # Input re-lays out the whole screen whenever its text length changes (its virtual
     # size is a layout reactive). This box has a fixed size, so a repaint is enough:
     # it keeps a slider step from costing a full-screen layout.
     virtual_size: Reactive[Size] = Reactive(Size(0, 0), layout=False)
 
-    def start_typing(self, text: str) -> None:
-        """Focus with `text` typed in and the cursor after it (not everything selected)."""
-        self.select_on_focus = False
-        self.value = text
-        self.cursor_position = len(text)
-        self.focus()
-        self.call_after_refresh(setattr, self, "select_on_focus", True)
+    def action_restore(self) -> None:
+        """Escape: the value from before typing, back on the slider."""
+        field = self.field
+        if field is not None:
+            field.restore()
+
+    @property
+    def field(self) -> SliderField | None:
+        """The field this box belongs to."""
+        for node in self.ancestors:
+            if isinstance(node, SliderField):
+                return node
+        return None
+
+    def on_focus(self, event: events.Focus) -> None:
+        field = self.field
+        if field is not None:
+            field.begin_typing()
 
     def on_blur(self, event: events.Blur) -> None:
-        parent = self.parent
-        while parent is not None and not isinstance(parent, SliderField):
-            parent = parent.parent
-        if isinstance(parent, SliderField):
-            parent.show_value()
+        field = self.field
+        if field is not None:
+            field.end_typing()
 
 
 class SliderField(Widget):
@@ -62,6 +80,7 @@ class SliderField(Widget):
         & ValueInput { width: 10; height: 1; margin-left: 1; }
         & .field-hint { height: auto; padding-left: 14; color: $text-muted; display: none; }
         & .field-hint.-shown { display: block; }
+        & .field-hint.-invalid { color: $error; }
     }
     """
 
@@ -84,8 +103,7 @@ class SliderField(Widget):
         stops: Sequence[float],
         value: float,
         *,
-        parse: Parser,
-        fmt: Formatter = str,
+        spec: ValueSpec,
         page: int = 4,
         tooltip: str | None = None,
         id: str | None = None,  # noqa: A002
@@ -95,20 +113,25 @@ class SliderField(Widget):
         self.label = label
         self.stops: tuple[float, ...] = tuple(stops)
         self.value = value
-        self.parse = parse
-        self.fmt = fmt
+        self.spec = spec
         self.page = page
         self._tooltip = tooltip
         self._hint: tuple[str, tuple[str, ...]] = ("", ())
+        self._shown_hint: tuple[str, tuple[str, ...]] | None = None
+        self.before: float | None = None
+        """The value from before typing, while the box is being typed in."""
+        self.typed_note = ""
+        """The parsed value or the reason, while typing."""
 
     def compose(self) -> ComposeResult:
         with Horizontal():
             yield Label(self.label, classes="field-label")
             yield StopSlider(len(self.stops), position_of(self.value, self.stops), page=self.page)
-            yield ValueInput(self.fmt(self.value), compact=True, select_on_focus=True)
+            yield ValueInput(self.spec.fmt(self.value), compact=True, select_on_focus=True)
         yield Static("", classes="field-hint", markup=False)
 
     def on_mount(self) -> None:
+        self.slider.box_hook = self
         if self._tooltip:
             self.query_one(StopSlider).tooltip = self._tooltip
 
@@ -122,11 +145,16 @@ class SliderField(Widget):
         """The exact-value box of this field."""
         return self.query_one(ValueInput)
 
+    @property
+    def typing(self) -> bool:
+        """True while the box holds text being typed."""
+        return self.before is not None
+
     def set_value(self, value: float) -> None:
-        """Show a value set from code (no `Changed`)."""
+        """Show a value set from code (no `Changed`); text being typed is left alone."""
         self.value = value
         self.slider.set_position(position_of(value, self.stops))
-        if not self.input.has_focus:
+        if not self.typing:
             self.show_value()
 
     def set_stops(self, stops: Sequence[float]) -> None:
@@ -138,20 +166,104 @@ class SliderField(Widget):
         """Put the current value back in the box and clear any invalid mark."""
         box = self.input
         with box.prevent(Input.Changed):
-            box.value = self.fmt(self.value)
+            box.value = self.spec.fmt(self.value)
         box.remove_class("-invalid")
 
     def set_hint(self, text: str, *classes: str) -> None:
-        """Show a hint line under the row (empty text hides it)."""
-        if (text, classes) == self._hint:
-            return
+        """The hint line under the row (empty text hides it); typing notes take its place."""
         self._hint = (text, classes)
-        hint = self.query_one(".field-hint", Static)
-        hint.update(text)
+        self._paint_hint()
+
+    def _paint_hint(self) -> None:
+        invalid = self.input.has_class("-invalid")
+        hint = (
+            (self.typed_note, ("-invalid",) if invalid else ()) if self.typed_note else self._hint
+        )
+        if hint == self._shown_hint:
+            return
+        self._shown_hint = hint
+        text, classes = hint
+        line = self.query_one(".field-hint", Static)
+        line.update(text)
         extra = [c for c in classes if c]
-        hint.set_classes(["field-hint", *extra, *(["-shown"] if text else [])])
+        line.set_classes(["field-hint", *extra, *(["-shown"] if text else [])])
+
+    # --- typing ----------------------------------------------------------------------
+
+    def begin_typing(self) -> None:
+        """Remember the value typing starts from (once per entry)."""
+        if self.before is None:
+            self.before = self.value
+
+    def end_typing(self) -> None:
+        """Leaving the box: keep a valid entry, otherwise put the earlier value back."""
+        if self.before is not None and self.spec.parse(self.input.value) is None:
+            self._commit(self.before)
+        self.before, self.typed_note = None, ""
+        self.input.select_on_focus = True
+        self.show_value()
+        self._paint_hint()
+
+    def type_text(self, text: str) -> None:
+        """Type into the box from the slider: the first key starts an entry, later ones add."""
+        box = self.input
+        if not self.typing:
+            self.begin_typing()
+            box.value = ""
+        box.select_on_focus = False  # the focus event comes later: it must not select the text
+        box.insert_text_at_cursor(text)
+        if not box.has_focus:
+            self.screen.set_focus(box)  # now: keys still on their way land in the box
+
+    def submit(self) -> None:
+        """Enter: keep a valid value and go back to the slider; refuse an invalid one."""
+        reading = self.spec.read(self.input.value)
+        if isinstance(reading, str):
+            self.typed_note = f"{reading} · Esc restores {self.spec.fmt(self.before or 0)}"
+            if self.before is None:
+                self.typed_note = reading
+            self._paint_hint()
+            self.app.bell()
+            return
+        self._commit(reading)
+        self.before, self.typed_note = None, ""
+        self.show_value()
+        self._paint_hint()
+        self.screen.set_focus(self.slider)
+
+    def restore(self) -> None:
+        """Escape: the value from before typing, and back to the slider."""
+        if self.before is not None:
+            self._commit(self.before)
+        self.before, self.typed_note = None, ""
+        self.show_value()
+        self._paint_hint()
+        self.screen.set_focus(self.slider)
+
+    def key_from_slider(self, event: events.Key) -> bool:
+        """A digit on the slider, or a key of a burst that reached it after typing began."""
+        if not self.typing:
+            if event.character is None or not event.character.isdigit():
+                return False
+            self.type_text(event.character)
+        elif event.key == "enter":
+            self.submit()
+        elif event.key == "escape":
+            self.restore()
+        elif event.key == "backspace":
+            self.input.action_delete_left()
+        elif event.is_printable and event.character is not None:
+            self.type_text(event.character)
+        else:
+            return False
+        return True
+
+    def paste_from_slider(self, text: str) -> None:
+        """A paste on the slider goes into the box (its first line)."""
+        self.type_text(next((line.strip() for line in text.splitlines() if line.strip()), ""))
 
     def _commit(self, value: float) -> None:
+        self.slider.set_position(position_of(value, self.stops))
         if value == self.value:
             return
         self.value = value
@@ -163,22 +275,26 @@ class SliderField(Widget):
         self._commit(self.stops[event.index])
         self.show_value()
 
-    @on(StopSlider.DigitTyped)
-    def _digit_typed(self, event: StopSlider.DigitTyped) -> None:
-        event.stop()
-        self.input.start_typing(event.character)
-
     @on(Input.Changed)
     def _typed(self, event: Input.Changed) -> None:
         event.stop()
-        value = self.parse(event.value)
-        event.input.set_class(value is None, "-invalid")
-        if value is not None:
-            self.slider.set_position(position_of(value, self.stops))
-            self._commit(value)
+        if not self.typing:
+            if not event.input.has_focus:
+                return  # the box's first value, set from code
+            self.begin_typing()
+        reading = self.spec.read(event.value)
+        invalid = isinstance(reading, str)
+        event.input.set_class(invalid, "-invalid")
+        if isinstance(reading, str):
+            self.typed_note = reading
+            if self.before is not None:
+                self._commit(self.before)  # the earlier value stands while the text is not one
+        else:
+            self.typed_note = self.spec.shown(event.value, reading)
+            self._commit(reading)
+        self._paint_hint()
 
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        self.show_value()
-        self.slider.focus()
+        self.submit()

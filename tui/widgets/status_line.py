@@ -1,9 +1,17 @@
-"""The top line: which backend (detected or chosen), where available memory comes from."""
+"""The top lines: which backend (detected or chosen) and where available memory comes from;
+then the summary (model, total, verdict) that stays in view at every size."""
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual.widgets import Static
+
+from core.available import AvailableMemory
+from core.backend import Backend, BackendChoice
+from tui.model.state import available_status, backend_status, backend_status_short
+from tui.model.views import Summary
 
 
 class StatusLine(Static):
@@ -27,6 +35,20 @@ class StatusLine(Static):
         super().__init__("", id=id, markup=False)
         self._words: tuple[str, str, str] = ("", "", "")
         self._shown: tuple[str, int] | None = None
+
+    def show_state(
+        self,
+        backend: Backend,
+        start: BackendChoice,
+        machine: BackendChoice,
+        available: AvailableMemory | None,
+    ) -> None:
+        """The backend on screen (detected or chosen) and the available memory's source."""
+        self.show(
+            backend_status(backend, start, machine),
+            backend_status_short(backend, start),
+            available_status(available),
+        )
 
     def show(self, backend: str, backend_short: str, available: str) -> None:
         """Show the backend (long and short forms) and the available-memory words."""
@@ -52,3 +74,69 @@ class StatusLine(Static):
         text.append("  │  ", "dim")
         text.append(available)
         self.update(text, layout=False)
+
+
+class SummaryLine(Static):
+    """The answer in one line at every size: the model, its total and the verdict.
+
+    `Meta-Llama-3.1-8B-Instruct-4bit · 8,192 tokens · total 5.43 GiB of 76.80 GiB  FITS`;
+    a measurement in flight adds its progress. When the line is too narrow the
+    model name is cut first, so the total and the verdict stay.
+    """
+
+    DEFAULT_CSS = """
+    SummaryLine {
+        height: 1;
+        padding: 0 1;
+        background: $boost;
+        & > .summary--fits { background: $success; color: $background; text-style: bold; }
+        & > .summary--over { background: $error; color: $background; text-style: bold; }
+        & > .summary--busy { color: $accent; }
+    }
+    """
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"summary--fits", "summary--over", "summary--busy"}
+
+    def __init__(self, *, id: str | None = None) -> None:  # noqa: A002
+        super().__init__("", id=id, markup=False)
+        self.summary: Summary | None = None
+        self._shown: tuple[Summary, int] | None = None
+
+    @property
+    def text(self) -> str:
+        """The words on show."""
+        return self._line(self.content_region.width or 200).plain
+
+    def show(self, summary: Summary) -> None:
+        """Show a summary."""
+        self.summary = summary
+        self._paint()
+
+    def on_resize(self) -> None:
+        self._paint()
+
+    def _paint(self) -> None:
+        width = self.content_region.width
+        if self.summary is None or self._shown == (self.summary, width):
+            return
+        self._shown = (self.summary, width)
+        self.update(self._line(width or 200), layout=False)
+
+    def _line(self, width: int) -> Text:
+        s = self.summary
+        if s is None:
+            return Text("")
+        badge = f" {s.verdict} " if s.verdict else ""
+        tail = f" · {s.detail}" + (f"  {badge}" if badge else "")
+        tail += f" · {s.activity}" if s.activity else ""
+        room = max(8, width - len(tail))
+        name = s.name if len(s.name) <= room else s.name[: room - 1] + "…"
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append(name, "bold")
+        text.append(f" · {s.detail}")
+        if badge:
+            style = "summary--fits" if s.fits else "summary--over"
+            text.append("  ").append(badge, self.get_component_rich_style(style))
+        if s.activity:
+            text.append(f" · {s.activity}", self.get_component_rich_style("summary--busy"))
+        return text

@@ -11,7 +11,7 @@ echoes back.
 from __future__ import annotations
 
 import math
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 from rich.text import Text
 from textual import events
@@ -19,6 +19,16 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
+
+
+class TypingHook(Protocol):
+    """The owner's text box, as the slider hands keys to it."""
+
+    def key_from_slider(self, event: events.Key) -> bool:
+        """Take a key; False when it is not one for the box."""
+
+    def paste_from_slider(self, text: str) -> None:
+        """Take pasted text."""
 
 
 class StopSlider(Widget, can_focus=True):
@@ -70,14 +80,6 @@ class StopSlider(Widget, can_focus=True):
             """The slider that moved."""
             return self.slider
 
-    class DigitTyped(Message):
-        """A digit was typed on the focused slider: the owner may switch to its text box."""
-
-        def __init__(self, slider: StopSlider, character: str) -> None:
-            self.slider = slider
-            self.character = character
-            super().__init__()
-
     def __init__(
         self,
         count: int,
@@ -92,6 +94,8 @@ class StopSlider(Widget, can_focus=True):
         self.count = max(1, count)
         self.page = page
         self.set_reactive(StopSlider.position, self._clamp(position))
+        self.box_hook: TypingHook | None = None
+        """Where typed keys go (the owner's box): digits and pastes start typing."""
 
     def _clamp(self, position: float) -> float:
         return min(max(position, 0.0), float(self.count - 1))
@@ -158,9 +162,20 @@ class StopSlider(Widget, can_focus=True):
         return text
 
     def on_key(self, event: events.Key) -> None:
-        if event.character is not None and event.character.isdigit():
+        # A digit starts typing; any key that still reaches the slider once the box
+        # has focus (the rest of a burst already on its way) belongs to the box.
+        hook = self.box_hook
+        if hook is None:
+            return
+        starts = event.character is not None and event.character.isdigit()
+        if (starts or not self.has_focus) and hook.key_from_slider(event):
             event.stop()
-            self.post_message(self.DigitTyped(self, event.character))
+            event.prevent_default()
+
+    def on_paste(self, event: events.Paste) -> None:
+        if self.box_hook is not None and event.text:
+            event.stop()
+            self.box_hook.paste_from_slider(event.text)
 
     def on_mouse_down(self, event: events.MouseDown) -> None:
         if self.disabled:

@@ -16,8 +16,8 @@ from core.backend import Backend
 from core.backend_inflight import ROCM_MAX_INFLIGHT_ENV
 from core.estimate import QuantHint
 from core.headroom import DEFAULT_HEADROOM_FACTOR, HEADROOM_FACTOR_ENV
-from tui.presets import DETECTED
-from tui.state import ExplorerState
+from tui.model.presets import DETECTED
+from tui.model.state import ExplorerState
 
 
 def _env_prefix(state: ExplorerState) -> list[str]:

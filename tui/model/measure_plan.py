@@ -10,7 +10,7 @@ from pathlib import Path
 
 from core.catalog import CatalogEntry
 from core.measurement import DEFAULT_GEN_TOKENS, MeasureRequest
-from tui.state import ExplorerState
+from tui.model.state import ExplorerState
 
 MIN_CONTEXT = 2
 """One prompt token and one decode token."""
@@ -59,6 +59,7 @@ def measure_request(
         models_dirs=tuple(str(d) for d in models_dirs),
         headroom_factor=state.headroom_factor,
         activation_mult=state.activation_mult,
+        engine=state.engine,
     )
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from core.available import AvailableMemory
 from core.estimate import MemoryEstimate
 from core.solve import FitLimit
-from core.units import format_bytes, sat_sub
+from core.units import format_bytes_short, sat_sub
 
 INFLIGHT_OFF_HINT = "off: unbounded in-flight set, not modelled"
 
@@ -46,9 +46,21 @@ class Verdict:
     @property
     def text(self) -> str:
         """The banner's last line without its label."""
-        if self.fits:
-            return f"{format_bytes(self.bytes)} of headroom"
-        return f"{format_bytes(self.bytes)} over budget"
+        size = f"{format_bytes_short(self.bytes)} ({self.bytes:,} bytes)"
+        return f"{size} of headroom" if self.fits else f"{size} over budget"
+
+
+@dataclass(frozen=True)
+class EstimateView:
+    """Everything the breakdown shows for one estimate."""
+
+    rows: tuple[BreakdownRow, ...]
+    verdict: Verdict
+    context_limit: str
+    inflight_limit: str
+    warnings: tuple[str, ...] = ()
+    sizing: str = ""
+    """What mlxcel would size from this estimate (`tui.model.sizing.sizing_line`)."""
 
 
 TERM_KEYS = ("weights", "kv", "activation", "overhead", "inflight")
@@ -59,7 +71,8 @@ def breakdown_rows(est: MemoryEstimate, available: AvailableMemory) -> list[Brea
     wl = est.workload
     per_token = ""
     if est.kv.available and est.kv.per_token_bytes > 0:
-        per_token = f"{format_bytes(est.kv.per_token_bytes)} per token at steady state, same dtype"
+        b = est.kv.per_token_bytes
+        per_token = f"{format_bytes_short(b)} ({b:,} bytes) per token at steady state, same dtype"
     overhead_shown = sat_sub(
         sat_sub(est.runtime_headroom_bytes, est.activation_bytes), est.backend_inflight_bytes
     )

@@ -18,8 +18,9 @@ from core.backend_inflight import ROCM_DEFAULT_MAX_INFLIGHT_MB
 from core.environment import resolve_settings
 from core.estimate import DEFAULT_CTX_LEN, EstimateSettings, QuantHint, Workload
 from core.headroom import DEFAULT_HEADROOM_FACTOR
+from core.measurement import DEFAULT_ENGINE
 from core.units import format_bytes_short
-from tui.presets import CUSTOM, DETECTED, PRESETS_BY_KEY
+from tui.model.presets import CUSTOM, DETECTED, PRESETS_BY_KEY
 
 DEFAULT_MODEL = "mlx-community/Meta-Llama-3.1-8B-Instruct-4bit"
 """The model of mlxcel's worked example."""
@@ -46,7 +47,11 @@ class MemoryChoice:
 
 @dataclass(frozen=True)
 class ExplorerState:
-    """Every input of the estimate the explorer lets you change."""
+    """Every input of the estimate the explorer lets you change, and the measuring engine.
+
+    Add a control by adding a field here (with its default), a widget in `Controls`
+    that posts `Controls.Changed({field: value})`, and a line in `Controls.show`.
+    """
 
     model: str = DEFAULT_MODEL
     """The model as you would pass it to `inspect`: a profile name, repo id or folder."""
@@ -59,6 +64,8 @@ class ExplorerState:
     inflight_mib: int = ROCM_DEFAULT_MAX_INFLIGHT_MB
     backend: Backend = Backend.ROCM
     memory: MemoryChoice = field(default_factory=MemoryChoice)
+    engine: str = DEFAULT_ENGINE
+    """What `m` measures with: `torch` or `mlx` (`core.measurement.ENGINE_CHOICES`)."""
 
     def workload(self) -> Workload:
         """The estimate's workload."""

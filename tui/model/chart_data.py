@@ -1,0 +1,29 @@
+"""What the context chart plots: totals at any contexts, the range, the marker, the budget."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+ENGINE_MARKS = {"torch": "◆", "mlx": "●"}
+"""A measured peak's mark on the chart, by the engine that measured it."""
+MEASURED_MARK = ENGINE_MARKS["torch"]
+
+Point = tuple[int, int, str]
+"""A measured peak: (context P + G, bytes, engine)."""
+
+Totals = Callable[[Sequence[int]], list[int]]
+
+
+@dataclass(frozen=True)
+class ChartData:
+    """What to plot: totals at any contexts, the range, the marker and the budget."""
+
+    totals: Totals
+    top_tokens: int
+    current_tokens: int
+    available: int
+    key: object = None
+    """Everything the totals depend on; equal keys reuse the last totals (the marker moves)."""
+    points: tuple[Point, ...] = ()
+    """Measured peaks, drawn as their engine's mark."""

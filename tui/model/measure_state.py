@@ -1,0 +1,175 @@
+"""The explorer's measurements: the run in flight, the last failure, the last result.
+
+The measurement controller owns one `Measurements`, feeds it the launcher's
+events and asks it what the measured panel should show for the model on screen
+(`panel`, a `PanelView`). Pure: no widget, no thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from typing import Protocol
+
+from core.measurement import (
+    FailureKind,
+    MeasuredPeak,
+    MeasureEvent,
+    MeasureFailed,
+    MeasurementFailure,
+    MeasureNotice,
+    MeasureProgress,
+    MeasureRequest,
+    MeasureResult,
+)
+
+
+class Run(Protocol):
+    """What the state needs of a run in flight (`tui.measure_run.MeasureRun`)."""
+
+    @property
+    def id(self) -> int:
+        """The run's number, carried by its events."""
+
+    @property
+    def request(self) -> MeasureRequest:
+        """What it measures."""
+
+    def cancel(self) -> None:
+        """Kill the child."""
+
+
+_PHASES = {
+    "load": "loading tensors",
+    "warmup prefill": "warm-up prefill chunk",
+    "warmup decode": "warm-up decode token",
+    "prefill": "prefill chunk",
+    "decode": "decode token",
+}
+
+
+def progress_label(progress: MeasureProgress | None) -> str:
+    """`prefill chunk 3/8`, `decode token 40/128`; `starting…` before the first step."""
+    if progress is None:
+        return "starting: importing torch…"
+    words = _PHASES.get(progress.phase.strip(), progress.phase.strip())
+    return f"{words} {progress.done}/{progress.total}"
+
+
+def activity_words(run: Run | None, seconds: float, progress: MeasureProgress | None) -> str:
+    """The summary line's words for a run in flight ("" when none is)."""
+    if run is None:
+        return ""
+    return f"measuring ({run.request.engine}) {seconds:.1f} s · {progress_label(progress)}"
+
+
+CANCELLED = MeasurementFailure(
+    FailureKind.CANCELLED, "the measurement was cancelled and its process killed"
+)
+
+
+@dataclass
+class Measurements:
+    """One run at a time; a result or failure stays with the model it was for."""
+
+    measured: MeasuredPeak | None = None
+    """The last peak (a run's result, or one handed over)."""
+    run: Run | None = None
+    """The run in flight, if any."""
+    failure: tuple[str, MeasurementFailure] | None = None
+    """The last run's failure and the model it was for."""
+    started: float = 0.0
+    progress: MeasureProgress | None = None
+    notice: str = ""
+
+    def begin(self, run: Run, now: float) -> None:
+        """A new run is in flight (the previous failure is forgotten)."""
+        self.run, self.started = run, now
+        self.failure, self.progress, self.notice = None, None, ""
+
+    def fail(self, model: str, failure: MeasurementFailure) -> None:
+        """End any run with this failure for `model`."""
+        self.run = None
+        self.failure = (model, failure)
+
+    def cancel(self) -> None:
+        """Kill the run in flight and say so."""
+        run = self.run
+        if run is not None:
+            run.cancel()
+            self.fail(run.request.model, CANCELLED)
+
+    def apply(self, run_id: int, event: MeasureEvent) -> bool:
+        """Take an event of run `run_id`; True when the run ended (late words are dropped)."""
+        run = self.run
+        if run is None or run_id != run.id:
+            return False
+        if isinstance(event, MeasureProgress):
+            self.progress = event
+        elif isinstance(event, MeasureNotice):
+            self.notice = event.message
+        elif isinstance(event, MeasureResult):
+            self.run, self.measured = None, event.peak
+            return True
+        elif isinstance(event, MeasureFailed):
+            self.fail(run.request.model, event.failure)
+            return True
+        return False
+
+    def activity(self, now: float) -> str:
+        """What the run in flight is doing, in a few words ("" when none is)."""
+        return activity_words(self.run, now - self.started, self.progress)
+
+    def runs(self, history: Collection[MeasuredPeak]) -> list[MeasuredPeak]:
+        """The history's runs plus the last peak if the history lacks it."""
+        runs = list(history)
+        if self.measured is not None and self.measured not in runs:
+            runs.append(self.measured)
+        return runs
+
+    def panel(
+        self,
+        names: Collection[str],
+        estimate_for: Callable[[MeasuredPeak], int | None],
+        now: float,
+    ) -> PanelView:
+        """The run in flight, else the failure or result for the model on screen (`names`).
+
+        A cancelled run leaves the previous result of the same model in place.
+        """
+        if self.run is not None:
+            return PanelView(
+                "running",
+                request=self.run.request,
+                seconds=now - self.started,
+                progress=self.progress,
+                notice=self.notice,
+            )
+        peak = self.measured
+        estimate = estimate_for(peak) if peak is not None and peak.model in names else None
+        if self.failure is not None and self.failure[0] in names:
+            model, failure = self.failure
+            if failure.kind is FailureKind.CANCELLED and peak is not None and estimate is not None:
+                return PanelView("result", peak=peak, estimate=estimate, notice=CANCELLED_NOTE)
+            return PanelView("failure", model=model, failure=failure)
+        if peak is None or estimate is None:
+            return PanelView("")
+        return PanelView("result", peak=peak, estimate=estimate)
+
+
+CANCELLED_NOTE = "the new run was cancelled; this is the previous result"
+
+
+@dataclass(frozen=True)
+class PanelView:
+    """What the measured panel shows: `running`, `result`, `failure`, or "" (hidden)."""
+
+    kind: str
+    request: MeasureRequest | None = None
+    seconds: float = 0.0
+    progress: MeasureProgress | None = None
+    notice: str = ""
+    peak: MeasuredPeak | None = None
+    estimate: int = 0
+    model: str = ""
+    failure: MeasurementFailure | None = None

@@ -1,0 +1,39 @@
+"""How a model is named: repo ids (`org/name`) wherever a model is named, paths only where
+a path is what the user typed.
+
+A Hugging Face cache snapshot lives at `…/models--org--name/snapshots/<hash>`;
+its name is `org/name`, never the hash.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePath
+
+from core.catalog import ORIGIN_FOLDER, CatalogEntry
+
+_HF_SNAPSHOT = re.compile(r"(?:^|/)models--(?P<org>[^/]+?)--(?P<name>[^/]+)/snapshots/[^/]+/?$")
+
+
+def model_arg(entry: CatalogEntry) -> str:
+    """What to type after `inspect` to get this entry: the folder, or the name."""
+    if entry.origin == ORIGIN_FOLDER and entry.path is not None:
+        return str(entry.path)
+    return entry.name
+
+
+def hf_repo_id(path: str) -> str | None:
+    """`org/name` for a Hugging Face cache snapshot folder, else None."""
+    m = _HF_SNAPSHOT.search(path.replace("\\", "/"))
+    return f"{m.group('org')}/{m.group('name')}" if m else None
+
+
+def short_model(name: str) -> str:
+    """A model named for people: a cache snapshot by its repo id, a folder by its last part,
+    a profile or repo id as it is."""
+    repo = hf_repo_id(name)
+    if repo is not None:
+        return repo
+    if name.startswith(("/", ".", "~")):
+        return PurePath(name).name or name
+    return name

@@ -1,0 +1,145 @@
+"""What a control's exact-value box accepts: each field reads text into a value or a reason.
+
+A reading is the value, or a one-line reason why the text is not one; the box
+applies only values, and shows the reason where the hint goes. Token counts
+take `32k`, `1.5k`, `128K` (x1024); MiB fields take `1G` / `1.5GiB` (x1024: the
+field is in MiB, so G means GiB); plain numbers in the in-flight box go through
+`MLX_ROCM_MAX_INFLIGHT_MB`'s own parser and the headroom factor through mlxcel's
+float rules.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+
+from core.backend_inflight import MAX_ACCEPTED_INFLIGHT_MB, parse_inflight_mb
+from core.numbers import parse_rust_f64, rust_trim
+from core.solve import CONTEXT_SEARCH_LIMIT
+
+MAX_BATCH = 4096
+MAX_FACTOR = 100.0
+
+Reading = float | str
+"""A value (int or float), or why the text is not one."""
+
+_SCALED = re.compile(r"(?P<num>\d[\d,_]*(?:\.\d+)?|\.\d+)\s*(?P<unit>[a-z]*)", re.ASCII)
+_TOKEN_UNITS = {"": 1, "k": 1024, "m": 1024**2}
+_MIB_UNITS = {"m": 1, "mb": 1, "mib": 1, "g": 1024, "gb": 1024, "gib": 1024}
+
+
+def _scaled(text: str, units: dict[str, int], what: str) -> int | str:
+    """`1.5k` -> 1536: a number with an optional unit, which must come out whole."""
+    m = _SCALED.fullmatch(text.strip().lower())
+    if m is None or m.group("unit") not in units:
+        return f"not {what}"
+    try:
+        value = Decimal(m.group("num").replace(",", "").replace("_", "")) * units[m.group("unit")]
+    except InvalidOperation:
+        return f"not {what}"
+    if value != value.to_integral_value():
+        return f"{m.group('num')}{m.group('unit')} is not a whole number"
+    return int(value)
+
+
+def read_tokens(text: str) -> Reading:
+    """A token count: `8192`, `8,192`, `32k`, `1.5k` (x1024); 0 up to 2^32."""
+    if not text.strip():
+        return "type a token count, e.g. 8192 or 32k"
+    value = _scaled(text, _TOKEN_UNITS, "a token count (e.g. 8192, 32k, 1.5k)")
+    if isinstance(value, int) and value > CONTEXT_SEARCH_LIMIT:
+        return f"at most {CONTEXT_SEARCH_LIMIT:,} tokens (2^32)"
+    return value
+
+
+def read_inflight(text: str) -> Reading:
+    """MiB: the overlay's own grammar for a number, or a size with M or G (GiB) in it."""
+    if not text.strip():
+        return "type a budget in MiB, e.g. 1024 or 1G; 0 turns the bound off"
+    if any(c.isalpha() for c in text):
+        value = _scaled(text, _MIB_UNITS, "a size in MiB (e.g. 512, 1G, 1.5GiB)")
+    else:
+        parsed = parse_inflight_mb(text)
+        value = parsed if parsed is not None else "not a whole number of MiB (e.g. 512, 1G)"
+    if isinstance(value, int) and value > MAX_ACCEPTED_INFLIGHT_MB:
+        return f"at most {MAX_ACCEPTED_INFLIGHT_MB:,} MiB"
+    return value
+
+
+def read_batch(text: str) -> Reading:
+    """Concurrent sequences, 1 to 4096."""
+    s = text.strip()
+    if not s.isascii() or not s.isdigit():
+        return f"a whole number of sequences, 1 to {MAX_BATCH}"
+    value = int(s)
+    return value if 1 <= value <= MAX_BATCH else f"a batch is 1 to {MAX_BATCH}"
+
+
+def read_factor(text: str) -> Reading:
+    """A headroom factor as mlxcel reads `MLXCEL_HEADROOM_FACTOR`, above 0 and at most 100."""
+    value = parse_rust_f64(rust_trim(text))
+    if value is None or value != value:
+        return "not a number (e.g. 1.2)"
+    if not 0.0 < value <= MAX_FACTOR:
+        return f"a factor is above 0 and at most {MAX_FACTOR:g}"
+    return value
+
+
+def format_factor(value: float) -> str:
+    """`1.20`, or the exact shortest form for a value off the 0.01 grid."""
+    return f"{value:.2f}" if round(value, 2) == value else repr(value)
+
+
+def format_int(value: float) -> str:
+    """An integer field's value."""
+    return str(int(value))
+
+
+@dataclass(frozen=True)
+class ValueSpec:
+    """How one field reads, writes and names its value."""
+
+    read: Callable[[str], Reading]
+    fmt: Callable[[float], str]
+    unit: str
+    """What the value counts, for the parsed-value line (`tokens`, `MiB`, ``)."""
+
+    def parse(self, text: str) -> float | None:
+        """The value, or None where the text is not one."""
+        reading = self.read(text)
+        return None if isinstance(reading, str) else reading
+
+    def shown(self, text: str, value: float) -> str:
+        """`= 1,536 tokens` when the text is not already the value as written."""
+        plain = f"{value:,}" if isinstance(value, int) else self.fmt(value)
+        if text.strip() in (self.fmt(value), plain):
+            return ""
+        return f"= {plain} {self.unit}".rstrip()
+
+
+TOKENS = ValueSpec(read_tokens, format_int, "tokens")
+INFLIGHT = ValueSpec(read_inflight, format_int, "MiB")
+BATCH = ValueSpec(read_batch, format_int, "sequences")
+FACTOR = ValueSpec(read_factor, format_factor, "")
+
+
+def parse_tokens(text: str) -> float | None:
+    """`read_tokens` without the reason."""
+    return TOKENS.parse(text)
+
+
+def parse_inflight(text: str) -> float | None:
+    """`read_inflight` without the reason."""
+    return INFLIGHT.parse(text)
+
+
+def parse_batch(text: str) -> float | None:
+    """`read_batch` without the reason."""
+    return BATCH.parse(text)
+
+
+def parse_factor(text: str) -> float | None:
+    """`read_factor` without the reason."""
+    return FACTOR.parse(text)

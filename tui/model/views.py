@@ -1,0 +1,281 @@
+"""From state to what the widgets show: the estimate, its view, the chart data, the peak.
+
+Pure functions over an already-read model; the screen calls them on every change
+and hands the results to its widgets. Nothing here touches a widget or a file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+from core.available import AvailableMemory
+from core.backend import Backend
+from core.catalog import CatalogEntry
+from core.estimate import EstimateSettings, MemoryEstimate, Workload, estimate
+from core.history import HistoryRead
+from core.measurement import MeasuredPeak
+from core.model import ModelSnapshot
+from core.solve import largest_fitting_context, largest_fitting_inflight
+from core.units import format_bytes_short
+from core.weights import WeightsSource
+from tui.model.chart_data import ENGINE_MARKS, MEASURED_MARK, ChartData, Point
+from tui.model.command_lines import mlxcel_command, vramscope_command
+from tui.model.measure_plan import model_names
+from tui.model.measure_state import Measurements, PanelView
+from tui.model.names import model_arg
+from tui.model.rows import (
+    INFLIGHT_OFF_HINT,
+    EstimateView,
+    breakdown_rows,
+    context_limit_text,
+    inflight_limit_text,
+    verdict,
+)
+from tui.model.scales import FALLBACK_MAX_TOKENS
+from tui.model.sizing import mlxcel_sizing, sizing_line
+from tui.model.state import ExplorerState
+
+
+@dataclass(frozen=True)
+class ExplorerViews:
+    """One estimate and everything derived from it."""
+
+    estimate: MemoryEstimate
+    breakdown: EstimateView
+    chart: ChartData
+
+
+def build_views(
+    snapshot: ModelSnapshot,
+    state: ExplorerState,
+    available: AvailableMemory,
+    trained: int | None,
+    points: tuple[Point, ...] = (),
+) -> ExplorerViews:
+    """The estimate, the breakdown with both limits, and the chart's data (with `points`,
+    measured peaks)."""
+    settings = state.settings(available)
+    workload = state.workload()
+    est = estimate(snapshot, workload, settings)
+    view = EstimateView(
+        rows=tuple(breakdown_rows(est, available)),
+        verdict=verdict(est),
+        context_limit=context_limit_text(
+            largest_fitting_context(snapshot, workload, settings), trained
+        ),
+        inflight_limit=inflight_limit_text(
+            largest_fitting_inflight(snapshot, workload, settings), state.backend.label
+        ),
+        warnings=snapshot.warnings,
+        sizing=_sizing(snapshot, settings, state),
+    )
+
+    def totals(contexts: Sequence[int]) -> list[int]:
+        return [
+            estimate(snapshot, replace(workload, max_tokens=n), settings).total_bytes
+            for n in contexts
+        ]
+
+    chart = ChartData(
+        totals=totals,
+        top_tokens=trained or FALLBACK_MAX_TOKENS,
+        current_tokens=state.max_tokens,
+        available=available.bytes,
+        # Equal keys reuse the chart's totals: moving only the context moves only the marker.
+        key=(id(snapshot), replace(workload, max_tokens=0), settings),
+        points=points,
+    )
+    return ExplorerViews(est, view, chart)
+
+
+def _sizing(snapshot: ModelSnapshot, settings: EstimateSettings, state: ExplorerState) -> str:
+    try:
+        return sizing_line(mlxcel_sizing(snapshot, settings, state.max_tokens, state.batch))
+    except Exception as exc:  # derived sizes must never hide the estimate itself
+        return f"cannot tell ({type(exc).__name__}: {exc})"
+
+
+def peak_estimate(
+    peak: MeasuredPeak, snapshot: ModelSnapshot, state: ExplorerState, available: AvailableMemory
+) -> int:
+    """The estimate for a measured run: context P + G and the run's in-flight budget.
+
+    The measurement engine applies ROCm's in-flight bound on every device, so the
+    comparison uses mlxcel's ROCm formula whatever backend is on screen.
+    """
+    rocm = replace(state.settings(available), backend=Backend.ROCM, inflight_mib=peak.inflight_mib)
+    return estimate(snapshot, Workload(max_tokens=peak.context_tokens), rocm).total_bytes
+
+
+def estimate_for(
+    state: ExplorerState, snapshot: ModelSnapshot | None, available: AvailableMemory | None
+) -> Callable[[MeasuredPeak], int | None]:
+    """`peak_estimate` for the model on screen; None while the model or memory is unknown."""
+
+    def held_against(peak: MeasuredPeak) -> int | None:
+        if snapshot is None or available is None:
+            return None
+        try:
+            return peak_estimate(peak, snapshot, state, available)
+        except Exception:  # an estimate that raises is already shown in the breakdown
+            return None
+
+    return held_against
+
+
+def chart_points(
+    records: Sequence[MeasuredPeak], names: Collection[str], state: ExplorerState
+) -> tuple[Point, ...]:
+    """Measured peaks comparable with the curve on screen, as (context P + G, bytes, engine).
+
+    Runs of this model with the budget on screen; none when the curve is for a batch
+    or KV dtype no run measures (runs are batch 1, fp16 KV). The device is not
+    matched: the engine applies ROCm's bound everywhere, so a CPU run is a point
+    on the same curve.
+    """
+    if state.batch != 1 or state.kv_int8:
+        return ()
+    return tuple(
+        (p.context_tokens, p.peak_bytes, p.engine)
+        for p in records
+        if p.model in names and p.inflight_mib == state.inflight_mib
+    )
+
+
+def inflight_hint(state: ExplorerState) -> tuple[str, str]:
+    """The line under the in-flight slider, and its style class ("" hides it)."""
+    if not state.backend.has_inflight_reserve:
+        return "inactive: only ROCm builds reserve it", "-inactive"
+    if state.inflight_mib == 0:
+        return INFLIGHT_OFF_HINT, "-off"
+    return "", ""
+
+
+def tokens_hint(state: ExplorerState, model_known: bool, trained: int | None) -> tuple[str, str]:
+    """The line under the token slider: an unknown or an exceeded trained context."""
+    if model_known and trained is None:
+        return f"trained context unknown; slider tops at {FALLBACK_MAX_TOKENS:,}", ""
+    if trained is not None and state.max_tokens > trained:
+        return f"beyond the trained context ({trained:,} tokens)", "-warn"
+    return "", ""
+
+
+class LoadedFacts(Protocol):
+    """What the loader has read (`tui.loader.Loader`)."""
+
+    @property
+    def entry(self) -> CatalogEntry | None:
+        """The catalog entry of the model on screen."""
+
+    @property
+    def snapshot(self) -> ModelSnapshot | None:
+        """The model as read."""
+
+    @property
+    def trained_context(self) -> int | None:
+        """The model's trained context, if known."""
+
+    @property
+    def history(self) -> HistoryRead:
+        """The measurement history as read."""
+
+    @property
+    def problem(self) -> str:
+        """Why the model could not be read ("" when it could)."""
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The one line that always answers: which model, its total, whether it fits."""
+
+    name: str
+    detail: str
+    """`8,192 tokens · total 5.43 GiB of 76.80 GiB`, or what is happening instead."""
+    fits: bool | None = None
+    """None while there is no verdict (reading, an error)."""
+    verdict: str = ""
+    activity: str = ""
+    """A measurement in flight, in a few words."""
+
+
+@dataclass(frozen=True)
+class ScreenWords:
+    """The words of one state around the estimate: commands, titles, the summary's parts."""
+
+    name: str
+    trained: int | None
+    vramscope: str
+    mlxcel: str
+    chart_subtitle: str
+    problem: str
+    activity: str
+    max_tokens: int
+    analytical: bool
+    points: tuple[Point, ...]
+    """Measured peaks of the model on screen comparable with the curve."""
+    panel: PanelView
+    """What the measured panel shows."""
+
+    def chart_title(self, est: MemoryEstimate | None) -> str:
+        """`Total against context (log scale) · ▲ 8,192 tokens: 5.43 GiB`."""
+        if est is None:
+            return CHART_TITLE
+        return (
+            f"{CHART_TITLE} · ▲ {self.max_tokens:,} tokens: {format_bytes_short(est.total_bytes)}"
+        )
+
+    def summary(self, est: MemoryEstimate | None) -> Summary:
+        """The summary line for this estimate (None: reading or failed)."""
+        name = self.name + (" (weights: analytical estimate)" if self.analytical else "")
+        if est is None:
+            return Summary(name, self.problem or "reading…", activity=self.activity)
+        detail = (
+            f"{self.max_tokens:,} tokens · total {format_bytes_short(est.total_bytes)}"
+            f" of {format_bytes_short(est.available_bytes)}"
+        )
+        v = verdict(est)
+        return Summary(name, detail, v.fits, v.label, self.activity)
+
+
+CHART_TITLE = "Total against context (log scale)"
+
+
+def points_words(points: Sequence[Point], inflight_mib: int) -> str:
+    """`◆ torch ● mlx · measured peaks at 1024 MiB: 3` ("" without points)."""
+    if not points:
+        return ""
+    engines = sorted({engine for _, _, engine in points})
+    marks = " ".join(f"{ENGINE_MARKS.get(e, MEASURED_MARK)} {e}" for e in engines)
+    return f"{marks} · measured peaks at {inflight_mib} MiB: {len(points)}"
+
+
+def screen_words(
+    state: ExplorerState,
+    loaded: LoadedFacts,
+    available: AvailableMemory | None,
+    measurements: Measurements,
+    now: float,
+) -> ScreenWords:
+    """Everything the screen writes around the estimate for this state, and the measured
+    points and panel for the model on screen."""
+    entry, snapshot = loaded.entry, loaded.snapshot
+    names = model_names(state, entry, snapshot.display if snapshot else None)
+    points = chart_points(measurements.runs(loaded.history.results), names, state)
+    panel = measurements.panel(names, estimate_for(state, snapshot, available), now)
+    arg = model_arg(entry) if entry is not None else state.model
+    analytical = snapshot is not None and snapshot.weights.source is WeightsSource.ANALYTICAL_CONFIG
+    return ScreenWords(
+        name=entry.name if entry is not None else state.model,
+        trained=loaded.trained_context,
+        vramscope=vramscope_command(state, available, arg),
+        mlxcel=mlxcel_command(state, available, arg),
+        chart_subtitle=points_words(points, state.inflight_mib),
+        problem=loaded.problem,
+        activity=measurements.activity(now),
+        points=points,
+        panel=panel,
+        max_tokens=state.max_tokens,
+        analytical=analytical,
+    )
