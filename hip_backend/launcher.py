@@ -265,9 +265,13 @@ class MeasurementHandle:
         self._finished.set()
 
     def _start(self, job: ChildJob, python: str, timeout: float | None) -> None:
-        env = dict(os.environ)
+        env = dict(os.environ)  # MLX_* variables reach the child unchanged
         for key, value in CHILD_MALLOC_ENV.items():
             env.setdefault(key, value)
+        if job.engine == "mlx" and self.prepared and self.prepared.request.inflight is not None:
+            # An explicit budget (--inflight-mb) is what MLX's ROCm backend must run with;
+            # the estimate it is compared with uses the same value.
+            env[ROCM_MAX_INFLIGHT_ENV] = str(job.inflight_mib)
         # The child imports core and hip_backend from this checkout, installed or not.
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH", "")) if p

@@ -12,8 +12,12 @@
    (`quant.quantized_matmul`) against the earlier sliced dequantize-then-GEMM
    path, in the same run; then the whole `vramscope measure` of it through the
    launcher (child, load, warm-up, measured pass). Target: the pass in <= 10 s.
+4. The end-to-end time of one `--engine mlx` measurement (child start, mlx and
+   mlx-lm import, load_model, warm-up, measured pass, result), for the tiny model
+   in bf16 and in MLX 4-bit (MLX's CPU 4-bit kernels are far slower than its bf16
+   GEMM). Target: under 10 s.
 
-    python scripts/bench_measure.py [--runs 5] [--only load|e2e|decode]
+    python scripts/bench_measure.py [--runs 5] [--only load|e2e|decode|lifetimes|mlx]
 """
 
 from __future__ import annotations
@@ -126,10 +130,19 @@ def bench_load(tmp: Path, runs: int) -> None:
         print(f"  {what}: {ratio:.2f}x load_file's throughput    target >= 0.8x    {verdict}")
 
 
-def bench_end_to_end(tmp: Path, runs: int) -> None:
-    folder = write_random_model(tmp / "tiny", TINY_MODEL)
+def bench_end_to_end(tmp: Path, runs: int, engine: str = "torch", bf16: bool = False) -> None:
+    config = {k: v for k, v in TINY_MODEL.items() if k != "quantization"} if bf16 else TINY_MODEL
+    name = "tiny-bf16" if bf16 else "tiny"
+    folder = tmp / name
+    if not folder.exists():
+        write_random_model(folder, config)
     request = MeasureRequest(
-        str(folder), prompt_tokens=64, gen_tokens=16, warmup_tokens=4, device="cpu"
+        str(folder),
+        prompt_tokens=64,
+        gen_tokens=16,
+        warmup_tokens=4,
+        device="cpu",
+        engine=engine,
     )
     samples = []
     result = None
@@ -139,7 +152,11 @@ def bench_end_to_end(tmp: Path, runs: int) -> None:
         samples.append(time.perf_counter() - start)
     assert isinstance(result, MeasuredPeak), result
     best, worst = min(samples), max(samples)
-    print("end-to-end CPU measurement of a tiny model (pp64/tg16, warm-up 4 tokens)")
+    form = "bf16" if bf16 else "MLX 4-bit"
+    print(
+        f"end-to-end CPU measurement, --engine {engine}, of a tiny model in {form} "
+        f"(pp64/tg16, warm-up 4 tokens; peak {result.peak_bytes:,} bytes)"
+    )
     print(
         f"  best {best:.2f} s, worst {worst:.2f} s over {runs} runs    target < 10 s    "
         f"{'OK' if worst < 10 else 'OVER TARGET'}"
@@ -262,7 +279,7 @@ def bench_lifetimes(tmp: Path, prompt_tokens: int, gen_tokens: int) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--only", choices=("load", "e2e", "decode", "lifetimes"))
+    parser.add_argument("--only", choices=("load", "e2e", "decode", "lifetimes", "mlx"))
     parser.add_argument("--prompt-tokens", type=int, default=512, help="P of the MLX comparison")
     parser.add_argument("--gen-tokens", type=int, default=128, help="G of the MLX comparison")
     args = parser.parse_args()
@@ -275,6 +292,9 @@ def main() -> int:
             bench_decode(Path(tmp))
         if args.only in (None, "lifetimes"):
             bench_lifetimes(Path(tmp), args.prompt_tokens, args.gen_tokens)
+        if args.only in (None, "mlx"):
+            bench_end_to_end(Path(tmp), args.runs, engine="mlx", bf16=True)
+            bench_end_to_end(Path(tmp), args.runs, engine="mlx")
     return 0
 
 

@@ -324,3 +324,24 @@ def test_table_puts_both_engines_beside_the_estimate(mlx_model_dir: Path, tmp_pa
     assert "emulating MLX-ROCm's in-flight queue" in text
     engines = [r.engine for r in HistoryStore.default().read().results]
     assert engines == ["mlx", "torch"]
+
+
+def test_mlx_variables_reach_the_child_unchanged(
+    tiny_llama: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen = tmp_path / "env.txt"
+    python = tmp_path / "python-env"
+    python.write_text(f'#!/bin/sh\nenv | grep ^MLX_ | sort > "{seen}"\nexit 3\n')
+    python.chmod(0o755)
+    monkeypatch.setenv("MLX_ROCM_MAX_INFLIGHT_MB", "not a number")
+    monkeypatch.setenv("MLX_METAL_FAST_SYNCH", "1")
+    failure_of(measure(request(tiny_llama), python=str(python)), FailureKind.INTERNAL)
+    assert seen.read_text().splitlines() == [
+        "MLX_METAL_FAST_SYNCH=1",
+        "MLX_ROCM_MAX_INFLIGHT_MB=not a number",
+    ]
+    # An explicit budget is the one MLX's ROCm backend runs with, as the estimate does.
+    failure_of(
+        measure(request(tiny_llama, inflight="256"), python=str(python)), FailureKind.INTERNAL
+    )
+    assert "MLX_ROCM_MAX_INFLIGHT_MB=256" in seen.read_text().splitlines()
