@@ -22,6 +22,9 @@ DEFAULT_GEN_TOKENS = 128
 DEFAULT_WARMUP_TOKENS = 20
 DEVICE_CHOICES = ("auto", "rocm", "cuda", "cpu")
 ENGINE_CHOICES = ("torch", "mlx")
+EMULATE_CHOICES = ("auto", "rocm", "none")
+"""The torch engine's in-flight queue: MLX-ROCm's (`rocm`), none, or `auto` (ROCm's on
+ROCm and the CPU, none on CUDA, where MLX has no bound)."""
 """Measuring engines: vramscope's torch decoder (`hip_backend`, emulating MLX-ROCm's
 in-flight queue) and real MLX through mlx-lm (the ground truth)."""
 DEFAULT_ENGINE = "torch"
@@ -50,6 +53,7 @@ class FailureKind(enum.Enum):
     NO_TORCH = "no_torch"
     NO_MLX = "no_mlx"
     NO_DEVICE = "no_device"
+    UNSUPPORTED_DEVICE = "unsupported_device"
     OUT_OF_MEMORY = "out_of_memory"
     UNSUPPORTED_MODEL = "unsupported_model"
     BAD_MODEL = "bad_model"
@@ -68,6 +72,7 @@ _FAILURE_LABELS = {
     FailureKind.NO_TORCH: "torch is not installed",
     FailureKind.NO_MLX: "mlx is not installed",
     FailureKind.NO_DEVICE: "no such device",
+    FailureKind.UNSUPPORTED_DEVICE: "no kernels for this GPU",
     FailureKind.OUT_OF_MEMORY: "out of memory",
     FailureKind.UNSUPPORTED_MODEL: "not supported for measurement",
     FailureKind.BAD_MODEL: "unusable model files",
@@ -242,6 +247,8 @@ class MeasureRequest:
     """Kill the run after this many seconds (None: no limit)."""
     engine: str = DEFAULT_ENGINE
     """`torch` (vramscope's decoder) or `mlx` (mlx-lm in the child)."""
+    emulate: str = "auto"
+    """The torch engine's in-flight queue, one of EMULATE_CHOICES."""
 
     def __post_init__(self) -> None:
         for name in ("prompt_tokens", "gen_tokens", "warmup_tokens"):
@@ -254,6 +261,8 @@ class MeasureRequest:
             raise ValueError(f"device must be one of {', '.join(DEVICE_CHOICES)}")
         if self.engine not in ENGINE_CHOICES:
             raise ValueError(f"engine must be one of {', '.join(ENGINE_CHOICES)}")
+        if self.emulate not in EMULATE_CHOICES:
+            raise ValueError(f"emulate must be one of {', '.join(EMULATE_CHOICES)}")
 
     @property
     def context_tokens(self) -> int:

@@ -8,7 +8,6 @@ becomes a typed failure line; the exit status is 0 whenever a line was written.
 
 from __future__ import annotations
 
-import datetime
 import os
 import sys
 import threading
@@ -17,14 +16,12 @@ import traceback
 from collections.abc import Callable
 from typing import IO
 
-from core import __version__
 from core.measurement import (
     FailureKind,
     MeasuredPeak,
     MeasureEvent,
     MeasureFailed,
     MeasurementFailure,
-    MeasureNotice,
     MeasureProgress,
     MeasureResult,
     encode_event,
@@ -121,116 +118,9 @@ def measure(job: ChildJob, emit: Emit) -> MeasuredPeak:
         from hip_backend import mlx_child
 
         return mlx_child.measure(job, emit, _Throttle(emit))
-    return measure_torch(job, emit)
+    from hip_backend import torch_child
 
-
-def measure_torch(job: ChildJob, emit: Emit) -> MeasuredPeak:
-    """The torch engine: hip_backend's decoder under the in-flight queue."""
-    from pathlib import Path
-
-    from hip_backend.device import (
-        event_factory,
-        import_torch,
-        select_device,
-        synchronize,
-        warm_up_kernels,
-    )
-    from hip_backend.inflight import InflightQueue
-    from hip_backend.loader import build_model, plan_modules
-    from hip_backend.model_source import ModelSource, resolve_source
-    from hip_backend.peak import monitor_for
-    from hip_backend.workload import WARMUP_PROMPT_TOKENS, run_pass, synthetic_prompt
-
-    progress = _Throttle(emit)
-    source = ModelSource(Path(job.folder) if job.folder else None, job.profile_id)
-    resolved = resolve_source(source, force_synthetic=job.synthetic)
-    plan_modules(resolved.arch, resolved.plan)  # a broken folder fails before torch loads
-    if resolved.plan.synthetic:
-        emit(MeasureNotice(f"synthetic weights: {resolved.plan.reason}"))
-    torch = import_torch()
-    device, info = select_device(job.device)
-    torch.set_grad_enabled(False)
-    if job.host_memory_cap_bytes is not None:
-        if device.type == "cpu":
-            _cap_host_memory(job.host_memory_cap_bytes)
-        else:  # a GPU runtime reserves address space far beyond any useful cap
-            emit(MeasureNotice("the memory cap applies to CPU runs only; ignored on the GPU"))
-    emit(
-        MeasureNotice(f"device: {info.kind} {info.name}" + (f" ({info.arch})" if info.arch else ""))
-    )
-
-    warm_up_kernels(device)
-    monitor = monitor_for(device, info.kind, info.total_bytes)
-    monitor.start()
-    started = time.perf_counter()
-    model = build_model(
-        resolved.arch,
-        resolved.plan,
-        device,
-        progress=lambda done, total: progress("load", done, total),
-        seed=job.seed,
-    )
-    synchronize(device)
-    load_seconds = time.perf_counter() - started
-
-    queue = InflightQueue(job.inflight_mib << 20, event_factory(device), job.op_cap)
-    vocab = resolved.arch.vocab_size
-    warm_prompt = synthetic_prompt(
-        vocab, min(WARMUP_PROMPT_TOKENS, job.prompt_tokens), job.seed + 1
-    )
-    run_pass(
-        model,
-        queue,
-        warm_prompt,
-        job.warmup_tokens,
-        phase="warmup ",
-        progress=progress,
-        chunk=job.prefill_chunk,
-    )
-    measured = run_pass(
-        model,
-        queue,
-        synthetic_prompt(vocab, job.prompt_tokens, job.seed),
-        job.gen_tokens,
-        progress=progress,
-        chunk=job.prefill_chunk,
-    )
-    figures = monitor.stop()
-    prefill_rate = job.prompt_tokens / measured.prefill_seconds if measured.prefill_seconds else 0.0
-    decode_rate = job.gen_tokens / measured.decode_seconds if measured.decode_seconds else 0.0
-    return MeasuredPeak(
-        model=job.display,
-        device_kind=info.kind,
-        device_name=info.name,
-        peak_bytes=figures.peak_bytes,
-        peak_kind=figures.peak_kind,
-        inflight_mib=job.inflight_mib,
-        prompt_tokens=job.prompt_tokens,
-        gen_tokens=job.gen_tokens,
-        synthetic_weights=resolved.plan.synthetic,
-        load_seconds=round(load_seconds, 4),
-        prefill_tokens_per_s=round(prefill_rate, 2),
-        decode_tokens_per_s=round(decode_rate, 2),
-        torch_version=info.torch_version,
-        runtime_version=info.runtime_version,
-        arch=info.arch,
-        reserved_peak_bytes=figures.reserved_peak_bytes,
-        device_used_delta_bytes=figures.device_used_delta_bytes,
-        timestamp=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        vramscope_version=__version__,
-        extra={
-            "inflight_commits": queue.stats.commits,
-            "inflight_waits": queue.stats.waits,
-            "inflight_max_committed_bytes": queue.stats.max_committed_bytes,
-            "inflight_max_held_bytes": queue.stats.max_held_bytes,
-            "ops": queue.stats.ops,
-            "generated_tokens": measured.tokens[:16],
-        },
-        warmup_tokens=job.warmup_tokens,
-        weights_bytes=model.weights_bytes,
-        device_used_source=figures.device_used_source,
-        family=resolved.arch.family,
-    )
+    return torch_child.measure(job, emit, _Throttle(emit))
 
 
 def run_job(job: ChildJob, emit: Emit) -> None:

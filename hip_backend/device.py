@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hip_backend.errors import NoDeviceError, NoTorchError
+from hip_backend.errors import NoDeviceError, NoTorchError, UnsupportedDeviceError
 from hip_backend.inflight import Event, LaggingEvent
 
 if TYPE_CHECKING:
@@ -30,6 +30,10 @@ class DeviceInfo:
     torch_version: str
     runtime_version: str | None
     total_bytes: int | None = None
+    bus_id: str | None = None
+    """PCI address (`0000:03:00.0`) from torch's device properties, when it has them."""
+    index: int = 0
+    """torch's device index (after the visible-device lists)."""
 
     @property
     def is_gpu(self) -> bool:
@@ -92,8 +96,90 @@ def select_device(choice: str) -> tuple[torch.device, DeviceInfo]:
         torch_version=torch.__version__,
         runtime_version=str(hip or cuda),
         total_bytes=int(props.total_memory),
+        bus_id=props_bus_id(props),
+        index=int(index),
     )
     return torch.device("cuda", index), info
+
+
+def props_bus_id(props: Any) -> str | None:
+    """`0000:03:00.0` from a device's properties (`pci_domain_id`, `pci_bus_id`,
+    `pci_device_id`), or None where this torch build does not expose them."""
+    try:
+        domain = int(getattr(props, "pci_domain_id", 0))
+        bus = int(props.pci_bus_id)
+        dev = int(props.pci_device_id)
+    except (AttributeError, TypeError, ValueError):
+        return None
+    return f"{domain:04x}:{bus:02x}:{dev:02x}.0"
+
+
+NO_KERNEL_MESSAGES = (
+    "no kernel image is available for execution on the device",
+    "invalid device function",
+    "hiperrornobinaryforgpu",
+    "no binary for gpu",
+)
+"""What CUDA and HIP say when a wheel has no code for the GPU's architecture."""
+
+
+def unsupported_device(exc: BaseException, info: DeviceInfo) -> UnsupportedDeviceError | None:
+    """The typed failure for a torch build without kernels for this GPU, else None."""
+    text = str(exc)
+    lowered = text.lower()
+    if not any(message in lowered for message in NO_KERNEL_MESSAGES):
+        return None
+    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    arch = info.arch or "this GPU"
+    runtime = (
+        f"HIP {info.runtime_version}" if info.kind == "rocm" else f"CUDA {info.runtime_version}"
+    )
+    return UnsupportedDeviceError(
+        f"torch {info.torch_version} ({runtime}) has no kernels for {arch} ({info.name}): "
+        f"{first}; install a torch build made for {arch}"
+    )
+
+
+ALLOC_CONF_VARIABLES = ("PYTORCH_HIP_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF")
+
+
+def allocator_settings(env: dict[str, str]) -> dict[str, str]:
+    """The caching allocator's settings from the environment (unset ones left out):
+    `expandable_segments`, `garbage_collection_threshold` etc. change reserved memory."""
+    return {name: env[name] for name in ALLOC_CONF_VARIABLES if name in env}
+
+
+SDPA_BACKENDS = {0: "math", 1: "flash", 2: "efficient", 3: "cudnn", 4: "overrideable"}
+
+
+def sdpa_backend(
+    query: torch.Tensor, key: torch.Tensor, *, causal: bool, mask: torch.Tensor | None
+) -> str:
+    """The kernel torch picks for this attention call (`torch._fused_sdp_choice`).
+
+    `math` materialises the whole [heads x L x S] score matrix per call, which MLX's
+    fused attention never does; the result says which one ran.
+    """
+    import torch
+
+    try:
+        choice = torch._fused_sdp_choice(
+            query,
+            key,
+            key,
+            attn_mask=mask,
+            is_causal=causal,
+            scale=query.shape[-1] ** -0.5,
+            enable_gqa=query.shape[1] != key.shape[1],
+        )
+    except (RuntimeError, TypeError, AttributeError):
+        return "unknown"
+    return SDPA_BACKENDS.get(int(choice), f"backend {int(choice)}")
+
+
+def math_sdpa_scratch_bytes(heads: int, length: int, keys: int, itemsize: int) -> int:
+    """Bytes of the score matrix (and its softmax) the math SDPA path allocates per call."""
+    return 2 * heads * length * keys * itemsize
 
 
 def event_factory(device: torch.device) -> Callable[[], Event]:
@@ -116,6 +202,41 @@ def synchronize(device: torch.device) -> None:
         import torch
 
         torch.cuda.synchronize(device)
+
+
+def warm_up_shapes(
+    device: torch.device,
+    *,
+    hidden: int,
+    widest: int,
+    heads: int,
+    kv_heads: int,
+    head_dim: int,
+    chunk: int,
+    dtype: torch.dtype,
+) -> None:
+    """Run a GEMM and the attention calls once at the model's real sizes before the
+    baseline, so library workspaces (hipBLASLt / cuBLAS, flash attention) that are
+    sized by the shapes are allocated before it, as MLX's warm-up leaves them."""
+    import torch
+    import torch.nn.functional as F
+
+    x = torch.zeros(1, chunk, hidden, device=device, dtype=dtype)
+    w = torch.zeros(widest, hidden, device=device, dtype=dtype)
+    F.linear(x, w)
+    F.linear(x[:, -1:], w)
+    del x, w
+    q = torch.zeros(1, heads, chunk, head_dim, device=device, dtype=dtype)
+    k = torch.zeros(1, kv_heads, 2 * chunk, head_dim, device=device, dtype=dtype)
+    gqa = heads != kv_heads
+    F.scaled_dot_product_attention(
+        q, k[:, :, :chunk], k[:, :, :chunk], is_causal=True, enable_gqa=gqa
+    )
+    mask = torch.ones(chunk, 2 * chunk, dtype=torch.bool, device=device).tril(chunk)
+    F.scaled_dot_product_attention(q, k, k, attn_mask=mask, enable_gqa=gqa)
+    F.scaled_dot_product_attention(q[:, :, -1:], k, k, enable_gqa=gqa)
+    del q, k, mask
+    synchronize(device)
 
 
 def warm_up_kernels(device: torch.device) -> None:

@@ -33,6 +33,12 @@ class NoDeviceError(MeasureError):
     kind = FailureKind.NO_DEVICE
 
 
+class UnsupportedDeviceError(MeasureError):
+    """This torch build has no kernels for the GPU's architecture."""
+
+    kind = FailureKind.UNSUPPORTED_DEVICE
+
+
 class UnsupportedModelError(MeasureError):
     """The estimate works for this model, the engine cannot run it."""
 

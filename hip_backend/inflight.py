@@ -87,9 +87,14 @@ class InflightQueue:
         budget_bytes: int,
         record_event: Callable[[], Event],
         op_cap: int = DEFAULT_OP_CAP,
+        *,
+        emulate: bool = True,
     ) -> None:
         if budget_bytes < 0 or op_cap < 1:
             raise ValueError("budget must be >= 0 and op_cap >= 1")
+        self.emulate = emulate
+        """False: count ops only and hold nothing (MLX-CUDA and MLX-CPU have no in-flight
+        queue; tensors live as long as torch keeps them)."""
         self.budget = budget_bytes
         self.op_cap = op_cap
         self._record_event = record_event
@@ -115,6 +120,9 @@ class InflightQueue:
         completion handler, as soon as the event fires, not at the next commit (which,
         with the bound off, comes only every `op_cap` ops). An event query is cheap.
         """
+        if not self.emulate:
+            self.stats.ops += 1
+            return
         self._release_completed()
         batch = self._open
         for tensor in outputs:

@@ -15,10 +15,18 @@ from core.measurement import (
     DEFAULT_GEN_TOKENS,
     DEFAULT_PROMPT_TOKENS,
     DEFAULT_WARMUP_TOKENS,
+    EMULATE_CHOICES,
     ENGINE_CHOICES,
 )
 from hip_backend.inflight import DEFAULT_OP_CAP
 from hip_backend.workload import PREFILL_CHUNK
+
+
+def emulates_rocm(emulate: str, device_kind: str) -> bool:
+    """Whether a run on `device_kind` emulates MLX-ROCm's in-flight queue."""
+    if emulate == "auto":
+        return device_kind in ("rocm", "cpu")
+    return emulate == "rocm"
 
 
 @dataclass(frozen=True)
@@ -39,6 +47,13 @@ class ChildJob:
     op_cap: int = DEFAULT_OP_CAP
     prefill_chunk: int = PREFILL_CHUNK
     host_memory_cap_bytes: int | None = None
+    emulate: str = "auto"
+    """The in-flight queue to emulate: `rocm` (MLX-ROCm's bounded queue), `none`, or
+    `auto`: ROCm's on a ROCm device and on the CPU (the CPU run stands in for the
+    ROCm machine), none on CUDA (MLX-CUDA has no bound)."""
+    fuse_bf16: bool | None = None
+    """Model MLX-ROCm's fused BF16-scale kernel (no dequantized copy for modules with
+    BF16 scales); None: only when the ROCm queue is emulated on a ROCm device."""
     engine: str = "torch"
     """`torch` (hip_backend's decoder) or `mlx` (mlx-lm, hip_backend/mlx_child.py)."""
 
@@ -59,6 +74,8 @@ class ChildJob:
         job = cls(**data)
         if (job.folder is None) == (job.profile_id is None):
             raise ValueError("a job names exactly one of folder and profile_id")
+        if job.emulate not in EMULATE_CHOICES:
+            raise ValueError(f"emulate must be one of {', '.join(EMULATE_CHOICES)}")
         if job.engine not in ENGINE_CHOICES:
             raise ValueError(f"unknown engine {job.engine!r}")
         return job

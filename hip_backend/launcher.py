@@ -82,15 +82,18 @@ class PreparedMeasurement:
         """The backend whose formula the estimate uses."""
         return self.settings.backend if self.settings is not None else Backend.ROCM
 
-    def estimate_for(self, device_kind: str) -> MemoryEstimate:
+    def estimate_for(self, device_kind: str, *, rocm_queue: bool = True) -> MemoryEstimate:
         """The estimate a peak measured on `device_kind` is compared with.
 
-        The torch engine applies ROCm's in-flight bound on every device, so its
-        comparison is always the ROCm formula. An mlx run is compared with the formula
-        of the backend it actually ran on: ROCm has the in-flight term, the CPU,
-        Metal and CUDA have none.
+        A torch run that emulated MLX-ROCm's in-flight queue (`rocm_queue`: ROCm, the
+        CPU, or `--emulate rocm`) is compared with the ROCm formula; one that did not
+        (CUDA by default) with its own device's formula, which has no in-flight term.
+        An mlx run is compared with the formula of the backend it actually ran on:
+        ROCm has the in-flight term, the CPU, Metal and CUDA have none.
         """
         backend = comparison_backend(self.request.engine, device_kind)
+        if self.request.engine == "torch" and not rocm_queue and device_kind in ("cuda", "cpu"):
+            backend = Backend(device_kind)
         if self.settings is None or backend is self.settings.backend:
             return self.estimate
         workload = Workload(max_tokens=self.request.context_tokens)
@@ -180,6 +183,7 @@ def prepare(
         synthetic=request.synthetic,
         host_memory_cap_bytes=request.host_memory_cap_bytes,
         engine=request.engine,
+        emulate=request.emulate,
     )
     warnings = (*notes, *snapshot.warnings, *([warning] if warning else []))
     return PreparedMeasurement(request, job, budget, est, snapshot, warnings, settings)
@@ -339,7 +343,8 @@ class MeasurementHandle:
     def _with_estimate(self, peak: MeasuredPeak) -> MeasuredPeak:
         if self.prepared is None:
             return peak
-        held_against = self.prepared.estimate_for(peak.device_kind)
+        rocm_queue = peak.extra.get("inflight_emulation", "rocm") == "rocm"
+        held_against = self.prepared.estimate_for(peak.device_kind, rocm_queue=rocm_queue)
         return replace(peak, estimate_bytes=held_against.total_bytes)
 
     def _final_outcome(self, terminal: Outcome | None, returncode: int) -> Outcome:

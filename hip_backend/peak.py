@@ -3,9 +3,12 @@
 GPU (ROCm and CUDA): the headline is torch's peak of live tensor bytes, reset
 before the load (the analogue of MLX's `get_peak_memory`, which also counts
 active buffers only). Beside it: the allocator's reserved peak, and the rise in
-device-level used memory sampled by a background thread (sysfs
-`mem_info_vram_used` or amdsmi on ROCm, `cudaMemGetInfo` otherwise), which also
-sees memory the allocator does not own.
+device-level used memory sampled by a background thread, which also sees memory
+the allocator does not own. On ROCm that is this process's own VRAM + GTT from its
+DRM fdinfo (`gpu_memory.py`; GTT matters on unified-memory APUs), else the
+device-wide `mem_info_vram_used` of the card with the device's PCI bus id, else
+amdsmi's reading of that bus id; `cudaMemGetInfo`/`hipMemGetInfo` (device-wide,
+other processes included) is the last resort and the CUDA reading.
 
 CPU: the measuring process's peak resident set (VmHWM) over its resident set
 just before the load; VmHWM is reset through /proc/self/clear_refs where the
@@ -15,11 +18,19 @@ written, which is why synthetic weights are filled, never left empty.
 
 from __future__ import annotations
 
-import glob
+import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
+
+from hip_backend.gpu_memory import (
+    normalize_bus_id,
+    pick_card,
+    read_int_file,
+    read_process_drm_memory,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -36,6 +47,8 @@ class PeakFigures:
     reserved_peak_bytes: int | None = None
     device_used_delta_bytes: int | None = None
     device_used_source: str | None = None
+    extra: dict[str, int | str] = field(default_factory=dict)
+    """Further readings (this process's DRM VRAM and GTT peaks, the card picked)."""
 
 
 class _Sampler(threading.Thread):
@@ -120,40 +133,41 @@ class CpuPeakMonitor:
         return PeakFigures(max(0, peak - self.baseline), kind)
 
 
-def _sysfs_vram_reader(total_bytes: int | None) -> Callable[[], int | None] | None:
-    """amdgpu's `mem_info_vram_used` of the card whose VRAM size matches the device."""
-    cards = sorted(glob.glob("/sys/class/drm/card*/device/mem_info_vram_used"))
-    chosen = None
-    for used_path in cards:
-        total_path = used_path.replace("vram_used", "vram_total")
-        try:
-            with open(total_path, encoding="ascii") as fh:
-                total = int(fh.read().strip())
-        except (OSError, ValueError):
-            continue
-        if chosen is None or (total_bytes is not None and total == total_bytes):
-            chosen = used_path
+def _sysfs_vram_reader(card: Path) -> Callable[[], int | None]:
+    """amdgpu's device-wide `mem_info_vram_used` of one card."""
+    path = card / "mem_info_vram_used"
+    return lambda: read_int_file(path)
 
-    if chosen is None:
-        return None
-    path = chosen
+
+def _fdinfo_reader(bus_id: str | None) -> Callable[[], int | None]:
+    """This process's own VRAM + GTT on the device, from its DRM fdinfo."""
 
     def read() -> int | None:
-        try:
-            with open(path, encoding="ascii") as fh:
-                return int(fh.read().strip())
-        except (OSError, ValueError):
-            return None
+        memory = read_process_drm_memory(bus_id=bus_id)
+        return None if memory is None else memory.total_bytes
 
     return read
 
 
-def _amdsmi_reader() -> Callable[[], int | None] | None:
+def _amdsmi_reader(bus_id: str | None) -> Callable[[], int | None] | None:
+    """amdsmi's device-wide VRAM use of the handle with `bus_id` (none matched: None)."""
     try:
         import amdsmi  # type: ignore[import-not-found]
 
         amdsmi.amdsmi_init()
-        handle = amdsmi.amdsmi_get_processor_handles()[0]
+        handles = amdsmi.amdsmi_get_processor_handles()
+        handle = next(
+            (
+                h
+                for h in handles
+                if bus_id is None
+                or normalize_bus_id(str(amdsmi.amdsmi_get_gpu_device_bdf(h)))
+                == normalize_bus_id(bus_id)
+            ),
+            None,
+        )
+        if handle is None or (bus_id is None and len(handles) != 1):
+            return None  # never read another GPU's memory
         amdsmi.amdsmi_get_gpu_vram_usage(handle)
     except Exception:  # optional tool; any failure means "not available"
         return None
@@ -170,26 +184,43 @@ def _amdsmi_reader() -> Callable[[], int | None] | None:
 class GpuPeakMonitor:
     """torch allocator peaks plus a sampled device-level used-memory rise."""
 
-    def __init__(self, device: torch.device, kind: str, total_bytes: int | None) -> None:
+    def __init__(
+        self,
+        device: torch.device,
+        kind: str,
+        total_bytes: int | None,
+        bus_id: str | None = None,
+        index: int = 0,
+    ) -> None:
         self.device = device
         self.kind = kind
         self.total_bytes = total_bytes
+        self.bus_id = bus_id
+        self.index = index
         self._base_allocated = 0
         self._base_reserved = 0
         self._base_used = 0
         self._sampler: _Sampler | None = None
         self._source: str | None = None
+        self._drm_base: tuple[int, int] | None = None
+        self._drm_peak = [0, 0]
 
     def _device_used_reader(self) -> tuple[Callable[[], int | None], str]:
+        """The most specific reading there is: this process's own DRM memory (fdinfo),
+        else the card's device-wide VRAM (sysfs, amdsmi), else the runtime's
+        device-wide free/total, which also counts other processes."""
         import torch
 
         if self.kind == "rocm":
-            sysfs = _sysfs_vram_reader(self.total_bytes)
-            if sysfs is not None and sysfs() is not None:
-                return sysfs, "sysfs mem_info_vram_used"
-            smi = _amdsmi_reader()
+            own = _fdinfo_reader(self.bus_id)
+            if own() is not None:
+                return own, "fdinfo drm-memory-vram + drm-memory-gtt of this process"
+            card = pick_card(self.bus_id, self.index, dict(os.environ))
+            if card is not None:
+                return _sysfs_vram_reader(card[0]), f"sysfs mem_info_vram_used ({card[1]})"
+            smi = _amdsmi_reader(self.bus_id)
             if smi is not None:
-                return smi, "amdsmi"
+                return smi, "amdsmi vram_used"
 
         def mem_get_info() -> int | None:
             try:
@@ -211,6 +242,20 @@ class GpuPeakMonitor:
         self._base_reserved = int(torch.cuda.memory_reserved(self.device))
         read, self._source = self._device_used_reader()
         self._base_used = read() or 0
+        drm = read_process_drm_memory(bus_id=self.bus_id) if self.kind == "rocm" else None
+        if drm is not None:
+            self._drm_base = (drm.vram_bytes, drm.gtt_bytes)
+
+            def read_and_split() -> int | None:
+                memory = read_process_drm_memory(bus_id=self.bus_id)
+                if memory is None:
+                    return None
+                self._drm_peak[0] = max(self._drm_peak[0], memory.vram_bytes)
+                self._drm_peak[1] = max(self._drm_peak[1], memory.gtt_bytes)
+                return memory.total_bytes
+
+            if self._source is not None and self._source.startswith("fdinfo"):
+                read = read_and_split
         self._sampler = _Sampler(read)
         self._sampler.start()
 
@@ -222,19 +267,30 @@ class GpuPeakMonitor:
         used = self._sampler.stop() if self._sampler is not None else 0
         allocated = int(torch.cuda.max_memory_allocated(self.device)) - self._base_allocated
         reserved = int(torch.cuda.max_memory_reserved(self.device)) - self._base_reserved
+        extra: dict[str, int | str] = {}
+        if self._drm_base is not None:
+            extra["drm_vram_delta_bytes"] = max(0, self._drm_peak[0] - self._drm_base[0])
+            extra["drm_gtt_delta_bytes"] = max(0, self._drm_peak[1] - self._drm_base[1])
+        if self.bus_id is not None:
+            extra["pci_bus_id"] = self.bus_id
         return PeakFigures(
             peak_bytes=max(0, allocated),
             peak_kind="torch allocator peak of live tensors (reset before the load)",
             reserved_peak_bytes=max(0, reserved),
             device_used_delta_bytes=max(0, used - self._base_used) if used else None,
             device_used_source=self._source,
+            extra=extra,
         )
 
 
 def monitor_for(
-    device: torch.device, kind: str, total_bytes: int | None
+    device: torch.device,
+    kind: str,
+    total_bytes: int | None,
+    bus_id: str | None = None,
+    index: int = 0,
 ) -> CpuPeakMonitor | GpuPeakMonitor:
     """The monitor for a device."""
     if device.type == "cuda":
-        return GpuPeakMonitor(device, kind, total_bytes)
+        return GpuPeakMonitor(device, kind, total_bytes, bus_id, index)
     return CpuPeakMonitor()

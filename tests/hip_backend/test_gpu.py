@@ -20,14 +20,17 @@ pytestmark = [
 ]
 
 
-def gpu_run(model: Path, budget: int, **kw: int) -> MeasuredPeak:
+def gpu_run(
+    model: Path, budget: int, *, p: int = 64, g: int = 4, emulate: str = "auto"
+) -> MeasuredPeak:
     request = MeasureRequest(
         str(model),
-        prompt_tokens=kw.get("p", 64),
-        gen_tokens=kw.get("g", 4),
+        prompt_tokens=p,
+        gen_tokens=g,
         warmup_tokens=1,
         inflight=budget,
         device="auto",
+        emulate=emulate,
     )
     outcome = measure(request, record_history=False)
     assert isinstance(outcome, MeasuredPeak), outcome
@@ -62,7 +65,37 @@ def test_gpu_logits_match_the_cpu_engine(tiny_llama: Path) -> None:
 
 
 def test_on_a_gpu_the_bound_keeps_the_peak_below_the_unbounded_one(sweep_model: Path) -> None:
-    bounded, unbounded = gpu_run(sweep_model, 16, p=256), gpu_run(sweep_model, 0, p=256)
+    bounded = gpu_run(sweep_model, 16, p=256, emulate="rocm")
+    unbounded = gpu_run(sweep_model, 0, p=256, emulate="rocm")
     assert bounded.peak_bytes < unbounded.peak_bytes
     assert bounded.margin is not None
     assert bounded.margin.covered
+
+
+def test_the_queue_is_emulated_only_where_mlx_has_it(tiny_llama: Path) -> None:
+    result = gpu_run(tiny_llama, 64)
+    expected = "rocm" if result.device_kind == "rocm" else "none"
+    assert result.extra["inflight_emulation"] == expected
+    assert result.extra["sdpa_backend"]["first_chunk"] != "unknown"
+    if expected == "none":
+        assert result.extra["inflight_max_held_bytes"] == 0
+
+
+def test_on_rocm_the_process_own_drm_memory_is_read_by_bus_id(tiny_llama: Path) -> None:
+    from hip_backend.device import select_device
+    from hip_backend.gpu_memory import read_process_drm_memory
+
+    device, info = select_device("auto")
+    if info.kind != "rocm":
+        pytest.skip("fdinfo drm-memory is amdgpu's")
+    before = read_process_drm_memory(bus_id=info.bus_id)
+    block = torch.empty(256 << 20, dtype=torch.uint8, device=device)
+    block.fill_(1)
+    torch.cuda.synchronize()
+    after = read_process_drm_memory(bus_id=info.bus_id)
+    assert before is not None
+    assert after is not None
+    assert after.total_bytes - before.total_bytes >= 256 << 20
+    result = gpu_run(tiny_llama, 64)
+    assert (result.device_used_source or "").startswith("fdinfo")
+    assert result.extra["pci_bus_id"] == info.bus_id

@@ -21,6 +21,7 @@ from core.measurement import (
     DEFAULT_PROMPT_TOKENS,
     DEFAULT_WARMUP_TOKENS,
     DEVICE_CHOICES,
+    EMULATE_CHOICES,
     ENGINE_CHOICES,
     MeasuredPeak,
     MeasureEvent,
@@ -64,6 +65,13 @@ def add_run_flags(p: argparse.ArgumentParser) -> None:
         default="auto",
         help="where to load: a ROCm or CUDA GPU, or the CPU; with --engine mlx, auto is "
         "MLX's default device (Metal on Apple silicon) (default auto)",
+    )
+    p.add_argument(
+        "--emulate",
+        choices=EMULATE_CHOICES,
+        default="auto",
+        help="torch engine: emulate MLX-ROCm's in-flight queue (rocm) or not (none); auto "
+        "emulates it on ROCm and the CPU, not on CUDA, where MLX has none (default auto)",
     )
     p.add_argument(
         "--synthetic",
@@ -199,6 +207,7 @@ def request_from_args(
         host_memory_cap_bytes=memory_cap(args.memory_cap),
         timeout_s=check_timeout(args.timeout),
         engine=engine or str(getattr(args, "engine", DEFAULT_ENGINE)),
+        emulate=str(getattr(args, "emulate", "auto")),
     )
 
 

@@ -1,0 +1,130 @@
+"""Per-backend behaviour of the torch engine: the in-flight queue is MLX-ROCm's where
+MLX has one (ROCm; the CPU stands in for it) or when asked, and nothing is held on
+CUDA; the estimate a peak is held against is the same backend's. And a torch build
+without kernels for the GPU is a typed `unsupported_device` failure naming the arch."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from pathlib import Path
+
+import pytest
+
+from core.measurement import (
+    FailureKind,
+    MeasuredPeak,
+    MeasureFailed,
+    MeasureRequest,
+    decode_event,
+    encode_event,
+)
+from hip_backend.device import DeviceInfo, unsupported_device
+from hip_backend.inflight import InflightQueue, LaggingEvent
+from hip_backend.job import emulates_rocm
+from hip_backend.launcher import measure, prepare
+
+ROCM = DeviceInfo("rocm", "AMD Radeon 8060S", "gfx1151", "2.13.0+rocm7.1", "7.1.25424", bus_id=None)
+CUDA = DeviceInfo("cuda", "NVIDIA H200", "sm_90", "2.13.0+cu128", "12.8")
+
+# As torch's HIP and CUDA builds print them (first lines of the RuntimeError text).
+RECORDED_ERRORS = [
+    (
+        ROCM,
+        "HIP error: invalid device function\nHIP kernel errors might be asynchronously "
+        "reported at some other API call, so the stacktrace below might be incorrect.\n"
+        "For debugging consider passing AMD_SERIALIZE_KERNEL=3",
+    ),
+    (ROCM, "hipErrorNoBinaryForGpu: Unable to find code object for all current devices!"),
+    (
+        CUDA,
+        "CUDA error: no kernel image is available for execution on the device\nCUDA "
+        "kernel errors might be asynchronously reported at some other API call",
+    ),
+]
+
+
+@pytest.mark.parametrize(("info", "text"), RECORDED_ERRORS)
+def test_no_kernels_for_the_gpu_is_a_typed_failure_naming_the_arch(
+    info: DeviceInfo, text: str
+) -> None:
+    typed = unsupported_device(RuntimeError(text), info)
+    assert typed is not None
+    failure = typed.failure()
+    assert failure.kind is FailureKind.UNSUPPORTED_DEVICE
+    assert info.arch is not None
+    assert info.arch in failure.message
+    assert "\n" not in failure.message
+    # It crosses the child's protocol as its own kind.
+    event = decode_event(encode_event(MeasureFailed(failure)))
+    assert isinstance(event, MeasureFailed)
+    assert event.failure.kind is FailureKind.UNSUPPORTED_DEVICE
+
+
+def test_other_runtime_errors_stay_untyped() -> None:
+    assert unsupported_device(RuntimeError("CUDA error: an illegal memory access"), CUDA) is None
+
+
+@pytest.mark.parametrize(
+    ("emulate", "device", "expected"),
+    [
+        ("auto", "rocm", True),
+        ("auto", "cpu", True),
+        ("auto", "cuda", False),
+        ("rocm", "cuda", True),
+        ("none", "rocm", False),
+    ],
+)
+def test_where_the_rocm_queue_is_emulated(emulate: str, device: str, expected: bool) -> None:
+    assert emulates_rocm(emulate, device) is expected
+
+
+class Buffer:
+    def __init__(self, nbytes: int) -> None:
+        self.nbytes = nbytes
+
+
+def test_without_emulation_the_queue_holds_nothing_and_never_waits() -> None:
+    queue = InflightQueue(16 << 20, LaggingEvent, emulate=False)
+    first = Buffer(64 << 20)
+    watch = weakref.ref(first)
+    queue.op(first)
+    del first
+    gc.collect()
+    assert watch() is None
+    assert (queue.stats.ops, queue.stats.commits, queue.stats.max_held_bytes) == (1, 0, 0)
+
+
+def test_unknown_emulation_is_refused() -> None:
+    with pytest.raises(ValueError, match="emulate"):
+        MeasureRequest("m", emulate="cuda")
+
+
+@pytest.mark.slow
+def test_a_run_without_the_queue_is_held_against_its_own_backends_estimate(
+    tiny_llama: Path,
+) -> None:
+    """A CPU run with `--emulate none` holds nothing and is compared with the CPU
+    formula (no in-flight term); the default CPU run is compared with ROCm's."""
+    request = MeasureRequest(
+        str(tiny_llama),
+        prompt_tokens=32,
+        gen_tokens=4,
+        warmup_tokens=1,
+        inflight=256,
+        device="cpu",
+        emulate="none",
+    )
+    outcome = measure(request, record_history=False)
+    assert isinstance(outcome, MeasuredPeak), outcome
+    assert outcome.extra["inflight_emulation"] == "none"
+    assert outcome.extra["inflight_max_held_bytes"] == 0
+    assert outcome.extra["inflight_commits"] == 0
+    assert outcome.inflight_mib == 0
+    prepared = prepare(request)
+    cpu_estimate = prepared.estimate_for("cpu", rocm_queue=False)
+    rocm_estimate = prepared.estimate_for("cpu")
+    assert outcome.estimate_bytes == cpu_estimate.total_bytes
+    assert rocm_estimate.total_bytes - cpu_estimate.total_bytes >= 256 << 20  # the term
+    assert cpu_estimate.backend_inflight_bytes == 0
+    assert rocm_estimate.backend_inflight_bytes == 256 << 20
