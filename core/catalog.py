@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 
+from core.catalog_cache import catalog_cache
 from core.catalog_entry import (
     ORIGIN_BUILTIN,
     ORIGIN_FOLDER,
@@ -122,12 +123,28 @@ def build_catalog(
     include_profiles: bool = True,
     include_hf_cache: bool = True,
     env: Mapping[str, str] | None = None,
+    use_cache: bool = True,
+    cache_dir: Path | None = None,
 ) -> Catalog:
     """Every model vramscope can name: folders, the HF cache, built-in profiles.
 
     `models_dirs` come before VRAMSCOPE_MODELS_DIR; `hf_cache_dir` defaults to the
-    folder huggingface_hub would use under `env` (default os.environ). Never raises.
+    folder huggingface_hub would use under `env` (default os.environ). Entries of
+    unchanged folders come from the on-disk cache (`core.catalog_cache`, in
+    `cache_dir`, default `$XDG_CACHE_HOME/vramscope`) unless `use_cache` is False.
+    Never raises.
     """
+    with catalog_cache(use_cache, cache_dir):
+        return _build_catalog(models_dirs, hf_cache_dir, include_profiles, include_hf_cache, env)
+
+
+def _build_catalog(
+    models_dirs: Sequence[Path | str],
+    hf_cache_dir: Path | str | None,
+    include_profiles: bool,
+    include_hf_cache: bool,
+    env: Mapping[str, str] | None,
+) -> Catalog:
     entries: list[CatalogEntry] = []
     skipped: list[SkippedModel] = []
     dirs = _all_models_dirs(models_dirs, env)

@@ -7,6 +7,7 @@ cannot be read becomes a `SkippedModel` with its reason.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -14,6 +15,7 @@ import stat
 from collections.abc import Sequence
 from pathlib import Path
 
+from core.catalog_cache import ACTIVE as ACTIVE_DISK_CACHE
 from core.catalog_entry import (
     ORIGIN_BUILTIN,
     ORIGIN_FOLDER,
@@ -291,6 +293,13 @@ def _listed_model(
     cached = _MEMO.get(memo_key)
     if cached is not None and identity is not None and cached[0] == identity:
         return cached[1]
+    disk = ACTIVE_DISK_CACHE.get()
+    disk_key = json.dumps(memo_key)
+    if disk is not None and identity is not None:
+        stored = disk.get(disk_key, identity)
+        if stored is not None:
+            _MEMO[memo_key] = (identity, stored)
+            return stored
     try:
         snap, files = _read_folder(path, name, names)
     except ModelError as exc:
@@ -315,6 +324,8 @@ def _listed_model(
     )
     if identity is not None:
         _MEMO[memo_key] = (identity, entry)
+        if disk is not None:
+            disk.put(disk_key, identity, entry)
     return entry
 
 

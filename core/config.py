@@ -242,10 +242,9 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 def _serde_rule_broken(value: Any, text: str) -> str | None:
     """What serde_json would refuse in a decoded value that Python's json accepted."""
-    containers = text.count("[") + text.count("{")
-    if containers <= SERDE_MAX_DEPTH and not _SURROGATE_ESCAPE.search(text):
+    check_strings = "\\u" in text and _SURROGATE_ESCAPE.search(text) is not None
+    if not check_strings and text.count("[") + text.count("{") <= SERDE_MAX_DEPTH:
         return None  # the common case: nothing to walk
-    check_strings = _SURROGATE_ESCAPE.search(text) is not None
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()

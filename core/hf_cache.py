@@ -15,6 +15,7 @@ network. The cache folder is computed here from the environment at call time
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.catalog_cache import ACTIVE as ACTIVE_DISK_CACHE
 from core.errors import describe_os_error
 
 MODEL_PREFIX = "models--"
@@ -184,8 +186,122 @@ def _scan_repo_by_repo(cache_dir: Path, cache_manager: Any) -> tuple[list[Any], 
     return repos, problems
 
 
+def repo_identity(repo_path: Path) -> list[object] | None:
+    """What a repo's scan depends on, read with a few stats and listings (no file reads).
+
+    The hub adds, removes and repoints entries by renaming and linking, which changes
+    the mtime of the folder holding them: the repo folder, `refs/` (and each ref
+    file's own stat), every folder under `snapshots/`, and `blobs/` (where partial
+    downloads appear). None when the repo cannot be read this way.
+    """
+    parts: list[object] = []
+    try:
+        for sub in ("", "refs", "blobs"):
+            try:
+                st = os.stat(os.path.join(repo_path, sub))
+            except FileNotFoundError:
+                parts.append((sub, None))
+                continue
+            parts.append((sub, st.st_ino, st.st_mtime_ns))
+        for folder in ("refs", "snapshots"):
+            for dirpath, dirnames, filenames in os.walk(os.path.join(repo_path, folder)):
+                dirnames.sort()
+                st = os.stat(dirpath)
+                parts.append((dirpath, st.st_ino, st.st_mtime_ns))
+                if folder == "refs":
+                    for name in sorted(filenames):
+                        fst = os.stat(os.path.join(dirpath, name))
+                        parts.append((name, fst.st_ino, fst.st_size, fst.st_mtime_ns))
+    except OSError:
+        return None
+    return parts
+
+
+def _model_to_json(item: CachedModel | CacheProblem) -> dict[str, Any]:
+    if isinstance(item, CacheProblem):
+        return {"problem": [item.location, item.reason, item.repo_id]}
+    return {
+        "model": [
+            item.repo_id,
+            os.fsdecode(item.repo_path),
+            os.fsdecode(item.snapshot_path),
+            item.commit_hash,
+            list(item.refs),
+            list(item.other_revisions),
+            [os.fsdecode(p) for p in item.incomplete_files],
+        ]
+    }
+
+
+def _model_from_json(data: Any) -> CachedModel | CacheProblem | None:
+    try:
+        if "problem" in data:
+            location, reason, repo_id = data["problem"]
+            return CacheProblem(str(location), str(reason), repo_id)
+        repo_id, repo, snap, commit, refs, others, partial = data["model"]
+        return CachedModel(
+            str(repo_id),
+            Path(repo),
+            Path(snap),
+            str(commit),
+            tuple(refs),
+            tuple(others),
+            tuple(Path(p) for p in partial),
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _scan_with_disk_cache(cache_dir: Path, cache_manager: Any, disk: Any) -> CacheScan:
+    """`scan_hf_cache` repo by repo, reusing the results of repos that did not change."""
+    try:
+        entries = sorted(os.scandir(cache_dir), key=lambda e: e.name)
+    except OSError as exc:
+        reason = f"cannot list the cache: {describe_os_error(exc)}"
+        return CacheScan(cache_dir, problems=(CacheProblem(str(cache_dir), reason),))
+    models: list[CachedModel] = []
+    problems: list[CacheProblem] = []
+    for entry in entries:
+        if entry.name in IGNORED_ENTRIES or entry.name.startswith("."):
+            continue
+        path = Path(entry.path)
+        identity = repo_identity(path)
+        key = "hf-repo:" + json.dumps(os.fsdecode(path))
+        item = _model_from_json(disk.get_json(key, identity)) if identity is not None else None
+        if item is None:
+            item = _scan_one(cache_dir, path, cache_manager)
+            if identity is not None:
+                disk.put_json(key, identity, _model_to_json(item))
+        if isinstance(item, CachedModel):
+            models.append(item)
+        else:
+            problems.append(item)
+    return CacheScan(cache_dir, tuple(sorted(models, key=lambda m: m.repo_id)), tuple(problems))
+
+
+def _scan_one(cache_dir: Path, path: Path, cache_manager: Any) -> CachedModel | CacheProblem:
+    """One repo folder through the hub's own per-repo scan, as the whole scan reads it."""
+    try:
+        repo = cache_manager._scan_cached_repo(path)
+    except OSError as exc:
+        return _repo_problem(path, f"cannot read: {describe_os_error(exc)}")
+    except Exception as exc:  # the hub's CorruptedCacheException: a warning of the scan
+        return _problem_from_warning(cache_dir, exc)
+    if repo.repo_type != "model":
+        return CacheProblem(str(repo.repo_path), f"a {repo.repo_type} repo, not a model")
+    try:
+        partial = sorted((path / "blobs").glob("*.incomplete"))
+    except OSError:
+        partial = []
+    return _convert(repo, {Path(repo.repo_path): partial})
+
+
 def scan_hf_cache(cache_dir: Path) -> CacheScan:
-    """Every model repo in the cache at `cache_dir`; never raises, never goes online."""
+    """Every model repo in the cache at `cache_dir`; never raises, never goes online.
+
+    Inside `core.catalog_cache.catalog_cache`, repos whose folders did not change
+    since the last scan are taken from the on-disk cache instead of being walked.
+    """
     try:
         if not cache_dir.is_dir():
             return CacheScan(cache_dir, exists=False)
@@ -196,6 +312,9 @@ def scan_hf_cache(cache_dir: Path) -> CacheScan:
     except ImportError as exc:
         reason = f"huggingface_hub is not installed ({exc}); the HF cache is not read"
         return CacheScan(cache_dir, problems=(CacheProblem(str(cache_dir), reason),))
+    disk = ACTIVE_DISK_CACHE.get()
+    if disk is not None and hasattr(cache_manager, "_scan_cached_repo"):
+        return _scan_with_disk_cache(cache_dir, cache_manager, disk)
     problems: list[CacheProblem] = []
     info: Any = None
     try:

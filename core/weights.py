@@ -18,6 +18,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from core.config import (
     EXPERT_COUNT_KEYS,
@@ -155,7 +156,11 @@ def read_index_shards(model_dir: Path) -> tuple[list[str], int | None]:
         raise ShardIndexError(path, "has no 'weight_map' object")
     # Non-string values are skipped, as mlxcel's `as_str` does; an 18,867-tensor
     # index names 16 files, so each distinct name is checked once.
-    names = {shard for shard in weight_map.values() if isinstance(shard, str)}
+    try:
+        distinct: set[Any] = set(weight_map.values())  # C speed for the usual all-string map
+    except TypeError:  # an unhashable value (array, object) is not a name either
+        distinct = {v for v in weight_map.values() if isinstance(v, str)}
+    names = {shard for shard in distinct if isinstance(shard, str)}
     if not names:
         raise ShardIndexError(path, "has no shard file names in 'weight_map'")
     shards = sorted(names)

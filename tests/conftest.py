@@ -30,6 +30,8 @@ def _clean_estimator_env(monkeypatch: pytest.MonkeyPatch, _empty_hf_home: Path) 
     """
     for name in ESTIMATOR_ENV:
         monkeypatch.delenv(name, raising=False)
+    # The catalog's on-disk cache never touches the real ~/.cache.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(_empty_hf_home.parent / "xdg-cache"))
     monkeypatch.setenv("HF_HOME", str(_empty_hf_home))
     monkeypatch.setenv("HF_HUB_CACHE", str(_empty_hf_home / "hub"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

@@ -40,6 +40,11 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--verbose", "-v", action="store_true", help="also list what was skipped, and why"
     )
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="read every folder afresh, without the catalog cache in $XDG_CACHE_HOME/vramscope",
+    )
     p.set_defaults(func=run)
 
 
@@ -126,7 +131,7 @@ def catalog_json(catalog: Catalog) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     """`vramscope models`: the catalog as a table (or JSON)."""
-    catalog = build_catalog(args.models_dir)
+    catalog = build_catalog(args.models_dir, use_cache=not args.no_cache)
     if args.json:
         print(json.dumps(json_safe(catalog_json(catalog)), indent=2, ensure_ascii=False))
         return 0
