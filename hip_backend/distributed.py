@@ -54,7 +54,6 @@ from core.measurement import (
 )
 from core.parallel import ParallelEstimate, ParallelPlan, estimate_parallel
 from core.parallel_source import resolve_parallel_model
-from core.profiles import load_profile
 from hip_backend.launcher import CHILD_MALLOC_ENV, PROJECT_ROOT, resolve_budget
 from hip_backend.mlx_ranks import RANK_FILE, SINGLE_FILE, RankJob
 
@@ -114,30 +113,22 @@ def prepare_parallel(
     pe = estimate_parallel(
         model, tensors, plan, Workload(max_tokens=request.context_tokens), settings
     )
-    if entry.path is not None and entry.weights_on_disk and not request.synthetic:
-        folder: str | None = str(entry.path.resolve())
-        config_text = None
-    else:
-        folder = None
-        if entry.profile_id is not None:
-            config_text = load_profile(entry.profile_id).config_text
-        else:
-            assert entry.path is not None
-            config_text = (entry.path / "config.json").read_text(encoding="utf-8")
+    real = entry.path is not None and entry.weights_on_disk and not request.synthetic
     job = RankJob(
         display=request.model,
         kind=plan.kind.value,
         ranks=plan.ranks,
         out_dir="",
-        folder=folder,
-        config_text=config_text,
+        folder=str(entry.path.resolve()) if entry.path is not None else None,
+        profile_id=entry.profile_id if entry.path is None else None,
+        synthetic=not real,
         prompt_tokens=request.prompt_tokens,
         gen_tokens=request.gen_tokens,
         warmup_tokens=request.warmup_tokens,
     )
     notes = tuple(w for w in resolved.warnings) + model.warnings
-    if folder is None:
-        notes += ("no weights on disk: every rank builds random weights of the real shapes",)
+    if not real:
+        notes += ("synthetic weights: every rank loads random arrays of the real shapes",)
     return PreparedParallel(request, plan, job, pe, backend, notes)
 
 

@@ -6,14 +6,15 @@
 `sharded_load` does (`load_model(lazy=True, strict=False)`, then
 `model.shard(group)` or `model.model.pipeline(group)`, `mx.eval` of the
 parameters and an `all_sum` barrier; the tokenizer and downloads are skipped),
-or builds random weights of the real shapes from config.json when there are
-none, runs the workload (a short warm-up, P prompt tokens in 512-token
-chunks, G greedy decode tokens; every rank runs the same steps, as the
-collectives require) and writes its own `mx.get_peak_memory()` to
+or random weights of the real names and shapes through the same load path when
+there are none, runs the workload and writes its own `mx.get_peak_memory()` to
 `OUT_DIR/rank-<r>.jsonl` as protocol lines (core.measurement events).
 
-A minimal workload of its own: to be replaced by hip_backend/mlx_workload.py
-once that lands (see the report of issue 12).
+The workload is the single-device MLX engine's (hip_backend/mlx_workload.py):
+the same warm-up, prompt and greedy decode in every rank, with deterministic
+token ids, so the ranks agree without communicating. `--single` runs the same
+load and workload in one process without a group: the independent single-device
+run a split load is compared with.
 """
 
 from __future__ import annotations
@@ -41,8 +42,6 @@ from core.measurement import (
 )
 
 _STARTED = time.perf_counter()
-PREFILL_CHUNK = 512
-WARMUP_PROMPT_TOKENS = 16
 RANK_FILE = "rank-{rank}.jsonl"
 SINGLE_FILE = "single.jsonl"
 
@@ -57,8 +56,9 @@ class RankJob:
     ranks: int
     out_dir: str
     folder: str | None = None
-    config_text: str | None = None
-    """config.json text for random weights (a profile, or `synthetic`)."""
+    profile_id: str | None = None
+    synthetic: bool = False
+    """Random weights of the real names, shapes and dtypes (no weights on disk, or asked)."""
     prompt_tokens: int = 512
     gen_tokens: int = 128
     warmup_tokens: int = 20
@@ -75,8 +75,10 @@ class RankJob:
         if not isinstance(data, dict) or set(data) - {f.name for f in fields(cls)}:
             raise ValueError("not a rank job")
         job = cls(**data)
-        if job.kind not in ("tp", "pp") or (job.folder is None) == (job.config_text is None):
-            raise ValueError("a rank job needs kind tp|pp and exactly one of folder, config_text")
+        if job.kind not in ("tp", "pp") or (job.folder is None) == (job.profile_id is None):
+            raise ValueError("a rank job needs kind tp|pp and exactly one of folder, profile_id")
+        if job.profile_id is not None and not job.synthetic:
+            raise ValueError("a built-in profile has no weights: synthetic only")
         return job
 
 
@@ -91,21 +93,40 @@ class _RankOut:
         self._stream.flush()
 
 
-def _load(job: RankJob, group: Any) -> tuple[Any, bool]:
-    """The rank's share of the model, evaluated; (model, synthetic weights)."""
-    import mlx.core as mx
-    from mlx_lm.utils import _get_classes, load_model
+def _lazy_model(job: RankJob) -> Any:
+    """The whole model, not evaluated: the folder's files, or random arrays of its tensors
+    through mlx-lm's own load path (hip_backend/mlx_loader.py, as the single-device engine)."""
+    from mlx_lm.utils import load_model
 
-    if job.folder is not None:
+    from hip_backend.mlx_loader import (
+        _converted_from_config,
+        _loaded_with,
+        _mlx_dtype,
+        _random_weights,
+        model_classes,
+    )
+    from hip_backend.model_source import ModelSource, load_source_config, plan_weights
+
+    if not job.synthetic:
+        assert job.folder is not None
         model, _ = load_model(Path(job.folder), lazy=True, strict=False)
-        synthetic = False
-    else:
-        assert job.config_text is not None
-        config = json.loads(job.config_text)
-        mx.random.seed(job.seed)
-        model_class, args_class = _get_classes(config=config)
-        model = model_class(args_class.from_dict(config))  # lazy random init
-        synthetic = True
+        return model
+    source = ModelSource(
+        folder=Path(job.folder) if job.folder is not None else None, profile_id=job.profile_id
+    )
+    planned = plan_weights(source, load_source_config(source), force_synthetic=True)
+    config = dict(planned.config.root)
+    if planned.plan is None:
+        return _converted_from_config(config, job.seed)
+    listed = [(t.name, _mlx_dtype(t.dtype), t.shape) for t in planned.plan.tensors.values()]
+    return _loaded_with(config, model_classes(config)[0], _random_weights(listed, job.seed))
+
+
+def _load(job: RankJob, group: Any) -> Any:
+    """The rank's share of the model, evaluated, as sharded_load does it."""
+    import mlx.core as mx
+
+    model = _lazy_model(job)
     if group is not None:
         if job.kind == "tp":
             model.shard(group)
@@ -114,52 +135,12 @@ def _load(job: RankJob, group: Any) -> tuple[Any, bool]:
     mx.eval(model.parameters())
     if group is not None:
         mx.eval(mx.distributed.all_sum(mx.array(1.0), stream=mx.cpu))  # sharded_load's barrier
-    return model, synthetic
+    return model
 
 
 def _vocab(model: Any) -> int:
     args = getattr(model, "args", None)
     return int(getattr(args, "vocab_size", 0) or 32)
-
-
-def _forward(model: Any, tokens: Any, cache: Any) -> Any:
-    import mlx.core as mx
-
-    logits = model(tokens, cache=cache)
-    nxt = mx.argmax(logits[:, -1, :], axis=-1)
-    mx.eval(nxt, [c.state for c in cache])
-    return nxt
-
-
-def _run_pass(
-    model: Any, prompt: int, gen: int, phase: str, emit: Any, rank0: bool
-) -> tuple[float, float]:
-    """Prefill `prompt` tokens in chunks, decode `gen` greedily; (prefill s, decode s)."""
-    import mlx.core as mx
-    from mlx_lm.models.cache import make_prompt_cache
-
-    vocab = _vocab(model)
-    ids = mx.array([[(7 * i + 3) % vocab for i in range(prompt)]], dtype=mx.int32)
-    cache = make_prompt_cache(model)
-    t0 = time.perf_counter()
-    nxt = None
-    for start in range(0, prompt, PREFILL_CHUNK):
-        nxt = _forward(model, ids[:, start : start + PREFILL_CHUNK], cache)
-        if rank0:
-            emit(MeasureProgress(f"{phase}prefill", min(start + PREFILL_CHUNK, prompt), prompt))
-    t1 = time.perf_counter()
-    for i in range(gen):
-        assert nxt is not None
-        nxt = _forward(model, nxt[:, None], cache)
-        if rank0 and (i + 1 == gen or i % 8 == 0):
-            emit(MeasureProgress(f"{phase}decode", i + 1, gen))
-    return t1 - t0, time.perf_counter() - t1
-
-
-def _mlx_version() -> str:
-    from importlib.metadata import version
-
-    return version("mlx")
 
 
 def _device() -> tuple[str, str]:
@@ -173,12 +154,15 @@ def _device() -> tuple[str, str]:
 def run_rank(job: RankJob, single: bool = False) -> int:
     """Join the group, load, run, write this rank's result; the exit status.
 
-    `single`: no group at all; the same load and workload in one process (the
-    independent single-device run a split load is compared with), to `single.jsonl`.
+    `single`: no group at all; the same load and workload in one process, to
+    `single.jsonl`.
     """
     import mlx.core as mx
-    import mlx_lm.models.cache
-    import mlx_lm.utils  # noqa: F401  (imported before the ring is up: it takes seconds)
+
+    from hip_backend.mlx_loader import import_mlx
+    from hip_backend.mlx_workload import reset_peak, run_workload
+
+    versions = import_mlx()  # before the ring is up: it takes seconds (torch kept out)
 
     imported = time.perf_counter()
     group = None if single else mx.distributed.init(backend="ring", strict=True)
@@ -189,20 +173,33 @@ def run_rank(job: RankJob, single: bool = False) -> int:
     try:
         if group is not None and size != job.ranks:
             raise RuntimeError(f"the group has {size} ranks, the job asked for {job.ranks}")
+        reset_peak()  # before the load, so the peak covers it
         t0 = time.perf_counter()
-        model, synthetic = _load(job, group)
+        model = _load(job, group)
         load_s = time.perf_counter() - t0
         weights = mx.get_active_memory()
         if rank == 0:
             emit(MeasureProgress("load", 1, 1))
-        if job.warmup_tokens:
-            _run_pass(model, WARMUP_PROMPT_TOKENS, job.warmup_tokens, "warmup ", emit, rank == 0)
-        prefill_s, decode_s = _run_pass(
-            model, job.prompt_tokens, job.gen_tokens, "", emit, rank == 0
+
+        def progress(phase: str, done: int, total: int) -> None:
+            if rank == 0:
+                emit(MeasureProgress(phase, done, total))
+
+        figures = run_workload(
+            model,
+            vocab_size=_vocab(model),
+            prompt_tokens=job.prompt_tokens,
+            gen_tokens=job.gen_tokens,
+            warmup_tokens=job.warmup_tokens,
+            seed=job.seed,
+            progress=progress,
         )
+        if group is not None:
+            # No rank leaves while another still needs it (under PP the first stage's
+            # last sends can finish before the last stage has received them).
+            mx.eval(mx.distributed.all_sum(mx.array(1.0), stream=mx.cpu))
         ran = time.perf_counter()
-        peak = mx.get_peak_memory()
-        kind, name = _device()
+        kind, device = _device()
         layers = None
         if job.kind == "pp" and group is not None:
             layers = [int(model.model.start_idx), int(model.model.end_idx)]
@@ -211,22 +208,18 @@ def run_rank(job: RankJob, single: bool = False) -> int:
                 MeasuredPeak(
                     model=job.display,
                     device_kind=kind,
-                    device_name=name,
-                    peak_bytes=int(peak),
+                    device_name=device,
+                    peak_bytes=figures.peak_bytes,
                     peak_kind="mx.get_peak_memory() of this rank (load + workload)",
                     inflight_mib=0,
                     prompt_tokens=job.prompt_tokens,
                     gen_tokens=job.gen_tokens,
-                    synthetic_weights=synthetic,
+                    synthetic_weights=job.synthetic,
                     load_seconds=round(load_s, 3),
-                    prefill_tokens_per_s=round(job.prompt_tokens / prefill_s, 2)
-                    if prefill_s > 0
-                    else 0.0,
-                    decode_tokens_per_s=round(job.gen_tokens / decode_s, 2)
-                    if decode_s > 0 and job.gen_tokens
-                    else 0.0,
+                    prefill_tokens_per_s=round(figures.prefill_tokens_per_s, 2),
+                    decode_tokens_per_s=round(figures.decode_tokens_per_s, 2),
                     torch_version="",
-                    runtime_version=f"mlx {_mlx_version()}",
+                    runtime_version=f"mlx {versions.mlx}, mlx-lm {versions.mlx_lm}",
                     timestamp=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                     vramscope_version=__version__,
                     extra={
@@ -238,7 +231,7 @@ def run_rank(job: RankJob, single: bool = False) -> int:
                             "import": round(imported - _STARTED, 3),
                             "join": round(joined - imported, 3),
                             "load": round(load_s, 3),
-                            "workload": round(ran - joined - load_s, 3),
+                            "workload": round(ran - t0 - load_s, 3),
                         },
                     },
                     warmup_tokens=job.warmup_tokens,
@@ -251,8 +244,8 @@ def run_rank(job: RankJob, single: bool = False) -> int:
     except Exception as exc:
         text = f"{type(exc).__name__}: {exc}".splitlines()[0][:400]
         oom = isinstance(exc, MemoryError) or "memory" in str(exc).lower()
-        kind_ = FailureKind.OUT_OF_MEMORY if oom else FailureKind.INTERNAL
-        emit(MeasureFailed(MeasurementFailure(kind_, f"rank {rank}: {text}")))
+        failure = FailureKind.OUT_OF_MEMORY if oom else FailureKind.INTERNAL
+        emit(MeasureFailed(MeasurementFailure(failure, f"rank {rank} of {size}: {text}")))
         traceback.print_exc(file=sys.stderr)
         return 1
 

@@ -30,8 +30,6 @@ from hip_backend.distributed import (
 )
 from tests.hip_backend.mlx_models import write_mlx_model
 
-pytestmark = pytest.mark.slow
-
 # Weight-dominated so that the estimate's terms, sized for real models, apply: 8 layers
 # of 4-head attention and a 1024-wide MLP in fp16 (16.8 MB), 32 prompt tokens.
 QWEN2_CONFIG: dict[str, Any] = {
@@ -95,6 +93,7 @@ def single_peak(qwen2_fp16: Path) -> MeasuredPeak:
     return peak
 
 
+@pytest.mark.slow
 def test_two_tp_ranks_each_covered_by_its_estimate_and_below_one_process(
     qwen2_fp16: Path, single_peak: MeasuredPeak
 ) -> None:
@@ -119,6 +118,7 @@ def test_two_tp_ranks_each_covered_by_its_estimate_and_below_one_process(
         assert peak.peak_bytes < single_peak.peak_bytes
 
 
+@pytest.mark.slow
 def test_single_process_run_is_covered_by_the_single_device_estimate(
     single_peak: MeasuredPeak,
 ) -> None:
@@ -127,6 +127,7 @@ def test_single_process_run_is_covered_by_the_single_device_estimate(
     assert single_peak.extra["ranks"] == 1
 
 
+@pytest.mark.slow
 def test_a_rank_that_dies_is_a_failure_naming_it_and_nothing_is_left(qwen2_fp16: Path) -> None:
     prepared = prepare_parallel(
         request(qwen2_fp16, gen_tokens=100_000), ParallelPlan(ParallelKind.PIPELINE, 2)
@@ -160,6 +161,7 @@ def test_a_rank_that_dies_is_a_failure_naming_it_and_nothing_is_left(qwen2_fp16:
     assert handle.pgid is not None and group_members(handle.pgid) == []
 
 
+@pytest.mark.slow
 def test_cancel_leaves_no_rank_running(qwen2_fp16: Path) -> None:
     prepared = prepare_parallel(request(qwen2_fp16), ParallelPlan(ParallelKind.TENSOR, 2))
     handle = ParallelHandle()
@@ -177,6 +179,7 @@ def test_cancel_leaves_no_rank_running(qwen2_fp16: Path) -> None:
     assert handle.pgid is not None and group_members(handle.pgid) == []
 
 
+@pytest.mark.slow
 def test_two_pp_ranks_through_the_cli_one_row_per_rank_recorded_each(
     qwen2_fp16: Path,
     single_peak: MeasuredPeak,
@@ -218,3 +221,18 @@ def test_measure_cli_refusals(qwen2_fp16: Path, capsys: pytest.CaptureFixture[st
     assert "8 attention heads do not divide by 3" in capsys.readouterr().err
     with pytest.raises(ShardingError):
         prepare_parallel(request(qwen2_fp16), ParallelPlan(ParallelKind.TENSOR, 16))
+
+
+def test_a_profile_is_measured_with_synthetic_weights_on_every_rank() -> None:
+    from core.backend import Backend
+
+    prepared = prepare_parallel(
+        MeasureRequest(model="mlx-community/Qwen3-30B-A3B-4bit", device="cpu"),
+        ParallelPlan(ParallelKind.PIPELINE, 2),
+    )
+    assert prepared.job.profile_id == "mlx-community/Qwen3-30B-A3B-4bit"
+    assert prepared.job.synthetic and prepared.job.folder is None
+    assert any("synthetic weights" in w for w in prepared.warnings)
+    assert prepared.backend is Backend.CPU
+    assert [r.layers for r in prepared.estimate.ranks] == [(24, 48), (0, 24)]
+    assert all(r.estimate.backend_inflight_bytes == 0 for r in prepared.estimate.ranks)
