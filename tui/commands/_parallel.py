@@ -75,7 +75,8 @@ def run_parallel(args: argparse.Namespace, quant: QuantHint) -> int:
     if args.json:
         print(to_json_pretty(parallel_report(model, pe, __version__)))
     else:
-        print(format_parallel(args.model, pe), end="")
+        text = format_parallel(args.model, pe)  # family and names come from the folder
+        print("".join(clean_text(line) + "\n" for line in text.splitlines()), end="")
     return 0
 
 
