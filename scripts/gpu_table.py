@@ -99,6 +99,7 @@ def main() -> int:
                         warmup_tokens=plan["warmup"],
                         inflight=budget,
                         device=device,
+                        emulate="rocm",
                         timeout_s=max(left, 1.0),
                     )
                     prepared = prepare(request)
@@ -133,8 +134,9 @@ def main() -> int:
         + ".",
         f"Peak: {first.peak_kind}.",
         f"Workload: warm-up (prefill + {plan['warmup']} tokens), then P = context - {plan['gen']} "
-        f"prompt tokens and {plan['gen']} greedy decode tokens. Estimate: mlxcel's ROCm formula "
-        "at the context with the row's budget.",
+        f"prompt tokens and {plan['gen']} greedy decode tokens. MLX-ROCm's in-flight queue "
+        "emulated on every device (`--emulate rocm`; MLX-CUDA itself has none). Estimate: "
+        "mlxcel's ROCm formula at the context with the row's budget.",
         f"Whole table: {elapsed:.0f} s.",
     ]
     if args.dry_run:
