@@ -154,6 +154,8 @@ class MeasuredPeak:
     """mx.get_active_memory() at the end of an mlx run (weights and anything still held)."""
     cache_bytes: int | None = None
     """mx.get_cache_memory() at the end of an mlx run (freed buffers MLX keeps for reuse)."""
+    kv_cache_mode: str = "fp16"
+    """`fp16`, or `int8` (mlx-lm's 8-bit quantized KV cache; mlx engine only)."""
 
     @property
     def engine_label(self) -> str:
@@ -249,6 +251,9 @@ class MeasureRequest:
     """`torch` (vramscope's decoder) or `mlx` (mlx-lm in the child)."""
     emulate: str = "auto"
     """The torch engine's in-flight queue, one of EMULATE_CHOICES."""
+    kv_int8: bool = False
+    """Measure with an 8-bit KV cache (mlx-lm's quantized cache; the mlx engine only) and
+    compare with the estimate's int8 KV mode."""
 
     def __post_init__(self) -> None:
         for name in ("prompt_tokens", "gen_tokens", "warmup_tokens"):
@@ -263,6 +268,8 @@ class MeasureRequest:
             raise ValueError(f"engine must be one of {', '.join(ENGINE_CHOICES)}")
         if self.emulate not in EMULATE_CHOICES:
             raise ValueError(f"emulate must be one of {', '.join(EMULATE_CHOICES)}")
+        if self.kv_int8 and self.engine != "mlx":
+            raise ValueError("an int8 KV cache is measured by the mlx engine only (--engine mlx)")
 
     @property
     def context_tokens(self) -> int:

@@ -56,6 +56,8 @@ class ChildJob:
     BF16 scales); None: only when the ROCm queue is emulated on a ROCm device."""
     engine: str = "torch"
     """`torch` (hip_backend's decoder) or `mlx` (mlx-lm, hip_backend/mlx_child.py)."""
+    kv_bits: int | None = None
+    """8: mlx-lm's quantized KV cache (mlx engine only); None: 16-bit K/V."""
 
     def to_json(self) -> str:
         """The stdin payload."""
@@ -78,4 +80,6 @@ class ChildJob:
             raise ValueError(f"emulate must be one of {', '.join(EMULATE_CHOICES)}")
         if job.engine not in ENGINE_CHOICES:
             raise ValueError(f"unknown engine {job.engine!r}")
+        if job.kv_bits is not None and (job.engine != "mlx" or job.kv_bits not in (4, 8)):
+            raise ValueError("a quantized KV cache needs the mlx engine and 4 or 8 bits")
         return job

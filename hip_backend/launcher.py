@@ -100,7 +100,7 @@ class PreparedMeasurement:
             backend = Backend(device_kind)
         if self.settings is None or backend is self.settings.backend:
             return self.estimate
-        workload = Workload(max_tokens=self.request.context_tokens)
+        workload = Workload(max_tokens=self.request.context_tokens, kv_int8=self.request.kv_int8)
         return estimate(self.snapshot, workload, replace(self.settings, backend=backend))
 
 
@@ -173,7 +173,8 @@ def prepare(
     snapshot = entry_snapshot(entry, request.model)
     budget = resolve_budget(request.inflight, env)
     settings, notes = comparison_settings(request, budget, env)
-    est = estimate(snapshot, Workload(max_tokens=request.context_tokens), settings)
+    workload = Workload(max_tokens=request.context_tokens, kv_int8=request.kv_int8)
+    est = estimate(snapshot, workload, settings)
     warning = budget.warning()
     job = ChildJob(
         display=request.model,
@@ -188,6 +189,7 @@ def prepare(
         host_memory_cap_bytes=request.host_memory_cap_bytes,
         engine=request.engine,
         emulate=request.emulate,
+        kv_bits=8 if request.kv_int8 else None,
     )
     warnings = (*notes, *snapshot.warnings, *([warning] if warning else []))
     return PreparedMeasurement(request, job, budget, est, snapshot, warnings, settings)

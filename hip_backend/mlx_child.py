@@ -134,6 +134,7 @@ def measure(job: ChildJob, emit: Emit, progress: Progress) -> MeasuredPeak:
                 prompt_tokens=job.prompt_tokens,
                 gen_tokens=job.gen_tokens,
                 warmup_tokens=job.warmup_tokens,
+                kv_bits=job.kv_bits,
                 seed=job.seed,
                 chunk=job.prefill_chunk,
                 progress=progress,
@@ -184,6 +185,7 @@ def measure(job: ChildJob, emit: Emit, progress: Progress) -> MeasuredPeak:
         mlx_lm_version=versions.mlx_lm,
         active_bytes=figures.active_bytes,
         cache_bytes=figures.cache_bytes,
+        kv_cache_mode="int8" if job.kv_bits == 8 else "fp16",
     )
 
 

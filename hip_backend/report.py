@@ -55,7 +55,8 @@ def comparison_lines(peak: MeasuredPeak) -> list[str]:
         + ("" if peak.engine == "mlx" else " (emulating MLX-ROCm's in-flight queue)"),
         f"Device:         {device_line(peak)}",
         f"Workload:       pp{peak.prompt_tokens} / tg{peak.gen_tokens} after a warm-up pass "
-        f"(prefill + {peak.warmup_tokens} tokens); {budget_text(peak)}",
+        f"(prefill + {peak.warmup_tokens} tokens), {peak.kv_cache_mode} KV; "
+        f"{budget_text(peak)}",
     ]
     if peak.estimate_bytes is not None:
         lines.append(

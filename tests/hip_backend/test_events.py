@@ -68,6 +68,8 @@ def test_margin_and_coverage_against_a_published_row() -> None:
         ({"prompt_tokens": 0}, "at least 1"),
         ({"gen_tokens": -1}, "gen_tokens"),
         ({"device": "tpu"}, "device"),
+        ({"engine": "jax"}, "engine"),
+        ({"kv_int8": True}, "mlx engine only"),
     ],
 )
 def test_requests_with_impossible_values_are_refused(kwargs: dict[str, object], words: str) -> None:

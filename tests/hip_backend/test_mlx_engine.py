@@ -41,7 +41,7 @@ from tests.hip_backend.test_failures import Recorder, failure_of
 pytestmark = pytest.mark.usefixtures("mlx_available")
 
 ROOT = Path(__file__).resolve().parents[2]
-PROMPT, GEN, WARMUP = 32, 8, 4
+PROMPT, GEN, WARMUP = 16, 4, 4
 TOLERANCE = 0.10
 MIB = 1 << 20
 
@@ -72,7 +72,7 @@ class Reference:
 class ReferenceRun:
     """mlx-lm alone, in its own process, started now and read later."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, kv_bits: int | None = None) -> None:
         self.process = subprocess.Popen(
             [
                 sys.executable,
@@ -80,6 +80,7 @@ class ReferenceRun:
                 "tests.hip_backend.mlx_peak_reference",
                 str(folder),
                 *map(str, (PROMPT, GEN, WARMUP)),
+                *([str(kv_bits)] if kv_bits else []),
             ],
             cwd=ROOT,
             stdout=subprocess.PIPE,
@@ -146,7 +147,10 @@ def measured_via_cli_text(folder: Path) -> MeasuredPeak:
     assert "(CPU formula)" in done.stdout
     assert "                MLX peak (mx.get_peak_memory), cpu" in lines
     (record,) = HistoryStore.default().read().results  # the command recorded it
-    assert f"({record.peak_bytes} bytes)" in done.stdout
+    (shown,) = [line for line in lines if line.startswith("Measured peak:  ")]
+    assert shown.endswith(f"{record.peak_bytes} bytes)") or shown.endswith(
+        f" {record.peak_bytes} bytes"
+    )
     return record
 
 
@@ -345,3 +349,25 @@ def test_mlx_variables_reach_the_child_unchanged(
         measure(request(tiny_llama, inflight="256"), python=str(python)), FailureKind.INTERNAL
     )
     assert "MLX_ROCM_MAX_INFLIGHT_MB=256" in seen.read_text().splitlines()
+
+
+@pytest.mark.slow
+def test_an_int8_kv_cache_is_mlx_lm_s_quantized_cache(mlx_model_dir: Path) -> None:
+    folder = mlx_model_dir / "qwen3_moe-4bit"
+    reference = ReferenceRun(folder, kv_bits=8)
+    peak = measure(request(folder, kv_int8=True), record_history=False)
+    ref = reference.result()
+    assert isinstance(peak, MeasuredPeak), peak
+    assert peak.kv_cache_mode == "int8"
+    assert abs(peak.peak_bytes - ref.peak_bytes) <= TOLERANCE * ref.peak_bytes, (peak, ref)
+    int8 = prepare(request(folder, kv_int8=True)).estimate
+    fp16 = prepare(request(folder)).estimate
+    assert peak.estimate_bytes == int8.total_bytes
+    assert int8.kv_bytes < fp16.kv_bytes
+
+
+def test_an_int8_kv_cache_needs_the_mlx_engine(tiny_llama: Path) -> None:
+    done = vramscope("measure", str(tiny_llama), "--kv-cache-mode", "int8", "--engine", "torch")
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert "--kv-cache-mode" in line and "--engine mlx" in line

@@ -137,6 +137,13 @@ def register(sub: Any) -> None:
         help="torch: vramscope's decoder emulating MLX-ROCm (pip install 'vramscope[measure]'); "
         "mlx: real MLX through mlx-lm (pip install 'vramscope[mlx]') (default torch)",
     )
+    p.add_argument(
+        "--kv-cache-mode",
+        choices=("fp16", "int8"),
+        default="fp16",
+        help="KV cache element type: int8 is mlx-lm's 8-bit quantized cache, measured by "
+        "--engine mlx only (default fp16)",
+    )
     add_run_flags(p)
     add_parallel_flags(p, measure=True)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -195,6 +202,10 @@ def request_from_args(
     args: argparse.Namespace, model: str, prompt_tokens: int, engine: str | None = None
 ) -> MeasureRequest:
     """A MeasureRequest from the shared flags (`engine` overrides `--engine`)."""
+    engine = engine or str(getattr(args, "engine", DEFAULT_ENGINE))
+    kv_int8 = getattr(args, "kv_cache_mode", "fp16") == "int8"
+    if kv_int8 and engine != "mlx":
+        raise UsageError("--kv-cache-mode", "int8 is measured by --engine mlx only")
     return MeasureRequest(
         model=model,
         prompt_tokens=prompt_tokens,
@@ -206,8 +217,9 @@ def request_from_args(
         synthetic=args.synthetic,
         host_memory_cap_bytes=memory_cap(args.memory_cap),
         timeout_s=check_timeout(args.timeout),
-        engine=engine or str(getattr(args, "engine", DEFAULT_ENGINE)),
+        engine=engine,
         emulate=str(getattr(args, "emulate", "auto")),
+        kv_int8=kv_int8,
     )
 
 
