@@ -163,6 +163,20 @@ class MeasuredPeak:
         return ENGINE_LABELS.get(self.engine, self.engine)
 
     @property
+    def emulated_queue(self) -> bool:
+        """True for a torch run that emulated MLX-ROCm's in-flight queue (ROCm, the CPU,
+        or `--emulate rocm`; records from before the choice existed always did)."""
+        return self.engine != "mlx" and self.extra.get("inflight_emulation", "rocm") == "rocm"
+
+    @property
+    def estimate_backend(self) -> Backend:
+        """The backend whose formula this peak is held against (`comparison_backend`,
+        and for a torch run without the emulated queue its own device's)."""
+        if self.engine != "mlx" and not self.emulated_queue and self.device_kind in ("cuda", "cpu"):
+            return Backend(self.device_kind)
+        return comparison_backend(self.engine, self.device_kind)
+
+    @property
     def counted(self) -> str:
         """The engine and what its peak counts, in one phrase: "MLX peak
         (mx.get_peak_memory), cpu" or "torch engine, RSS over baseline, emulating
@@ -170,7 +184,10 @@ class MeasuredPeak:
         if self.engine == "mlx":
             return self.peak_kind
         what = "RSS over baseline" if self.device_kind == "cpu" else "allocator peak"
-        return f"torch engine, {what}, emulating MLX-ROCm's in-flight queue"
+        queue = (
+            "emulating MLX-ROCm's in-flight queue" if self.emulated_queue else "no in-flight queue"
+        )
+        return f"torch engine, {what}, {queue}"
 
     @property
     def context_tokens(self) -> int:

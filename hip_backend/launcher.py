@@ -349,8 +349,9 @@ class MeasurementHandle:
     def _with_estimate(self, peak: MeasuredPeak) -> MeasuredPeak:
         if self.prepared is None:
             return peak
-        rocm_queue = peak.extra.get("inflight_emulation", "rocm") == "rocm"
-        held_against = self.prepared.estimate_for(peak.device_kind, rocm_queue=rocm_queue)
+        held_against = self.prepared.estimate_for(
+            peak.device_kind, rocm_queue=peak.emulated_queue or peak.engine == "mlx"
+        )
         return replace(peak, estimate_bytes=held_against.total_bytes)
 
     def _final_outcome(self, terminal: Outcome | None, returncode: int) -> Outcome:

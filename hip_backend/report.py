@@ -13,7 +13,6 @@ from core.measurement import (
     ENGINE_LABELS,
     MeasuredPeak,
     MeasurementFailure,
-    comparison_backend,
     margin,
 )
 from core.units import format_bytes
@@ -39,6 +38,8 @@ def budget_text(peak: MeasuredPeak) -> str:
     """The in-flight budget the run used, or that its runtime has none."""
     if peak.engine == "mlx" and peak.device_kind != "rocm":
         return f"no in-flight queue (MLX on {peak.device_kind})"
+    if peak.engine != "mlx" and not peak.emulated_queue:
+        return f"no in-flight queue emulated (torch on {peak.device_kind})"
     return "in-flight budget " + (
         f"{peak.inflight_mib} MiB" if peak.inflight_mib else "0 (bound off)"
     )
@@ -46,13 +47,13 @@ def budget_text(peak: MeasuredPeak) -> str:
 
 def comparison_lines(peak: MeasuredPeak) -> list[str]:
     """The estimate and the measured peak side by side, then how the run went."""
-    formula = comparison_backend(peak.engine, peak.device_kind).label
+    formula = peak.estimate_backend.label
     lines = [
         f"Model:          {peak.model}"
         + (f"  ({peak.family})" if peak.family else "")
         + ("  [synthetic weights]" if peak.synthetic_weights else ""),
         f"Engine:         {peak.engine_label}"
-        + ("" if peak.engine == "mlx" else " (emulating MLX-ROCm's in-flight queue)"),
+        + (" (emulating MLX-ROCm's in-flight queue)" if peak.emulated_queue else ""),
         f"Device:         {device_line(peak)}",
         f"Workload:       pp{peak.prompt_tokens} / tg{peak.gen_tokens} after a warm-up pass "
         f"(prefill + {peak.warmup_tokens} tokens), {peak.kv_cache_mode} KV; "
@@ -113,11 +114,13 @@ class TableRow:
 
     @property
     def has_queue(self) -> bool:
-        """Whether the run had an in-flight queue: the torch engine always emulates one;
-        MLX has one only on ROCm."""
+        """Whether the run had an in-flight queue: the torch engine's emulated one
+        (unless it ran without, as on CUDA by default); MLX's only on ROCm."""
+        if not isinstance(self.outcome, MeasuredPeak):
+            return self.engine != "mlx"
         if self.engine != "mlx":
-            return True
-        return isinstance(self.outcome, MeasuredPeak) and self.outcome.device_kind == "rocm"
+            return self.outcome.emulated_queue
+        return self.outcome.device_kind == "rocm"
 
     @property
     def modelled(self) -> bool:
@@ -138,7 +141,7 @@ def _device_columns(peak: MeasuredPeak) -> str:
 
 
 def _budget_cell(row: TableRow) -> str:
-    if not row.has_queue and row.engine == "mlx" and isinstance(row.outcome, MeasuredPeak):
+    if not row.has_queue and isinstance(row.outcome, MeasuredPeak):
         return "n/a (no queue)"
     return f"{row.budget_mib}" if row.budget_mib else "0 (off)"
 

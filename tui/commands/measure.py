@@ -29,7 +29,6 @@ from core.measurement import (
     MeasureNotice,
     MeasureProgress,
     MeasureRequest,
-    comparison_backend,
 )
 from core.memory_size import parse_optional_memory_size
 from tui.commands._parallel import add_parallel_flags, measure_parallel, parallel_plan
@@ -270,7 +269,7 @@ def outcome_json(
         "estimate_bytes": outcome.estimate_bytes
         if outcome.estimate_bytes is not None
         else estimate_bytes,
-        "estimate_backend": comparison_backend(outcome.engine, outcome.device_kind).value,
+        "estimate_backend": outcome.estimate_backend.value,
         "measured": outcome.to_dict(),
         "margin": None
         if m is None
