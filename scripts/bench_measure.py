@@ -250,7 +250,9 @@ LIFETIME_MODELS = {
 }
 
 
-def bench_lifetimes(tmp: Path, prompt_tokens: int, gen_tokens: int) -> None:
+def bench_lifetimes(
+    tmp: Path, prompt_tokens: int, gen_tokens: int, only: str | None = None
+) -> None:
     """The engine's peak minus its largest in-flight holding against real MLX's peak
     (`--engine mlx`: mlx-lm's generate_step in a child of its own, mx.get_peak_memory)."""
     print(
@@ -260,6 +262,8 @@ def bench_lifetimes(tmp: Path, prompt_tokens: int, gen_tokens: int) -> None:
     print("  | model | engine peak | max in-flight held | peak - held | MLX peak | ratio |")
     print("  |---|---:|---:|---:|---:|---:|")
     for name, config in LIFETIME_MODELS.items():
+        if only is not None and only not in name:
+            continue
         folder = write_random_model(tmp / name.replace(" ", "-").replace(",", ""), config)
         peaks = {}
         for engine in ("torch", "mlx"):
@@ -289,6 +293,7 @@ def main() -> int:
     parser.add_argument("--only", choices=("load", "e2e", "decode", "lifetimes", "mlx"))
     parser.add_argument("--prompt-tokens", type=int, default=512, help="P of the MLX comparison")
     parser.add_argument("--gen-tokens", type=int, default=128, help="G of the MLX comparison")
+    parser.add_argument("--model", help="only the MLX comparison's models whose name has this")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="vramscope-bench-measure-") as tmp:
         if args.only in (None, "load"):
@@ -298,7 +303,7 @@ def main() -> int:
         if args.only in (None, "decode"):
             bench_decode(Path(tmp))
         if args.only in (None, "lifetimes"):
-            bench_lifetimes(Path(tmp), args.prompt_tokens, args.gen_tokens)
+            bench_lifetimes(Path(tmp), args.prompt_tokens, args.gen_tokens, args.model)
         if args.only in (None, "mlx"):
             bench_end_to_end(Path(tmp), args.runs, engine="mlx", bf16=True)
             bench_end_to_end(Path(tmp), args.runs, engine="mlx")
