@@ -234,15 +234,33 @@ def _rank_estimate(
     )
 
 
-def estimate_parallel(
-    model: ModelSnapshot,
-    tensors: Sequence[Tensor],
-    plan: ParallelPlan,
-    workload: Workload,
-    settings: EstimateSettings,
-    rank_available: Sequence[int] | None = None,
-) -> ParallelEstimate:
-    """Each rank's estimate under mlx-lm's sharding (ShardingError when it cannot run)."""
+@dataclass(frozen=True)
+class RankShare:
+    """What one rank holds, independent of the workload."""
+
+    rank: int
+    sharded_weight_bytes: int
+    replicated_weight_bytes: int
+    layers: tuple[int, int] | None
+    kv_heads: int | None
+    kv_arch: KvArch
+    load_peak_bytes: int
+    activation_dims: ActivationDims | None
+
+
+@dataclass(frozen=True)
+class ParallelSplit:
+    """A model split by mlx-lm's rules: read the tensors once, then size any workload."""
+
+    plan: ParallelPlan
+    family: str
+    shares: tuple[RankShare, ...]
+
+
+def split_model(
+    model: ModelSnapshot, tensors: Sequence[Tensor], plan: ParallelPlan
+) -> ParallelSplit:
+    """Each rank's share of the model (ShardingError when mlx-lm could not split it)."""
     if model.config is None:
         raise ShardingError(f"{plan.kind.label}: no config.json, so the family is unknown")
     family = mlx_lm_family(model.config.raw_model_type)
@@ -251,12 +269,9 @@ def estimate_parallel(
         raise ShardingError(
             f"{plan.kind.label}: no tensor shapes to split (no safetensors headers)"
         )
-    available = list(rank_available) if rank_available else [settings.available.bytes] * plan.ranks
-    if len(available) != plan.ranks:
-        raise ShardingError(f"{len(available)} available-memory values for {plan.ranks} ranks")
     arch = _standard_kv(model, plan.kind)
     n = plan.ranks
-    out: list[RankEstimate] = []
+    shares: list[RankShare] = []
     if plan.kind is ParallelKind.TENSOR:
         heads = _heads(model)
         check_heads(heads, n)
@@ -279,19 +294,8 @@ def estimate_parallel(
         # contiguous copies of the slice being cut (mlx.nn.layers.distributed._shard).
         whole = sat_add(*(tensor_bytes(d, s) for _, d, s in tensors), 2 * largest_slice)
         for r in range(n):
-            est = _rank_estimate(
-                sat_add(sharded, replicated),
-                rank_arch,
-                dims,
-                workload,
-                settings,
-                available[r],
-                model,
-            )
-            out.append(
-                RankEstimate(
-                    r, est, sharded, replicated, None, heads.kv_heads // n, rank_arch, whole
-                )
+            shares.append(
+                RankShare(r, sharded, replicated, None, heads.kv_heads // n, rank_arch, whole, dims)
             )
     else:
         layer_count = sum(g.layers for g in arch.groups)
@@ -313,19 +317,101 @@ def estimate_parallel(
                 (KvGroup(end - start, elems, None),),
                 f"standard attention (layers {start}-{end - 1} of {layer_count}, full context)",
             )
-            est = _rank_estimate(
-                sat_add(own, replicated),
-                rank_arch,
-                model.activation_dims,
-                workload,
-                settings,
-                available[r],
-                model,
-            )
-            out.append(
-                RankEstimate(
-                    r, est, own, replicated, (start, end), None, rank_arch, est.weights_bytes
+            shares.append(
+                RankShare(
+                    r,
+                    own,
+                    replicated,
+                    (start, end),
+                    None,
+                    rank_arch,
+                    sat_add(own, replicated),
+                    model.activation_dims,
                 )
             )
-    single = estimate(model, workload, settings)
-    return ParallelEstimate(plan, family, tuple(out), single)
+    return ParallelSplit(plan, family, tuple(shares))
+
+
+def estimate_split(
+    model: ModelSnapshot,
+    split: ParallelSplit,
+    workload: Workload,
+    settings: EstimateSettings,
+    rank_available: Sequence[int] | None = None,
+) -> ParallelEstimate:
+    """Every rank's estimate for a workload (cheap: no tensor is looked at again)."""
+    n = split.plan.ranks
+    available = list(rank_available) if rank_available else [settings.available.bytes] * n
+    if len(available) != n:
+        raise ShardingError(f"{len(available)} available-memory values for {n} ranks")
+    out = []
+    for share in split.shares:
+        est = _rank_estimate(
+            sat_add(share.sharded_weight_bytes, share.replicated_weight_bytes),
+            share.kv_arch,
+            share.activation_dims,
+            workload,
+            settings,
+            available[share.rank],
+            model,
+        )
+        out.append(
+            RankEstimate(
+                share.rank,
+                est,
+                share.sharded_weight_bytes,
+                share.replicated_weight_bytes,
+                share.layers,
+                share.kv_heads,
+                share.kv_arch,
+                share.load_peak_bytes,
+            )
+        )
+    return ParallelEstimate(
+        split.plan, split.family, tuple(out), estimate(model, workload, settings)
+    )
+
+
+def estimate_parallel(
+    model: ModelSnapshot,
+    tensors: Sequence[Tensor],
+    plan: ParallelPlan,
+    workload: Workload,
+    settings: EstimateSettings,
+    rank_available: Sequence[int] | None = None,
+) -> ParallelEstimate:
+    """Each rank's estimate under mlx-lm's sharding (ShardingError when it cannot run)."""
+    return estimate_split(
+        model, split_model(model, tensors, plan), workload, settings, rank_available
+    )
+
+
+def largest_plan_context(
+    model: ModelSnapshot,
+    split: ParallelSplit,
+    workload: Workload,
+    settings: EstimateSettings,
+    rank_available: Sequence[int] | None = None,
+    limit: int = 1 << 24,
+) -> int | None:
+    """The most tokens (up to `limit`) at which every rank fits, or None if even 1 does not.
+
+    Every rank's peak grows with the context, so a binary search finds the edge.
+    """
+
+    def fits(tokens: int) -> bool:
+        wl = replace(workload, max_tokens=tokens)
+        return estimate_split(model, split, wl, settings, rank_available).fits
+
+    if not fits(1):
+        return None
+    lo, hi = 1, limit
+    if fits(hi):
+        return hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo

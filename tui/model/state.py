@@ -66,6 +66,10 @@ class ExplorerState:
     memory: MemoryChoice = field(default_factory=MemoryChoice)
     engine: str = DEFAULT_ENGINE
     """What `m` measures with: `torch` or `mlx` (`core.measurement.ENGINE_CHOICES`)."""
+    devices: int = 1
+    """Ranks of a split MLX load (1 = one device; up to 8)."""
+    split: str = "tp"
+    """How the ranks split the model: `tp` (tensor parallel) or `pp` (pipeline)."""
 
     def workload(self) -> Workload:
         """The estimate's workload."""

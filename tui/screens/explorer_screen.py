@@ -27,9 +27,11 @@ from tui.loader import FailedModel, Loaded, Loader
 from tui.measure_controller import MeasureController
 from tui.measure_run import MeasureEventMessage
 from tui.model.names import model_arg
+from tui.model.parallel_view import launch_command, with_plan_flag
 from tui.model.scales import token_stops
 from tui.model.state import ExplorerState
 from tui.model.views import build_views, screen_words
+from tui.ranks_controller import RanksController
 from tui.screens.history_screen import HistoryScreen
 from tui.widgets.breakdown import Breakdown
 from tui.widgets.command_lines_view import CommandLinesView
@@ -38,6 +40,7 @@ from tui.widgets.controls import BACKENDS, Controls
 from tui.widgets.measured_panel import MeasuredPanel
 from tui.widgets.memory_field import MemoryField
 from tui.widgets.model_list import ModelList
+from tui.widgets.ranks_panel import RanksPanel
 from tui.widgets.status_line import StatusLine, SummaryLine
 
 
@@ -59,6 +62,7 @@ class ExplorerScreen(Screen[None]):
         Binding("a", "jump('memory')", "Available", show=False, priority=True),
         Binding("k", "toggle_kv", "KV dtype"),
         Binding("n", "next_backend", "Backend"),
+        Binding("d", "next_devices", "Devices", show=False),
         Binding("c", "copy('vramscope')", "Copy cmd"),
         Binding("C", "copy('mlxcel')", "Copy mlxcel", show=False),
         Binding("m", "measure", "Measure"),
@@ -96,12 +100,14 @@ class ExplorerScreen(Screen[None]):
                     yield CommandLinesView(id="commands")
                 with Vertical(id="estimate"):
                     yield Breakdown(id="breakdown")
+                    yield RanksPanel(id="ranks")
                     yield MeasuredPanel(id="measured")
                 yield ContextChart(id="chart")
                 yield CommandLinesView(id="commands-end")  # narrow layouts: last, under the chart
         yield Footer()
 
     def on_mount(self) -> None:
+        self.ranks = RanksController(self.query_one(RanksPanel))
         self.query_one("#estimate").border_title = "Estimate"
         self.query_one(Controls).field("tokens").slider.focus()
         self.loader.read_all(self.state.model)
@@ -141,8 +147,13 @@ class ExplorerScreen(Screen[None]):
         words = screen_words(state, loader, available, self.measure.state, self.deps.clock())
         self.query_one(StatusLine).show_state(state.backend, self.start, self.machine, available)
         self.query_one(Controls).show_hints(state, loader.snapshot is not None, words.trained)
+        vramscope_line, second_line = words.vramscope, words.mlxcel
+        if state.devices > 1:
+            arg = model_arg(loader.entry) if loader.entry is not None else state.model
+            vramscope_line = with_plan_flag(vramscope_line, state)
+            second_line = launch_command(state, arg)
         for view in self.query(CommandLinesView):
-            view.show(words.vramscope, words.mlxcel)
+            view.show(vramscope_line, second_line)
         self.query_one(MeasuredPanel).show(words.panel)
         chart, breakdown = self.query_one(ContextChart), self.query_one(Breakdown)
         views, self.estimate = None, None
@@ -156,10 +167,15 @@ class ExplorerScreen(Screen[None]):
         if views is not None:
             self.estimate = views.estimate
             breakdown.show_estimate(views.breakdown)
+        self.ranks.show(state, loader.entry, loader.snapshot, available, words.trained)
         chart.border_title = words.chart_title(views.estimate if views else None)
         chart.border_subtitle = words.chart_subtitle
         chart.show(views.chart if views else None)
         self.query_one(SummaryLine).show(words.summary(views.estimate if views else None))
+
+    def action_next_devices(self) -> None:
+        """1 -> 2 -> ... -> 8 -> 1 devices."""
+        self.update(devices=self.state.devices % 8 + 1)
 
     # --- reads ---------------------------------------------------------------------
 

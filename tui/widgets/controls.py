@@ -20,6 +20,7 @@ from textual.widgets import Label
 
 from core.backend import Backend
 from core.measurement import ENGINE_CHOICES
+from tui.model.parallel_view import DEVICE_CHOICES, SPLITS
 from tui.model.scales import BATCH_STOPS, FACTOR_STOPS, INFLIGHT_STOPS, token_stops
 from tui.model.state import ExplorerState
 from tui.model.values import BATCH, FACTOR, INFLIGHT, TOKENS
@@ -98,6 +99,15 @@ class Controls(Widget):
             yield Label("Backend", classes="field-label")
             yield Segmented([b.label for b in BACKENDS], BACKENDS.index(s.backend), id="backend")
         yield MemoryField(s.memory, id="memory")
+        devices_row = Horizontal(id="devices-row")
+        devices_row.display = s.devices > 1
+        with devices_row:
+            yield Label("Devices", classes="field-label")
+            yield Segmented(
+                [str(n) for n in DEVICE_CHOICES], DEVICE_CHOICES.index(s.devices), id="devices"
+            )
+            yield Label("  ")
+            yield Segmented(["TP", "PP"], SPLITS.index(s.split), id="split")
         with Horizontal(id="engine-row"):
             yield Label("Measure with", classes="field-label")
             yield Segmented(ENGINE_CHOICES, ENGINE_CHOICES.index(s.engine), id="engine")
@@ -110,6 +120,10 @@ class Controls(Widget):
         self.query_one("#kv", Segmented).set_index(1 if state.kv_int8 else 0)
         self.query_one("#backend", Segmented).set_index(BACKENDS.index(state.backend))
         self.query_one("#engine", Segmented).set_index(ENGINE_CHOICES.index(state.engine))
+        # One device: the row stays out of the way (`d` brings it: 2 devices).
+        self.query_one("#devices-row").display = state.devices > 1
+        self.query_one("#devices", Segmented).set_index(DEVICE_CHOICES.index(state.devices))
+        self.query_one("#split", Segmented).set_index(SPLITS.index(state.split))
         self.query_one(MemoryField).set_choice(state.memory)
 
     def show_hints(self, state: ExplorerState, model_known: bool, trained: int | None) -> None:
@@ -136,6 +150,8 @@ class Controls(Widget):
             "kv": {"kv_int8": event.index == 1},
             "backend": {"backend": BACKENDS[event.index % len(BACKENDS)]},
             "engine": {"engine": ENGINE_CHOICES[event.index % len(ENGINE_CHOICES)]},
+            "devices": {"devices": DEVICE_CHOICES[event.index % len(DEVICE_CHOICES)]},
+            "split": {"split": SPLITS[event.index % len(SPLITS)]},
         }
         self.post_message(self.Changed(table[event.segmented.id or ""]))
 

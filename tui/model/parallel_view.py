@@ -1,0 +1,125 @@
+"""The explorer's split-load view: every rank's terms side by side, and the plan's verdict.
+
+Pure, given the tensor list: `core.parallel` splits the model by mlx-lm's rules
+once per (model, plan), then each state is sized in microseconds. The table has
+one column per rank; every rank gets the explorer's available memory (one value
+for all devices; `inspect --memory-limit A,B` takes one per device).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from core.available import AvailableMemory
+from core.errors import ShardingError
+from core.model import ModelSnapshot
+from core.parallel import (
+    ParallelEstimate,
+    ParallelPlan,
+    ParallelSplit,
+    Tensor,
+    estimate_split,
+    largest_plan_context,
+    split_model,
+)
+from core.sharding import ParallelKind
+from core.units import format_bytes_short
+from tui.model.state import ExplorerState
+
+DEVICE_CHOICES = tuple(range(1, 9))
+SPLITS = ("tp", "pp")
+
+
+def plan_of(state: ExplorerState) -> ParallelPlan | None:
+    """The split the state asks for, or None for one device."""
+    if state.devices < 2:
+        return None
+    return ParallelPlan(ParallelKind(state.split), state.devices)
+
+
+@dataclass(frozen=True)
+class ParallelView:
+    """What the ranks panel shows."""
+
+    estimate: ParallelEstimate
+    largest_context: int | None
+    rows: tuple[tuple[str, tuple[str, ...]], ...]
+    """(term, one cell per rank)."""
+    verdict: str
+    fits: bool
+
+
+def split_for(
+    model: ModelSnapshot, tensors: Sequence[Tensor] | None, plan: ParallelPlan
+) -> ParallelSplit | str:
+    """The model split by mlx-lm's rules, or the one-line reason it cannot be."""
+    if tensors is None:
+        return f"{plan.kind.label}: no tensor shapes for this model (safetensors headers needed)"
+    try:
+        return split_model(model, tensors, plan)
+    except ShardingError as exc:
+        return str(exc)
+
+
+def parallel_view(
+    model: ModelSnapshot,
+    split: ParallelSplit,
+    state: ExplorerState,
+    available: AvailableMemory,
+    limit: int,
+) -> ParallelView:
+    """Every rank at the state's workload, and the largest context the plan fits."""
+    settings = state.settings(available)
+    pe = estimate_split(model, split, state.workload(), settings)
+    largest = largest_plan_context(model, split, state.workload(), settings, limit=limit)
+    ranks = pe.ranks
+
+    def cells(values: Sequence[int]) -> tuple[str, ...]:
+        return tuple(format_bytes_short(v) for v in values)
+
+    holds = tuple(
+        f"layers {r.layers[0]}-{r.layers[1] - 1}" if r.layers else f"{r.kv_heads} KV heads"
+        for r in ranks
+    )
+    rows = (
+        ("Holds", holds),
+        ("Weights", cells([r.estimate.weights_bytes for r in ranks])),
+        ("KV cache", cells([r.estimate.kv_bytes for r in ranks])),
+        ("Activation", cells([r.estimate.activation_bytes for r in ranks])),
+        ("Allocator", cells([r.estimate.allocator_overhead_bytes for r in ranks])),
+        ("In-flight", cells([r.estimate.backend_inflight_bytes for r in ranks])),
+        ("Total", cells([r.estimate.total_bytes for r in ranks])),
+        ("Load peak", cells([r.load_peak_bytes for r in ranks])),
+        ("Available", cells([r.estimate.available_bytes for r in ranks])),
+        (
+            "Verdict",
+            tuple(
+                "FITS" if r.fits else f"OVER {format_bytes_short(r.overflow_bytes)}" for r in ranks
+            ),
+        ),
+    )
+    if pe.fits:
+        verdict = f"PLAN FITS: all {len(ranks)} ranks"
+    else:
+        verdict = "PLAN DOES NOT FIT: rank " + ", ".join(str(r) for r in pe.failing_ranks)
+    return ParallelView(pe, largest, rows, verdict, pe.fits)
+
+
+def launch_command(state: ExplorerState, model_arg: str) -> str:
+    """The `mlx.launch` line that runs this split with mlx-lm itself (on one host's
+    loopback; a hostfile spreads it over machines)."""
+    words = [
+        "mlx.launch", "--backend", "ring", "-n", str(state.devices), "--python", "python3",
+        "--", "-m", "mlx_lm.benchmark", "--model", model_arg,
+        "--prompt-tokens", str(max(state.max_tokens - 128, 1)), "--generation-tokens", "128",
+    ]  # fmt: skip
+    if state.split == "pp":
+        words.append("--pipeline")
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def with_plan_flag(vramscope_line: str, state: ExplorerState) -> str:
+    """The `vramscope inspect ...` line with `--tp N` / `--pp N` added."""
+    return f"{vramscope_line} --{state.split} {state.devices}"
