@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint typecheck check screenshots snapshot-update bench clean
+.PHONY: install run test test-fast lint typecheck check screenshots snapshot-update bench clean
 
 $(STAMP): pyproject.toml requirements/constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,10 @@ run: $(STAMP)
 
 test: lint typecheck
 	$(BIN)/pytest -q
+
+# Unit and Pilot tests only: no snapshots, no child processes (the full suite is `make test`).
+test-fast: $(STAMP)
+	$(BIN)/pytest -q -m "not snapshot and not child_process and not slow and not gpu"
 
 lint: $(STAMP)
 	$(BIN)/ruff check core tui hip_backend tests scripts

@@ -18,6 +18,7 @@ from rich.text import Text
 
 from core.units import GIB, MIB
 from tui.model.chart_data import ENGINE_MARKS, MEASURED_MARK, Point
+from tui.model.scales import short_tokens
 
 _BLOCKS = " ▁▂▃▄▅▆▇█"
 LABEL_WIDTH = 9
@@ -69,15 +70,6 @@ def short_bytes(b: int) -> str:
     if b >= GIB:
         return f"{b / GIB:.1f} GiB"
     return f"{b / MIB:.0f} MiB"
-
-
-def short_tokens(n: int) -> str:
-    """`256`, `4K`, `128K`, `1M`, and `3.2M` or `130.5K` off the round values: an axis tick."""
-    if n >= 1 << 20:
-        return f"{n >> 20}M" if n % (1 << 20) == 0 else f"{n / (1 << 20):.1f}M"
-    if n >= 1024:
-        return f"{n >> 10}K" if n % 1024 == 0 else f"{n / 1024:.1f}K"
-    return str(n)
 
 
 def render_chart(

@@ -53,7 +53,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             with contextlib.suppress(ValueError, OSError):
                 reconfigure(errors="backslashreplace")
     parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words and words[0].startswith("-") and words[0] not in ("-h", "--help", "--version"):
+        words = ["explore", *words]  # `vramscope --models-dir X` is the explorer's flag
+    args = parser.parse_args(words)
     try:
         if args.command is None:
             # No subcommand opens the explorer in a terminal; piped, it prints the help.

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from core.measurement import MeasuredPeak
 from core.units import format_bytes_short
+from tui.measure_text import peak_what
 from tui.model.names import short_model
 
 EXPORT_TITLE = "Estimate against peak"
@@ -22,6 +23,7 @@ EXPORT_FILE = "vramscope-estimate-against-peak.md"
 COLUMNS = (
     "Time (UTC)",
     "Model",
+    "Engine",
     "Device",
     "Budget",
     "P + G",
@@ -30,7 +32,9 @@ COLUMNS = (
     "Margin",
     "Covered",
 )
-MODEL_WIDTH = 32
+MODEL_WIDTH = 46
+NUMERIC = frozenset({"Budget", "P + G", "Peak", "Estimate", "Margin"})
+"""Columns of numbers: right-aligned, so digits line up."""
 
 
 def display_path(path: Path) -> str:
@@ -67,8 +71,9 @@ def _cut(text: str, width: int) -> str:
 
 
 def model_cell(name: str) -> str:
-    """A repo id by its repo part, a folder by its name (the export keeps the full name)."""
-    return _cut(short_model(name).rpartition("/")[2] or name, MODEL_WIDTH)
+    """A repo id as `org/name` (a cache snapshot by its repo id, never its hash), a folder
+    by its name, cut to the column."""
+    return _cut(short_model(name), MODEL_WIDTH)
 
 
 def history_row(peak: MeasuredPeak) -> HistoryRow:
@@ -88,6 +93,7 @@ def history_row(peak: MeasuredPeak) -> HistoryRow:
     cells = (
         when(peak.timestamp),
         model_cell(peak.model),
+        f"{peak.engine} · {peak_what(peak)}",
         device,
         budget,
         workload,
@@ -104,11 +110,14 @@ def export_markdown(records: Sequence[MeasuredPeak]) -> str:
     from hip_backend.report import TableRow, markdown_table
 
     rows = [
-        TableRow(r.model, r.context_tokens, r.inflight_mib, r.estimate_bytes, r) for r in records
+        TableRow(short_model(r.model), r.context_tokens, r.inflight_mib, r.estimate_bytes, r)
+        for r in records
     ]
+    counted = sorted({f"{r.engine}: {r.peak_kind}" for r in records})
     preamble = [
         f"Exported from vramscope's measurement history: {len(rows)} run(s), newest first.",
         "Estimate: mlxcel's ROCm formula at P + G with the row's budget, as recorded.",
+        "Engine and what each peak counted: " + ("; ".join(counted) or "none") + ".",
     ]
     return markdown_table(rows, EXPORT_TITLE, preamble)
 

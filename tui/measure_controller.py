@@ -16,6 +16,7 @@ from textual.timer import Timer
 
 from core.catalog import CatalogEntry
 from core.measurement import FailureKind, MeasuredPeak, MeasurementFailure
+from core.model import ModelSnapshot
 from tui.deps import AppDeps
 from tui.measure_run import MeasureEventMessage, MeasureRun
 from tui.model.measure_plan import measure_request
@@ -24,6 +25,22 @@ from tui.model.state import ExplorerState
 
 TICK_S = 0.5
 """How often the seconds of a run in flight are repainted."""
+
+
+def unsupported(engine: str, snapshot: ModelSnapshot | None) -> MeasurementFailure | None:
+    """The torch engine's own refusal of a model family, known from the config alone."""
+    if engine != "torch" or snapshot is None or snapshot.config is None:
+        return None
+    from hip_backend.arch import arch_from_config  # no torch: the config check only
+    from hip_backend.errors import UnsupportedModelError
+
+    try:
+        arch_from_config(snapshot.config)
+    except UnsupportedModelError as exc:
+        return MeasurementFailure(FailureKind.UNSUPPORTED_MODEL, str(exc))
+    except Exception:  # anything else is the launcher's to report, with its own words
+        return None
+    return None
 
 
 class MeasureController:
@@ -51,7 +68,9 @@ class MeasureController:
         """True while a run is in flight."""
         return self.state.run is not None
 
-    def toggle(self, state: ExplorerState, entry: CatalogEntry | None) -> None:
+    def toggle(
+        self, state: ExplorerState, entry: CatalogEntry | None, snapshot: ModelSnapshot | None
+    ) -> None:
         """`m`: measure the model on screen; while a run is in flight, cancel it."""
         if self.running:
             self.cancel()
@@ -61,6 +80,11 @@ class MeasureController:
         except ValueError as exc:  # a request the launcher would refuse: say so in place
             failure = MeasurementFailure(FailureKind.INTERNAL, f"cannot measure: {exc}")
             self.state.fail(state.model, failure)
+            self._on_change(False)
+            return
+        refused = unsupported(request.engine, snapshot)
+        if refused is not None:  # say so now, not after seconds of a child starting
+            self.state.fail(state.model, refused)
             self._on_change(False)
             return
         run = MeasureRun(request, self.deps.start_measurement, self._screen)

@@ -58,7 +58,10 @@ def running_rows(request: MeasureRequest, seconds: float) -> Rows:
             "Measuring",
             Text().append(short_model(request.model), "bold").append(f"  {seconds:.1f} s"),
         ),
-        ("Workload", Text(f"{workload}, batch 1, fp16 KV, device {request.device}")),
+        (
+            "Workload",
+            Text(f"{workload}, batch 1, fp16 KV, device {request.device}, engine {request.engine}"),
+        ),
     ]
 
 
@@ -84,7 +87,8 @@ def result_rows(peak: MeasuredPeak, estimate_bytes: int) -> Rows:
     exact = (f"{peak.peak_bytes:,}", f"{estimate_bytes:,}", f"{m.bytes:+,}")
     size_w, bytes_w = max(map(len, sizes)), max(map(len, exact))
     cells = [f"{s:>{size_w}}  {b:>{bytes_w}} bytes" for s, b in zip(sizes, exact, strict=True)]
-    measured = Text().append(cells[0], "bold").append(f"  {peak_what(peak)}", "dim")
+    measured = Text().append(cells[0], "bold")
+    measured.append(f"  {peak.engine} engine · {peak_what(peak)}", "dim")
     if peak.synthetic_weights:
         measured.append(" · synthetic weights", "italic")
     budget = f"{peak.inflight_mib} MiB" if peak.inflight_mib else "0 (bound off)"

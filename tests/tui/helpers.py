@@ -1,8 +1,6 @@
-"""Helpers for the explorer tests: a fixed machine, built-in profiles only, screen readers.
+"""Helpers for the explorer tests: waiting for the app and reading the screen back.
 
-Nothing here reads this machine's /proc/meminfo, GPU or HF cache: the app gets
-`builtin_deps` with a fixed detected backend and available memory, so Pilot
-tests and snapshots are the same on every machine.
+The builders (fixed world, app, peaks, key bursts) are in tests/factories.py.
 """
 
 from __future__ import annotations
@@ -10,38 +8,25 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
 from typing import Any
 
 from textual.geometry import Region
 from textual.pilot import Pilot
 from textual.widget import Widget
 
-from core.available import AvailableMemory
-from core.backend import Backend, BackendChoice
-from tui.app import VramscopeApp, make_app
-from tui.deps import AppDeps, builtin_deps
+from tests.factories import (
+    GFX1151_LIMIT,
+    LLAMA,
+    MEMINFO_32G,
+    NO_GPU,
+    ROCM_MACHINE,
+    build_app,
+    burst,
+    fixed_deps,
+)
+from tui.app import VramscopeApp
 from tui.headless import wait_until_settled
-from tui.model.state import LaunchOptions
 from tui.widgets.breakdown import Breakdown
-
-NO_GPU = BackendChoice(Backend.CPU, True, "no GPU device node found")
-ROCM_MACHINE = BackendChoice(Backend.ROCM, True, "/dev/kfd (AMD KFD) present")
-MEMINFO_32G = AvailableMemory(32 * 1024**3, "/proc/meminfo")
-LLAMA = "mlx-community/Meta-Llama-3.1-8B-Instruct-4bit"
-GFX1151_LIMIT = 82_463_372_083
-
-
-def fixed_deps(
-    machine: BackendChoice = NO_GPU, available: AvailableMemory = MEMINFO_32G, **changes: Any
-) -> AppDeps:
-    """The fixed world of the explorer tests (fields of AppDeps may be replaced)."""
-    return replace(builtin_deps(available, machine), **changes)
-
-
-def build_app(deps: AppDeps | None = None, **options: Any) -> VramscopeApp:
-    """The real app over the fixed world; `options` are LaunchOptions fields."""
-    return make_app(deps or fixed_deps(), LaunchOptions(**options))
 
 
 async def settle(pilot: Pilot[Any]) -> None:
@@ -102,3 +87,21 @@ def breakdown_bytes(app: VramscopeApp) -> dict[str, int]:
 def breakdown_text(app: VramscopeApp) -> str:
     """The painted breakdown as one string."""
     return "\n".join(widget_lines(app.screen.query_one(Breakdown)))
+
+
+__all__ = [
+    "GFX1151_LIMIT",
+    "LLAMA",
+    "MEMINFO_32G",
+    "NO_GPU",
+    "ROCM_MACHINE",
+    "breakdown_bytes",
+    "breakdown_text",
+    "build_app",
+    "burst",
+    "fixed_deps",
+    "settle",
+    "settle_then",
+    "wait_for",
+    "widget_lines",
+]

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from core.catalog import ORIGIN_FOLDER, CatalogEntry, profile_entry
-from core.measurement import MeasuredPeak, MeasureProgress
+from core.measurement import MeasureProgress
 from core.weights import WeightsSource
-from tests.tui.helpers import LLAMA
+from tests.factories import LLAMA, peak
 from tui.chart import point_columns, render_chart
 from tui.history_table import display_path, history_row, newest_first, when
 from tui.model.chart_data import MEASURED_MARK
@@ -18,27 +18,6 @@ from tui.model.measure_state import progress_label
 from tui.model.names import short_model
 from tui.model.state import ExplorerState
 from tui.model.views import chart_points
-
-
-def peak(
-    model: str = LLAMA, inflight: int = 1024, context: int = 640, **kw: object
-) -> MeasuredPeak:
-    fields: dict[str, object] = {
-        "model": model,
-        "device_kind": "cpu",
-        "device_name": "cpu",
-        "peak_bytes": 5_000_000_000,
-        "peak_kind": "rss",
-        "inflight_mib": inflight,
-        "prompt_tokens": context - 128,
-        "gen_tokens": 128,
-        "synthetic_weights": False,
-        "load_seconds": 0.0,
-        "prefill_tokens_per_s": 0.0,
-        "decode_tokens_per_s": 0.0,
-        "torch_version": "2.13.0",
-    }
-    return MeasuredPeak(**{**fields, **kw})  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -119,6 +98,7 @@ def test_history_rows() -> None:
     covered = history_row(peak(estimate_bytes=5_500_000_000, synthetic_weights=True))
     assert covered.covered is True
     assert covered.cells[2:] == (
+        "torch · RSS over baseline",
         "cpu (synth)",
         "1024 MiB",
         "512+128",
@@ -128,9 +108,9 @@ def test_history_rows() -> None:
         "✓ yes",
     )
     over = history_row(peak(estimate_bytes=4_000_000_000, inflight=0))
-    assert (over.covered, over.cells[3], over.cells[-1]) == (False, "0 (off)", "✗ NO")
-    assert over.cells[1] == "Meta-Llama-3.1-8B-Instruct-4bit"
-    assert history_row(peak(model="/m/" + "x" * 40)).cells[1] == "x" * 31 + "…"
+    assert (over.covered, over.cells[4], over.cells[-1]) == (False, "0 (off)", "✗ NO")
+    assert over.cells[1] == LLAMA  # the org stays: names, not last parts
+    assert history_row(peak(model="/m/" + "x" * 60)).cells[1] == "x" * 45 + "…"
     assert history_row(peak()).covered is None
     assert history_row(peak()).cells[-3:] == ("-", "-", "-")
 

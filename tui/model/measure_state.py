@@ -48,10 +48,10 @@ _PHASES = {
 }
 
 
-def progress_label(progress: MeasureProgress | None) -> str:
+def progress_label(progress: MeasureProgress | None, engine: str = "torch") -> str:
     """`prefill chunk 3/8`, `decode token 40/128`; `starting…` before the first step."""
     if progress is None:
-        return "starting: importing torch…"
+        return f"starting: importing {engine}…"
     words = _PHASES.get(progress.phase.strip(), progress.phase.strip())
     return f"{words} {progress.done}/{progress.total}"
 
@@ -60,7 +60,8 @@ def activity_words(run: Run | None, seconds: float, progress: MeasureProgress | 
     """The summary line's words for a run in flight ("" when none is)."""
     if run is None:
         return ""
-    return f"measuring ({run.request.engine}) {seconds:.1f} s · {progress_label(progress)}"
+    engine = run.request.engine
+    return f"measuring ({engine}) {seconds:.1f} s · {progress_label(progress, engine)}"
 
 
 CANCELLED = MeasurementFailure(

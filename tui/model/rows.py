@@ -113,7 +113,7 @@ def verdict(est: MemoryEstimate) -> Verdict:
 
 def context_limit_text(limit: FitLimit, trained: int | None) -> str:
     """`Largest context that fits` in words."""
-    if limit.value is None:
+    if limit.value is None or limit.value == 0:
         return "none: the model does not fit even with an empty context"
     if limit.unbounded:
         return f"any (still fits at {limit.value:,} tokens: the KV cache stops growing)"

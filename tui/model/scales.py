@@ -64,3 +64,12 @@ def position_of(value: float, stops: Sequence[float]) -> float:
 def nearest_stop(value: float, stops: Sequence[float]) -> int:
     """Index of the stop closest to a value on the slider's scale."""
     return round(position_of(value, stops))
+
+
+def short_tokens(n: int) -> str:
+    """`256`, `4K`, `128K`, `1M`, and `3.2M` or `130.5K` off the round values: an axis tick."""
+    if n >= 1 << 20:
+        return f"{n >> 20}M" if n % (1 << 20) == 0 else f"{n / (1 << 20):.1f}M"
+    if n >= 1024:
+        return f"{n >> 10}K" if n % 1024 == 0 else f"{n / 1024:.1f}K"
+    return str(n)

@@ -33,7 +33,7 @@ from tui.model.rows import (
     inflight_limit_text,
     verdict,
 )
-from tui.model.scales import FALLBACK_MAX_TOKENS
+from tui.model.scales import FALLBACK_MAX_TOKENS, short_tokens
 from tui.model.sizing import mlxcel_sizing, sizing_line
 from tui.model.state import ExplorerState
 
@@ -193,6 +193,8 @@ class Summary:
     name: str
     detail: str
     """`8,192 tokens · total 5.43 GiB of 76.80 GiB`, or what is happening instead."""
+    short: str = ""
+    """The detail when space is short: `8K · 5.43/76.80 GiB`."""
     fits: bool | None = None
     """None while there is no verdict (reading, an error)."""
     verdict: str = ""
@@ -235,8 +237,12 @@ class ScreenWords:
             f"{self.max_tokens:,} tokens · total {format_bytes_short(est.total_bytes)}"
             f" of {format_bytes_short(est.available_bytes)}"
         )
+        short = (
+            f"{short_tokens(self.max_tokens)} · {format_bytes_short(est.total_bytes)}"
+            f" of {format_bytes_short(est.available_bytes)}"
+        )
         v = verdict(est)
-        return Summary(name, detail, v.fits, v.label, self.activity)
+        return Summary(name, detail, short, v.fits, v.label, self.activity)
 
 
 CHART_TITLE = "Total against context (log scale)"

@@ -210,7 +210,7 @@ class ExplorerScreen(Screen[None]):
 
     def action_measure(self) -> None:
         """Measure the model on screen; while a run is in flight, cancel it."""
-        self.measure.toggle(self.state, self.loader.entry)
+        self.measure.toggle(self.state, self.loader.entry, self.loader.snapshot)
 
     def on_measure_event_message(self, message: MeasureEventMessage) -> None:
         self.measure.take(message)

@@ -24,6 +24,7 @@ from core.measurement import MeasuredPeak
 from tui.history_table import (
     COLUMNS,
     EXPORT_FILE,
+    NUMERIC,
     display_path,
     history_row,
     newest_first,
@@ -95,7 +96,10 @@ class HistoryScreen(Screen[None]):
         table.clear()
         for peak in self.records:
             row = history_row(peak)
-            cells: list[str | Text] = list(row.cells)
+            cells: list[str | Text] = [
+                Text(cell, justify="right") if name in NUMERIC else cell
+                for name, cell in zip(COLUMNS, row.cells, strict=True)
+            ]
             if row.covered is not None:
                 cells[-1] = Text(row.cells[-1], "bold green" if row.covered else "bold red")
             table.add_row(*cells)

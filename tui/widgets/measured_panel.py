@@ -81,7 +81,7 @@ class MeasuredPanel(Vertical):
         self.peak = None
         rows = running_rows(request, seconds)
         self._set("running", rows_table(rows), rows_plain(rows))
-        label = progress_label(progress)
+        label = progress_label(progress, request.engine)
         self._phase.update(label)
         if progress is None or progress.total <= 0:
             self._bar.update(total=None, progress=0)

@@ -21,8 +21,15 @@ from textual.widgets.option_list import Option
 
 from core.catalog import ORIGIN_BUILTIN, ORIGIN_FOLDER, ORIGIN_HF_CACHE, Catalog, CatalogEntry
 from core.units import format_bytes_short
-from tui.chart import short_tokens
 from tui.model.names import model_arg
+from tui.model.scales import short_tokens
+
+NO_MODELS = (
+    "No models found. Add a folder of models with --models-dir DIR (or "
+    "VRAMSCOPE_MODELS_DIR), or download one into the Hugging Face cache "
+    "(hf download ORG/NAME); a model folder needs config.json and *.safetensors."
+)
+"""What the list says when the catalog is empty: how to add models, not "no match"."""
 
 GROUPS = (
     (ORIGIN_FOLDER, "Model folders"),
@@ -83,6 +90,7 @@ class ModelList(Vertical):
         self.entries: tuple[CatalogEntry, ...] = ()
         self.current = ""
         self.loaded = False
+        self.error = ""
         self._width = 0
         self.border_title = "Models"
 
@@ -130,6 +138,7 @@ class ModelList(Vertical):
     def set_error(self, text: str) -> None:
         """Say why the catalog could not be read."""
         self.loaded = True
+        self.error = text
         self.options.set_options([Option(Text(text, "red"), disabled=True)])
 
     def set_current(self, name: str) -> None:
@@ -138,15 +147,17 @@ class ModelList(Vertical):
         box = self.filter_box
         placeholder = f"/ filter · {name}"
         box.placeholder = placeholder if len(placeholder) <= box.size.width else "/ filter models"
-        if self.loaded and self.entries:
+        if self.loaded:
             self._refill()
 
     def on_resize(self, event: events.Resize) -> None:
         width = self.options.scrollable_content_region.width
-        if width and width != self._width and self.entries:
+        if width and width != self._width and self.loaded:
             self._refill()
 
     def _refill(self) -> None:
+        if self.error:
+            return  # the catalog's error stays in view
         width = self.options.scrollable_content_region.width or 40
         self._width = width
         query = self.filter_box.value
@@ -167,7 +178,8 @@ class ModelList(Vertical):
                     highlight = len(rows)
                 rows.append(Option(entry_prompt(entry, current, width), id=str(i)))
         if not rows:
-            rows = [Option(Text("no model matches", "dim"), disabled=True)]
+            words = NO_MODELS if not self.entries else "no model matches"
+            rows = [Option(Text(words, "dim"), disabled=True)]
         options = self.options
         options.set_options(rows)
         if highlight is None:
@@ -182,7 +194,7 @@ class ModelList(Vertical):
     @on(Input.Changed, "#model-filter")
     def _filter(self, event: Input.Changed) -> None:
         event.stop()
-        if self.entries:
+        if self.loaded:
             self._refill()
 
     @on(Input.Submitted, "#model-filter")

@@ -7,9 +7,9 @@ value (a live preview); while it does not, the value from before typing
 stands and the hint says why. Enter keeps a valid value and refuses an invalid
 one; Escape puts back the value from before typing.
 
-A digit or a paste on the slider starts typing in the box. Keys of a burst
-that were already on their way to the slider when the box took focus are
-passed on to the box in order, so `4096` sent at once is 4096.
+A digit or a paste on the slider starts an entry that the slider edits while
+it keeps focus, so a burst (`t4096` sent at once) lands in order: focus never
+moves between keys that are already on their way.
 """
 
 from __future__ import annotations
@@ -81,6 +81,7 @@ class SliderField(Widget):
         & .field-hint { height: auto; padding-left: 14; color: $text-muted; display: none; }
         & .field-hint.-shown { display: block; }
         & .field-hint.-invalid { color: $error; }
+        & ValueInput.-editing { background: $accent 30%; }
     }
     """
 
@@ -189,6 +190,10 @@ class SliderField(Widget):
         line.set_classes(["field-hint", *extra, *(["-shown"] if text else [])])
 
     # --- typing ----------------------------------------------------------------------
+    # Two ways in: the box itself (Tab or a click gives it focus; Input edits the text),
+    # or keys on the slider (a digit or a paste starts an entry that the slider edits
+    # while it keeps focus). The second never moves focus mid-burst, so every key of
+    # `t4096` sent at once lands in order; both read the text through `_read`.
 
     def begin_typing(self) -> None:
         """Remember the value typing starts from (once per entry)."""
@@ -196,71 +201,90 @@ class SliderField(Widget):
             self.before = self.value
 
     def end_typing(self) -> None:
-        """Leaving the box: keep a valid entry, otherwise put the earlier value back."""
+        """Leaving the entry: keep a valid value, otherwise put the earlier value back."""
         if self.before is not None and self.spec.parse(self.input.value) is None:
             self._commit(self.before)
+        self._finish()
+
+    def _finish(self) -> None:
         self.before, self.typed_note = None, ""
-        self.input.select_on_focus = True
+        self.input.remove_class("-editing")
         self.show_value()
         self._paint_hint()
 
-    def type_text(self, text: str) -> None:
-        """Type into the box from the slider: the first key starts an entry, later ones add."""
+    def _read(self, text: str) -> None:
+        """Live preview: a value applies; text that is not one leaves the earlier value."""
+        reading = self.spec.read(text)
+        self.input.set_class(isinstance(reading, str), "-invalid")
+        if isinstance(reading, str):
+            self.typed_note = reading
+            if self.before is not None:
+                self._commit(self.before)
+        else:
+            self.typed_note = self.spec.shown(text, reading)
+            self._commit(reading)
+        self._paint_hint()
+
+    def _edit(self, text: str) -> None:
+        """The slider's entry changed: show it in the box and read it."""
         box = self.input
-        if not self.typing:
-            self.begin_typing()
-            box.value = ""
-        box.select_on_focus = False  # the focus event comes later: it must not select the text
-        box.insert_text_at_cursor(text)
-        if not box.has_focus:
-            self.screen.set_focus(box)  # now: keys still on their way land in the box
+        with box.prevent(Input.Changed):
+            box.value = text
+        box.cursor_position = len(text)
+        box.add_class("-editing")
+        self._read(text)
 
     def submit(self) -> None:
         """Enter: keep a valid value and go back to the slider; refuse an invalid one."""
         reading = self.spec.read(self.input.value)
         if isinstance(reading, str):
-            self.typed_note = f"{reading} · Esc restores {self.spec.fmt(self.before or 0)}"
-            if self.before is None:
-                self.typed_note = reading
+            before = self.before
+            restore = f" · Esc restores {self.spec.fmt(before)}" if before is not None else ""
+            self.typed_note = reading + restore
             self._paint_hint()
             self.app.bell()
             return
         self._commit(reading)
-        self.before, self.typed_note = None, ""
-        self.show_value()
-        self._paint_hint()
-        self.screen.set_focus(self.slider)
+        self._finish()
+        if not self.slider.has_focus:
+            self.screen.set_focus(self.slider)
 
     def restore(self) -> None:
         """Escape: the value from before typing, and back to the slider."""
         if self.before is not None:
             self._commit(self.before)
-        self.before, self.typed_note = None, ""
-        self.show_value()
-        self._paint_hint()
-        self.screen.set_focus(self.slider)
+        self._finish()
+        if not self.slider.has_focus:
+            self.screen.set_focus(self.slider)
 
     def key_from_slider(self, event: events.Key) -> bool:
-        """A digit on the slider, or a key of a burst that reached it after typing began."""
+        """A key on the slider: a digit starts an entry; while one is open, keys edit it."""
         if not self.typing:
             if event.character is None or not event.character.isdigit():
                 return False
-            self.type_text(event.character)
+            self.begin_typing()
+            self._edit(event.character)
         elif event.key == "enter":
             self.submit()
         elif event.key == "escape":
             self.restore()
         elif event.key == "backspace":
-            self.input.action_delete_left()
+            self._edit(self.input.value[:-1])
         elif event.is_printable and event.character is not None:
-            self.type_text(event.character)
+            self._edit(self.input.value + event.character)
         else:
             return False
         return True
 
+    def leave_slider(self) -> None:
+        """Focus left the slider: an entry it was editing ends (kept if valid)."""
+        if self.typing and not self.input.has_focus:
+            self.end_typing()
+
     def paste_from_slider(self, text: str) -> None:
-        """A paste on the slider goes into the box (its first line)."""
-        self.type_text(next((line.strip() for line in text.splitlines() if line.strip()), ""))
+        """A paste on the slider becomes the entry (its first non-empty line)."""
+        self.begin_typing()
+        self._edit(next((line.strip() for line in text.splitlines() if line.strip()), ""))
 
     def _commit(self, value: float) -> None:
         self.slider.set_position(position_of(value, self.stops))
@@ -278,21 +302,10 @@ class SliderField(Widget):
     @on(Input.Changed)
     def _typed(self, event: Input.Changed) -> None:
         event.stop()
-        if not self.typing:
-            if not event.input.has_focus:
-                return  # the box's first value, set from code
-            self.begin_typing()
-        reading = self.spec.read(event.value)
-        invalid = isinstance(reading, str)
-        event.input.set_class(invalid, "-invalid")
-        if isinstance(reading, str):
-            self.typed_note = reading
-            if self.before is not None:
-                self._commit(self.before)  # the earlier value stands while the text is not one
-        else:
-            self.typed_note = self.spec.shown(event.value, reading)
-            self._commit(reading)
-        self._paint_hint()
+        if not event.input.has_focus:
+            return  # a value set from code
+        self.begin_typing()
+        self._read(event.value)
 
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:

@@ -77,11 +77,11 @@ class StatusLine(Static):
 
 
 class SummaryLine(Static):
-    """The answer in one line at every size: the model, its total and the verdict.
+    """The answer in one line at every size: the verdict, the total and the model.
 
-    `Meta-Llama-3.1-8B-Instruct-4bit · 8,192 tokens · total 5.43 GiB of 76.80 GiB  FITS`;
-    a measurement in flight adds its progress. When the line is too narrow the
-    model name is cut first, so the total and the verdict stay.
+    ` FITS  8,192 tokens · total 7.28 GiB of 76.80 GiB · mlx-community/Meta-Llama-…`;
+    a measurement in flight adds its progress. When the line is short the detail
+    gets shorter and the model name is cut, so the verdict and total stay.
     """
 
     DEFAULT_CSS = """
@@ -123,20 +123,23 @@ class SummaryLine(Static):
         self.update(self._line(width or 200), layout=False)
 
     def _line(self, width: int) -> Text:
+        """The verdict first, then the total, then the model (cut to what is left)."""
         s = self.summary
         if s is None:
             return Text("")
         badge = f" {s.verdict} " if s.verdict else ""
-        tail = f" · {s.detail}" + (f"  {badge}" if badge else "")
-        tail += f" · {s.activity}" if s.activity else ""
-        room = max(8, width - len(tail))
+        activity = f" · {s.activity}" if s.activity else ""
+        detail = s.detail
+        lead = len(badge) + 1 if badge else 0
+        if s.short and lead + len(detail) + 3 + min(len(s.name), 24) + len(activity) > width:
+            detail = s.short
+        room = max(12, width - lead - len(detail) - 3 - len(activity))
         name = s.name if len(s.name) <= room else s.name[: room - 1] + "…"
         text = Text(no_wrap=True, overflow="ellipsis")
-        text.append(name, "bold")
-        text.append(f" · {s.detail}")
         if badge:
             style = "summary--fits" if s.fits else "summary--over"
-            text.append("  ").append(badge, self.get_component_rich_style(style))
-        if s.activity:
-            text.append(f" · {s.activity}", self.get_component_rich_style("summary--busy"))
+            text.append(badge, self.get_component_rich_style(style)).append(" ")
+        text.append(detail).append(" · ").append(name, "bold")
+        if activity:
+            text.append(activity, self.get_component_rich_style("summary--busy"))
         return text

@@ -30,6 +30,9 @@ class TypingHook(Protocol):
     def paste_from_slider(self, text: str) -> None:
         """Take pasted text."""
 
+    def leave_slider(self) -> None:
+        """Focus left the slider: close an entry it was editing."""
+
 
 class StopSlider(Widget, can_focus=True):
     """A track of evenly spaced stops with a knob."""
@@ -162,15 +165,15 @@ class StopSlider(Widget, can_focus=True):
         return text
 
     def on_key(self, event: events.Key) -> None:
-        # A digit starts typing; any key that still reaches the slider once the box
-        # has focus (the rest of a burst already on its way) belongs to the box.
+        # Digits start an entry in the owner's box; while one is open, keys edit it.
         hook = self.box_hook
-        if hook is None:
-            return
-        starts = event.character is not None and event.character.isdigit()
-        if (starts or not self.has_focus) and hook.key_from_slider(event):
+        if hook is not None and hook.key_from_slider(event):
             event.stop()
             event.prevent_default()
+
+    def on_blur(self, event: events.Blur) -> None:
+        if self.box_hook is not None:
+            self.box_hook.leave_slider()
 
     def on_paste(self, event: events.Paste) -> None:
         if self.box_hook is not None and event.text:

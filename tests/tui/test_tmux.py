@@ -1,0 +1,67 @@
+"""Issue 11 with a real `vramscope` in tmux: every key string sent in one write.
+
+The same checks as tests/tui/test_trust.py, but through a terminal: the app's
+own input driver splits the burst into keys, exactly as for a user who pastes
+or types fast. Each test runs its own tmux server and kills it afterwards.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.tui.tmux_driver import TmuxApp, tmux_vramscope
+
+pytestmark = [pytest.mark.child_process, pytest.mark.slow]
+
+ARGS = ("--preset", "gfx1151", "--backend", "rocm")
+
+
+def summary(screen: str) -> str:
+    return next(line for line in screen.splitlines() if " · total " in line or " GiB of " in line)
+
+
+def started(app: TmuxApp) -> str:
+    return app.wait_for(lambda s: "FITS" in s and "Quit" in s, "the first estimate")
+
+
+def test_bursts_apply_whole_values_and_refuse_invalid_ones() -> None:
+    with tmux_vramscope((120, 40), *ARGS) as app:
+        started(app)
+        app.burst("t4096\r")
+        app.wait_for(lambda s: "4,096 tokens" in summary(s), "4096 tokens")
+        app.burst("t1.5k\ri2G\r")
+        screen = app.wait_for(lambda s: "1,536 tokens" in summary(s), "1.5k = 1536 tokens")
+        assert "In-flight MiB" in screen
+        app.wait_for(lambda s: "Backend in-flight   2.00 GiB" in s, "2G = 2048 MiB")
+        app.burst("t5000000000\r")
+        screen = app.wait_for(lambda s: "at most 4,294,967,296 tokens" in s, "the refusal")
+        assert "1,536 tokens" in summary(screen)  # no 9-digit prefix applied
+        app.key("Escape")
+        app.wait_for(lambda s: "at most" not in s and " 1536 " in s, "the value restored")
+        app.burst("h101\r")
+        screen = app.wait_for(lambda s: "at most 100" in s, "the factor refused")
+        assert "factor 1.20x" in screen
+
+
+def test_at_60x20_the_verdict_total_model_quit_and_help_are_in_view() -> None:
+    with tmux_vramscope((60, 20), *ARGS) as app:
+        screen = started(app)
+        lines = screen.splitlines()
+        assert len(lines) <= 20
+        assert "FITS  8K · 7.28 GiB of 76.80 GiB · mlx-community/" in summary(screen)
+        assert lines[-1].startswith("q Quit ? Help")
+        app.burst("t1m\r")
+        app.wait_for(lambda s: "DOES NOT FIT  1M · " in summary(s), "the verdict change")
+
+
+def test_a_resize_round_trip_redraws_everything() -> None:
+    with tmux_vramscope((160, 48), *ARGS) as app:
+        started(app)
+        wide = app.settle()
+        app.resize(80, 24)
+        narrow = app.wait_for(lambda s: len(s.splitlines()) <= 24 and "Quit" in s, "80x24")
+        assert "FITS" in summary(narrow)
+        app.resize(160, 48)
+        app.wait_for(lambda s: len(s.splitlines()) >= 47, "160x48 again")
+        again = app.settle()
+        assert again == wide

@@ -1,0 +1,294 @@
+"""Issue 11 through Pilot: typed values, bursts of keys, small sizes, resizes, names, defects.
+
+Bursts are posted to the app all at once (`tests.factories.burst`), not with
+Pilot's pause after every key, which is how a paste or a fast typist arrives.
+tests/tui/test_tmux.py sends the same keys to a real `vramscope` in tmux.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from textual import events
+from textual.pilot import Pilot
+from textual.widgets import Footer
+from textual.widgets._footer import FooterKey
+
+from core.catalog import Catalog, CatalogEntry
+from core.errors import ModelError
+from core.measurement import MeasureProgress
+from core.model import ModelSnapshot
+from tests.factories import LLAMA, burst, peak
+from tests.tui.fake_launcher import FakeLauncher
+from tests.tui.helpers import breakdown_text, build_app, fixed_deps, settle, wait_for, widget_lines
+from tui.app import VramscopeApp
+from tui.widgets.command_lines_view import CommandLinesView
+from tui.widgets.context_chart import ContextChart
+from tui.widgets.measured_panel import MeasuredPanel
+from tui.widgets.model_list import NO_MODELS, ModelList
+from tui.widgets.slider_field import SliderField
+from tui.widgets.status_line import SummaryLine
+
+QWEN_NEXT = "Qwen/Qwen3-Next-80B-A3B-Instruct"
+
+
+def field(app: VramscopeApp, name: str) -> SliderField:
+    return app.screen.query_one(f"#{name}", SliderField)
+
+
+def summary(app: VramscopeApp) -> str:
+    return app.screen.query_one(SummaryLine).text
+
+
+async def handled(pilot: Pilot[Any]) -> None:
+    """Let every posted key and what it caused be handled."""
+    for _ in range(4):
+        await pilot.pause()
+
+
+async def test_a_burst_of_keys_lands_in_the_field_it_names() -> None:
+    app = build_app(preset="gfx1151")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        burst(app, "t4096\r")
+        await handled(pilot)
+        assert app.explorer.state.max_tokens == 4096
+        burst(app, "t1.5k\ri2G\rb12\rh1.35\r")  # `k` and `b` are text here, not keys
+        await handled(pilot)
+        s = app.explorer.state
+        assert (s.max_tokens, s.inflight_mib, s.batch, s.headroom_factor) == (1536, 2048, 12, 1.35)
+        assert not s.kv_int8
+        assert "1,536 tokens" in summary(app)
+        burst(app, "t32k\rk")  # after Enter, `k` is the KV key again
+        await handled(pilot)
+        assert (app.explorer.state.max_tokens, app.explorer.state.kv_int8) == (32768, True)
+
+
+async def test_the_parsed_value_is_shown_while_typing() -> None:
+    app = build_app(preset="gfx1151")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        burst(app, "t128K")
+        await handled(pilot)
+        assert field(app, "tokens").typed_note == "= 131,072 tokens"
+        assert app.explorer.state.max_tokens == 131072  # a live preview
+        burst(app, "\ri1G")
+        await handled(pilot)
+        assert field(app, "inflight").typed_note == "= 1,024 MiB"
+        assert field(app, "inflight").input.value == "1G"
+
+
+async def test_enter_refuses_an_invalid_entry_and_escape_restores_the_value_before() -> None:
+    app = build_app(preset="gfx1151")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        before = breakdown_text(app)
+        burst(app, "t5000000000\r")  # one past 2^32: its 9-digit prefix must not stick
+        await handled(pilot)
+        tokens = field(app, "tokens")
+        assert app.explorer.state.max_tokens == 8192
+        assert tokens.input.value == "5000000000"
+        assert tokens.typed_note == "at most 4,294,967,296 tokens (2^32) · Esc restores 8192"
+        assert breakdown_text(app) == before
+        burst(app, "\x1b")
+        await handled(pilot)
+        assert (tokens.input.value, tokens.typing) == ("8192", False)
+        burst(app, "h101\r")
+        await handled(pilot)
+        assert app.explorer.state.headroom_factor == 1.2
+        assert "at most 100" in field(app, "factor").typed_note
+        burst(app, "\x1bi1x\r")
+        await handled(pilot)
+        assert app.explorer.state.inflight_mib == 1024
+
+
+async def test_a_paste_on_a_slider_goes_into_its_box() -> None:
+    app = build_app(preset="gfx1151")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        slider = field(app, "tokens").slider
+        assert slider.has_focus
+        slider.post_message(events.Paste("\n 24576 \n"))
+        await handled(pilot)
+        assert field(app, "tokens").input.value == "24576"
+        burst(app, "\r")
+        await handled(pilot)
+        assert app.explorer.state.max_tokens == 24576
+
+
+async def test_at_60x20_the_answer_and_quit_and_help_stay_in_view() -> None:
+    app = build_app(preset="gfx1151")
+    async with app.run_test(size=(60, 20)) as pilot:
+        await settle(pilot)
+        line = app.screen.query_one(SummaryLine)
+        assert 0 <= line.region.y < 20 and line.region.right <= 60
+        text = widget_lines(line)[0].strip()
+        assert text.startswith("FITS  8K · 7.28 GiB of 76.80 GiB · mlx-community/")
+        footer = app.screen.query_one(Footer)
+        assert footer.region.bottom == 20
+        in_view = {
+            key.description
+            for key in footer.query(FooterKey)
+            if key.region.width and key.region.right <= 60
+        }
+        assert {"Quit", "Help"} <= in_view
+        burst(app, "t1m\r")  # over the budget: the verdict changes in view
+        await handled(pilot)
+        assert widget_lines(line)[0].strip().startswith("DOES NOT FIT  1M · ")
+
+
+async def test_the_chart_and_panels_redraw_on_a_resize_round_trip() -> None:
+    app = build_app(preset="gfx1151")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        chart = app.screen.query_one(ContextChart)
+        wide = widget_lines(chart)
+        await pilot.resize_terminal(80, 24)
+        await settle(pilot)
+        await pilot.resize_terminal(160, 48)
+        await settle(pilot)
+        assert widget_lines(chart) == wide
+        axis = wide[-2]  # the tick line, above the bottom border
+        assert axis.rstrip(" │").endswith("128K")  # the trained context, not a stale end
+
+
+async def test_m_shows_its_progress_in_the_summary_at_80x24() -> None:
+    launcher = FakeLauncher()
+    app = build_app(fixed_deps(start_measurement=launcher), preset="gfx1151")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("m")
+        await wait_for(pilot, launcher.started.is_set, "the launcher to be called")
+        launcher.handles[0].emit(MeasureProgress("prefill", 4, 16))
+        await wait_for(pilot, lambda: "prefill chunk 4/16" in summary(app), "progress")
+        assert "measuring (torch)" in summary(app)
+        await pilot.press("m")
+        await wait_for(pilot, lambda: "measuring" not in summary(app), "the cancel")
+
+
+async def test_cancelling_a_new_run_keeps_the_previous_result() -> None:
+    launcher = FakeLauncher()
+    app = build_app(fixed_deps(start_measurement=launcher), preset="gfx1151")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        panel = app.screen.query_one(MeasuredPanel)
+        await pilot.press("m")
+        await wait_for(pilot, lambda: len(launcher.handles) == 1, "the first run")
+        launcher.handles[0].finish(peak(context=8192, peak_bytes=6_000_000_000))
+        await wait_for(pilot, lambda: panel.kind == "result", "the first result")
+        await pilot.press("m")
+        await wait_for(pilot, lambda: len(launcher.handles) == 2, "the second run")
+        await pilot.press("m")  # cancel it
+        await wait_for(pilot, lambda: panel.kind == "result", "the previous result again")
+        assert "6,000,000,000 bytes" in panel.text
+        assert "the new run was cancelled" in panel.text
+
+
+async def test_the_measure_panel_names_the_engine_and_what_was_counted() -> None:
+    launcher = FakeLauncher()
+    app = build_app(fixed_deps(start_measurement=launcher), preset="gfx1151")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.click("#engine", offset=(10, 0))  # ` torch ` then ` mlx `
+        assert app.explorer.state.engine == "mlx"
+        await pilot.press("m")
+        await wait_for(pilot, lambda: len(launcher.handles) == 1, "the run")
+        assert launcher.handles[0].request.engine == "mlx"
+        panel = app.screen.query_one(MeasuredPanel)
+        assert "engine mlx" in panel.text
+        done = peak(context=8192, engine="mlx", peak_kind="mx.get_peak_memory()")
+        launcher.handles[0].finish(done)
+        await wait_for(pilot, lambda: panel.kind == "result", "the result")
+        assert "mlx engine · RSS over baseline" in panel.text
+        chart = app.screen.query_one(ContextChart)
+        assert chart.border_subtitle == "● mlx · measured peaks at 1024 MiB: 1"
+
+
+async def test_an_unsupported_family_is_refused_at_once() -> None:
+    launcher = FakeLauncher()
+    app = build_app(fixed_deps(start_measurement=launcher), preset="gfx1151")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"gemma-2-2b-it", "enter")
+        await settle(pilot)
+        await pilot.press("escape", "m")
+        panel = app.screen.query_one(MeasuredPanel)
+        await wait_for(pilot, lambda: panel.kind == "failure", "the refusal")
+        assert launcher.handles == []  # no child was started to find out
+        assert "model type 'gemma2' is not supported for measurement" in panel.text
+
+
+async def test_the_command_lines_follow_a_model_that_cannot_be_read() -> None:
+    base = fixed_deps()
+
+    def load(entry: CatalogEntry) -> ModelSnapshot:
+        if entry.name == "google/gemma-2-2b-it":
+            raise ModelError("google/gemma-2-2b-it", "config.json is unreadable")
+        return base.load_snapshot(entry)
+
+    app = build_app(replace(base, load_snapshot=load))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"gemma-2-2b-it", "enter")
+        await settle(pilot)
+        view = app.screen.query_one("#commands", CommandLinesView)
+        assert "google/gemma-2-2b-it" in view.vramscope
+        assert "config.json is unreadable" in summary(app)
+
+
+async def test_an_empty_catalog_says_how_to_add_models() -> None:
+    app = build_app(fixed_deps(build_catalog=lambda: Catalog((), ())))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        options = app.screen.query_one(ModelList).options
+        assert str(options.get_option_at_index(0).prompt) == NO_MODELS
+
+
+async def test_a_config_only_profile_is_marked_as_an_analytical_estimate() -> None:
+    app = build_app(model=QWEN_NEXT, preset="gfx1151")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        assert "(weights: analytical estimate)" in summary(app)
+        assert "analytical estimate from config.json" in breakdown_text(app)
+
+
+async def test_the_breakdown_bytes_have_separators() -> None:
+    app = build_app(preset="gfx1151")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        assert "4,517,404,672" in breakdown_text(app)
+        assert "(74,642,249,216 bytes) of headroom" in breakdown_text(app)
+
+
+def test_the_history_names_a_cache_snapshot_by_its_repo_id() -> None:
+    from tui.history_table import export_markdown, history_row
+
+    path = "/h/hub/models--mlx-community--Qwen3-0.6B-4bit/snapshots/0123abcd"
+    row = history_row(peak(model=path, engine="mlx", peak_kind="mx.get_peak_memory()"))
+    assert row.cells[1] == "mlx-community/Qwen3-0.6B-4bit"
+    assert row.cells[2] == "mlx · RSS over baseline"
+    export = export_markdown([peak(model=path, engine="mlx", peak_kind="mx.get_peak_memory()")])
+    assert "mlx-community/Qwen3-0.6B-4bit" in export and "0123abcd" not in export
+    assert "mlx: mx.get_peak_memory()" in export
+
+
+async def test_history_numbers_are_right_aligned(tmp_path: Any) -> None:
+    from rich.text import Text
+    from textual.widgets import DataTable
+
+    from core.history import HistoryStore
+
+    store = HistoryStore(tmp_path / "history.jsonl")
+    store.append(peak(estimate_bytes=6_000_000_000))
+    app = build_app(fixed_deps(history=lambda: store), preset="gfx1151")
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("H")
+        await settle(pilot)
+        table = app.screen.query_one(DataTable)
+        cells = table.get_row_at(0)
+        peak_cell = cells[6]
+        assert isinstance(peak_cell, Text) and peak_cell.justify == "right"
+        assert peak_cell.plain == "4.66 GiB"
+        assert str(cells[1]) == LLAMA
