@@ -37,10 +37,11 @@ _DEVICE_BACKENDS = {"rocm": "rocm", "cuda": "cuda", "metal": "metal", "cpu": "cp
 def comparison_backend(engine: str, device_kind: str) -> Backend:
     """The estimate formula a peak is held against.
 
-    The torch engine emulates MLX-ROCm's in-flight queue on every device, so its peak
-    is compared with the ROCm formula (in-flight term included) everywhere. An mlx
-    peak is compared with the formula of the backend it ran on: the CPU, Metal and
-    CUDA have no in-flight term; ROCm (and a GPU of unknown kind) has it.
+    A torch run that emulates MLX-ROCm's in-flight queue is compared with the ROCm
+    formula (in-flight term included) on any device (`MeasuredPeak.estimate_backend`
+    handles a torch run without the queue). An mlx peak is compared with the formula
+    of the backend it ran on: the CPU, Metal and CUDA have no in-flight term; ROCm
+    (and a GPU of unknown kind) has it.
     """
     if engine != "mlx":
         return Backend.ROCM
