@@ -18,6 +18,7 @@ from tui.commands.common import (
     parse_quant_flag,
     warn,
 )
+from tui.model.sizing import mlxcel_sizing, sizing_lines
 
 
 def register(sub: Any) -> None:
@@ -34,6 +35,13 @@ def register(sub: Any) -> None:
     )
     add_estimate_flags(p)
     p.add_argument("--json", action="store_true", help="print the JSON report")
+    p.add_argument(
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="also print what mlxcel would size from the estimate (paged-KV auto budget, "
+        "prompt-cache capacity, --recommend-quant)",
+    )
     add_parallel_flags(p)
     p.set_defaults(func=run)
 
@@ -63,4 +71,7 @@ def run(args: argparse.Namespace) -> int:
     print(format_estimate(args.model, est))
     if not est.fits:
         print(DOES_NOT_FIT_NOTE)
+    if args.verbose:
+        sizing = mlxcel_sizing(model, resolved.settings, args.max_tokens, args.batch)
+        print("\n".join(sizing_lines(sizing, resolved.settings.available)))
     return 0

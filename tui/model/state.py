@@ -167,3 +167,18 @@ def available_status(available: AvailableMemory | None) -> str:
     if available is None:
         return "available memory: detecting…"
     return f"{format_bytes_short(available.bytes)} available · {available.source}"
+
+
+BACKEND_ORDER: tuple[Backend, ...] = (Backend.ROCM, Backend.CUDA, Backend.METAL, Backend.CPU)
+MAX_DEVICES = 8
+
+
+def next_value(state: ExplorerState, name: str) -> object:
+    """The value a cycling key moves a field to: KV dtype, backend or device count."""
+    if name == "kv_int8":
+        return not state.kv_int8
+    if name == "backend":
+        return BACKEND_ORDER[(BACKEND_ORDER.index(state.backend) + 1) % len(BACKEND_ORDER)]
+    if name == "devices":
+        return state.devices % MAX_DEVICES + 1
+    raise ValueError(f"no cycling key for {name}")

@@ -25,6 +25,7 @@ from tui.model.command_lines import mlxcel_command, vramscope_command
 from tui.model.measure_plan import model_names
 from tui.model.measure_state import Measurements, PanelView
 from tui.model.names import model_arg
+from tui.model.parallel_view import launch_command, with_plan_flag
 from tui.model.rows import (
     INFLIGHT_OFF_HINT,
     EstimateView,
@@ -271,12 +272,18 @@ def screen_words(
     points = chart_points(measurements.runs(loaded.history.results), names, state)
     panel = measurements.panel(names, estimate_for(state, snapshot, available), now)
     arg = model_arg(entry) if entry is not None else state.model
+    vramscope, second = (
+        vramscope_command(state, available, arg),
+        mlxcel_command(state, available, arg),
+    )
+    if state.devices > 1:  # the split: inspect --tp/--pp, and mlx.launch on the same plan
+        vramscope, second = with_plan_flag(vramscope, state), launch_command(state, arg)
     analytical = snapshot is not None and snapshot.weights.source is WeightsSource.ANALYTICAL_CONFIG
     return ScreenWords(
         name=entry.name if entry is not None else state.model,
         trained=loaded.trained_context,
-        vramscope=vramscope_command(state, available, arg),
-        mlxcel=mlxcel_command(state, available, arg),
+        vramscope=vramscope,
+        mlxcel=second,
         chart_subtitle=points_words(points, state.inflight_mib),
         problem=loaded.problem,
         activity=measurements.activity(now),

@@ -27,16 +27,15 @@ from tui.loader import FailedModel, Loaded, Loader
 from tui.measure_controller import MeasureController
 from tui.measure_run import MeasureEventMessage
 from tui.model.names import model_arg
-from tui.model.parallel_view import launch_command, with_plan_flag
 from tui.model.scales import token_stops
-from tui.model.state import ExplorerState
+from tui.model.state import ExplorerState, next_value
 from tui.model.views import build_views, screen_words
 from tui.ranks_controller import RanksController
 from tui.screens.history_screen import HistoryScreen
 from tui.widgets.breakdown import Breakdown
 from tui.widgets.command_lines_view import CommandLinesView
 from tui.widgets.context_chart import ContextChart
-from tui.widgets.controls import BACKENDS, Controls
+from tui.widgets.controls import Controls
 from tui.widgets.measured_panel import MeasuredPanel
 from tui.widgets.memory_field import MemoryField
 from tui.widgets.model_list import ModelList
@@ -60,9 +59,9 @@ class ExplorerScreen(Screen[None]):
         Binding("b", "jump('batch')", "Batch", show=False, priority=True),
         Binding("h", "jump('factor')", "Headroom", show=False, priority=True),
         Binding("a", "jump('memory')", "Available", show=False, priority=True),
-        Binding("k", "toggle_kv", "KV dtype"),
-        Binding("n", "next_backend", "Backend"),
-        Binding("d", "next_devices", "Devices", show=False),
+        Binding("k", "cycle('kv_int8')", "KV dtype"),
+        Binding("n", "cycle('backend')", "Backend"),
+        Binding("d", "cycle('devices')", "Devices", show=False),
         Binding("c", "copy('vramscope')", "Copy cmd"),
         Binding("C", "copy('mlxcel')", "Copy mlxcel", show=False),
         Binding("m", "measure", "Measure"),
@@ -147,13 +146,8 @@ class ExplorerScreen(Screen[None]):
         words = screen_words(state, loader, available, self.measure.state, self.deps.clock())
         self.query_one(StatusLine).show_state(state.backend, self.start, self.machine, available)
         self.query_one(Controls).show_hints(state, loader.snapshot is not None, words.trained)
-        vramscope_line, second_line = words.vramscope, words.mlxcel
-        if state.devices > 1:
-            arg = model_arg(loader.entry) if loader.entry is not None else state.model
-            vramscope_line = with_plan_flag(vramscope_line, state)
-            second_line = launch_command(state, arg)
         for view in self.query(CommandLinesView):
-            view.show(vramscope_line, second_line)
+            view.show(words.vramscope, words.mlxcel)
         self.query_one(MeasuredPanel).show(words.panel)
         chart, breakdown = self.query_one(ContextChart), self.query_one(Breakdown)
         views, self.estimate = None, None
@@ -172,10 +166,6 @@ class ExplorerScreen(Screen[None]):
         chart.border_subtitle = words.chart_subtitle
         chart.show(views.chart if views else None)
         self.query_one(SummaryLine).show(words.summary(views.estimate if views else None))
-
-    def action_next_devices(self) -> None:
-        """1 -> 2 -> ... -> 8 -> 1 devices."""
-        self.update(devices=self.state.devices % 8 + 1)
 
     # --- reads ---------------------------------------------------------------------
 
@@ -226,8 +216,6 @@ class ExplorerScreen(Screen[None]):
             self.app.push_screen(HistoryScreen(self.loader.history, self.loader.history_path))
             self.loader.read_history()
 
-    # --- keys ----------------------------------------------------------------------
-
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # Letters typed into a text box are text, not jumps.
         return not (action == "jump" and isinstance(self.focused, Input))
@@ -248,13 +236,9 @@ class ExplorerScreen(Screen[None]):
         else:
             self.action_jump("tokens")
 
-    def action_toggle_kv(self) -> None:
-        """fp16 <-> int8."""
-        self.update(kv_int8=not self.state.kv_int8)
-
-    def action_next_backend(self) -> None:
-        """ROCm -> CUDA -> Metal -> CPU -> ROCm."""
-        self.update(backend=BACKENDS[(BACKENDS.index(self.state.backend) + 1) % len(BACKENDS)])
+    def action_cycle(self, name: str) -> None:
+        """`k` fp16 <-> int8, `n` the next backend, `d` 1 -> 2 -> ... -> 8 -> 1 devices."""
+        self.update(**{name: next_value(self.state, name)})
 
     def action_copy(self, which: str) -> None:
         """Copy a command line to the clipboard (OSC 52)."""

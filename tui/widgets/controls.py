@@ -18,18 +18,17 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Label
 
-from core.backend import Backend
 from core.measurement import ENGINE_CHOICES
 from tui.model.parallel_view import DEVICE_CHOICES, SPLITS
 from tui.model.scales import BATCH_STOPS, FACTOR_STOPS, INFLIGHT_STOPS, token_stops
-from tui.model.state import ExplorerState
+from tui.model.state import BACKEND_ORDER, ExplorerState
 from tui.model.values import BATCH, FACTOR, INFLIGHT, TOKENS
 from tui.model.views import inflight_hint, tokens_hint
 from tui.widgets.memory_field import MemoryField
 from tui.widgets.segmented import Segmented
 from tui.widgets.slider_field import SliderField
 
-BACKENDS: tuple[Backend, ...] = (Backend.ROCM, Backend.CUDA, Backend.METAL, Backend.CPU)
+BACKENDS = BACKEND_ORDER
 KV_MODES = ("fp16", "int8")
 
 # Slider id -> (state field, type of the value).
