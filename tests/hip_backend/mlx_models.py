@@ -64,8 +64,10 @@ def write_mlx_model(
     group_size: int = 64,
     seed: int = 0,
     router_scale: float = 1.0,
+    mode: str = "affine",
 ) -> Path:
-    """Write a random mlx-lm model (quantized unless `bits` is None) to `dest`."""
+    """Write a random mlx-lm model (quantized unless `bits` is None, in `mode`: affine,
+    mxfp4, nvfp4, ...) to `dest`."""
     import mlx.core as mx
     from mlx.utils import tree_map
     from mlx_lm.utils import _get_classes, quantize_model, save_config, save_model
@@ -84,7 +86,7 @@ def write_mlx_model(
     model.update(tree_map(lambda p: p.astype(dtype), model.parameters()))
     out_config = dict(config)
     if bits is not None:
-        model, out_config = quantize_model(model, out_config, group_size, bits)
+        model, out_config = quantize_model(model, out_config, group_size, bits, mode=mode)
     mx.eval(model.parameters())
     save_model(dest, model)
     save_config(out_config, config_path=dest / "config.json")

@@ -45,12 +45,18 @@ PROMPT, GEN, WARMUP = 16, 4, 4
 TOLERANCE = 0.10
 MIB = 1 << 20
 
-MODELS: dict[str, tuple[dict[str, Any], int | None]] = {
-    "llama-bf16": ({**LLAMA_CONFIG, "torch_dtype": "bfloat16"}, None),
-    "llama-4bit": (LLAMA_CONFIG, 4),
-    "gemma2-f16": (GEMMA2_CONFIG, None),
-    "qwen3_moe-4bit": (QWEN3_MOE_CONFIG, 4),
-    "deepseek_v2-4bit": (DEEPSEEK_V2_CONFIG, 4),  # multi-head latent attention
+MODELS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    # name: (config, how write_mlx_model quantizes it)
+    "llama-bf16": ({**LLAMA_CONFIG, "torch_dtype": "bfloat16"}, {"bits": None}),
+    "llama-4bit": (LLAMA_CONFIG, {"bits": 4}),
+    "gemma2-f16": (GEMMA2_CONFIG, {"bits": None}),
+    "qwen3_moe-4bit": (QWEN3_MOE_CONFIG, {"bits": 4}),  # 8-bit router: mixed per-layer bits
+    "deepseek_v2-4bit": (DEEPSEEK_V2_CONFIG, {"bits": 4}),  # multi-head latent attention
+    "llama-mxfp4": (
+        {**LLAMA_CONFIG, "torch_dtype": "bfloat16"},
+        {"bits": 4, "group_size": 32, "mode": "mxfp4"},
+    ),
+    "qwen3_moe-nvfp4": (QWEN3_MOE_CONFIG, {"bits": 4, "group_size": 16, "mode": "nvfp4"}),
 }
 
 
@@ -58,8 +64,8 @@ MODELS: dict[str, tuple[dict[str, Any], int | None]] = {
 def mlx_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Every model of MODELS, written once by mlx-lm."""
     root = tmp_path_factory.mktemp("mlx-engine-models")
-    for name, (config, bits) in MODELS.items():
-        write_mlx_model(root / name, config, bits=bits)
+    for name, (config, quantization) in MODELS.items():
+        write_mlx_model(root / name, config, **quantization)
     return root
 
 
