@@ -377,3 +377,23 @@ def test_an_int8_kv_cache_needs_the_mlx_engine(tiny_llama: Path) -> None:
     assert done.returncode == 2
     (line,) = done.stderr.strip().splitlines()
     assert "--kv-cache-mode" in line and "--engine mlx" in line
+
+
+def test_an_mlx_peak_is_held_against_the_backend_it_ran_on(tiny_llama: Path) -> None:
+    prepared = prepare(request(tiny_llama, device="cpu", inflight=256))
+    cpu = prepared.estimate.total_bytes
+    assert prepared.estimate_for("cpu").total_bytes == cpu
+    assert prepared.estimate_for("metal").total_bytes == cpu
+    assert prepared.estimate_for("cuda").total_bytes == cpu
+    assert prepared.estimate_for("rocm").total_bytes == cpu + 256 * MIB  # the queue's term
+    torch_run = prepare(request(tiny_llama, engine="torch", inflight=256))
+    assert torch_run.estimate.total_bytes == cpu + 256 * MIB
+
+
+def test_a_gpu_this_mlx_build_lacks_is_no_device(tiny_llama: Path) -> None:
+    import mlx.core as mx
+
+    if mx.is_available(mx.gpu):
+        pytest.skip("MLX has a GPU here")
+    failure = failure_of(measure(request(tiny_llama, device="cuda")), FailureKind.NO_DEVICE)
+    assert "mlx-cuda-12 or mlx-cuda-13" in failure.message
