@@ -278,3 +278,34 @@ DEEPSEEK_V2_CONFIG: dict[str, Any] = {
     "tie_word_embeddings": False,
     "torch_dtype": "bfloat16",
 }
+
+QWEN3_NEXT_CONFIG: dict[str, Any] = {
+    # Hybrid: three gated-delta (linear attention, recurrent state) layers per full
+    # attention layer, routed experts with a shared expert, as Qwen3-Next.
+    "model_type": "qwen3_next",
+    "hidden_size": 128,
+    "num_hidden_layers": 4,
+    "intermediate_size": 256,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 64,
+    "linear_num_value_heads": 4,
+    "linear_num_key_heads": 2,
+    "linear_key_head_dim": 32,
+    "linear_value_head_dim": 32,
+    "linear_conv_kernel_dim": 4,
+    "full_attention_interval": 4,
+    "num_experts": 8,
+    "num_experts_per_tok": 2,
+    "decoder_sparse_step": 1,
+    "shared_expert_intermediate_size": 128,
+    "mlp_only_layers": [],
+    "moe_intermediate_size": 64,
+    "norm_topk_prob": True,
+    "rms_norm_eps": 1e-6,
+    "vocab_size": 512,
+    "rope_theta": 10000.0,
+    "partial_rotary_factor": 0.25,
+    "max_position_embeddings": 4096,
+    "torch_dtype": "bfloat16",
+}

@@ -34,6 +34,7 @@ from tests.hip_backend.mlx_models import (
     GEMMA2_CONFIG,
     LLAMA_CONFIG,
     QWEN3_MOE_CONFIG,
+    QWEN3_NEXT_CONFIG,
     write_mlx_model,
 )
 from tests.hip_backend.test_failures import Recorder, failure_of
@@ -57,6 +58,7 @@ MODELS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         {"bits": 4, "group_size": 32, "mode": "mxfp4"},
     ),
     "qwen3_moe-nvfp4": (QWEN3_MOE_CONFIG, {"bits": 4, "group_size": 16, "mode": "nvfp4"}),
+    "qwen3_next-4bit": (QWEN3_NEXT_CONFIG, {"bits": 4}),  # hybrid: gated delta + attention
 }
 
 
