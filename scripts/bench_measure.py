@@ -23,6 +23,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -30,6 +31,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+# The in-process passes wait like the measuring child does (launcher.CHILD_THREAD_ENV);
+# set before torch is imported.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from core.measurement import MeasuredPeak, MeasureRequest  # noqa: E402
 from hip_backend.launcher import measure  # noqa: E402

@@ -116,7 +116,8 @@ class Check:
         try:
             body()
         except Exception as exc:  # a check reports and goes on to the next section
-            self.say(f"FAILED: {type(exc).__name__}: {str(exc).strip().splitlines()[0:1]}")
+            first = (str(exc).strip().splitlines() or [""])[0]
+            self.say(f"FAILED: {type(exc).__name__}: {first}")
         self.say(f"({time.perf_counter() - t0:.1f} s)")
 
 
