@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from hip_backend.errors import NoDeviceError, NoTorchError, UnsupportedDeviceError
 from hip_backend.inflight import Event, LaggingEvent
+from hip_backend.quant import quantized_matmul
 
 if TYPE_CHECKING:
     import torch
@@ -274,6 +275,9 @@ def warm_up_kernels(device: torch.device) -> None:
         out.view(64, 32, 2)[..., 1] = packed >> 4
         out.view(64, 2, 32).mul_(w[:, :2, None]).add_(w[:, :2, None])
         torch.cat((k, torch.zeros_like(k)), dim=2)
+        # The fused quantized kernel, which also creates its CPU scratch buffers.
+        words = torch.randint(0, 2**31 - 1, (64, 8), dtype=torch.int32, device=device)
+        quantized_matmul(x[0], words, w[:, :1], w[:, :1], 4, 64)
         positions = torch.arange(8, device=device, dtype=torch.float32)
         positions[:, None].cos() * positions[None, :].sin()
         int(y.argmax().item())

@@ -135,15 +135,60 @@ def quantized_matmul(
     coeffs = [pairs[..., 0].T.contiguous()]
     for i in range(1, per_byte):
         coeffs.append((pairs[..., i] - (1 << bits) * pairs[..., i - 1]).T.contiguous())
-    as_bytes = packed.view(torch.uint8).view(out_features, groups, group_size // per_byte)
+    per_group = group_size // per_byte
+    as_bytes = packed.view(torch.uint8).view(out_features, groups, per_group)
     per_step = QMM_CHUNK_ELEMENTS if packed.device.type == "cpu" else GPU_QMM_CHUNK_ELEMENTS
-    step = max(1, per_step // max(1, in_features))
+    step = min(out_features, max(1, per_step // max(1, in_features)))
     width = in_features // per_byte
+    scaled, shifted, scale = _scratch(packed.device, step, groups, per_group)
     for r0 in range(0, out_features, step):
         r1 = min(out_features, r0 + step)
+        n = r1 - r0
         chunk = as_bytes[r0:r1]
-        scale = scales[r0:r1].float()[:, :, None]
+        scale[:n].copy_(scales[r0:r1, :, None])
         for i, coeff in enumerate(coeffs):
-            shifted = chunk >> (bits * i) if i else chunk
-            acc[r0:r1].addmm_(torch.mul(shifted, scale).view(r1 - r0, width), coeff)
+            source = torch.bitwise_right_shift(chunk, bits * i, out=shifted[:n]) if i else chunk
+            # Convert, then scale in place: a mixed-dtype mul would cast into a
+            # temporary buffer of its own on every call.
+            scaled[:n].copy_(source).mul_(scale[:n])
+            acc[r0:r1].addmm_(scaled[:n].view(n, width), coeff)
     return acc.T.to(x.dtype).reshape(*lead, out_features)
+
+
+_CPU_SCRATCH: dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+
+
+def _scratch(
+    device: torch.device, step: int, groups: int, per_group: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Float32 slice, shifted bytes and slice scales for one step of the fused kernel.
+
+    On the CPU one buffer of each (QMM_CHUNK_ELEMENTS: 4 MiB + 1 MiB + 128 KiB) serves
+    every call: with the measuring child's 16 KiB mmap threshold each fresh buffer is
+    an mmap and a page fault per 4 KiB, and allocating per slice made decode 10x
+    slower. `warm_up_kernels` creates them before the baseline. On a GPU the caching
+    allocator makes fresh buffers cheap, and they stay transients.
+    """
+    import torch
+
+    elements = step * groups * per_group
+    if device.type != "cpu":
+        return (
+            torch.empty((step, groups, per_group), dtype=torch.float32, device=device),
+            torch.empty((step, groups, per_group), dtype=torch.uint8, device=device),
+            torch.empty((step, groups, 1), dtype=torch.float32, device=device),
+        )
+    size = max(QMM_CHUNK_ELEMENTS, elements)
+    if size not in _CPU_SCRATCH:
+        _CPU_SCRATCH.clear()
+        _CPU_SCRATCH[size] = (
+            torch.empty(size, dtype=torch.float32),
+            torch.empty(size, dtype=torch.uint8),
+            torch.empty(size // 32, dtype=torch.float32),
+        )
+    f32, u8, scale = _CPU_SCRATCH[size]
+    return (
+        f32[:elements].view(step, groups, per_group),
+        u8[:elements].view(step, groups, per_group),
+        scale[: step * groups].view(step, groups, 1),
+    )
