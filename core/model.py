@@ -14,6 +14,7 @@ from pathlib import Path
 
 from core.activation import ActivationDims
 from core.config import CONFIG_FILE, ModelConfig, load_config
+from core.display_text import clean_text
 from core.errors import ConfigError, ModelError, ModelNotFoundError, describe_os_error
 from core.kv_cache import KvArch, classify_kv_arch
 from core.weights import WeightsTerm, resolve_weight_bytes, weights_from_config
@@ -63,7 +64,8 @@ def snapshot_from_config(
         weights=weights,
         kv_arch=classify_kv_arch(config) if config is not None else None,
         activation_dims=config.activation_dims() if config is not None else None,
-        warnings=warnings + weights.warnings,
+        # Display text that names files and config values: cleaned once for every screen.
+        warnings=tuple(clean_text(w) for w in warnings + weights.warnings),
     )
 
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.config import ModelConfig, as_u64
+from core.display_text import clean_text
 
 _DTYPE_LABELS = {
     "BF16": "BF16",
@@ -87,7 +88,13 @@ def describe_format(config: ModelConfig | None, dtype_bytes: Mapping[str, int]) 
 
     `dtype_bytes` maps safetensors dtypes to the bytes they hold (from one or more
     headers, or a profile's manifest); it may be empty when no header was read.
+    The label is display text built from config strings (`quant_method`,
+    `torch_dtype`), so control characters are removed here, once, for every screen.
     """
+    return clean_text(_describe_format(config, dtype_bytes))
+
+
+def _describe_format(config: ModelConfig | None, dtype_bytes: Mapping[str, int]) -> str:
     if config is not None:
         quant = config.root.get("quantization")
         if isinstance(quant, Mapping):

@@ -430,3 +430,22 @@ def test_null_in_optional_fields_is_not_warned(
     folder = model_dir(dict(MINIMAL_CONFIG, sliding_window=None, head_dim=None))
     code, _, err = run(capsys, "inspect", str(folder), "--json", "--backend", "cpu")
     assert (code, err) == (0, "")
+
+
+def test_display_text_is_clean_at_the_source_for_every_screen(tmp_path: Path) -> None:
+    # class: config strings and folder names that the TUI shows without the CLI's help
+    from core.catalog_sources import folder_entry
+    from core.model import read_model_dir
+
+    folder = tmp_path / "evil\x1b[2J"
+    folder.mkdir()
+    config = dict(
+        MINIMAL_CONFIG,
+        num_attention_heads="32\x1b]0;x\x07",
+        quantization_config={"quant_method": "gptq\x1b[31m", "bits": 4, "group_size": 128},
+    )
+    (folder / "config.json").write_text(json.dumps(config))
+    entry = folder_entry(folder)
+    assert "\x1b" not in entry.format_label and "GPTQ" in entry.format_label.upper()
+    snap = read_model_dir(folder)
+    assert snap.warnings and not any("\x1b" in w or "\x07" in w for w in snap.warnings)
