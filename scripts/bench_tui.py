@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 COLD_RUNS = 5
 PRESSES = 100
-COLD_TARGET_S = 1.0
+COLD_TARGET_S = 0.5
 KEY_TARGET_S = 0.016
 
 CHILD = """

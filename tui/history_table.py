@@ -32,7 +32,9 @@ COLUMNS = (
     "Margin",
     "Covered",
 )
-MODEL_WIDTH = 46
+MODEL_WIDTH = 30
+COUNTED = {"allocator peak": "alloc", "RSS over baseline": "RSS"}
+"""What a peak counted, in the table's few letters (the export says it in full)."""
 NUMERIC = frozenset({"Budget", "P + G", "Peak", "Estimate", "Margin"})
 """Columns of numbers: right-aligned, so digits line up."""
 
@@ -93,7 +95,7 @@ def history_row(peak: MeasuredPeak) -> HistoryRow:
     cells = (
         when(peak.timestamp),
         model_cell(peak.model),
-        f"{peak.engine} · {peak_what(peak)}",
+        f"{peak.engine} {COUNTED.get(peak_what(peak), peak_what(peak))}",
         device,
         budget,
         workload,

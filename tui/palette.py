@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from functools import partial
 from typing import TYPE_CHECKING
@@ -16,6 +17,12 @@ from tui.model.state import MemoryChoice
 
 if TYPE_CHECKING:  # the app imports this module
     from tui.app import VramscopeApp
+
+
+def sortable(label: str) -> str:
+    """`Apple M-series  16 GB`: sizes right-aligned, so the palette's A-Z order (it sorts
+    its list by title) is also the numeric one (16 GB before 128 GB)."""
+    return re.sub(r"(\d+) (GB|GiB)$", lambda m: f"{int(m[1]):>3} {m[2]}", label)
 
 
 def explorer_commands(app: VramscopeApp) -> Iterator[SystemCommand]:
@@ -43,7 +50,7 @@ def explorer_commands(app: VramscopeApp) -> Iterator[SystemCommand]:
     )
     for preset in PRESETS:
         yield SystemCommand(
-            f"Available memory: {preset.label}",
+            f"Available memory: {sortable(preset.label)}",
             preset.source,
             partial(screen.update, memory=MemoryChoice(preset.key)),
         )

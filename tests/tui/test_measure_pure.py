@@ -98,7 +98,7 @@ def test_history_rows() -> None:
     covered = history_row(peak(estimate_bytes=5_500_000_000, synthetic_weights=True))
     assert covered.covered is True
     assert covered.cells[2:] == (
-        "torch · RSS over baseline",
+        "torch RSS",
         "cpu (synth)",
         "1024 MiB",
         "512+128",
@@ -109,8 +109,8 @@ def test_history_rows() -> None:
     )
     over = history_row(peak(estimate_bytes=4_000_000_000, inflight=0))
     assert (over.covered, over.cells[4], over.cells[-1]) == (False, "0 (off)", "✗ NO")
-    assert over.cells[1] == LLAMA  # the org stays: names, not last parts
-    assert history_row(peak(model="/m/" + "x" * 60)).cells[1] == "x" * 45 + "…"
+    assert over.cells[1] == "mlx-community/Meta-Llama-3.1-…"  # the org stays
+    assert history_row(peak(model="/m/" + "x" * 60)).cells[1] == "x" * 29 + "…"
     assert history_row(peak()).covered is None
     assert history_row(peak()).cells[-3:] == ("-", "-", "-")
 

@@ -23,7 +23,7 @@ from tests.factories import LLAMA, burst, peak
 from tests.tui.fake_launcher import FakeLauncher
 from tests.tui.helpers import breakdown_text, build_app, fixed_deps, settle, wait_for, widget_lines
 from tui.app import VramscopeApp
-from tui.widgets.command_lines_view import CommandLinesView
+from tui.widgets.command_lines_view import LONG_WORD, CommandLinesView, shown
 from tui.widgets.context_chart import ContextChart
 from tui.widgets.measured_panel import MeasuredPanel
 from tui.widgets.model_list import NO_MODELS, ModelList
@@ -267,7 +267,7 @@ def test_the_history_names_a_cache_snapshot_by_its_repo_id() -> None:
     path = "/h/hub/models--mlx-community--Qwen3-0.6B-4bit/snapshots/0123abcd"
     row = history_row(peak(model=path, engine="mlx", peak_kind="mx.get_peak_memory()"))
     assert row.cells[1] == "mlx-community/Qwen3-0.6B-4bit"
-    assert row.cells[2] == "mlx · RSS over baseline"
+    assert row.cells[2] == "mlx RSS"
     export = export_markdown([peak(model=path, engine="mlx", peak_kind="mx.get_peak_memory()")])
     assert "mlx-community/Qwen3-0.6B-4bit" in export and "0123abcd" not in export
     assert "mlx: mx.get_peak_memory()" in export
@@ -291,4 +291,62 @@ async def test_history_numbers_are_right_aligned(tmp_path: Any) -> None:
         peak_cell = cells[6]
         assert isinstance(peak_cell, Text) and peak_cell.justify == "right"
         assert peak_cell.plain == "4.66 GiB"
-        assert str(cells[1]) == LLAMA
+        assert str(cells[1]) == "mlx-community/Meta-Llama-3.1-…"
+
+
+async def test_the_palette_lists_memory_presets_in_size_order() -> None:
+    from textual.widgets import OptionList
+
+    app = build_app(preset="gfx1151")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+p")
+        await handled(pilot)
+        options = app.screen.query_one(OptionList)
+        titles = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+        apple = [t.split("\n")[0] for t in titles if "Apple M-series" in t]
+        sizes = [int(t.split()[-2]) for t in apple]
+        assert sizes == [16, 24, 32, 36, 48, 64, 96, 128, 192, 512]
+
+
+async def test_a_long_model_path_never_cuts_the_command_lines_mid_flag(tmp_path: Any) -> None:
+    from core.catalog import resolve_entry
+    from tests.core.catalog_fixtures import write_tiny_model
+
+    folder = write_tiny_model(tmp_path / ("deeply-nested-folder-" * 6) / "tiny-llama-model")
+    deps = fixed_deps(resolve_entry=lambda name: resolve_entry(name, ()))
+    app = build_app(deps, model=str(folder), preset="gfx1151")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await handled(pilot)
+        assert app.explorer.loader.snapshot is not None
+        view = app.screen.query_one("#commands", CommandLinesView)
+        assert str(folder) in view.vramscope  # `c` copies the whole path
+        painted = shown(view.vramscope)  # what the panel wraps: at spaces only
+        assert max(len(word) for word in painted.split(" ")) <= LONG_WORD
+        for flag in ("--max-tokens 8192", "--backend rocm", "--inflight-mb 1024"):
+            assert flag in painted
+        assert "--memory-limit 82463372083" in painted
+        assert "…" in painted and painted.split(" ")[2].endswith("/tiny-llama-model")
+        assert shown(f"vramscope inspect {LLAMA}") == f"vramscope inspect {LLAMA}"  # whole
+
+
+def test_axis_labels_off_the_round_values_are_short() -> None:
+    from tui.model.scales import short_tokens
+
+    assert short_tokens(3_340_429) == "3.2M"  # was `3340429.`, cut by the axis
+    assert short_tokens(133_632) == "130.5K"
+    assert (short_tokens(131_072), short_tokens(1 << 20), short_tokens(256)) == (
+        "128K",
+        "1M",
+        "256",
+    )
+
+
+def test_no_fitting_context_reads_none_not_zero_tokens() -> None:
+    from core.solve import FitLimit
+    from tui.model.rows import context_limit_text
+
+    assert context_limit_text(FitLimit(0), 131_072).startswith("none")
+    assert context_limit_text(FitLimit(None), 131_072).startswith("none")
+    assert context_limit_text(FitLimit(5000), None) == "5,000 tokens"

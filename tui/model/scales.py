@@ -61,11 +61,6 @@ def position_of(value: float, stops: Sequence[float]) -> float:
     return i + (value - lo) / (hi - lo)
 
 
-def nearest_stop(value: float, stops: Sequence[float]) -> int:
-    """Index of the stop closest to a value on the slider's scale."""
-    return round(position_of(value, stops))
-
-
 def short_tokens(n: int) -> str:
     """`256`, `4K`, `128K`, `1M`, and `3.2M` or `130.5K` off the round values: an axis tick."""
     if n >= 1 << 20:

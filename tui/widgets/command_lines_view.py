@@ -7,6 +7,19 @@ from textual.widgets import Static
 
 from tui.widgets.relayout import force_relayout
 
+LONG_WORD = 40
+"""Folder paths longer than this are shown shortened; copying gives them whole."""
+
+
+def shown(command: str) -> str:
+    """The command with each over-long folder path cut in the middle, so a long path can
+    never push the flags after it out of the panel (`c`/`C` copy the full line). Repo
+    ids (`org/name`, one slash) are always shown whole."""
+    return " ".join(
+        f"{w[:14]}…{w[-(LONG_WORD - 15) :]}" if len(w) > LONG_WORD and w.count("/") > 1 else w
+        for w in command.split(" ")
+    )
+
 
 class CommandLinesView(Static):
     """`vramscope inspect ...` and `mlxcel inspect ...`, one per paragraph."""
@@ -34,9 +47,9 @@ class CommandLinesView(Static):
     def _paint(self) -> None:
         text = Text()
         text.append("$ ", "dim")
-        text.append(self.vramscope)
+        text.append(shown(self.vramscope))
         text.append("\n$ ", "dim")
-        text.append(self.mlxcel)
+        text.append(shown(self.mlxcel))
         width = self.content_region.width
         if not width:  # hidden in this layout: the next layout pass sizes it
             self.update(text, layout=False)
