@@ -17,7 +17,11 @@ from core.activation import ACTIVATION_BUFFER_MULT, compute_activation_bytes
 from core.available import AvailableMemory
 from core.backend import Backend
 from core.backend_inflight import ROCM_DEFAULT_MAX_INFLIGHT_MB
-from core.headroom import DEFAULT_HEADROOM_FACTOR, compute_runtime_headroom
+from core.headroom import (
+    DEFAULT_HEADROOM_FACTOR,
+    compute_runtime_headroom,
+    headroom_overflow_warning,
+)
 from core.kv_cache import KvTerm, kv_term
 from core.model import ModelSnapshot
 from core.units import MIB, sat_add, sat_sub
@@ -137,6 +141,14 @@ class MemoryEstimate:
     def overflow_bytes(self) -> int:
         """Bytes over the budget when it does not fit, else 0."""
         return sat_sub(self.total_bytes, self.available_bytes)
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """Lines due about the figures themselves (mlxcel's numbers are kept)."""
+        line = headroom_overflow_warning(
+            sat_add(self.weights_bytes, self.kv_bytes), self.headroom_factor
+        )
+        return (line,) if line else ()
 
 
 def estimate(

@@ -47,17 +47,36 @@ def resolve_headroom_factor(raw: str | None) -> FloatSetting:
     return resolve_positive_float(raw, HEADROOM_FACTOR_ENV, DEFAULT_HEADROOM_FACTOR)
 
 
-def compute_runtime_headroom(base: int, factor: float) -> int:
-    """`trunc(float(base) * (factor - 1.0))`, or 0 for factors at or below 1.
-
-    A product that overflows to infinity saturates at `U64_MAX`, as Rust's
-    `as u64` does. mlxcel returns 0 there (it checks `is_finite` first), which
-    would let `MLXCEL_HEADROOM_FACTOR=1e305` report a huge model as fitting;
-    issue 8 chose the saturated figure (docs/estimate.md, "Deliberate differences").
-    """
+def headroom_product(base: int, factor: float) -> float | None:
+    """`float(base) * (factor - 1.0)` in IEEE double, or None for factors at or below 1."""
     if not math.isfinite(factor) or factor <= 1.0:
-        return 0
-    x = float(base) * (factor - 1.0)
-    if math.isnan(x) or x < 0.0:
+        return None
+    return float(base) * (factor - 1.0)
+
+
+def headroom_overflows(base: int, factor: float) -> bool:
+    """True when the factor's product overflows a double (mlxcel then counts 0)."""
+    x = headroom_product(base, factor)
+    return x is not None and math.isinf(x)
+
+
+def compute_runtime_headroom(base: int, factor: float) -> int:
+    """mlxcel's `compute_runtime_headroom`: `trunc(min(x, U64_MAX))` with
+    `x = float(base) * (factor - 1.0)`; 0 for factors at or below 1 and, as mlxcel
+    checks `is_finite` first, 0 for a product that overflows (see `headroom_overflows`:
+    callers say so in a warning line rather than change mlxcel's number).
+    """
+    x = headroom_product(base, factor)
+    if x is None or not math.isfinite(x) or x < 0.0:
         return 0
     return f64_to_u64(min(x, float(U64_MAX)))
+
+
+def headroom_overflow_warning(base: int, factor: float) -> str | None:
+    """The one warning line due when the factor's product overflows, else None."""
+    if not headroom_overflows(base, factor):
+        return None
+    return (
+        f"{HEADROOM_FACTOR_ENV}={factor:g}: (weights + KV) x (factor - 1) overflows a double; "
+        "mlxcel then counts 0 bytes of allocator overhead, and so does this estimate"
+    )

@@ -191,7 +191,7 @@ def prepare(
         emulate=request.emulate,
         kv_bits=8 if request.kv_int8 else None,
     )
-    warnings = (*notes, *snapshot.warnings, *([warning] if warning else []))
+    warnings = (*notes, *snapshot.warnings, *est.warnings, *([warning] if warning else []))
     return PreparedMeasurement(request, job, budget, est, snapshot, warnings, settings)
 
 

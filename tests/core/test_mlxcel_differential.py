@@ -305,7 +305,8 @@ def reference(f: Folder, ctx: int, batch: int, int8: bool, env: dict[str, Any]) 
     o = 0
     if factor > 1.0:
         x = float(sat(w + k)) * (factor - 1.0)
-        o = MAX if x == math.inf else as_u64(min(x, 2.0**64))
+        # mlxcel: `if !x.is_finite() || x < 0.0 { return 0 }`, then `as u64`
+        o = 0 if x == math.inf else as_u64(min(x, 2.0**64))
     i = (INFLIGHT[env["inflight"]] << 20) if env["rocm"] else 0
     headroom = sat(o + a + i)
     total = sat(w + k + headroom)

@@ -237,29 +237,37 @@ def test_memory_error_reading_a_header_is_one_warning_and_models_lists_the_rest(
 
 
 @pytest.mark.parametrize(
-    ("factor", "headroom"),
+    ("factor", "headroom", "warned"),
     [
-        # class: a factor whose product overflows f64 saturates like Rust's `as u64`
-        ("1e305", U64_MAX),
-        ("1.7976931348623157e308", U64_MAX),
-        # class: a large but finite product clamps at u64::MAX too
-        ("1e10", U64_MAX),
+        # class: a product that overflows f64 is 0 in mlxcel (it checks is_finite first):
+        # the number is mlxcel's, and one warning line says why the factor did nothing
+        ("1e305", 0, True),
+        ("1.7976931348623157e308", 0, True),
+        # class: a large but finite product clamps at u64::MAX (Rust's `as u64`)
+        ("1e10", U64_MAX, False),
     ],
 )
-def test_headroom_factor_overflow_saturates_and_does_not_fit(
+def test_headroom_factor_overflow_keeps_mlxcel_s_number_and_says_so(
     model_dir: Callable[..., Path],
     capsys: pytest.CaptureFixture[str],
     monkeypatch,
     factor: str,
     headroom: int,
+    warned: bool,
 ) -> None:
     monkeypatch.setenv("MLXCEL_HEADROOM_FACTOR", factor)
-    code, out, _ = run(capsys, "inspect", str(model_dir(MINIMAL_CONFIG)), "--json")
+    code, out, err = run(capsys, "inspect", str(model_dir(MINIMAL_CONFIG)), "--json")
     data = json.loads(out)
     assert code == 0
-    assert data["headroom_bytes"] == headroom
-    assert data["total_bytes"] == U64_MAX
-    assert data["fits"] is False
+    overhead = data["headroom_bytes"] - data["activation_bytes"] - data["backend_inflight_bytes"]
+    assert (data["headroom_bytes"] if headroom == U64_MAX else overhead) == headroom
+    if headroom == U64_MAX:
+        assert data["total_bytes"] == U64_MAX
+        assert data["fits"] is False
+    overflow_lines = [line for line in err.splitlines() if "overflows a double" in line]
+    assert len(overflow_lines) == (1 if warned else 0)
+    if warned:
+        assert overflow_lines[0].startswith("vramscope: warning: MLXCEL_HEADROOM_FACTOR=")
 
 
 # --- duration flags -----------------------------------------------------------------

@@ -72,6 +72,7 @@ def run_parallel(args: argparse.Namespace, quant: QuantHint) -> int:
         quant=quant,
     )
     pe = estimate_parallel(model, tensors, plan, workload, resolved.settings, limits)
+    warn(tuple(dict.fromkeys(w for r in pe.ranks for w in r.estimate.warnings)))
     if args.json:
         print(to_json_pretty(parallel_report(model, pe, __version__)))
     else:

@@ -65,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
         quant=quant,
     )
     est = estimate(model, workload, resolved.settings)
+    warn(est.warnings)
     if args.json:
         print(to_json_pretty(inspect_report(model, est, __version__)))
         return 0

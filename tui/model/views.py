@@ -69,7 +69,7 @@ def build_views(
         inflight_limit=inflight_limit_text(
             largest_fitting_inflight(snapshot, workload, settings), state.backend.label
         ),
-        warnings=snapshot.warnings,
+        warnings=(*snapshot.warnings, *est.warnings),
         sizing=_sizing(snapshot, settings, state),
     )
 
