@@ -12,15 +12,14 @@ rewritten. Standard library only.
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.measurement import MeasuredPeak
+from core.measurement import MeasuredPeak, checked_peak
 
 HISTORY_FILE = "measurements.jsonl"
 SCHEMA_VERSION = 1
@@ -60,59 +59,6 @@ def encode_record(peak: MeasuredPeak) -> bytes:
     """One history line (with its newline)."""
     record = {"schema": SCHEMA_VERSION, "kind": "measurement", "result": peak.to_dict()}
     return (json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
-
-
-_NON_NEGATIVE = frozenset(
-    {"peak_bytes", "prompt_tokens", "gen_tokens", "warmup_tokens", "inflight_mib"}
-)
-
-
-_CHECKED_TYPES = frozenset({"bool", "int", "float", "str", "None"})
-
-
-def _type_ok(value: Any, hint: str) -> bool:
-    """Whether a JSON value fits a MeasuredPeak field annotation (as written in source)."""
-    options = [h.strip() for h in hint.split("|")]
-    if any(o not in _CHECKED_TYPES and not o.startswith("dict") for o in options):
-        return True  # a field type this check does not know: leave it to the dataclass
-    if value is None:
-        return "None" in options
-    for option in options:
-        if option == "bool" and isinstance(value, bool):
-            return True
-        if option == "int" and isinstance(value, int) and not isinstance(value, bool):
-            return True
-        if (
-            option == "float"
-            and isinstance(value, int | float)
-            and not isinstance(value, bool)
-            and math.isfinite(value)
-        ):
-            return True
-        if option == "str" and isinstance(value, str):
-            return True
-        if option.startswith("dict") and isinstance(value, dict):
-            return True
-    return False
-
-
-def checked_peak(result: dict[str, Any]) -> MeasuredPeak:
-    """A MeasuredPeak from a record's `result`, every field checked against its type.
-
-    Raises TypeError naming the first field that is missing or of the wrong type,
-    so a damaged or hand-edited record is skipped instead of crashing a screen.
-    """
-    for f in fields(MeasuredPeak):
-        if f.name not in result:
-            if f.default is MISSING and f.default_factory is MISSING:
-                raise TypeError(f"'{f.name}' is missing")
-            continue
-        value = result[f.name]
-        if not _type_ok(value, str(f.type)):
-            raise TypeError(f"'{f.name}' is {json.dumps(value)[:40]}, not {f.type}")
-        if f.name in _NON_NEGATIVE and value < 0:
-            raise TypeError(f"'{f.name}' is negative")
-    return MeasuredPeak.from_dict(result)
 
 
 def decode_record(line: bytes) -> MeasuredPeak:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import enum
 import json
-from dataclasses import asdict, dataclass, field, fields
+import math
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
 from core.backend import Backend
@@ -28,6 +29,9 @@ ROCm and the CPU, none on CUDA, where MLX has no bound)."""
 """Measuring engines: vramscope's torch decoder (`hip_backend`, emulating MLX-ROCm's
 in-flight queue) and real MLX through mlx-lm (the ground truth)."""
 DEFAULT_ENGINE = "torch"
+MAX_MEASURED_TOKENS = 1 << 24
+"""The most prompt, decode or warm-up tokens a run takes (16,777,216: above any
+model's trained context); past it a measurement would only run for days."""
 ENGINE_LABELS = {"torch": "torch engine", "mlx": "MLX (mlx-lm)"}
 
 
@@ -278,6 +282,8 @@ class MeasureRequest:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+            if value > MAX_MEASURED_TOKENS:
+                raise ValueError(f"{name} must be at most {MAX_MEASURED_TOKENS}, got {value}")
         if self.prompt_tokens < 1:
             raise ValueError("prompt_tokens must be at least 1")
         if self.device not in DEVICE_CHOICES:
@@ -293,6 +299,62 @@ class MeasureRequest:
     def context_tokens(self) -> int:
         """The estimate's context: P + G."""
         return self.prompt_tokens + self.gen_tokens
+
+
+# -- a peak from untrusted JSON (history lines, the child's result line) --------------
+
+
+_NON_NEGATIVE = frozenset(
+    {"peak_bytes", "prompt_tokens", "gen_tokens", "warmup_tokens", "inflight_mib"}
+)
+
+
+_CHECKED_TYPES = frozenset({"bool", "int", "float", "str", "None"})
+
+
+def _type_ok(value: Any, hint: str) -> bool:
+    """Whether a JSON value fits a MeasuredPeak field annotation (as written in source)."""
+    options = [h.strip() for h in hint.split("|")]
+    if any(o not in _CHECKED_TYPES and not o.startswith("dict") for o in options):
+        return True  # a field type this check does not know: leave it to the dataclass
+    if value is None:
+        return "None" in options
+    for option in options:
+        if option == "bool" and isinstance(value, bool):
+            return True
+        if option == "int" and isinstance(value, int) and not isinstance(value, bool):
+            return True
+        if (
+            option == "float"
+            and isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+        ):
+            return True
+        if option == "str" and isinstance(value, str):
+            return True
+        if option.startswith("dict") and isinstance(value, dict):
+            return True
+    return False
+
+
+def checked_peak(result: dict[str, Any]) -> MeasuredPeak:
+    """A MeasuredPeak from a record's `result`, every field checked against its type.
+
+    Raises TypeError naming the first field that is missing or of the wrong type,
+    so a damaged or hand-edited record is skipped instead of crashing a screen.
+    """
+    for f in fields(MeasuredPeak):
+        if f.name not in result:
+            if f.default is MISSING and f.default_factory is MISSING:
+                raise TypeError(f"'{f.name}' is missing")
+            continue
+        value = result[f.name]
+        if not _type_ok(value, str(f.type)):
+            raise TypeError(f"'{f.name}' is {json.dumps(value)[:40]}, not {f.type}")
+        if f.name in _NON_NEGATIVE and value < 0:
+            raise TypeError(f"'{f.name}' is negative")
+    return MeasuredPeak.from_dict(result)
 
 
 # -- events: the child's JSON lines, and what the launcher hands the UI ---------------
@@ -370,7 +432,7 @@ def decode_event(line: str) -> MeasureEvent | None:
         if kind == "notice":
             return MeasureNotice(str(data["message"]))
         if kind == "result":
-            return MeasureResult(MeasuredPeak.from_dict(data["peak"]))
+            return MeasureResult(checked_peak(data["peak"]))
         if kind == "failure":
             return MeasureFailed(MeasurementFailure.from_dict(data))
     except (KeyError, TypeError, ValueError):

@@ -287,6 +287,17 @@ def test_timeout_out_of_range_is_refused(
     assert "--timeout" in err
 
 
+@pytest.mark.parametrize("flag", ["--prompt-tokens", "--gen-tokens", "--warmup-tokens"])
+@pytest.mark.parametrize("value", ["16777217", "18446744073709551615", "9" * 5000])
+def test_token_counts_no_run_could_finish_are_refused(
+    capsys: pytest.CaptureFixture[str], flag: str, value: str
+) -> None:
+    # class: a workload of more tokens than any model's context (a run of days)
+    code, _, err = run(capsys, "measure", "Qwen/Qwen2.5-7B-Instruct", f"{flag}={value}")
+    assert_one_line_error(code, err)
+    assert flag in err
+
+
 def test_timeout_of_a_week_is_accepted() -> None:
     from tui.commands.common import duration_seconds
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from core.measurement import (
@@ -50,6 +52,18 @@ def test_malformed_lines_are_not_events(line: str) -> None:
     assert decode_event(line) is None
 
 
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("peak_bytes", "6145000000"), ("peak_bytes", -1), ("engine", 3), ("model", None)],
+)
+def test_a_result_line_of_the_wrong_types_is_not_a_result(field: str, value: object) -> None:
+    """The child's result is checked field by field, as history records are: a damaged
+    line is no event (the launcher then reports the run as failed), never a bad peak."""
+    good = json.loads(encode_event(MeasureResult(peak(6_145_000_000))))
+    good["peak"][field] = value
+    assert decode_event(json.dumps(good)) is None
+
+
 def test_margin_and_coverage_against_a_published_row() -> None:
     """mlxcel's smallest margin: Llama-3.1-8B at 4096 tokens, default budget."""
     m = margin(6_955_000_000 + 221_877_772, 6_955_000_000)
@@ -69,6 +83,8 @@ def test_margin_and_coverage_against_a_published_row() -> None:
         ({"gen_tokens": -1}, "gen_tokens"),
         ({"device": "tpu"}, "device"),
         ({"engine": "jax"}, "engine"),
+        ({"prompt_tokens": 2**64 - 1}, "at most 16777216"),
+        ({"warmup_tokens": 2**24 + 1}, "at most 16777216"),
         ({"kv_int8": True}, "mlx engine only"),
     ],
 )

@@ -23,6 +23,7 @@ from core.measurement import (
     DEVICE_CHOICES,
     EMULATE_CHOICES,
     ENGINE_CHOICES,
+    MAX_MEASURED_TOKENS,
     MeasuredPeak,
     MeasureEvent,
     MeasurementFailure,
@@ -46,14 +47,14 @@ def add_run_flags(p: argparse.ArgumentParser) -> None:
     """Flags shared by `measure` and `table`."""
     p.add_argument(
         "--gen-tokens",
-        type=int_at_least("--gen-tokens", 0),
+        type=int_at_least("--gen-tokens", 0, MAX_MEASURED_TOKENS),
         default=DEFAULT_GEN_TOKENS,
         metavar="G",
         help=f"greedy decode tokens of the measured pass (default {DEFAULT_GEN_TOKENS})",
     )
     p.add_argument(
         "--warmup-tokens",
-        type=int_at_least("--warmup-tokens", 0),
+        type=int_at_least("--warmup-tokens", 0, MAX_MEASURED_TOKENS),
         default=DEFAULT_WARMUP_TOKENS,
         metavar="N",
         help=f"decode tokens of the warm-up pass (default {DEFAULT_WARMUP_TOKENS})",
@@ -117,7 +118,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--prompt-tokens",
-        type=int_at_least("--prompt-tokens", 1),
+        type=int_at_least("--prompt-tokens", 1, MAX_MEASURED_TOKENS),
         default=DEFAULT_PROMPT_TOKENS,
         metavar="P",
         help=f"synthetic prompt tokens of the measured pass (default {DEFAULT_PROMPT_TOKENS})",
