@@ -33,7 +33,7 @@ COLUMNS = (
     "Covered",
 )
 MODEL_WIDTH = 30
-COUNTED = {"allocator peak": "alloc", "RSS over baseline": "RSS"}
+COUNTED = {"allocator peak": "alloc", "RSS over baseline": "RSS", "MLX peak memory": "peak"}
 """What a peak counted, in the table's few letters (the export says it in full)."""
 NUMERIC = frozenset({"Budget", "P + G", "Peak", "Estimate", "Margin"})
 """Columns of numbers: right-aligned, so digits line up."""

@@ -20,6 +20,8 @@ from core.units import format_bytes_short
 from tui.model.names import short_model
 
 LABEL_WIDTH = 16
+MLX_PEAK = "MLX peak memory"
+"""What the mlx engine's peak counts: MLX's own peak of its allocations."""
 COVERED = "✓ covered"
 NOT_COVERED = "✗ NOT covered"
 
@@ -66,7 +68,9 @@ def running_rows(request: MeasureRequest, seconds: float) -> Rows:
 
 
 def peak_what(peak: MeasuredPeak) -> str:
-    """What the headline peak is, in a few words."""
+    """What the headline peak is, in a few words (it depends on the engine and device)."""
+    if peak.engine == "mlx":
+        return MLX_PEAK
     if peak.device_kind in ("rocm", "cuda"):
         return "allocator peak"
     if peak.device_kind == "cpu":

@@ -8,6 +8,7 @@ under a temporary HOME (shown as `~/...`).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,14 @@ def test_measured_result_beside_the_estimate(snap_compare: Any) -> None:
     """mlxcel's worked example at 640 tokens: the peak, the estimate, the margin, ✓, and
     the peak as a point on the chart."""
     app = make_app(fixed_deps(), LaunchOptions(preset="gfx1151", max_tokens=640), PEAK)
+    assert snap_compare(app, terminal_size=WIDE, run_before=settle)
+
+
+def test_an_mlx_peak_names_its_engine_and_is_a_round_mark(snap_compare: Any) -> None:
+    """The same run measured by the mlx engine: the panel says `mlx engine` and what its
+    peak counted, and the chart's point is `●` (torch's are `◆`)."""
+    mlx = replace(PEAK, engine="mlx", peak_kind="mx.get_peak_memory()", device_kind="cpu")
+    app = make_app(fixed_deps(), LaunchOptions(preset="gfx1151", max_tokens=640), mlx)
     assert snap_compare(app, terminal_size=WIDE, run_before=settle)
 
 

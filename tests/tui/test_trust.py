@@ -200,7 +200,7 @@ async def test_the_measure_panel_names_the_engine_and_what_was_counted() -> None
         done = peak(context=8192, engine="mlx", peak_kind="mx.get_peak_memory()")
         launcher.handles[0].finish(done)
         await wait_for(pilot, lambda: panel.kind == "result", "the result")
-        assert "mlx engine · RSS over baseline" in panel.text
+        assert "mlx engine · MLX peak memory" in panel.text
         chart = app.screen.query_one(ContextChart)
         assert chart.border_subtitle == "● mlx · measured peaks at 1024 MiB: 1"
 
@@ -267,7 +267,7 @@ def test_the_history_names_a_cache_snapshot_by_its_repo_id() -> None:
     path = "/h/hub/models--mlx-community--Qwen3-0.6B-4bit/snapshots/0123abcd"
     row = history_row(peak(model=path, engine="mlx", peak_kind="mx.get_peak_memory()"))
     assert row.cells[1] == "mlx-community/Qwen3-0.6B-4bit"
-    assert row.cells[2] == "mlx RSS"
+    assert row.cells[2] == "mlx peak"
     export = export_markdown([peak(model=path, engine="mlx", peak_kind="mx.get_peak_memory()")])
     assert "mlx-community/Qwen3-0.6B-4bit" in export and "0123abcd" not in export
     assert "mlx: mx.get_peak_memory()" in export
