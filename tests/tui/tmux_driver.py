@@ -106,3 +106,5 @@ def tmux_vramscope(
         yield app
     finally:
         subprocess.run(["tmux", "-L", name, "kill-server"], capture_output=True, timeout=30)
+        socket_dir = Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}"
+        (socket_dir / name).unlink(missing_ok=True)  # the private server's socket file
