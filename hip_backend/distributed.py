@@ -203,11 +203,44 @@ class ParallelHandle:
         return self._cancel.is_set()
 
 
+GROUP_GONE_S = 5.0
+
+
 def _kill_group(pgid: int | None) -> None:
+    """SIGKILL every process of the run's group and wait (at most GROUP_GONE_S) until none
+    is left alive: the ranks are mlx.launch's children, which `wait()` does not reap, and
+    a killed process lingers a few milliseconds after the signal is sent."""
     if pgid is None:
         return
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
+    deadline = time.monotonic() + GROUP_GONE_S
+    while _group_alive(pgid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a process of the group is still alive (zombies, which hold no memory and
+    run nothing, do not count where /proc tells them apart)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return True
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            state, _ppid, group = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:3]
+        except (OSError, ValueError):
+            continue
+        if int(group) == pgid and state != "Z":
+            return True
+    return False
 
 
 def _read_events(path: Path) -> list[MeasureEvent]:

@@ -225,16 +225,21 @@ def _mlx_dtype(safetensors_dtype: str) -> Any:
     return getattr(mx, _MLX_DTYPES.get(safetensors_dtype, "float16"))
 
 
+def build_synthetic(config: dict[str, Any], plan: WeightPlan | None, seed: int = 0) -> Any:
+    """The model built by mlx-lm over random weights, not yet evaluated (a rank shards it
+    before anything is materialised): the listed tensors when there is a tensor list,
+    else what `mlx_lm.convert` would write for the config."""
+    if plan is None:
+        return _converted_from_config(config, seed)
+    listed = [(t.name, _mlx_dtype(t.dtype), t.shape) for t in plan.tensors.values()]
+    return _loaded_with(config, model_classes(config)[0], _random_weights(listed, seed))
+
+
 def load_synthetic(config: dict[str, Any], plan: WeightPlan | None, seed: int = 0) -> Any:
-    """The model built by mlx-lm over random weights (see the module docstring)."""
+    """`build_synthetic`, evaluated (see the module docstring)."""
     import mlx.core as mx
 
-    model_class, _ = model_classes(config)
-    if plan is None:
-        model = _converted_from_config(config, seed)
-    else:
-        listed = [(t.name, _mlx_dtype(t.dtype), t.shape) for t in plan.tensors.values()]
-        model = _loaded_with(config, model_class, _random_weights(listed, seed))
+    model = build_synthetic(config, plan, seed)
     mx.eval(model.parameters())
     return model
 

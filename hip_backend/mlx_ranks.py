@@ -98,13 +98,7 @@ def _lazy_model(job: RankJob) -> Any:
     through mlx-lm's own load path (hip_backend/mlx_loader.py, as the single-device engine)."""
     from mlx_lm.utils import load_model
 
-    from hip_backend.mlx_loader import (
-        _converted_from_config,
-        _loaded_with,
-        _mlx_dtype,
-        _random_weights,
-        model_classes,
-    )
+    from hip_backend.mlx_loader import build_synthetic
     from hip_backend.model_source import ModelSource, load_source_config, plan_weights
 
     if not job.synthetic:
@@ -115,11 +109,7 @@ def _lazy_model(job: RankJob) -> Any:
         folder=Path(job.folder) if job.folder is not None else None, profile_id=job.profile_id
     )
     planned = plan_weights(source, load_source_config(source), force_synthetic=True)
-    config = dict(planned.config.root)
-    if planned.plan is None:
-        return _converted_from_config(config, job.seed)
-    listed = [(t.name, _mlx_dtype(t.dtype), t.shape) for t in planned.plan.tensors.values()]
-    return _loaded_with(config, model_classes(config)[0], _random_weights(listed, job.seed))
+    return build_synthetic(dict(planned.config.root), planned.plan, job.seed)
 
 
 def _load(job: RankJob, group: Any) -> Any:
