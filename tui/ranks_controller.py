@@ -14,7 +14,7 @@ from core.model import ModelSnapshot
 from core.parallel import ParallelPlan, ParallelSplit, Tensor
 from core.parallel_source import folder_tensors
 from core.profiles import load_profile
-from tui.model.parallel_view import parallel_view, plan_of, split_for
+from tui.model.parallel_view import ParallelView, parallel_view, plan_of, split_for
 from tui.model.state import ExplorerState
 from tui.widgets.ranks_panel import RanksPanel
 
@@ -52,12 +52,13 @@ class RanksController:
         snapshot: ModelSnapshot | None,
         available: AvailableMemory | None,
         trained: int | None,
-    ) -> None:
-        """Recompute and repaint the panel for this state."""
+    ) -> ParallelView | str | None:
+        """Recompute and repaint the panel for this state; the view shown (or why the
+        model cannot be split), None for one device."""
         plan = plan_of(state)
         if plan is None or snapshot is None or available is None:
             self.panel.hide()
-            return
+            return None
         title = f"{state.devices} devices · {plan.kind.label} (mlx-lm's sharding)"
         key = (snapshot.display, plan)
         if self._key != key:
@@ -65,6 +66,7 @@ class RanksController:
             self._split = split_for(snapshot, entry_tensors(entry, snapshot), plan)
         if isinstance(self._split, str):
             self.panel.show_problem(title, self._split)
-            return
+            return self._split
         view = parallel_view(snapshot, self._split, state, available, trained or DEFAULT_PLAN_LIMIT)
         self.panel.show_view(title, view)
+        return view

@@ -83,3 +83,24 @@ def test_snapshot_two_devices(snap_compare: Any) -> None:
     """Devices = 2 (TP) on two 24 GiB cards: a column per rank, the plan's verdict."""
     app = build_app(preset="rx7900xtx", max_tokens=4096)
     assert snap_compare(app, terminal_size=(160, 48), run_before=settle_then("d"))
+
+
+async def test_the_summary_line_answers_for_the_plan_not_one_device() -> None:
+    """At 131,072 tokens the 8B model does not fit one 24 GiB card but fits two under TP:
+    with two devices the line that stays in view at every size says so for the plan."""
+    from tui.widgets.status_line import SummaryLine
+
+    app = build_app(preset="rx7900xtx", max_tokens=131_072)
+    async with app.run_test(size=(60, 20)) as pilot:
+        await settle(pilot)
+        line = app.screen.query_one(SummaryLine)
+        assert line.summary is not None
+        assert line.summary.verdict == "DOES NOT FIT"
+        await pilot.press("d")
+        await settle(pilot)
+        panel = " ".join(widget_lines(app.screen.query_one(RanksPanel)))
+        summary = line.summary
+    assert "PLAN FITS: all 2 ranks" in panel
+    assert summary.verdict == "PLAN FITS" and summary.fits is True
+    assert "2×TP" in summary.detail and "fullest rank" in summary.detail
+    assert summary.detail.startswith("2×TP · 131,072 tokens")

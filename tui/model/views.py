@@ -25,7 +25,7 @@ from tui.model.command_lines import mlxcel_command, vramscope_command
 from tui.model.measure_plan import model_names
 from tui.model.measure_state import Measurements, PanelView
 from tui.model.names import model_arg
-from tui.model.parallel_view import launch_command, with_plan_flag
+from tui.model.parallel_view import ParallelView, launch_command, with_plan_flag
 from tui.model.rows import (
     INFLIGHT_OFF_HINT,
     EstimateView,
@@ -229,11 +229,19 @@ class ScreenWords:
             f"{CHART_TITLE} · ▲ {self.max_tokens:,} tokens: {format_bytes_short(est.total_bytes)}"
         )
 
-    def summary(self, est: MemoryEstimate | None) -> Summary:
-        """The summary line for this estimate (None: reading or failed)."""
+    def summary(
+        self, est: MemoryEstimate | None, split: ParallelView | str | None = None
+    ) -> Summary:
+        """The summary line for this estimate (None: reading or failed); with several
+        devices, the plan's verdict and its fullest rank (`split`: the ranks' view, or
+        why the model cannot be split), never the one-device figure."""
         name = self.name + (" (weights: analytical estimate)" if self.analytical else "")
         if est is None:
             return Summary(name, self.problem or "reading…", activity=self.activity)
+        if isinstance(split, str):
+            return Summary(name, f"no split: {split}", activity=self.activity)
+        if split is not None:
+            return self._plan_summary(name, split)
         detail = (
             f"{self.max_tokens:,} tokens · total {format_bytes_short(est.total_bytes)}"
             f" of {format_bytes_short(est.available_bytes)}"
@@ -244,6 +252,17 @@ class ScreenWords:
         )
         v = verdict(est)
         return Summary(name, detail, short, v.fits, v.label, self.activity)
+
+    def _plan_summary(self, name: str, split: ParallelView) -> Summary:
+        ranks = split.estimate.ranks
+        fullest = max(ranks, key=lambda r: r.peak_bytes)
+        peak, room = fullest.peak_bytes, fullest.estimate.available_bytes
+        of = f"{format_bytes_short(peak)} of {format_bytes_short(room)}"
+        kind = split.estimate.plan.kind.value.upper()
+        detail = f"{len(ranks)}×{kind} · {self.max_tokens:,} tokens · fullest rank {of}"
+        short = f"{len(ranks)}×{kind} · {short_tokens(self.max_tokens)} · {of}"
+        label = "PLAN FITS" if split.fits else "PLAN DOES NOT FIT"
+        return Summary(name, detail, short, split.fits, label, self.activity)
 
 
 CHART_TITLE = "Total against context (log scale)"

@@ -161,11 +161,11 @@ class ExplorerScreen(Screen[None]):
         if views is not None:
             self.estimate = views.estimate
             breakdown.show_estimate(views.breakdown)
-        self.ranks.show(state, loader.entry, loader.snapshot, available, words.trained)
+        split = self.ranks.show(state, loader.entry, loader.snapshot, available, words.trained)
         chart.border_title = words.chart_title(views.estimate if views else None)
         chart.border_subtitle = words.chart_subtitle
         chart.show(views.chart if views else None)
-        self.query_one(SummaryLine).show(words.summary(views.estimate if views else None))
+        self.query_one(SummaryLine).show(words.summary(views.estimate if views else None, split))
 
     # --- reads ---------------------------------------------------------------------
 
