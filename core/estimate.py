@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from core.activation import ACTIVATION_BUFFER_MULT, compute_activation_bytes
+from core.activation import ACTIVATION_BUFFER_MULT, ActivationDims, compute_activation_bytes
 from core.available import AvailableMemory
 from core.backend import Backend
 from core.backend_inflight import ROCM_DEFAULT_MAX_INFLIGHT_MB
@@ -22,7 +22,7 @@ from core.headroom import (
     compute_runtime_headroom,
     headroom_overflow_warning,
 )
-from core.kv_cache import KvTerm, kv_term
+from core.kv_cache import KvArch, KvTerm, kv_term
 from core.model import ModelSnapshot
 from core.units import MIB, sat_add, sat_sub
 from core.weights import WeightsSource
@@ -155,24 +155,46 @@ def estimate(
     model: ModelSnapshot, workload: Workload, settings: EstimateSettings
 ) -> MemoryEstimate:
     """mlxcel's `estimate_total_memory` over an already-read model."""
-    w = model.weights.bytes
-    kv = kv_term(model.kv_arch, workload.max_tokens, workload.kv_int8, workload.batch)
+    return estimate_of(
+        model.weights.bytes,
+        model.weights.source,
+        model.kv_arch,
+        model.activation_dims,
+        workload,
+        settings,
+        settings.available.bytes,
+    )
+
+
+def estimate_of(
+    weights: int,
+    source: WeightsSource,
+    arch: KvArch | None,
+    dims: ActivationDims | None,
+    workload: Workload,
+    settings: EstimateSettings,
+    available: int,
+) -> MemoryEstimate:
+    """The terms over given weights, KV layout and activation shapes: the whole model
+    (`estimate`) or one rank's share of it (`core.parallel`)."""
+    w = weights
+    kv = kv_term(arch, workload.max_tokens, workload.kv_int8, workload.batch)
     overhead = compute_runtime_headroom(sat_add(w, kv.bytes), settings.headroom_factor)
     activation = compute_activation_bytes(
-        model.activation_dims, workload.max_tokens, workload.batch, settings.activation_mult
+        dims, workload.max_tokens, workload.batch, settings.activation_mult
     )
-    inflight = settings.backend_inflight_bytes
+    inflight = settings.backend_inflight_bytes  # on ROCm, one budget per device
     runtime_headroom = sat_add(overhead, activation, inflight)
     return MemoryEstimate(
         weights_bytes=w,
-        weights_source=model.weights.source,
+        weights_source=source,
         kv=kv,
         activation_bytes=activation,
         allocator_overhead_bytes=overhead,
         backend_inflight_bytes=inflight,
         runtime_headroom_bytes=runtime_headroom,
         total_bytes=sat_add(w, kv.bytes, runtime_headroom),
-        available_bytes=settings.available.bytes,
+        available_bytes=available,
         headroom_factor=settings.headroom_factor,
         workload=workload,
     )

@@ -27,12 +27,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from core.activation import ActivationDims, compute_activation_bytes
+from core.activation import ActivationDims
 from core.config import NUM_HEADS_KEYS, get_u64
 from core.errors import ShardingError
-from core.estimate import EstimateSettings, MemoryEstimate, Workload, estimate
-from core.headroom import compute_runtime_headroom
-from core.kv_cache import KvArch, KvGroup, KvKind, attn_dims, kv_term
+from core.estimate import EstimateSettings, MemoryEstimate, Workload, estimate, estimate_of
+from core.kv_cache import KvArch, KvGroup, KvKind, attn_dims
 from core.memory_size import parse_optional_memory_size
 from core.model import ModelSnapshot
 from core.safetensors_header import tensor_bytes
@@ -212,26 +211,7 @@ def _rank_estimate(
     available: int,
     model: ModelSnapshot,
 ) -> MemoryEstimate:
-    kv = kv_term(arch, workload.max_tokens, workload.kv_int8, workload.batch)
-    overhead = compute_runtime_headroom(sat_add(weights, kv.bytes), settings.headroom_factor)
-    activation = compute_activation_bytes(
-        dims, workload.max_tokens, workload.batch, settings.activation_mult
-    )
-    inflight = settings.backend_inflight_bytes  # one budget per ROCm device
-    headroom = sat_add(overhead, activation, inflight)
-    return MemoryEstimate(
-        weights_bytes=weights,
-        weights_source=model.weights.source,
-        kv=kv,
-        activation_bytes=activation,
-        allocator_overhead_bytes=overhead,
-        backend_inflight_bytes=inflight,
-        runtime_headroom_bytes=headroom,
-        total_bytes=sat_add(weights, kv.bytes, headroom),
-        available_bytes=available,
-        headroom_factor=settings.headroom_factor,
-        workload=workload,
-    )
+    return estimate_of(weights, model.weights.source, arch, dims, workload, settings, available)
 
 
 @dataclass(frozen=True)

@@ -44,23 +44,11 @@ from hip_backend.gpu_memory import (  # noqa: E402
 )
 from hip_backend.launcher import measure, prepare  # noqa: E402
 from hip_backend.random_model import write_random_model  # noqa: E402
+from scripts.gpu_table import SMALL_MODEL  # noqa: E402
 
 TIME_BUDGET_S = 540.0
 GIB = 1 << 30
-MODEL_1B = {
-    "model_type": "llama",
-    "hidden_size": 2048,
-    "num_hidden_layers": 16,
-    "intermediate_size": 8192,
-    "num_attention_heads": 32,
-    "num_key_value_heads": 8,
-    "rms_norm_eps": 1e-5,
-    "vocab_size": 128256,
-    "rope_theta": 500000.0,
-    "tie_word_embeddings": True,
-    "torch_dtype": "bfloat16",
-    "quantization": {"group_size": 64, "bits": 4},
-}
+MODEL_1B = SMALL_MODEL  # the ~1B 4-bit llama gpu_table.py measures too
 FULL = {
     "model": MODEL_1B,
     "contexts": (640, 4096),
