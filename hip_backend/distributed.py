@@ -9,7 +9,9 @@ private temporary folder, finds N free consecutive loopback ports, and starts
 
 in a new session, so that the launcher, its bash wrappers and every rank share
 one process group. mlx.launch writes the ring hostfile itself (one
-`127.0.0.1:P+r` per rank, in `MLX_HOSTFILE`) and sets `MLX_RANK`; `TMPDIR`
+`127.0.0.1:P+r` per rank, in `MLX_HOSTFILE`) and sets `MLX_RANK`. Given MLX's
+own hostfile (checked first by hip_backend/mlx_hostfile.py), `--hostfile FILE`
+replaces `-n N` and mlx.launch places rank r on host r. `TMPDIR`
 points at our folder so its pid and host files go away with it. Each rank
 writes its protocol lines to `rank-<r>.jsonl`; rank 0's progress is passed on
 while the run goes. Whatever happens (success, a failed rank, a timeout, a
@@ -55,6 +57,7 @@ from core.measurement import (
 from core.parallel import ParallelEstimate, ParallelPlan, estimate_parallel
 from core.parallel_source import resolve_parallel_model
 from hip_backend.launcher import CHILD_MALLOC_ENV, PROJECT_ROOT, resolve_budget
+from hip_backend.mlx_hostfile import RingHostfile
 from hip_backend.mlx_ranks import RANK_FILE, SINGLE_FILE, RankJob
 
 EventCallback = Callable[[MeasureEvent], None]
@@ -73,6 +76,8 @@ class PreparedParallel:
     estimate: ParallelEstimate
     backend: Backend
     warnings: tuple[str, ...]
+    hostfile: RingHostfile | None = None
+    """MLX's hostfile the ranks are placed by; None runs them all on the loopback."""
 
 
 @dataclass(frozen=True)
@@ -97,7 +102,10 @@ def _backend_for(device: str) -> Backend:
 
 
 def prepare_parallel(
-    request: MeasureRequest, plan: ParallelPlan, env: dict[str, str | None] | None = None
+    request: MeasureRequest,
+    plan: ParallelPlan,
+    env: dict[str, str | None] | None = None,
+    hostfile: RingHostfile | None = None,
 ) -> PreparedParallel:
     """Resolve model, budget and per-rank estimates; raises VramscopeError on bad input."""
     env = read_env() if env is None else env
@@ -129,7 +137,7 @@ def prepare_parallel(
     notes = tuple(w for w in resolved.warnings) + model.warnings
     if not real:
         notes += ("synthetic weights: every rank loads random arrays of the real shapes",)
-    return PreparedParallel(request, plan, job, pe, backend, notes)
+    return PreparedParallel(request, plan, job, pe, backend, notes, hostfile)
 
 
 def free_port_block(count: int, attempts: int = 50) -> int:
@@ -152,16 +160,19 @@ def free_port_block(count: int, attempts: int = 50) -> int:
     raise OSError(f"no block of {count} free loopback ports found")
 
 
-def mlx_launch_command(python: str, ranks: int, port: int, job_file: Path) -> list[str]:
-    """The `mlx.launch` command line (MLX's own launcher, run by this interpreter)."""
+def mlx_launch_command(
+    python: str, ranks: int, port: int, job_file: Path, hostfile: RingHostfile | None = None
+) -> list[str]:
+    """The `mlx.launch` command line (MLX's own launcher, run by this interpreter): N
+    ranks on the loopback, or one rank per host of the hostfile."""
+    placement = ["--hostfile", str(hostfile.path)] if hostfile else ["-n", str(ranks)]
     return [
         python,
         "-c",
         "import sys; from mlx._distributed_utils.launch import main; sys.exit(main())",
         "--backend",
         "ring",
-        "-n",
-        str(ranks),
+        *placement,
         "--starting-port",
         str(port),
         "--python",
@@ -274,13 +285,14 @@ def run_parallel(
         job = replace(prepared.job, out_dir=str(tmp))
         job_file = tmp / "job.json"
         job_file.write_text(job.to_json(), encoding="utf-8")
-        port = free_port_block(prepared.plan.ranks)
+        hostfile = prepared.hostfile
+        port = free_port_block(hostfile.ports if hostfile else prepared.plan.ranks)
         env = dict(os.environ)
         env["TMPDIR"] = str(tmp)
         tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         start = time.monotonic()
         process = subprocess.Popen(
-            mlx_launch_command(python, prepared.plan.ranks, port, job_file),
+            mlx_launch_command(python, prepared.plan.ranks, port, job_file, hostfile),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

@@ -236,3 +236,110 @@ def test_a_profile_is_measured_with_synthetic_weights_on_every_rank() -> None:
     assert prepared.backend is Backend.CPU
     assert [r.layers for r in prepared.estimate.ranks] == [(24, 48), (0, 24)]
     assert all(r.estimate.backend_inflight_bytes == 0 for r in prepared.estimate.ranks)
+
+
+def loopback_hostfile(tmp_path: Path, ranks: int = 2) -> Path:
+    path = tmp_path / "hosts.json"
+    hosts = [{"ssh": "127.0.0.1", "ips": ["127.0.0.1"]} for _ in range(ranks)]
+    path.write_text(json.dumps(hosts), encoding="utf-8")
+    return path
+
+
+@pytest.mark.slow
+def test_two_tp_ranks_placed_by_a_loopback_hostfile(
+    qwen2_fp16: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """MLX's own hostfile (two 127.0.0.1 hosts) places the ranks: mlx.launch's ring
+    backend runs them locally, and each rank is measured as without a hostfile."""
+    from tui.cli import main
+
+    hostfile = loopback_hostfile(tmp_path)
+    code = main(["measure", str(qwen2_fp16), "--engine", "mlx", "--tp", "2", "--device", "cpu",
+                 "--hostfile", str(hostfile), "--prompt-tokens", "32", "--gen-tokens", "4",
+                 "--warmup-tokens", "0", "--timeout", str(TIMEOUT_S), "--json",
+                 "--no-history"])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["launcher"] == (
+        f"mlx.launch --backend ring --hostfile {hostfile} (hosts: 127.0.0.1)"
+    )
+    assert doc["parallel"] == {"kind": "tp", "ranks": 2}
+    plan = prepare_parallel(request(qwen2_fp16), ParallelPlan(ParallelKind.TENSOR, 2))
+    assert [r["rank"] for r in doc["ranks"]] == [0, 1]
+    for entry, est in zip(doc["ranks"], plan.estimate.ranks, strict=True):
+        assert entry["estimate_bytes"] == est.peak_bytes
+        assert entry["margin"]["covered"] is True
+        assert abs(entry["measured"]["weights_bytes"] - est.estimate.weights_bytes) < 64 * 1024
+
+
+def test_the_launch_command_carries_the_hostfile_instead_of_a_rank_count(
+    tmp_path: Path,
+) -> None:
+    from hip_backend.distributed import mlx_launch_command
+    from hip_backend.mlx_hostfile import read_hostfile
+
+    path = loopback_hostfile(tmp_path, 3)
+    hostfile = read_hostfile(str(path), 3)
+    assert hostfile.ports == 3 and hostfile.local
+    argv = mlx_launch_command("py", 3, 40000, tmp_path / "job.json", hostfile)
+    assert argv[argv.index("--hostfile") + 1] == str(path)
+    assert "-n" not in argv
+    assert argv[argv.index("--backend") + 1] == "ring"
+    assert "-n" in mlx_launch_command("py", 3, 40000, tmp_path / "job.json")
+
+
+BAD_HOSTFILES: list[tuple[str, str | None, str]] = [
+    ("missing", None, "cannot read it (no such file or directory)"),
+    ("not-json", "{hosts: [", "not JSON"),
+    ("not-utf8", "\udcff", "not UTF-8 text"),
+    ("empty-list", "[]", "non-empty JSON list"),
+    ("no-hosts-key", '{"backend": "ring"}', 'has no "hosts" list'),
+    ("host-not-object", '["127.0.0.1", "127.0.0.1"]', "host 0 is not an object"),
+    ("no-ssh", '[{"ips": ["127.0.0.1"]}, {"ips": ["127.0.0.1"]}]', 'host 0 has no "ssh"'),
+    ("hostnames-only", '[{"ssh": "a"}, {"ssh": "b"}]', 'host 0 has no "ips" list'),
+    ("hostname-as-ip", '[{"ssh": "a", "ips": ["box-a"]}, {"ssh": "b", "ips": ["10.0.0.2"]}]',
+     "host 0: 'box-a' is not an IP address"),
+    ("three-for-two", json.dumps([{"ssh": "127.0.0.1", "ips": ["127.0.0.1"]}] * 3),
+     "lists 3 hosts but the plan has 2 ranks"),
+    ("other-backend", '{"backend": "jaccl", "hosts": []}', "names backend 'jaccl'"),
+    ("bad-env", '{"envs": ["=x"], "hosts": []}', "\"envs\": '=x' is not NAME=VALUE"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"), BAD_HOSTFILES, ids=[b[0] for b in BAD_HOSTFILES]
+)
+def test_a_bad_hostfile_is_one_line_exit_2_before_anything_starts(
+    name: str,
+    content: str | None,
+    message: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from tui.cli import main
+
+    path = tmp_path / f"{name}.json"
+    if content is not None:
+        path.write_bytes(content.encode("utf-8", "surrogateescape"))
+    # The model does not exist either: the hostfile is checked first, before any load.
+    code = main(["measure", str(tmp_path / "no-model"), "--engine", "mlx", "--tp", "2",
+                 "--hostfile", str(path)])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(f"vramscope: error: --hostfile: {path}: ")
+    assert message in err, err
+
+
+def test_a_hostfile_without_a_plan_and_an_unreadable_one_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tui.cli import main
+
+    path = loopback_hostfile(tmp_path)
+    assert main(["measure", "x", "--engine", "mlx", "--hostfile", str(path)]) == 2
+    assert "--hostfile: places the ranks of --tp N or --pp N" in capsys.readouterr().err
+    assert main(["measure", "x", "--engine", "mlx", "--pp", "2", "--hostfile",
+                 str(tmp_path)]) == 2  # fmt: skip
+    assert "cannot read it (is a directory)" in capsys.readouterr().err

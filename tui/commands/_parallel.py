@@ -45,6 +45,14 @@ def add_parallel_flags(p: argparse.ArgumentParser, measure: bool = False) -> Non
         metavar="N",
         help=f"pipeline parallel over N ranks (2-{MAX_RANKS}), as mlx-lm's model.pipeline()",
     )
+    if measure:
+        p.add_argument(
+            "--hostfile",
+            default=None,
+            metavar="FILE",
+            help="with --tp/--pp: MLX's own hostfile (JSON, one host entry per rank) passed "
+            "to mlx.launch instead of the loopback default",
+        )
 
 
 def parallel_plan(args: argparse.Namespace) -> ParallelPlan | None:
@@ -86,6 +94,7 @@ def measure_parallel(args: argparse.Namespace, plan: ParallelPlan) -> int:
     import json
 
     from hip_backend.distributed import ParallelRun, prepare_parallel, run_parallel
+    from hip_backend.mlx_hostfile import read_hostfile
     from tui.commands.measure import (
         EXIT_FAILED,
         ProgressLine,
@@ -93,8 +102,9 @@ def measure_parallel(args: argparse.Namespace, plan: ParallelPlan) -> int:
         request_from_args,
     )
 
+    hostfile = read_hostfile(args.hostfile, plan.ranks) if args.hostfile is not None else None
     request = request_from_args(args, args.model, args.prompt_tokens)
-    prepared = prepare_parallel(request, plan)  # refusals are usage errors (exit 2)
+    prepared = prepare_parallel(request, plan, hostfile=hostfile)  # refusals: exit 2
     warn(prepared.warnings)
     progress = ProgressLine(enabled=False if args.json else None)
     outcome = run_parallel(prepared, progress)
@@ -115,6 +125,15 @@ def measure_parallel(args: argparse.Namespace, plan: ParallelPlan) -> int:
     return 0
 
 
+def launcher_text(prepared: PreparedParallel) -> str:
+    """How the ranks were placed: the loopback, or the hostfile's hosts."""
+    hf = prepared.hostfile
+    if hf is None:
+        return f"mlx.launch --backend ring -n {prepared.plan.ranks} on the loopback"
+    hosts = ", ".join(dict.fromkeys(h.ssh for h in hf.hosts))
+    return f"mlx.launch --backend ring --hostfile {hf.path} (hosts: {hosts})"
+
+
 def parallel_measure_lines(prepared: PreparedParallel, run: ParallelRun) -> list[str]:
     """The plan, then one table row per rank: estimate peak against measured peak."""
     first = run.ranks[0]
@@ -123,8 +142,7 @@ def parallel_measure_lines(prepared: PreparedParallel, run: ParallelRun) -> list
         f"Model:     {req.model}  ({prepared.estimate.family}, {prepared.plan.kind.label}, "
         f"{prepared.plan.ranks} ranks)"
         + ("  [synthetic weights]" if first.synthetic_weights else ""),
-        f"Launch:    mlx.launch --backend ring -n {prepared.plan.ranks} on the loopback; "
-        f"{first.device_name}, {first.runtime_version}",
+        f"Launch:    {launcher_text(prepared)}; {first.device_name}, {first.runtime_version}",
         f"Workload:  pp{req.prompt_tokens} / tg{req.gen_tokens} after a warm-up pass "
         f"({req.warmup_tokens} tokens); estimate for {prepared.backend.label} at "
         f"{req.context_tokens} tokens",
@@ -162,7 +180,7 @@ def parallel_measure_json(
     doc: dict[str, Any] = {
         "parallel": {"kind": prepared.plan.kind.value, "ranks": prepared.plan.ranks},
         "engine": "mlx",
-        "launcher": "mlx.launch --backend ring (loopback)",
+        "launcher": launcher_text(prepared),
         "estimate_backend": prepared.backend.value,
         "single_device_estimate_bytes": prepared.estimate.single.total_bytes,
         "estimate_bytes": [r.peak_bytes for r in prepared.estimate.ranks],

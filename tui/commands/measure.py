@@ -236,6 +236,8 @@ def run(args: argparse.Namespace) -> int:
     from hip_backend.report import comparison_lines
 
     plan = parallel_plan(args)
+    if plan is None and args.hostfile is not None:
+        raise UsageError("--hostfile", "places the ranks of --tp N or --pp N; give one of them")
     if plan is not None:
         if args.engine != "mlx":
             raise UsageError(f"--{plan.kind.value}", "measures ranks with --engine mlx only")
