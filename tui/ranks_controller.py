@@ -14,7 +14,7 @@ from core.model import ModelSnapshot
 from core.parallel import ParallelPlan, ParallelSplit, Tensor
 from core.parallel_source import folder_tensors
 from core.profiles import load_profile
-from tui.model.parallel_view import ParallelView, parallel_view, plan_of, split_for
+from tui.model.parallel_view import ParallelView, parallel_view, plan_of, rank_limits, split_for
 from tui.model.state import ExplorerState
 from tui.widgets.ranks_panel import RanksPanel
 
@@ -67,6 +67,12 @@ class RanksController:
         if isinstance(self._split, str):
             self.panel.show_problem(title, self._split)
             return self._split
-        view = parallel_view(snapshot, self._split, state, available, trained or DEFAULT_PLAN_LIMIT)
+        try:
+            limits = rank_limits(state)
+        except VramscopeError as exc:
+            self.panel.show_problem(title, str(exc))
+            return str(exc)
+        limit = trained or DEFAULT_PLAN_LIMIT
+        view = parallel_view(snapshot, self._split, state, available, limit, limits)
         self.panel.show_view(title, view)
         return view

@@ -104,3 +104,77 @@ async def test_the_summary_line_answers_for_the_plan_not_one_device() -> None:
     assert summary.verdict == "PLAN FITS" and summary.fits is True
     assert "2×TP" in summary.detail and "fullest rank" in summary.detail
     assert summary.detail.startswith("2×TP · 131,072 tokens")
+
+
+async def test_uneven_devices_rank_1_does_not_fit_its_smaller_card() -> None:
+    """Typed in the Devices row, `24GB,2GB` gives rank 0 a 24 GiB card and rank 1 a 2 GiB
+    one: the table, the plan's verdict, the summary line and `--memory-limit` follow."""
+    from core.memory_size import parse_memory_size
+    from core.parallel import ParallelPlan, estimate_parallel
+    from core.sharding import ParallelKind
+    from core.units import format_bytes_short
+    from tui.widgets.status_line import SummaryLine
+
+    app = build_app(preset="rx7900xtx", max_tokens=4096)
+    async with app.run_test(size=MEDIUM) as pilot:
+        await settle(pilot)
+        await pilot.press("d")
+        await settle(pilot)
+        panel = app.screen.query_one(RanksPanel)
+        assert "PLAN FITS: all 2 ranks" in "\n".join(widget_lines(panel))
+        await pilot.click("#device-memory")
+        await pilot.press(*"24GB,2GB")
+        await settle(pilot)
+        text = "\n".join(widget_lines(panel))
+        state, available = app.screen.state, app.screen.available
+        summary = app.screen.query_one(SummaryLine).summary
+        lines = app.screen.query_one("#commands", CommandLinesView)
+        vramscope_line = lines.vramscope
+    assert state.device_memory == "24GB,2GB"
+    assert available is not None
+    profile = load_profile(LLAMA)
+    assert profile.tensors is not None
+    limits = [parse_memory_size("24GB"), parse_memory_size("2GB")]
+    pe = estimate_parallel(
+        profile_snapshot(profile),
+        profile.tensors,
+        ParallelPlan(ParallelKind.TENSOR, 2),
+        state.workload(),
+        state.settings(available),
+        limits,
+    )
+    rank0, rank1 = pe.ranks
+    assert rank0.fits and not rank1.fits  # what the panel must say, computed independently
+    assert "PLAN DOES NOT FIT: rank 1" in text
+    available_row = next(line for line in text.splitlines() if "Available" in line)
+    shown = [format_bytes_short(b) for b in limits]  # mlxcel's grammar: GB = 2^30 bytes
+    assert available_row.split()[1:] == ["24.00", "GiB", "2.00", "GiB"] == " ".join(shown).split()
+    verdict_row = next(line for line in text.splitlines() if "Verdict" in line)
+    assert "FITS" in verdict_row and "OVER" in verdict_row
+    assert verdict_row.index("FITS") < verdict_row.index("OVER")  # rank 0 fits, rank 1 not
+    assert summary is not None and summary.verdict == "PLAN DOES NOT FIT"
+    assert summary.fits is False and f"of {shown[1]}" in summary.detail  # rank 1, the tight one
+    assert vramscope_line.endswith("--memory-limit 24GB,2GB --tp 2")
+
+
+async def test_a_bad_per_device_list_is_said_in_place() -> None:
+    app = build_app(preset="rx7900xtx", max_tokens=4096)
+    async with app.run_test(size=MEDIUM) as pilot:
+        await settle(pilot)
+        panel = app.screen.query_one(RanksPanel)
+        app.screen.update(devices=2, device_memory="24GB,lots")
+        await settle(pilot)
+        bad_size = " ".join(widget_lines(panel))
+        app.screen.update(device_memory="24GB,16GB,8GB")
+        await settle(pilot)
+        three = " ".join(widget_lines(panel))
+        summary = app.screen.query_one("SummaryLine").summary  # type: ignore[attr-defined]
+        app.screen.update(device_memory="")
+        await settle(pilot)
+        blank = " ".join(widget_lines(panel))
+        box_value = app.screen.query_one("#device-memory").value  # type: ignore[attr-defined]
+    assert "per-device memory: 'lots' is not a size" in bad_size
+    assert "per-device memory: 3 sizes for 2 ranks" in three
+    assert summary.fits is not True and "3 sizes for 2 ranks" in summary.detail
+    assert "PLAN FITS: all 2 ranks" in blank  # blank: the Available value on every rank
+    assert box_value == ""

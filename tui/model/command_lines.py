@@ -47,15 +47,21 @@ def _limit(state: ExplorerState, available: AvailableMemory | None) -> int | Non
 
 
 def vramscope_command(
-    state: ExplorerState, available: AvailableMemory | None, model_arg: str
+    state: ExplorerState,
+    available: AvailableMemory | None,
+    model_arg: str,
+    rank_limits: str | None = None,
 ) -> str:
-    """`vramscope inspect MODEL ...` for the current state."""
+    """`vramscope inspect MODEL ...` for the current state; `rank_limits` (a split's
+    per-device list, `24GB,16GB`) replaces the one `--memory-limit` size."""
     words = ["vramscope", "inspect", model_arg, *_workload_flags(state)]
     words += ["--backend", state.backend.value]
     if state.backend is Backend.ROCM:
         words += ["--inflight-mb", str(state.inflight_mib)]
     limit = _limit(state, available)
-    if limit is not None:
+    if rank_limits is not None:
+        words += ["--memory-limit", rank_limits]
+    elif limit is not None:
         words += ["--memory-limit", str(limit)]
     return _join(_env_prefix(state), words)
 

@@ -2,8 +2,9 @@
 
 Pure, given the tensor list: `core.parallel` splits the model by mlx-lm's rules
 once per (model, plan), then each state is sized in microseconds. The table has
-one column per rank; every rank gets the explorer's available memory (one value
-for all devices; `inspect --memory-limit A,B` takes one per device).
+one column per rank; every rank gets the explorer's available memory, unless the
+Devices row lists one size per device (`24GB,16GB`, read as `inspect --memory-limit
+A,B` reads it).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from core.parallel import (
     Tensor,
     estimate_split,
     largest_plan_context,
+    parse_rank_limits,
     split_model,
 )
 from core.sharding import ParallelKind
@@ -37,6 +39,21 @@ def plan_of(state: ExplorerState) -> ParallelPlan | None:
     if state.devices < 2:
         return None
     return ParallelPlan(ParallelKind(state.split), state.devices)
+
+
+def rank_limits(state: ExplorerState) -> list[int] | None:
+    """Each rank's available memory from the Devices row's list (None: blank, every rank
+    gets the Available value); raises ShardingError naming the bad entry."""
+    try:
+        return parse_rank_limits(state.device_memory, state.devices)
+    except ShardingError as exc:
+        raise ShardingError(str(exc).replace("--memory-limit:", "per-device memory:", 1)) from None
+
+
+def memory_limit_text(state: ExplorerState) -> str | None:
+    """The list as `--memory-limit` takes it (entries trimmed), None when blank."""
+    parts = [p.strip() for p in state.device_memory.split(",")]
+    return ",".join(parts) if any(parts) else None
 
 
 @dataclass(frozen=True)
@@ -69,11 +86,15 @@ def parallel_view(
     state: ExplorerState,
     available: AvailableMemory,
     limit: int,
+    rank_available: Sequence[int] | None = None,
 ) -> ParallelView:
-    """Every rank at the state's workload, and the largest context the plan fits."""
+    """Every rank at the state's workload against its own available memory (the
+    Available value when `rank_available` is None), and the largest context the plan fits."""
     settings = state.settings(available)
-    pe = estimate_split(model, split, state.workload(), settings)
-    largest = largest_plan_context(model, split, state.workload(), settings, limit=limit)
+    pe = estimate_split(model, split, state.workload(), settings, rank_available)
+    largest = largest_plan_context(
+        model, split, state.workload(), settings, rank_available, limit=limit
+    )
     ranks = pe.ranks
 
     def cells(values: Sequence[int]) -> tuple[str, ...]:

@@ -70,6 +70,9 @@ class ExplorerState:
     """Ranks of a split MLX load (1 = one device; up to 8)."""
     split: str = "tp"
     """How the ranks split the model: `tp` (tensor parallel) or `pp` (pipeline)."""
+    device_memory: str = ""
+    """Each rank's available memory as typed in the Devices row (`24GB,16GB`: one size
+    per device, or one for all); blank gives every rank the Available value."""
 
     def workload(self) -> Workload:
         """The estimate's workload."""

@@ -25,7 +25,12 @@ from tui.model.command_lines import mlxcel_command, vramscope_command
 from tui.model.measure_plan import model_names
 from tui.model.measure_state import Measurements, PanelView
 from tui.model.names import model_arg
-from tui.model.parallel_view import ParallelView, launch_command, with_plan_flag
+from tui.model.parallel_view import (
+    ParallelView,
+    launch_command,
+    memory_limit_text,
+    with_plan_flag,
+)
 from tui.model.rows import (
     INFLIGHT_OFF_HINT,
     EstimateView,
@@ -255,7 +260,10 @@ class ScreenWords:
 
     def _plan_summary(self, name: str, split: ParallelView) -> Summary:
         ranks = split.estimate.ranks
-        fullest = max(ranks, key=lambda r: r.peak_bytes)
+        # The rank nearest its own limit (devices may differ), the largest peak on a tie.
+        fullest = max(
+            ranks, key=lambda r: (r.peak_bytes - r.estimate.available_bytes, r.peak_bytes)
+        )
         peak, room = fullest.peak_bytes, fullest.estimate.available_bytes
         of = f"{format_bytes_short(peak)} of {format_bytes_short(room)}"
         kind = split.estimate.plan.kind.value.upper()
@@ -296,7 +304,8 @@ def screen_words(
         mlxcel_command(state, available, arg),
     )
     if state.devices > 1:  # the split: inspect --tp/--pp, and mlx.launch on the same plan
-        vramscope, second = with_plan_flag(vramscope, state), launch_command(state, arg)
+        per_device = vramscope_command(state, available, arg, memory_limit_text(state))
+        vramscope, second = with_plan_flag(per_device, state), launch_command(state, arg)
     analytical = snapshot is not None and snapshot.weights.source is WeightsSource.ANALYTICAL_CONFIG
     return ScreenWords(
         name=entry.name if entry is not None else state.model,

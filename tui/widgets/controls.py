@@ -16,7 +16,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.widget import Widget
-from textual.widgets import Label
+from textual.widgets import Input, Label
 
 from core.measurement import ENGINE_CHOICES
 from tui.model.parallel_view import DEVICE_CHOICES, SPLITS
@@ -48,6 +48,7 @@ class Controls(Widget):
         height: auto;
         & > Horizontal { height: 1; }
         & .field-label { width: 14; }
+        & #device-memory { width: 1fr; height: 1; }
     }
     """
 
@@ -107,6 +108,18 @@ class Controls(Widget):
             )
             yield Label("  ")
             yield Segmented(["TP", "PP"], SPLITS.index(s.split), id="split")
+        memory_row = Horizontal(id="device-memory-row")
+        memory_row.display = s.devices > 1
+        with memory_row:
+            yield Label("Per device", classes="field-label")
+            yield Input(
+                s.device_memory,
+                placeholder="blank: Available on each; or 24GB,16GB",
+                compact=True,
+                id="device-memory",
+                tooltip="Each device's available memory, in rank order (one size: all "
+                "devices); blank: the Available value on every device",
+            )
         with Horizontal(id="engine-row"):
             yield Label("Measure with", classes="field-label")
             yield Segmented(ENGINE_CHOICES, ENGINE_CHOICES.index(s.engine), id="engine")
@@ -121,8 +134,13 @@ class Controls(Widget):
         self.query_one("#engine", Segmented).set_index(ENGINE_CHOICES.index(state.engine))
         # One device: the row stays out of the way (`d` brings it: 2 devices).
         self.query_one("#devices-row").display = state.devices > 1
+        self.query_one("#device-memory-row").display = state.devices > 1
         self.query_one("#devices", Segmented).set_index(DEVICE_CHOICES.index(state.devices))
         self.query_one("#split", Segmented).set_index(SPLITS.index(state.split))
+        box = self.query_one("#device-memory", Input)
+        if not box.has_focus and box.value != state.device_memory:
+            with box.prevent(Input.Changed):
+                box.value = state.device_memory
         self.query_one(MemoryField).set_choice(state.memory)
 
     def show_hints(self, state: ExplorerState, model_known: bool, trained: int | None) -> None:
@@ -153,6 +171,11 @@ class Controls(Widget):
             "split": {"split": SPLITS[event.index % len(SPLITS)]},
         }
         self.post_message(self.Changed(table[event.segmented.id or ""]))
+
+    @on(Input.Changed, "#device-memory")
+    def _device_memory(self, event: Input.Changed) -> None:
+        event.stop()
+        self.post_message(self.Changed({"device_memory": event.value}))
 
     @on(MemoryField.Changed)
     def _memory(self, event: MemoryField.Changed) -> None:
