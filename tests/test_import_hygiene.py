@@ -60,6 +60,23 @@ def test_importing_tui_and_the_cli_does_not_pull_torch() -> None:
     assert "textual" not in loaded  # `vramscope inspect` never pays for the UI
 
 
+def test_the_explorers_start_up_leaves_the_catalog_to_its_reads() -> None:
+    """What `vramscope explore` imports before its first frame: the catalog (folders, the
+    HF cache, profiles, the disk cache), the reports and the history screen come later."""
+    loaded = modules_after("import tui.cli; tui.cli.build_parser(); import tui.app")
+    assert "tui.screens.explorer_screen" in loaded
+    later = {
+        "core.catalog",
+        "core.catalog_cache",
+        "core.hf_cache",
+        "core.profiles",
+        "core.report",
+        "core.parallel_report",
+        "tui.screens.history_screen",
+    }
+    assert loaded & later == set()
+
+
 def test_importing_hip_backend_does_not_pull_torch() -> None:
     assert "torch" not in top_level(modules_after("import hip_backend"))
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
-from typing import ClassVar
+from typing import Any, ClassVar
 
+from rich.console import RenderableType
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
@@ -47,6 +48,7 @@ class VramscopeApp(App[None]):
         self.start = choose_backend(options.backend, self.machine)
         self.initial, self.env_warnings = initial_state(options, deps.env, self.start)
         self.measured = measured
+        self._first_frame_out = False
 
     def get_default_screen(self) -> Screen[None]:
         return ExplorerScreen(
@@ -68,6 +70,18 @@ class VramscopeApp(App[None]):
     def on_load(self) -> None:
         # Thread workers in daemon threads: quitting never waits for a read that hangs.
         asyncio.get_running_loop().set_default_executor(DaemonExecutor())
+
+    def _display(self, screen: Screen[Any], renderable: RenderableType | None) -> None:
+        # Textual writes every frame here. The first one written releases the explorer's
+        # reads, held back so that they never delay it (`Loader.read_all`).
+        super()._display(screen, renderable)
+        if renderable is not None and not self._first_frame_out:
+            self._first_frame_out = True
+            self.call_next(self._start_held_reads)
+
+    def _start_held_reads(self) -> None:
+        if self.screen_stack and isinstance(self.screen_stack[0], ExplorerScreen):
+            self.screen_stack[0].loader.start_held_reads()
 
     def on_mount(self) -> None:
         for line in self.env_warnings:

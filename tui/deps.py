@@ -16,14 +16,7 @@ from pathlib import Path
 
 from core.available import MEMORY_LIMIT_ENV, AvailableMemory, resolve_available_memory
 from core.backend import Backend, BackendChoice, detect_backend
-from core.catalog import (
-    Catalog,
-    CatalogEntry,
-    build_catalog,
-    entry_snapshot,
-    match_entry,
-    resolve_entry,
-)
+from core.catalog_entry import Catalog, CatalogEntry
 from core.environment import read_env
 from core.history import HistoryStore
 from core.model import ModelSnapshot
@@ -55,7 +48,25 @@ class AppDeps:
     worker thread."""
 
 
+# core.catalog (folders, the HF cache, built-in profiles, the disk cache) is imported
+# by the reads themselves, on the worker threads: the first frame never waits for it.
+
+
+def _build_catalog(models_dirs: tuple[Path, ...]) -> Catalog:
+    from core.catalog import build_catalog
+
+    return build_catalog(models_dirs)
+
+
+def _resolve(name: str, models_dirs: tuple[Path, ...]) -> CatalogEntry:
+    from core.catalog import resolve_entry
+
+    return resolve_entry(name, models_dirs)
+
+
 def _load(entry: CatalogEntry) -> ModelSnapshot:
+    from core.catalog import entry_snapshot
+
     # The display name is what the banner's `Model:` line would show for `inspect`.
     display = str(entry.path) if entry.origin == "folder" and entry.path else entry.name
     return entry_snapshot(entry, display)
@@ -66,8 +77,8 @@ def default_deps(models_dirs: Sequence[Path] = ()) -> AppDeps:
     env = read_env()
     dirs = tuple(models_dirs)
     return AppDeps(
-        build_catalog=partial(build_catalog, dirs),
-        resolve_entry=lambda name: resolve_entry(name, dirs),
+        build_catalog=partial(_build_catalog, dirs),
+        resolve_entry=partial(_resolve, models_dirs=dirs),
         load_snapshot=_load,
         detect_backend=detect_backend,
         detect_available=lambda backend: resolve_available_memory(
@@ -92,9 +103,13 @@ def builtin_deps(
     and no measurement history unless one is given. `m` still measures for real."""
 
     def catalog() -> Catalog:
+        from core.catalog import build_catalog
+
         return build_catalog(include_hf_cache=False, env={})
 
     def resolve(name: str) -> CatalogEntry:
+        from core.catalog import match_entry
+
         return match_entry(catalog(), name)  # the CLI's rules and its closest-name errors
 
     return AppDeps(

@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from textual.timer import Timer
 
 from core.available import AvailableMemory
 from core.backend import Backend
-from core.catalog import Catalog, CatalogEntry
+from core.catalog_entry import Catalog, CatalogEntry
 from core.errors import VramscopeError
 from core.history import HistoryRead
 from core.model import ModelSnapshot
@@ -109,13 +110,16 @@ class Loader:
         self.loading_since = 0.0
         self._request = 0
         self._ticker: Timer | None = None
+        self._held: list[Callable[[], object]] = []
 
     @property
     def settled(self) -> bool:
         """True once every read asked for so far has answered."""
         return not self.waiting
 
-    def _run(self, kind: str, read: Callable[[], object], request: int = 0) -> None:
+    def _run(
+        self, kind: str, read: Callable[[], object], request: int = 0, *, first: bool = False
+    ) -> None:
         screen = self._screen
         self.waiting.add(kind)
 
@@ -124,27 +128,52 @@ class Loader:
             with contextlib.suppress(Exception):  # the app quit meanwhile: nobody to tell
                 screen.post_message(Loaded(kind, value, request))
 
-        screen.run_worker(work, name=f"read {kind}", group=kind, thread=True, exit_on_error=False)
+        start = partial(
+            screen.run_worker,
+            work,
+            name=f"read {kind}",
+            group=kind,
+            thread=True,
+            exit_on_error=False,
+        )
+        if first:
+            self._held.append(start)
+        else:
+            start()
 
     def read_all(self, model: str) -> None:
-        """The first reads: catalog, available memory, history and the model."""
-        self._run("catalog", self._build_catalog)
-        self._run("available", self._probe_available)
-        self.read_history()
-        self.read_model(model, None)
+        """The first reads: catalog, available memory, history and the model.
+
+        The breakdown says at once what is being read; the reads themselves wait
+        for `start_held_reads`, which the app calls once the first frame is painted:
+        their imports (the catalog's) and file reads would otherwise hold the
+        interpreter while it is drawn. Should that call never come, they start
+        when the screen has settled.
+        """
+        self._run("catalog", self._build_catalog, first=True)
+        self._run("available", self._probe_available, first=True)
+        self._run("history", self._read_history, first=True)
+        self.read_model(model, None, first=True)
+        self._screen.call_after_refresh(self.start_held_reads)
+
+    def start_held_reads(self) -> None:
+        """Start the reads `read_all` held back (once; later calls do nothing)."""
+        held, self._held = self._held, []
+        for start in held:
+            start()
 
     def read_history(self) -> None:
         """(Re-)read the measurement history."""
         self._run("history", self._read_history)
 
-    def read_model(self, name: str, entry: CatalogEntry | None) -> None:
+    def read_model(self, name: str, entry: CatalogEntry | None, *, first: bool = False) -> None:
         """Read a model; an answer to an older request is dropped when it arrives.
 
         Until it answers, the breakdown says what is being read and for how long.
         """
         self._request += 1
         self.loading_since = self.deps.clock()
-        self._run("model", lambda: self._read_model(name, entry), self._request)
+        self._run("model", lambda: self._read_model(name, entry), self._request, first=first)
         breakdown = self._screen.query_one(Breakdown)
         breakdown.show_loading(f"Reading {name}…")
 

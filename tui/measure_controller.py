@@ -14,7 +14,7 @@ from typing import Any
 from textual.screen import Screen
 from textual.timer import Timer
 
-from core.catalog import CatalogEntry
+from core.catalog_entry import CatalogEntry
 from core.measurement import FailureKind, MeasuredPeak, MeasurementFailure
 from core.model import ModelSnapshot
 from tui.deps import AppDeps

@@ -12,8 +12,6 @@ from core.catalog_entry import CatalogEntry
 from core.errors import VramscopeError
 from core.model import ModelSnapshot
 from core.parallel import ParallelPlan, ParallelSplit, Tensor
-from core.parallel_source import folder_tensors
-from core.profiles import load_profile
 from tui.model.parallel_view import ParallelView, parallel_view, plan_of, rank_limits, split_for
 from tui.model.state import ExplorerState
 from tui.widgets.ranks_panel import RanksPanel
@@ -26,6 +24,10 @@ def entry_tensors(entry: CatalogEntry | None, snapshot: ModelSnapshot) -> list[T
     """The tensor list of a catalog entry (None when it has none to give)."""
     if entry is None:
         return None
+    # Imported on the first split, not at start-up (they pull in the whole catalog).
+    from core.parallel_source import folder_tensors
+    from core.profiles import load_profile
+
     try:
         if entry.profile_id is not None:
             tensors = load_profile(entry.profile_id).tensors

@@ -1,8 +1,12 @@
-"""The one piece of Textual's private API the explorer relies on, checked so a Textual
-upgrade that changes it fails here, loudly, instead of leaving stale heights on screen."""
+"""The two pieces of Textual's private API the explorer relies on (a widget's pending
+layout flag, `App._display`), checked so a Textual upgrade that changes them fails
+here, loudly, instead of leaving stale heights on screen or slowing the start."""
 
 from __future__ import annotations
 
+import inspect
+
+from textual.app import App
 from textual.widget import Widget
 
 from tests.tui.helpers import breakdown_bytes, build_app, settle
@@ -29,4 +33,17 @@ async def test_two_height_changes_before_a_layout_end_at_the_second_height() -> 
         app.explorer.recompute()
         await pilot.pause()
         assert breakdown.size.height == full
+        assert "Total estimate" in breakdown_bytes(app)
+
+
+async def test_the_first_frame_textual_writes_starts_the_held_reads() -> None:
+    # VramscopeApp overrides App._display (private) to start the first reads once the
+    # first frame is out; a Textual that stopped calling it would leave them to the
+    # slower settle fallback, so say so here.
+    assert list(inspect.signature(App._display).parameters) == ["self", "screen", "renderable"]
+    app = build_app(preset="gfx1151")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        assert app._first_frame_out
+        assert app.explorer.loader.settled
         assert "Total estimate" in breakdown_bytes(app)

@@ -21,7 +21,13 @@ def summary(screen: str) -> str:
 
 
 def started(app: TmuxApp) -> str:
-    return app.wait_for(lambda s: "FITS" in s and "Quit" in s, "the first estimate")
+    # The summary line, not only the breakdown: the model is read after the first
+    # frame, and a capture can fall between the two being repainted.
+    def ready(screen: str) -> bool:
+        lines = [line for line in screen.splitlines() if " · total " in line or " GiB of " in line]
+        return "Quit" in screen and any("FITS" in line for line in lines)
+
+    return app.wait_for(ready, "the first estimate")
 
 
 def test_bursts_apply_whole_values_and_refuse_invalid_ones() -> None:

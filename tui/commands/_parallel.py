@@ -13,9 +13,6 @@ from core.environment import read_env, resolve_settings
 from core.estimate import QuantHint, Workload
 from core.measurement import MeasurementFailure
 from core.parallel import MAX_RANKS, ParallelPlan, estimate_parallel, parse_rank_limits
-from core.parallel_report import format_parallel, parallel_report
-from core.parallel_source import resolve_parallel_model
-from core.report import to_json_pretty
 from core.sharding import ParallelKind
 from tui.commands.common import int_at_least, warn
 
@@ -66,6 +63,10 @@ def parallel_plan(args: argparse.Namespace) -> ParallelPlan | None:
 
 def run_parallel(args: argparse.Namespace, quant: QuantHint) -> int:
     """`vramscope inspect MODEL --tp N | --pp N`."""
+    from core.parallel_report import format_parallel, parallel_report
+    from core.parallel_source import resolve_parallel_model
+    from core.report import to_json_pretty
+
     plan = parallel_plan(args)
     assert plan is not None
     limits = parse_rank_limits(args.memory_limit, plan.ranks)

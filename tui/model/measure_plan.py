@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from core.catalog import CatalogEntry
+from core.catalog_entry import CatalogEntry
 from core.measurement import DEFAULT_GEN_TOKENS, MeasureRequest
 from tui.model.state import ExplorerState
 

@@ -12,7 +12,7 @@ from typing import Protocol
 
 from core.available import AvailableMemory
 from core.backend import Backend
-from core.catalog import CatalogEntry
+from core.catalog_entry import CatalogEntry
 from core.estimate import EstimateSettings, MemoryEstimate, Workload, estimate
 from core.history import HistoryRead
 from core.measurement import MeasuredPeak

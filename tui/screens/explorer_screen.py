@@ -31,7 +31,6 @@ from tui.model.scales import token_stops
 from tui.model.state import ExplorerState, next_value
 from tui.model.views import build_views, screen_words
 from tui.ranks_controller import RanksController
-from tui.screens.history_screen import HistoryScreen
 from tui.widgets.breakdown import Breakdown
 from tui.widgets.command_lines_view import CommandLinesView
 from tui.widgets.context_chart import ContextChart
@@ -178,6 +177,8 @@ class ExplorerScreen(Screen[None]):
         elif message.kind == "available" and loader.detected is not None:
             self.query_one(MemoryField).set_detected(loader.detected)
         elif message.kind == "history":
+            from tui.screens.history_screen import HistoryScreen  # not needed for frame one
+
             for screen in self.app.screen_stack:
                 if isinstance(screen, HistoryScreen):
                     screen.show(loader.history, loader.history_path)
@@ -212,6 +213,8 @@ class ExplorerScreen(Screen[None]):
 
     def action_history(self) -> None:
         """Show the past runs (re-read from the file in the background)."""
+        from tui.screens.history_screen import HistoryScreen
+
         if not isinstance(self.app.screen, HistoryScreen):
             self.app.push_screen(HistoryScreen(self.loader.history, self.loader.history_path))
             self.loader.read_history()
