@@ -77,7 +77,7 @@ class VramscopeApp(App[None]):
         super()._display(screen, renderable)
         if renderable is not None and not self._first_frame_out:
             self._first_frame_out = True
-            self.call_next(self._start_held_reads)
+            self._start_held_reads()  # at once: a queued call would wait for more frames
 
     def _start_held_reads(self) -> None:
         if self.screen_stack and isinstance(self.screen_stack[0], ExplorerScreen):

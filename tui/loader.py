@@ -150,10 +150,10 @@ class Loader:
         interpreter while it is drawn. Should that call never come, they start
         when the screen has settled.
         """
-        self._run("catalog", self._build_catalog, first=True)
+        self.read_model(model, None, first=True)  # first: the estimate waits for it
         self._run("available", self._probe_available, first=True)
         self._run("history", self._read_history, first=True)
-        self.read_model(model, None, first=True)
+        self._run("catalog", self._build_catalog, first=True)
         self._screen.call_after_refresh(self.start_held_reads)
 
     def start_held_reads(self) -> None:
