@@ -64,13 +64,23 @@ def _read_until(fd: int, markers: list[bytes], deadline: float) -> dict[bytes, f
     return seen
 
 
-def cold_start_once() -> tuple[float, float, str]:
-    """(seconds to first frame, seconds to the estimate on screen, torch imported?)."""
+def cold_start_once(pycache: str | None) -> tuple[float, float, str]:
+    """(seconds to first frame, seconds to the estimate on screen, torch imported?).
+
+    `pycache`: a folder for compiled bytecode, kept between runs, as an installed copy
+    has (pip compiles at install); None compiles every module at every start, as
+    PYTHONDONTWRITEBYTECODE=1 (set on the development machines) does.
+    """
     with tempfile.TemporaryDirectory() as tmp:
         flag = Path(tmp) / "torch"
         master, slave = pty.openpty()
         env = dict(os.environ, TERM="xterm-256color", COLUMNS="160", LINES="48")
         env.pop("NO_COLOR", None)
+        if pycache is None:
+            env["PYTHONDONTWRITEBYTECODE"] = "1"
+        else:
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
+            env["PYTHONPYCACHEPREFIX"] = pycache
         start = time.perf_counter()
         proc = subprocess.Popen(
             [sys.executable, "-c", CHILD, str(flag)],
@@ -99,12 +109,19 @@ def cold_start_once() -> tuple[float, float, str]:
 
 
 def bench_cold_start() -> None:
-    runs = [cold_start_once() for _ in range(COLD_RUNS)]
+    with tempfile.TemporaryDirectory() as pycache:
+        cold_start_once(pycache)  # fills the bytecode cache, as an install does
+        _report_cold_start("with compiled bytecode (an installed copy)", pycache)
+    _report_cold_start("compiling every module (PYTHONDONTWRITEBYTECODE=1)", None)
+
+
+def _report_cold_start(how: str, pycache: str | None) -> None:
+    runs = [cold_start_once(pycache) for _ in range(COLD_RUNS)]
     firsts = [r[0] for r in runs]
     readies = [r[1] for r in runs]
     torch = {r[2] for r in runs}
     best, median = min(firsts), statistics.median(firsts)
-    print(f"cold start of `vramscope explore` on a pty, {COLD_RUNS} runs")
+    print(f"cold start of `vramscope explore` on a pty, {COLD_RUNS} runs, {how}")
     print(
         f"  to first painted frame   best {best:6.3f} s   median {median:6.3f} s   "
         f"target <= {COLD_TARGET_S:.1f} s   {'OK' if median <= COLD_TARGET_S else 'OVER TARGET'}"
