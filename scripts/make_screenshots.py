@@ -76,6 +76,14 @@ SHOTS = (
         "with the overflow, and the largest context that would.",
     ),
     Shot(
+        "two-devices-tp",
+        (160, 48),
+        LaunchOptions(preset="rx7900xtx", max_tokens=131072),
+        press=("d",),
+        caption="`d`: the same 131,072 tokens split over two 24 GiB cards with tensor parallel "
+        "(mlx-lm's sharding): one column per rank, and the plan fits.",
+    ),
+    Shot(
         "cuda-backend",
         (120, 40),
         press=("n",),
