@@ -10,10 +10,15 @@ Prints figures against their targets; asserts nothing (tests never time things).
    presses alternates right/left. Timed from posting the key event to the
    breakdown receiving the new estimate (app-side), and to the end of the
    next screen update that paints it.
+
+`--against DIR` also starts the explorer of another checkout (for example a
+`git worktree add --detach /tmp/base main`), in turns with this one, and prints
+both and their ratio: on a shared machine only figures from the same run compare.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import pty
@@ -64,7 +69,7 @@ def _read_until(fd: int, markers: list[bytes], deadline: float) -> dict[bytes, f
     return seen
 
 
-def cold_start_once(pycache: str | None) -> tuple[float, float, str]:
+def cold_start_once(pycache: str | None, root: Path = ROOT) -> tuple[float, float, str]:
     """(seconds to first frame, seconds to the estimate on screen, torch imported?).
 
     `pycache`: a folder for compiled bytecode, kept between runs, as an installed copy
@@ -87,7 +92,7 @@ def cold_start_once(pycache: str | None) -> tuple[float, float, str]:
             stdin=slave,
             stdout=slave,
             stderr=slave,
-            cwd=ROOT,
+            cwd=root,  # `python -c` puts the working directory first: this checkout's tui
             env=env,
             close_fds=True,
         )
@@ -108,29 +113,49 @@ def cold_start_once(pycache: str | None) -> tuple[float, float, str]:
         return first, ready, flag.read_text() if flag.exists() else "unknown"
 
 
-def bench_cold_start() -> None:
+def bench_cold_start(runs: int, against: Path | None) -> None:
+    roots = {"this checkout": ROOT} | ({f"against {against}": against} if against else {})
     with tempfile.TemporaryDirectory() as pycache:
-        cold_start_once(pycache)  # fills the bytecode cache, as an install does
-        _report_cold_start("with compiled bytecode (an installed copy)", pycache)
-    _report_cold_start("compiling every module (PYTHONDONTWRITEBYTECODE=1)", None)
+        caches = {name: f"{pycache}/{i}" for i, name in enumerate(roots)}
+        for name, root in roots.items():
+            cold_start_once(caches[name], root)  # fills the cache, as an install does
+        for how, compiled in (
+            ("with compiled bytecode (an installed copy)", True),
+            ("compiling every module (PYTHONDONTWRITEBYTECODE=1)", False),
+        ):
+            results: dict[str, list[tuple[float, float, str]]] = {name: [] for name in roots}
+            for _ in range(runs):  # in turns, so both see the same load
+                for name, root in roots.items():
+                    cache = caches[name] if compiled else None
+                    results[name].append(cold_start_once(cache, root))
+            _report_cold_start(how, results)
 
 
-def _report_cold_start(how: str, pycache: str | None) -> None:
-    runs = [cold_start_once(pycache) for _ in range(COLD_RUNS)]
-    firsts = [r[0] for r in runs]
-    readies = [r[1] for r in runs]
-    torch = {r[2] for r in runs}
-    best, median = min(firsts), statistics.median(firsts)
-    print(f"cold start of `vramscope explore` on a pty, {COLD_RUNS} runs, {how}")
-    print(
-        f"  to first painted frame   best {best:6.3f} s   median {median:6.3f} s   "
-        f"target <= {COLD_TARGET_S:.1f} s   {'OK' if median <= COLD_TARGET_S else 'OVER TARGET'}"
-    )
-    print(
-        f"  to the estimate painted  best {min(readies):6.3f} s   "
-        f"median {statistics.median(readies):6.3f} s   (model read in a background thread)"
-    )
-    print(f"  torch imported: {', '.join(sorted(torch))}   (must be False)")
+def _report_cold_start(how: str, results: dict[str, list[tuple[float, float, str]]]) -> None:
+    medians: dict[str, tuple[float, float]] = {}
+    for name, runs in results.items():
+        firsts = [r[0] for r in runs]
+        readies = [r[1] for r in runs]
+        torch = {r[2] for r in runs}
+        best, median = min(firsts), statistics.median(firsts)
+        medians[name] = (median, statistics.median(readies))
+        verdict = "OK" if median <= COLD_TARGET_S else "OVER TARGET"
+        print(f"cold start of `vramscope explore` on a pty, {len(runs)} runs, {how}, {name}")
+        print(
+            f"  to first painted frame   best {best:6.3f} s   median {median:6.3f} s   "
+            f"target <= {COLD_TARGET_S:.1f} s   {verdict}"
+        )
+        print(
+            f"  to the estimate painted  best {min(readies):6.3f} s   "
+            f"median {statistics.median(readies):6.3f} s   (model read in a background thread)"
+        )
+        print(f"  torch imported: {', '.join(sorted(torch))}   (must be False)")
+    if len(medians) == 2:
+        (first, ready), (first_b, ready_b) = medians.values()
+        print(
+            f"  same run, this / against: first frame {first / first_b:.2f}x, "
+            f"estimate painted {ready / ready_b:.2f}x"
+        )
 
 
 async def _key_press_samples() -> tuple[list[float], list[float]]:
@@ -195,8 +220,15 @@ def bench_key_press() -> None:
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=COLD_RUNS, help="cold starts of each kind")
+    parser.add_argument("--against", type=Path, help="another checkout to start in turns")
+    parser.add_argument("--cold-only", action="store_true", help="skip the key-press part")
+    args = parser.parse_args()
     print(f"vramscope explorer benchmark, Python {sys.version.split()[0]}\n")
-    bench_cold_start()
+    bench_cold_start(args.runs, args.against)
+    if args.cold_only:
+        return 0
     bench_key_press()
     return 0
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from textual.color import Color
+from textual.widget import Widget
+
 from core.backend import Backend
 from core.measurement import MeasuredPeak
 from core.units import MIB
@@ -9,7 +12,9 @@ from tests.tui.helpers import LLAMA, breakdown_bytes, build_app, fixed_deps, set
 from tui.app import make_app
 from tui.model.state import LaunchOptions
 from tui.screens.help_screen import HelpScreen
+from tui.widgets.controls import Controls
 from tui.widgets.measured_panel import MeasuredPanel
+from tui.widgets.model_list import ModelList
 from tui.widgets.segmented import Segmented
 from tui.widgets.slider_field import SliderField
 from tui.widgets.stop_slider import StopSlider
@@ -54,6 +59,34 @@ async def test_tab_walks_the_controls_in_the_order_they_are_listed() -> None:
             "main/VerticalScroll",
             "tokens/StopSlider",
         ]
+
+
+async def test_the_panel_holding_the_focus_has_the_accent_border() -> None:
+    app = build_app(preset="gfx1151")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        accent = Color.parse(app.theme_variables["accent"])
+        controls, models = app.screen.query_one(Controls), app.screen.query_one(ModelList)
+
+        def colour(widget: Widget) -> Color:
+            return widget.styles.border_top[1]
+
+        assert colour(controls) == accent  # focus starts on the token slider
+        assert colour(models) != accent
+        await pilot.press("slash")
+        await pilot.pause()
+        assert colour(models) == accent
+        assert colour(controls) != accent
+        await pilot.press("escape", "tab", "tab")  # from one control to another
+        await pilot.pause()
+        assert focused_name(app) == "inflight/StopSlider"
+        assert colour(controls) == accent
+        await pilot.resize_terminal(80, 24)  # narrow: the controls have no border at all
+        await pilot.pause()
+        assert controls.styles.border_top[0] in ("", "none")
+        await pilot.resize_terminal(160, 48)
+        await pilot.pause()
+        assert colour(controls) == accent
 
 
 async def test_slider_keys_page_home_and_end() -> None:

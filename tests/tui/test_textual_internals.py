@@ -1,12 +1,15 @@
-"""The two pieces of Textual's private API the explorer relies on (a widget's pending
-layout flag, `App._display`), checked so a Textual upgrade that changes them fails
-here, loudly, instead of leaving stale heights on screen or slowing the start."""
+"""The pieces of Textual's private API (a widget's pending layout flag, `App._display`)
+and of its behaviour (the order of handlers of the first `ScreenResume`) the explorer
+relies on, checked so a Textual upgrade that changes them fails here, loudly, instead
+of leaving stale heights on screen or slowing the start."""
 
 from __future__ import annotations
 
 import inspect
 
 from textual.app import App
+from textual.dom import DOMNode
+from textual.events import ScreenResume
 from textual.widget import Widget
 
 from tests.tui.helpers import breakdown_bytes, build_app, settle
@@ -47,3 +50,26 @@ async def test_the_first_frame_textual_writes_starts_the_held_reads() -> None:
         assert app._first_frame_out
         assert app.explorer.loader.settled
         assert "Total estimate" in breakdown_bytes(app)
+
+
+async def test_starting_up_styles_each_widget_once() -> None:
+    # Restyling the whole screen costs 25-35 ms before the first frame. The explorer
+    # avoids the two Textual would do: it sets the layout class (-wide) while composing,
+    # and clears `ScreenResume.refresh_styles` of the first resume in its own handler,
+    # which Textual calls before Screen's. Either change in Textual shows up here.
+    assert "refresh_styles" in ScreenResume.__dataclass_fields__
+    app = build_app(preset="gfx1151")
+    restyled: list[str] = []  # the nodes restyled with widgets under them
+    update_styles = app.update_styles
+
+    def recording(node: DOMNode, animate: bool = True) -> None:
+        if node.children:
+            restyled.append(type(node).__name__)
+        update_styles(node, animate=animate)
+
+    app.update_styles = recording  # type: ignore[method-assign]
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        assert app.screen.has_class("-wide")
+        assert "ExplorerScreen" not in restyled
+        assert "Controls" not in restyled  # its focus border is inline, not :focus-within

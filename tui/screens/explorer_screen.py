@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -46,6 +47,8 @@ class ExplorerScreen(Screen[None]):
     """The one main screen."""
 
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-medium"), (160, "-wide")]  # noqa: RUF012 (Textual types it so)
+    AUTO_FOCUS = "#tokens StopSlider"
+    """Focus starts on the token slider (set while mounting: no second restyle, no blur)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         # Quit and help first, so the footer shows them even 60 columns wide.
@@ -86,8 +89,13 @@ class ExplorerScreen(Screen[None]):
         self.loader = Loader(self, deps, machine.backend)
         self.measure = MeasureController(self, deps, models_dirs, measured, self._measured)
         self.estimate: MemoryEstimate | None = None
+        self._resumed = False
 
     def compose(self) -> ComposeResult:
+        # The layout class for this width now, before the widgets are styled: Textual
+        # would add it at the first resize and restyle every widget again.
+        width = self.app.size.width
+        self.add_class(next(c for w, c in reversed(self.HORIZONTAL_BREAKPOINTS) if width >= w))
         yield StatusLine(id="status")
         yield SummaryLine(id="summary")
         with Horizontal(id="body"):
@@ -107,9 +115,16 @@ class ExplorerScreen(Screen[None]):
     def on_mount(self) -> None:
         self.ranks = RanksController(self.query_one(RanksPanel))
         self.query_one("#estimate").border_title = "Estimate"
-        self.query_one(Controls).field("tokens").slider.focus()
         self.loader.read_all(self.state.model)
         self.recompute()
+
+    def on_screen_resume(self, event: events.ScreenResume) -> None:
+        # Runs before Screen's own handler. The first resume comes right after the mount
+        # styled every widget: restyling all 80 again would cost 25-35 ms before the
+        # first frame (tests/tui/test_textual_internals.py checks that it is skipped).
+        if not self._resumed:
+            self._resumed = True
+            event.refresh_styles = False
 
     def on_unmount(self) -> None:
         self.measure.close()  # quitting kills a measurement still in flight
