@@ -20,9 +20,7 @@ from core.measurement import MeasuredPeak
 from tui.deps import AppDeps, default_deps
 from tui.loader import DaemonExecutor
 from tui.model.state import LaunchOptions, choose_backend, initial_state
-from tui.palette import explorer_commands
 from tui.screens.explorer_screen import ExplorerScreen
-from tui.screens.help_screen import HelpScreen
 
 
 class VramscopeApp(App[None]):
@@ -89,10 +87,14 @@ class VramscopeApp(App[None]):
 
     def action_help(self) -> None:
         """Show the help screen (once)."""
+        from tui.screens.help_screen import HelpScreen  # like the palette: not for frame one
+
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        from tui.palette import explorer_commands
+
         yield from super().get_system_commands(screen)
         yield from explorer_commands(self)
 

@@ -36,6 +36,9 @@ from tui.widgets.breakdown import Breakdown
 
 TICK_S = 0.5
 """How often the seconds of a read in flight are repainted."""
+AFTER_MODEL_S = 0.5
+"""The catalog and history reads start when the first model read answers, or this
+many seconds after it started, whichever comes first."""
 
 
 class DaemonExecutor(ThreadPoolExecutor):
@@ -111,6 +114,7 @@ class Loader:
         self._request = 0
         self._ticker: Timer | None = None
         self._held: list[Callable[[], object]] = []
+        self._after_model: list[Callable[[], object]] = []
 
     @property
     def settled(self) -> bool:
@@ -118,7 +122,13 @@ class Loader:
         return not self.waiting
 
     def _run(
-        self, kind: str, read: Callable[[], object], request: int = 0, *, first: bool = False
+        self,
+        kind: str,
+        read: Callable[[], object],
+        request: int = 0,
+        *,
+        first: bool = False,
+        after_model: bool = False,
     ) -> None:
         screen = self._screen
         self.waiting.add(kind)
@@ -136,7 +146,9 @@ class Loader:
             thread=True,
             exit_on_error=False,
         )
-        if first:
+        if after_model:
+            self._after_model.append(start)
+        elif first:
             self._held.append(start)
         else:
             start()
@@ -152,14 +164,23 @@ class Loader:
         """
         self.read_model(model, None, first=True)  # first: the estimate waits for it
         self._run("available", self._probe_available, first=True)
-        self._run("history", self._read_history, first=True)
-        self._run("catalog", self._build_catalog, first=True)
+        # The list and the history wait for the model: on two cores, four reads and the
+        # frames at once held the model's answer back by 50-60 ms.
+        self._run("history", self._read_history, after_model=True)
+        self._run("catalog", self._build_catalog, after_model=True)
         self._screen.call_after_refresh(self.start_held_reads)
 
     def start_held_reads(self) -> None:
         """Start the reads `read_all` held back (once; later calls do nothing)."""
         held, self._held = self._held, []
         for start in held:
+            start()
+        if held:  # a model read that hangs must not keep the list from the user
+            self._screen.set_timer(AFTER_MODEL_S, self._start_after_model)
+
+    def _start_after_model(self) -> None:
+        after, self._after_model = self._after_model, []
+        for start in after:
             start()
 
     def read_history(self) -> None:
@@ -196,6 +217,7 @@ class Loader:
             if message.request != self._request:
                 return False
             self._stop_ticker()
+            self._start_after_model()
             if isinstance(value, LoadedModel):
                 self.entry, self.snapshot, self.failure = value.entry, value.snapshot, None
             elif isinstance(value, FailedModel):

@@ -19,6 +19,7 @@ from tests.tui.helpers import (
     build_app,
     fixed_deps,
     settle,
+    wait_for,
 )
 from tui.deps import AppDeps
 from tui.widgets.breakdown import Breakdown
@@ -127,7 +128,7 @@ async def test_a_slow_model_never_blocks_the_controls_and_a_stale_read_is_droppe
 
     def slow(entry: CatalogEntry) -> ModelSnapshot:
         if entry.name == LLAMA:
-            release.wait(timeout=30)
+            release.wait(timeout=60)
         return base.load_snapshot(entry)
 
     app = build_app(replace(base, load_snapshot=slow))
@@ -137,6 +138,9 @@ async def test_a_slow_model_never_blocks_the_controls_and_a_stale_read_is_droppe
         await pilot.press("n", "k", "i", "left")  # the UI answers while the read blocks
         assert app.explorer.state.kv_int8
         await pilot.press("escape")
+        # The list waits for the first model read, but not for one that hangs.
+        listed = lambda: app.explorer.loader.catalog is not None  # noqa: E731
+        await wait_for(pilot, listed, "the list while the read hangs", limit_s=20)
         await pilot.press("slash", *"Qwen2.5-7B-Instruct-4bit", "enter")
         release.set()  # the Llama read now finishes, after the newer pick
         await settle(pilot)

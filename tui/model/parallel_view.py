@@ -9,7 +9,6 @@ A,B` reads it).
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -30,9 +29,6 @@ from core.sharding import ParallelKind
 from core.units import format_bytes_short
 from tui.model.state import ExplorerState
 
-DEVICE_CHOICES = tuple(range(1, 9))
-SPLITS = ("tp", "pp")
-
 
 def plan_of(state: ExplorerState) -> ParallelPlan | None:
     """The split the state asks for, or None for one device."""
@@ -48,12 +44,6 @@ def rank_limits(state: ExplorerState) -> list[int] | None:
         return parse_rank_limits(state.device_memory, state.devices)
     except ShardingError as exc:
         raise ShardingError(str(exc).replace("--memory-limit:", "per-device memory:", 1)) from None
-
-
-def memory_limit_text(state: ExplorerState) -> str | None:
-    """The list as `--memory-limit` takes it (entries trimmed), None when blank."""
-    parts = [p.strip() for p in state.device_memory.split(",")]
-    return ",".join(parts) if any(parts) else None
 
 
 @dataclass(frozen=True)
@@ -126,21 +116,3 @@ def parallel_view(
     else:
         verdict = "PLAN DOES NOT FIT: rank " + ", ".join(str(r) for r in pe.failing_ranks)
     return ParallelView(pe, largest, rows, verdict, pe.fits)
-
-
-def launch_command(state: ExplorerState, model_arg: str) -> str:
-    """The `mlx.launch` line that runs this split with mlx-lm itself (on one host's
-    loopback; a hostfile spreads it over machines)."""
-    words = [
-        "mlx.launch", "--backend", "ring", "-n", str(state.devices), "--python", "python3",
-        "--", "-m", "mlx_lm.benchmark", "--model", model_arg,
-        "--prompt-tokens", str(max(state.max_tokens - 128, 1)), "--generation-tokens", "128",
-    ]  # fmt: skip
-    if state.split == "pp":
-        words.append("--pipeline")
-    return " ".join(shlex.quote(w) for w in words)
-
-
-def with_plan_flag(vramscope_line: str, state: ExplorerState) -> str:
-    """The `vramscope inspect ...` line with `--tp N` / `--pp N` added."""
-    return f"{vramscope_line} --{state.split} {state.devices}"

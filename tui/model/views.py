@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from core.available import AvailableMemory
 from core.backend import Backend
@@ -25,12 +25,6 @@ from tui.model.command_lines import mlxcel_command, vramscope_command
 from tui.model.measure_plan import model_names
 from tui.model.measure_state import Measurements, PanelView
 from tui.model.names import model_arg
-from tui.model.parallel_view import (
-    ParallelView,
-    launch_command,
-    memory_limit_text,
-    with_plan_flag,
-)
 from tui.model.rows import (
     INFLIGHT_OFF_HINT,
     EstimateView,
@@ -41,7 +35,11 @@ from tui.model.rows import (
 )
 from tui.model.scales import FALLBACK_MAX_TOKENS, short_tokens
 from tui.model.sizing import mlxcel_sizing, sizing_line
+from tui.model.split_words import launch_command, memory_limit_text, with_plan_flag
 from tui.model.state import ExplorerState
+
+if TYPE_CHECKING:  # a split's view: core.parallel is imported with the first split
+    from tui.model.parallel_view import ParallelView
 
 
 @dataclass(frozen=True)

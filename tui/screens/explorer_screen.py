@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import events
 from textual.app import ComposeResult
@@ -31,7 +31,6 @@ from tui.model.names import model_arg
 from tui.model.scales import token_stops
 from tui.model.state import ExplorerState, next_value
 from tui.model.views import build_views, screen_words
-from tui.ranks_controller import RanksController
 from tui.widgets.breakdown import Breakdown
 from tui.widgets.command_lines_view import CommandLinesView
 from tui.widgets.context_chart import ContextChart
@@ -41,6 +40,9 @@ from tui.widgets.memory_field import MemoryField
 from tui.widgets.model_list import ModelList
 from tui.widgets.ranks_panel import RanksPanel
 from tui.widgets.status_line import StatusLine, SummaryLine
+
+if TYPE_CHECKING:
+    from tui.ranks_controller import RanksController
 
 
 class ExplorerScreen(Screen[None]):
@@ -89,6 +91,8 @@ class ExplorerScreen(Screen[None]):
         self.loader = Loader(self, deps, machine.backend)
         self.measure = MeasureController(self, deps, models_dirs, measured, self._measured)
         self.estimate: MemoryEstimate | None = None
+        self.ranks: RanksController | None = None
+        """The split's panel, from the first time Devices > 1 (core.parallel with it)."""
         self._resumed = False
 
     def compose(self) -> ComposeResult:
@@ -113,7 +117,6 @@ class ExplorerScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.ranks = RanksController(self.query_one(RanksPanel))
         self.query_one("#estimate").border_title = "Estimate"
         self.loader.read_all(self.state.model)
         self.recompute()
@@ -175,7 +178,13 @@ class ExplorerScreen(Screen[None]):
         if views is not None:
             self.estimate = views.estimate
             breakdown.show_estimate(views.breakdown)
-        split = self.ranks.show(state, loader.entry, loader.snapshot, available, words.trained)
+        if self.ranks is None and state.devices > 1:
+            from tui.ranks_controller import RanksController
+
+            self.ranks = RanksController(self.query_one(RanksPanel))
+        split = None
+        if self.ranks is not None:
+            split = self.ranks.show(state, loader.entry, loader.snapshot, available, words.trained)
         chart.border_title = words.chart_title(views.estimate if views else None)
         chart.border_subtitle = words.chart_subtitle
         chart.show(views.chart if views else None)

@@ -19,8 +19,8 @@ from textual.widget import Widget
 from textual.widgets import Input, Label
 
 from core.measurement import ENGINE_CHOICES
-from tui.model.parallel_view import DEVICE_CHOICES, SPLITS
 from tui.model.scales import BATCH_STOPS, FACTOR_STOPS, INFLIGHT_STOPS, token_stops
+from tui.model.split_words import DEVICE_CHOICES, SPLITS
 from tui.model.state import BACKEND_ORDER, ExplorerState
 from tui.model.values import BATCH, FACTOR, INFLIGHT, TOKENS
 from tui.model.views import inflight_hint, tokens_hint

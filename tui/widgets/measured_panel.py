@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from rich.table import Table
 from rich.text import Text
-from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import ProgressBar, Static
 
@@ -57,13 +56,19 @@ class MeasuredPanel(Vertical):
         self._phase = Static("", id="measured-phase", markup=False)
         self._bar = ProgressBar(total=None, show_eta=False, id="measured-bar")
         self._note = Static("", id="measured-note", markup=False)
+        self._mounted_parts = False
 
-    def compose(self) -> ComposeResult:
-        yield self._text
-        with Horizontal(id="measured-progress"):
-            yield self._phase
-            yield self._bar
-        yield self._note
+    def on_mount(self) -> None:
+        if self.kind:  # shown before it was mounted
+            self._mount_parts()
+
+    def _mount_parts(self) -> None:
+        # Mounted when first shown, not composed: most sessions never measure, and these
+        # seven widgets would be styled before the first frame for nothing.
+        if not self._mounted_parts and self.is_attached:
+            self._mounted_parts = True
+            self.mount(self._text, Horizontal(self._phase, self._bar, id="measured-progress"))
+            self.mount(self._note)
 
     @property
     def text(self) -> str:
@@ -128,6 +133,8 @@ class MeasuredPanel(Vertical):
         self._shown = (kind, words)
         self.kind = kind
         self._words = [words]
+        if kind:
+            self._mount_parts()
         self.set_class(bool(kind), "-shown")
         self.set_class(kind == "running", "-running")
         self._note.display = kind == "running"

@@ -6,11 +6,14 @@ breakdown, which stays mlxcel's estimate of the whole model on one device.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
-from tui.model.parallel_view import ParallelView
+if TYPE_CHECKING:  # core.parallel is imported with the first split, not at start-up
+    from tui.model.parallel_view import ParallelView
 
 
 class RanksPanel(Static):
