@@ -26,6 +26,13 @@ ENGINE_CHOICES = ("torch", "mlx")
 EMULATE_CHOICES = ("auto", "rocm", "none")
 """The torch engine's in-flight queue: MLX-ROCm's (`rocm`), none, or `auto` (ROCm's on
 ROCm and the CPU, none on CUDA, where MLX has no bound)."""
+ATTENTION_CHOICES = ("auto", "mlx-fallback", "torch-sdpa")
+"""The torch engine's attention: MLX's unfused fallback (scores materialised, what MLX
+runs on the CPU and on ROCm), torch's fused SDPA (like MLX's CUDA kernels), or `auto`
+(the one MLX runs on the measured backend)."""
+FUSE_BF16_CHOICES = ("auto", "on", "off")
+"""The torch engine's model of MLX-ROCm's fused BF16-scale quantized kernel (no
+dequantized copy): `auto` on a ROCm device with the queue emulated."""
 """Measuring engines: vramscope's torch decoder (`hip_backend`, emulating MLX-ROCm's
 in-flight queue) and real MLX through mlx-lm (the ground truth)."""
 DEFAULT_ENGINE = "torch"
@@ -273,6 +280,10 @@ class MeasureRequest:
     """`torch` (vramscope's decoder) or `mlx` (mlx-lm in the child)."""
     emulate: str = "auto"
     """The torch engine's in-flight queue, one of EMULATE_CHOICES."""
+    attention: str = "auto"
+    """The torch engine's attention, one of ATTENTION_CHOICES."""
+    fuse_bf16: str = "auto"
+    """The torch engine's fused BF16-scale kernel model, one of FUSE_BF16_CHOICES."""
     kv_int8: bool = False
     """Measure with an 8-bit KV cache (mlx-lm's quantized cache; the mlx engine only) and
     compare with the estimate's int8 KV mode."""
@@ -292,6 +303,12 @@ class MeasureRequest:
             raise ValueError(f"engine must be one of {', '.join(ENGINE_CHOICES)}")
         if self.emulate not in EMULATE_CHOICES:
             raise ValueError(f"emulate must be one of {', '.join(EMULATE_CHOICES)}")
+        if self.attention not in ATTENTION_CHOICES:
+            raise ValueError(f"attention must be one of {', '.join(ATTENTION_CHOICES)}")
+        if self.fuse_bf16 not in FUSE_BF16_CHOICES:
+            raise ValueError(f"fuse_bf16 must be one of {', '.join(FUSE_BF16_CHOICES)}")
+        if self.engine == "mlx" and (self.attention, self.fuse_bf16) != ("auto", "auto"):
+            raise ValueError("--attention and --fuse-bf16 choose the torch engine's kernels")
         if self.kv_int8 and self.engine != "mlx":
             raise ValueError("an int8 KV cache is measured by the mlx engine only (--engine mlx)")
 

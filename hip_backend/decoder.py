@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from hip_backend.arch import ArchSpec
+from hip_backend.attention import MLX_FALLBACK, fused_attention, mlx_fallback_attention
 from hip_backend.inflight import InflightQueue
 from hip_backend.kv_cache import KVCache
 from hip_backend.rope import Rope
@@ -77,6 +78,8 @@ class DecoderModel:
     device: torch.device
     weights_bytes: int = 0
     extra: dict[str, int] = field(default_factory=dict)
+    attention: str = MLX_FALLBACK
+    """Which attention MLX runs on the measured backend (`attention.attention_kind`)."""
 
     def linears(self) -> list[Linear]:
         """Every linear module (the embedding included: it is the tied head)."""
@@ -99,7 +102,7 @@ class DecoderModel:
 
         switched = 0
         for linear in self.linears():
-            if linear.scales is not None and linear.scales.dtype == torch.bfloat16:
+            if linear.scales_dtype == torch.bfloat16:
                 linear.no_copy = True
                 switched += 1
         return switched
@@ -148,8 +151,6 @@ class DecoderModel:
     def _attention(
         self, attn: Attention, x: torch.Tensor, cache: KVCache, queue: InflightQueue
     ) -> torch.Tensor:
-        import torch.nn.functional as F
-
         arch = self.arch
         batch, length, _ = x.shape
         q = attn.q_proj(x, queue).view(batch, length, arch.num_heads, arch.head_dim)
@@ -164,23 +165,11 @@ class DecoderModel:
         k = self.rope(k, offset)
         queue.op(q, k)
         keys, values = cache.update(k, v)
-        mask = None
-        causal = False
-        if length > 1:
-            if offset == 0:
-                causal = True
-            else:  # a later prefill chunk: query i sees keys up to offset + i
-                mask = causal_mask(length, offset, x.device)
-        out = F.scaled_dot_product_attention(
-            q,
-            keys,
-            values,
-            attn_mask=mask,
-            is_causal=causal,
-            scale=arch.head_dim**-0.5,
-            enable_gqa=arch.num_kv_heads != arch.num_heads,
-        )
-        queue.op(out)
+        # Query i sees keys up to offset + i; a decode step sees every key.
+        mask = causal_mask(length, offset, x.device) if length > 1 else None
+        queue.op(mask)
+        kernel = mlx_fallback_attention if self.attention == MLX_FALLBACK else fused_attention
+        out = kernel(q, keys, values, mask, arch.head_dim**-0.5, queue)
         merged = out.transpose(1, 2).reshape(batch, length, arch.num_heads * arch.head_dim)
         queue.op(merged if merged.data_ptr() != out.data_ptr() else None)  # a view costs nothing
         return attn.o_proj(merged, queue)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from hip_backend import int4_cpu
 from hip_backend.errors import NoDeviceError, NoTorchError, UnsupportedDeviceError
 from hip_backend.inflight import Event, LaggingEvent
 from hip_backend.quant import quantized_matmul
@@ -278,6 +279,10 @@ def warm_up_kernels(device: torch.device) -> None:
         # The fused quantized kernel, which also creates its CPU scratch buffers.
         words = torch.randint(0, 2**31 - 1, (64, 8), dtype=torch.int32, device=device)
         quantized_matmul(x[0], words, w[:, :1], w[:, :1], 4, 64)
+        if device.type == "cpu" and int4_cpu.layout_supported():
+            int4 = int4_cpu.from_mlx(words.clone(), w[:, :1], w[:, :1], 64)
+            int4.matmul(x[0])
+            int4.dequantize()
         positions = torch.arange(8, device=device, dtype=torch.float32)
         positions[:, None].cos() * positions[None, :].sin()
         int(y.argmax().item())

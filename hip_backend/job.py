@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from core.measurement import (
+    ATTENTION_CHOICES,
     DEFAULT_GEN_TOKENS,
     DEFAULT_PROMPT_TOKENS,
     DEFAULT_WARMUP_TOKENS,
@@ -54,6 +55,9 @@ class ChildJob:
     fuse_bf16: bool | None = None
     """Model MLX-ROCm's fused BF16-scale kernel (no dequantized copy for modules with
     BF16 scales); None: only when the ROCm queue is emulated on a ROCm device."""
+    attention: str = "auto"
+    """`mlx-fallback`, `torch-sdpa`, or `auto`: the attention MLX runs on the device
+    (hip_backend/attention.py)."""
     engine: str = "torch"
     """`torch` (hip_backend's decoder) or `mlx` (mlx-lm, hip_backend/mlx_child.py)."""
     kv_bits: int | None = None
@@ -78,6 +82,8 @@ class ChildJob:
             raise ValueError("a job names exactly one of folder and profile_id")
         if job.emulate not in EMULATE_CHOICES:
             raise ValueError(f"emulate must be one of {', '.join(EMULATE_CHOICES)}")
+        if job.attention not in ATTENTION_CHOICES:
+            raise ValueError(f"attention must be one of {', '.join(ATTENTION_CHOICES)}")
         if job.engine not in ENGINE_CHOICES:
             raise ValueError(f"unknown engine {job.engine!r}")
         if job.kv_bits is not None and (job.engine != "mlx" or job.kv_bits not in (4, 8)):

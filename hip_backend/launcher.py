@@ -189,6 +189,8 @@ def prepare(
         host_memory_cap_bytes=request.host_memory_cap_bytes,
         engine=request.engine,
         emulate=request.emulate,
+        attention=request.attention,
+        fuse_bf16={"on": True, "off": False}.get(request.fuse_bf16),
         kv_bits=8 if request.kv_int8 else None,
     )
     warnings = (*notes, *snapshot.warnings, *est.warnings, *([warning] if warning else []))

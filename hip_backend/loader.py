@@ -298,9 +298,19 @@ def build_model(
                 modules[mp.spec.path] = tensors[0]
             elif len(tensors) == 3:
                 packed, scales, biases = tensors
-                modules[mp.spec.path] = Linear(packed, scales, biases, bias, mp.bits, mp.group_size)
+                tensors.clear()
+                linear = Linear(packed, scales, biases, bias, mp.bits, mp.group_size)
+                # Rewritten now, before the next module loads, so the conversion's
+                # temporaries never add up (int4_cpu.py).
+                converted = linear.for_cpu_int4()
+                if converted is not linear:  # scales and biases now live in scale_zeros
+                    filler.reader.release(scales)
+                    filler.reader.release(biases)
+                modules[mp.spec.path] = converted
+                del linear, converted, packed, scales, biases
             else:
                 modules[mp.spec.path] = Linear(tensors[0], bias=bias)
+        filler.reader.drop_released()
     finally:
         filler.reader.close()
     return _assemble(arch, modules, device, filler.bytes)
@@ -309,7 +319,7 @@ def build_model(
 def _compute_dtype(embed: Linear) -> torch.dtype:
     import torch
 
-    dtype = embed.scales.dtype if embed.scales is not None else embed.weight.dtype
+    dtype = embed.scales_dtype or embed.weight.dtype
     if dtype not in (torch.float16, torch.bfloat16, torch.float32):
         raise BadModelError(f"embeddings stored as {dtype} are not supported for measurement")
     return dtype

@@ -52,6 +52,7 @@ class TensorReader:
         self.device = device
         self._files: dict[Path, FileIO] = {}
         self._maps: dict[Path, mmap.mmap] = {}
+        self._released: list[tuple[int, int]] = []
         self._staging: list[Any] = []
         self._events: list[Any] = []
         self._staging_bytes = staging_bytes
@@ -87,6 +88,35 @@ class TensorReader:
         flat = torch.frombuffer(view, dtype=torch.uint8, count=stored.nbytes, offset=stored.offset)
         self.bytes_read += stored.nbytes
         return flat.view(dtype).view(stored.shape)
+
+    def release(self, tensor: torch.Tensor) -> None:
+        """Note that a mapped tensor will never be read again (its bytes were
+        converted into a new tensor); `drop_released` gives its pages back."""
+        self._released.append((tensor.data_ptr(), tensor.data_ptr() + tensor.nbytes))
+
+    def drop_released(self) -> int:
+        """Unmap the pages that lie wholly inside released tensors; returns the bytes.
+
+        A page touched through the private mapping stays resident as long as the
+        mapping lives (the tensors that still view it keep it alive), so a converted
+        tensor would count twice. Only whole pages inside the union of released byte
+        ranges go, so no byte another tensor still uses (or wrote) is touched."""
+        import torch
+
+        page = mmap.PAGESIZE
+        bases = [
+            (torch.frombuffer(view, dtype=torch.uint8, count=1).data_ptr(), len(view), view)
+            for view in self._maps.values()
+        ]
+        dropped = 0
+        for start, end in _merged(self._released):
+            first, last = -(-start // page) * page, end // page * page
+            for base, size, view in bases:
+                if last > first and base <= first and last <= base + size:
+                    view.madvise(mmap.MADV_DONTNEED, first - base, last - first)
+                    dropped += last - first
+        self._released.clear()
+        return dropped
 
     def read_into(self, stored: StoredTensor, dest: torch.Tensor) -> None:
         """Copy `stored`'s bytes into `dest` (contiguous, same byte size)."""
@@ -141,3 +171,14 @@ class TensorReader:
         for fh in self._files.values():
             fh.close()
         self._files.clear()
+
+
+def _merged(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Byte ranges with touching or overlapping ones joined."""
+    out: list[tuple[int, int]] = []
+    for start, end in sorted(ranges):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out

@@ -56,6 +56,7 @@ def measure(job: ChildJob, emit: Emit, progress: Progress) -> MeasuredPeak:
 def _run(
     job: ChildJob, emit: Emit, progress: Progress, resolved: Any, device: Any, info: DeviceInfo
 ) -> MeasuredPeak:
+    from hip_backend.attention import ATTENTION_NOTES, FUSED, attention_kind
     from hip_backend.child import _cap_host_memory
     from hip_backend.device import (
         allocator_settings,
@@ -91,7 +92,9 @@ def _run(
     chunk = min(job.prefill_chunk, max(1, job.prompt_tokens))
 
     warm_up_kernels(device)
-    sdpa = warm_up_real_shapes(device, arch, dtype, chunk)
+    attention = attention_kind(info.kind) if job.attention == "auto" else job.attention
+    emit(MeasureNotice(f"attention: {ATTENTION_NOTES[attention]}"))
+    sdpa = warm_up_real_shapes(device, arch, dtype, chunk, attention)
     monitor = monitor_for(device, info.kind, info.total_bytes, info.bus_id, info.index)
     monitor.start()
     started = time.perf_counter()
@@ -105,6 +108,7 @@ def _run(
     synchronize(device)
     load_seconds = time.perf_counter() - started
     fused_modules = model.fuse_bf16_scales() if fuse_bf16 else 0
+    model.attention = attention
 
     queue = InflightQueue(
         job.inflight_mib << 20, event_factory(device), job.op_cap, emulate=emulated
@@ -141,7 +145,8 @@ def _run(
         "inflight_max_held_bytes": queue.stats.max_held_bytes,
         "ops": queue.stats.ops,
         "fused_bf16_modules": fused_modules,
-        "sdpa_backend": sdpa,
+        "attention": model.attention,
+        "sdpa_backend": sdpa if model.attention == FUSED else {},
         "generated_tokens": measured.tokens[:16],
         **figures.extra,
     }
@@ -187,13 +192,18 @@ def _float_dtype_name(arch: ArchSpec) -> str:
     return {"F16": "float16", "F32": "float32"}.get(arch.float_dtype, "bfloat16")
 
 
-def warm_up_real_shapes(device: Any, arch: ArchSpec, dtype: Any, chunk: int) -> dict[str, str]:
+def warm_up_real_shapes(
+    device: Any, arch: ArchSpec, dtype: Any, chunk: int, attention: str
+) -> dict[str, str]:
     """The GEMM and attention calls at the model's sizes before the baseline; returns
     the SDPA kernel torch picks for a first chunk, a masked later chunk and a decode
-    step (`math` would add a [heads x L x S] score matrix per layer to the peak)."""
+    step (`math` would add a [heads x L x S] score matrix per layer to the peak).
+    With MLX's fallback attention (`attention.py`) its batched GEMMs run instead."""
     import torch
 
-    from hip_backend.device import sdpa_backend, warm_up_shapes
+    from hip_backend.attention import MLX_FALLBACK, mlx_fallback_attention
+    from hip_backend.device import event_factory, sdpa_backend, warm_up_shapes
+    from hip_backend.inflight import InflightQueue
 
     moe = arch.moe
     widest = max(arch.intermediate_size, moe.intermediate_size if moe is not None else 0)
@@ -210,6 +220,10 @@ def warm_up_real_shapes(device: Any, arch: ArchSpec, dtype: Any, chunk: int) -> 
     q = torch.zeros(1, arch.num_heads, chunk, arch.head_dim, device=device, dtype=dtype)
     k = torch.zeros(1, arch.num_kv_heads, 2 * chunk, arch.head_dim, device=device, dtype=dtype)
     mask = torch.ones(chunk, 2 * chunk, dtype=torch.bool, device=device).tril(chunk)
+    if attention == MLX_FALLBACK:
+        queue = InflightQueue(0, event_factory(device), emulate=False)
+        mlx_fallback_attention(q, k, k, mask, 1.0, queue)
+        mlx_fallback_attention(q[:, :, -1:], k, k, None, 1.0, queue)
     return {
         "first_chunk": sdpa_backend(q, k[:, :, :chunk], causal=True, mask=None),
         "later_chunk": sdpa_backend(q, k, causal=False, mask=mask),

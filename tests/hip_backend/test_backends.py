@@ -6,6 +6,9 @@ without kernels for the GPU is a typed `unsupported_device` failure naming the a
 from __future__ import annotations
 
 import gc
+import json
+import subprocess
+import sys
 import weakref
 from pathlib import Path
 
@@ -118,6 +121,7 @@ def test_a_run_without_the_queue_is_held_against_its_own_backends_estimate(
     outcome = measure(request, record_history=False)
     assert isinstance(outcome, MeasuredPeak), outcome
     assert outcome.extra["inflight_emulation"] == "none"
+    assert outcome.extra["attention"] == "mlx-fallback"  # what MLX runs on the CPU
     assert outcome.extra["inflight_max_held_bytes"] == 0
     assert outcome.extra["inflight_commits"] == 0
     assert outcome.inflight_mib == 0
@@ -171,3 +175,42 @@ def test_the_fused_bf16_scale_path_makes_no_weight_copies(tmp_path: Path) -> Non
     copies = 2 * 2 * (2 * 256 * 256 + 2 * 128 * 256 + 3 * 512 * 256)
     assert held[0] - held[1] == copies
     assert float((logits[0] - logits[1]).abs().max()) <= 0.05
+
+
+def vramscope(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tui", *args],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+        timeout=300,
+    )
+
+
+@pytest.mark.parametrize("flag", [["--attention", "torch-sdpa"], ["--fuse-bf16", "on"]])
+def test_torch_kernel_flags_are_refused_for_the_mlx_engine(
+    tiny_llama: Path, flag: list[str]
+) -> None:
+    done = vramscope("measure", str(tiny_llama), "--engine", "mlx", *flag)
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert flag[0] in line and "torch engine" in line
+
+
+@pytest.mark.slow
+def test_the_chosen_kernels_are_run_and_named(tiny_llama: Path) -> None:
+    """`--attention torch-sdpa --fuse-bf16 on` on the CPU: the JSON says what ran and the
+    text names the attention beside the engine."""
+    args = ["measure", str(tiny_llama), "--device", "cpu", "--prompt-tokens", "16"]
+    args += ["--gen-tokens", "2", "--warmup-tokens", "1", "--no-history"]
+    done = vramscope(*args, "--attention", "torch-sdpa", "--fuse-bf16", "on", "--json")
+    assert done.returncode == 0, done.stderr
+    extra = json.loads(done.stdout)["measured"]["extra"]
+    assert extra["attention"] == "torch-sdpa"
+    assert extra["fused_bf16_modules"] == 0  # tiny_llama's scales are F16: nothing to fuse
+    assert set(extra["sdpa_backend"]) == {"first_chunk", "later_chunk", "decode"}
+    text = vramscope(*args)
+    assert text.returncode == 0, text.stderr
+    engine = next(line for line in text.stdout.splitlines() if line.startswith("Engine:"))
+    assert "MLX's unfused attention" in engine
+    assert "attention: MLX's unfused fallback" in text.stderr

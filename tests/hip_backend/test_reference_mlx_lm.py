@@ -14,6 +14,8 @@ Two facts shape the comparison:
   float32, which isolates the engine's own 16-bit rounding; the Llama case also
   compares with mlx-lm exactly as written, with a tolerance that covers mlx's
   CPU kernel.
+- 4-bit modules run torch's CPU int4 kernel (hip_backend/int4_cpu.py), which adds
+  one rounding of the zero point to the scales' dtype (BF16_INT4_TOLERANCE).
 - Greedy decoding and top-k routing are discontinuous: where two candidates are
   closer than the rounding noise, either engine may pick either. Each model is
   the first seed whose mlx-lm run keeps every top-1 margin and routing gap above
@@ -99,14 +101,20 @@ class Case:
     times the engine's own rounding noise (about 0.005 in F16, 0.02 in BF16)."""
 
 
+BF16_INT4_TOLERANCE = 0.05
+"""BF16 4-bit models on the CPU run torch's int4 kernel (hip_backend/int4_cpu.py), whose
+zero point `bias + 8 * scale` is rounded once to BF16: measured up to 0.038 here, against
+0.03 with MLX's own bias; mlx's CPU kernel itself is off by up to 0.44 (see above)."""
 MOE_F16 = {**QWEN3_MOE_CONFIG, "torch_dtype": "float16"}
 WIDE_ROUTER = {"router_scale": 8.0}
 CASES = {
     "llama-4bit-f16-llama3-rope": Case(LLAMA_CONFIG),
     "llama-4bit-f16-as-written": Case(LLAMA_CONFIG, dequantized=False, tolerance=0.05, margin=0.05),
     "qwen3_moe-4bit-f16-8bit-router": Case(MOE_F16, WIDE_ROUTER),
-    "qwen3_moe-4bit-bf16-8bit-router": Case(QWEN3_MOE_CONFIG, WIDE_ROUTER, margin=0.04),
-    "qwen3-4bit-bf16-qk-norm": Case(QWEN3_CONFIG, margin=0.04),
+    "qwen3_moe-4bit-bf16-8bit-router": Case(
+        QWEN3_MOE_CONFIG, WIDE_ROUTER, tolerance=BF16_INT4_TOLERANCE, margin=0.04
+    ),
+    "qwen3-4bit-bf16-qk-norm": Case(QWEN3_CONFIG, tolerance=BF16_INT4_TOLERANCE, margin=0.04),
     "qwen2-8bit-f16-qkv-bias": Case(QWEN2_CONFIG, {"bits": 8}),
 }
 

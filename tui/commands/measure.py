@@ -16,6 +16,7 @@ from typing import Any
 from core.display_text import clean_text, json_safe
 from core.errors import UsageError
 from core.measurement import (
+    ATTENTION_CHOICES,
     DEFAULT_ENGINE,
     DEFAULT_GEN_TOKENS,
     DEFAULT_PROMPT_TOKENS,
@@ -23,6 +24,7 @@ from core.measurement import (
     DEVICE_CHOICES,
     EMULATE_CHOICES,
     ENGINE_CHOICES,
+    FUSE_BF16_CHOICES,
     MAX_MEASURED_TOKENS,
     MeasuredPeak,
     MeasureEvent,
@@ -72,6 +74,22 @@ def add_run_flags(p: argparse.ArgumentParser) -> None:
         default="auto",
         help="torch engine: emulate MLX-ROCm's in-flight queue (rocm) or not (none); auto "
         "emulates it on ROCm and the CPU, not on CUDA, where MLX has none (default auto)",
+    )
+    p.add_argument(
+        "--attention",
+        choices=ATTENTION_CHOICES,
+        default="auto",
+        help="torch engine: MLX's unfused attention, which holds an H x L x S score matrix "
+        "(mlx-fallback: what MLX runs on the CPU and ROCm) or torch's fused SDPA "
+        "(torch-sdpa: like MLX's CUDA kernels); auto picks the device's (default auto)",
+    )
+    p.add_argument(
+        "--fuse-bf16",
+        choices=FUSE_BF16_CHOICES,
+        default="auto",
+        help="torch engine: model MLX-ROCm's fused kernel for BF16-scale quantized matmuls "
+        "(no dequantized weight copy); auto: on a ROCm GPU with the queue emulated "
+        "(default auto)",
     )
     p.add_argument(
         "--synthetic",
@@ -201,11 +219,18 @@ class ProgressLine:
 def request_from_args(
     args: argparse.Namespace, model: str, prompt_tokens: int, engine: str | None = None
 ) -> MeasureRequest:
-    """A MeasureRequest from the shared flags (`engine` overrides `--engine`)."""
+    """A MeasureRequest from the shared flags (`engine` overrides `--engine`: a `table`
+    row, whose torch-only flags leave its mlx rows alone)."""
+    table_row = engine is not None
     engine = engine or str(getattr(args, "engine", DEFAULT_ENGINE))
     kv_int8 = getattr(args, "kv_cache_mode", "fp16") == "int8"
     if kv_int8 and engine != "mlx":
         raise UsageError("--kv-cache-mode", "int8 is measured by --engine mlx only")
+    torch_only = {"--attention": args.attention, "--fuse-bf16": args.fuse_bf16}
+    for flag, value in torch_only.items():
+        if engine == "mlx" and value != "auto" and not table_row:
+            raise UsageError(flag, "chooses a torch engine kernel; --engine mlx runs MLX's own")
+    mlx = engine == "mlx"
     return MeasureRequest(
         model=model,
         prompt_tokens=prompt_tokens,
@@ -219,6 +244,8 @@ def request_from_args(
         timeout_s=check_timeout(args.timeout),
         engine=engine,
         emulate=str(getattr(args, "emulate", "auto")),
+        attention="auto" if mlx else str(args.attention),
+        fuse_bf16="auto" if mlx else str(args.fuse_bf16),
         kv_int8=kv_int8,
     )
 
