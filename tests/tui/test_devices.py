@@ -178,3 +178,38 @@ async def test_a_bad_per_device_list_is_said_in_place() -> None:
     assert summary.fits is not True and "3 sizes for 2 ranks" in summary.detail
     assert "PLAN FITS: all 2 ranks" in blank  # blank: the Available value on every rank
     assert box_value == ""
+
+
+async def test_a_per_device_list_that_does_not_read_is_marked_in_its_box() -> None:
+    """Like every typed entry, the Per device box turns red (`-invalid`) while its text
+    does not read, and back when it does; the reason stays in the ranks panel."""
+    from textual.color import Color
+    from textual.widgets import Input
+
+    app = build_app(preset="rx7900xtx", max_tokens=4096)
+    async with app.run_test(size=MEDIUM) as pilot:
+        await settle(pilot)
+        await pilot.press("d")
+        await settle(pilot)
+        box = app.screen.query_one("#device-memory", Input)
+        error = Color.parse(app.theme_variables["error"])
+        assert not box.has_class("-invalid")  # blank: Available on every device
+        await pilot.click("#device-memory")
+        await pilot.press(*"24GB,lots")
+        await settle(pilot)
+        bad = box.has_class("-invalid"), box.styles.color
+        panel = " ".join(widget_lines(app.screen.query_one(RanksPanel)))
+        await pilot.press(*["backspace"] * 4, *"2GB")
+        await settle(pilot)
+        fixed = box.has_class("-invalid"), box.styles.color
+        await pilot.press(*",8GB")  # three sizes for two ranks
+        await settle(pilot)
+        three = box.has_class("-invalid")
+        await pilot.press("escape", "d", "d", "d", "d", "d", "d", "d")  # 2 -> ... -> 8 -> 1
+        await settle(pilot)
+        one_device = app.screen.state.devices, box.has_class("-invalid")
+    assert bad == (True, error)
+    assert "per-device memory: 'lots' is not a size" in panel
+    assert fixed[0] is False and fixed[1] != error
+    assert three is True
+    assert one_device == (1, False)  # one device: the list is not used

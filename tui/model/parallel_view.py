@@ -46,6 +46,15 @@ def rank_limits(state: ExplorerState) -> list[int] | None:
         raise ShardingError(str(exc).replace("--memory-limit:", "per-device memory:", 1)) from None
 
 
+def per_device_problem(state: ExplorerState) -> str:
+    """Why the Per device list does not read ("" when it does, and when it is blank)."""
+    try:
+        rank_limits(state)
+    except ShardingError as exc:
+        return str(exc)
+    return ""
+
+
 @dataclass(frozen=True)
 class ParallelView:
     """What the ranks panel shows."""

@@ -40,6 +40,13 @@ _FIELDS: dict[str, tuple[str, type]] = {
 }
 
 
+def _per_device_problem(state: ExplorerState) -> str:
+    # With two devices or more only: core.parallel comes with the first split.
+    from tui.model.parallel_view import per_device_problem
+
+    return per_device_problem(state)
+
+
 class Controls(Widget):
     """Max tokens, in-flight budget, batch, KV dtype, headroom, backend, memory, engine."""
 
@@ -141,6 +148,7 @@ class Controls(Widget):
         if not box.has_focus and box.value != state.device_memory:
             with box.prevent(Input.Changed):
                 box.value = state.device_memory
+        box.set_class(state.devices > 1 and bool(_per_device_problem(state)), "-invalid")
         self.query_one(MemoryField).set_choice(state.memory)
 
     def show_hints(self, state: ExplorerState, model_known: bool, trained: int | None) -> None:
