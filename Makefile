@@ -20,8 +20,15 @@ test: lint typecheck
 	$(BIN)/pytest -q
 
 # Unit and Pilot tests only: no snapshots, no child processes (the full suite is `make test`).
+# Three workers on two cores: the Pilot tests wait for the app to idle between keys.
+# tests/hip_backend is all child processes (tests/conftest.py): not even collected here,
+# so torch and mlx-lm are never imported. Bytecode is cached under .pytest_cache even
+# where PYTHONDONTWRITEBYTECODE is set: rewriting and compiling the test modules anew
+# in every worker took 5-10 s of each run.
 test-fast: $(STAMP)
-	$(BIN)/pytest -q -m "not snapshot and not child_process and not slow and not gpu"
+	PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/.pytest_cache/pycache \
+		$(BIN)/pytest -q -n 3 --ignore=tests/hip_backend \
+		-m "not snapshot and not child_process and not slow and not gpu"
 
 lint: $(STAMP)
 	$(BIN)/ruff check core tui hip_backend tests scripts

@@ -34,6 +34,21 @@ async def settle(pilot: Pilot[Any]) -> None:
     await wait_until_settled(pilot)
 
 
+async def handled(pilot: Pilot[Any]) -> None:
+    """Let every posted key and what it caused be handled."""
+    for _ in range(4):
+        await pilot.pause()
+
+
+async def type_keys(pilot: Pilot[Any], text: str) -> None:
+    """Send `text` as one burst (`burst`: a paste or a fast typist, no pause between keys,
+    `\r` Enter, `\x1b` Escape) and let it be handled. Pilot's `press` waits for the app
+    to idle after every key (40 ms or more each); tests/tui/test_trust.py shows bursts land
+    exactly as keys pressed one by one do."""
+    burst(pilot.app, text)
+    await handled(pilot)
+
+
 def settle_then(*keys: str) -> Callable[[Pilot[Any]], Awaitable[None]]:
     """A snapshot `run_before`: settle, press keys, settle again."""
 

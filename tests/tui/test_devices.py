@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from core.profiles import load_profile, profile_snapshot
-from tests.tui.helpers import LLAMA, build_app, settle, settle_then, widget_lines
+from tests.tui.helpers import LLAMA, build_app, settle, settle_then, type_keys, widget_lines
 from tui.widgets.command_lines_view import CommandLinesView
 from tui.widgets.controls import Controls
 from tui.widgets.ranks_panel import RanksPanel
@@ -123,7 +123,7 @@ async def test_uneven_devices_rank_1_does_not_fit_its_smaller_card() -> None:
         panel = app.screen.query_one(RanksPanel)
         assert "PLAN FITS: all 2 ranks" in "\n".join(widget_lines(panel))
         await pilot.click("#device-memory")
-        await pilot.press(*"24GB,2GB")
+        await type_keys(pilot, "24GB,2GB")
         await settle(pilot)
         text = "\n".join(widget_lines(panel))
         state, available = app.screen.state, app.screen.available
@@ -195,18 +195,16 @@ async def test_a_per_device_list_that_does_not_read_is_marked_in_its_box() -> No
         error = Color.parse(app.theme_variables["error"])
         assert not box.has_class("-invalid")  # blank: Available on every device
         await pilot.click("#device-memory")
-        await pilot.press(*"24GB,lots")
-        await settle(pilot)
+        await type_keys(pilot, "24GB,lots")
         bad = box.has_class("-invalid"), box.styles.color
         panel = " ".join(widget_lines(app.screen.query_one(RanksPanel)))
-        await pilot.press(*["backspace"] * 4, *"2GB")
-        await settle(pilot)
+        await pilot.press(*["backspace"] * 4)
+        await type_keys(pilot, "2GB")
         fixed = box.has_class("-invalid"), box.styles.color
-        await pilot.press(*",8GB")  # three sizes for two ranks
-        await settle(pilot)
+        await type_keys(pilot, ",8GB")  # three sizes for two ranks
         three = box.has_class("-invalid")
-        await pilot.press("escape", "d", "d", "d", "d", "d", "d", "d")  # 2 -> ... -> 8 -> 1
-        await settle(pilot)
+        await pilot.press("escape")
+        await type_keys(pilot, "ddddddd")  # 2 -> ... -> 8 -> 1
         one_device = app.screen.state.devices, box.has_class("-invalid")
     assert bad == (True, error)
     assert "per-device memory: 'lots' is not a size" in panel

@@ -19,6 +19,7 @@ from tests.tui.helpers import (
     build_app,
     fixed_deps,
     settle,
+    type_keys,
     wait_for,
 )
 from tui.deps import AppDeps
@@ -58,7 +59,7 @@ def with_entries(deps: AppDeps, *extra: CatalogEntry) -> AppDeps:
 
 async def pick(pilot, name: str) -> None:  # type: ignore[no-untyped-def]
     """Filter the list down to `name` and press Enter, as a user would."""
-    await pilot.press("escape", "slash", *name, "enter")
+    await type_keys(pilot, f"\x1b/{name}\r")
     await settle(pilot)
 
 
@@ -141,7 +142,7 @@ async def test_a_slow_model_never_blocks_the_controls_and_a_stale_read_is_droppe
         # The list waits for the first model read, but not for one that hangs.
         listed = lambda: app.explorer.loader.catalog is not None  # noqa: E731
         await wait_for(pilot, listed, "the list while the read hangs", limit_s=20)
-        await pilot.press("slash", *"Qwen2.5-7B-Instruct-4bit", "enter")
+        await type_keys(pilot, "/Qwen2.5-7B-Instruct-4bit\r")
         release.set()  # the Llama read now finishes, after the newer pick
         await settle(pilot)
         assert app.explorer.state.model == "mlx-community/Qwen2.5-7B-Instruct-4bit"

@@ -11,7 +11,6 @@ from dataclasses import replace
 from typing import Any
 
 from textual import events
-from textual.pilot import Pilot
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
@@ -21,7 +20,16 @@ from core.measurement import MeasureProgress
 from core.model import ModelSnapshot
 from tests.factories import LLAMA, burst, peak
 from tests.tui.fake_launcher import FakeLauncher
-from tests.tui.helpers import breakdown_text, build_app, fixed_deps, settle, wait_for, widget_lines
+from tests.tui.helpers import (
+    breakdown_text,
+    build_app,
+    fixed_deps,
+    handled,
+    settle,
+    type_keys,
+    wait_for,
+    widget_lines,
+)
 from tui.app import VramscopeApp
 from tui.widgets.command_lines_view import LONG_WORD, CommandLinesView, shown
 from tui.widgets.context_chart import ContextChart
@@ -39,12 +47,6 @@ def field(app: VramscopeApp, name: str) -> SliderField:
 
 def summary(app: VramscopeApp) -> str:
     return app.screen.query_one(SummaryLine).text
-
-
-async def handled(pilot: Pilot[Any]) -> None:
-    """Let every posted key and what it caused be handled."""
-    for _ in range(4):
-        await pilot.pause()
 
 
 async def test_a_burst_of_keys_lands_in_the_field_it_names() -> None:
@@ -210,7 +212,7 @@ async def test_an_unsupported_family_is_refused_at_once() -> None:
     app = build_app(fixed_deps(start_measurement=launcher), preset="gfx1151")
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
-        await pilot.press("slash", *"gemma-2-2b-it", "enter")
+        await type_keys(pilot, "/gemma-2-2b-it\r")
         await settle(pilot)
         await pilot.press("escape", "m")
         panel = app.screen.query_one(MeasuredPanel)
@@ -230,7 +232,7 @@ async def test_the_command_lines_follow_a_model_that_cannot_be_read() -> None:
     app = build_app(replace(base, load_snapshot=load))
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
-        await pilot.press("slash", *"gemma-2-2b-it", "enter")
+        await type_keys(pilot, "/gemma-2-2b-it\r")
         await settle(pilot)
         view = app.screen.query_one("#commands", CommandLinesView)
         assert "google/gemma-2-2b-it" in view.vramscope
