@@ -7,8 +7,12 @@ or types fast. Each test runs its own tmux server and kills it afterwards.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from core.history import HistoryStore
+from core.units import format_bytes_short
 from tests.tui.tmux_driver import TmuxApp, tmux_vramscope
 
 pytestmark = [pytest.mark.child_process, pytest.mark.slow]
@@ -71,3 +75,22 @@ def test_a_resize_round_trip_redraws_everything() -> None:
         app.wait_for(lambda s: len(s.splitlines()) >= 47, "160x48 again")
         again = app.settle()
         assert again == wide
+
+
+def test_m_in_a_burst_shows_progress_then_the_measured_peak_on_the_summary(
+    tiny_model: Path,
+) -> None:
+    """`m` on a real tiny model at 80x24, where the measure panel is below the fold:
+    the summary line says the run is going, then gives the peak the child measured
+    (the one appended to the history) and whether the estimate covers it."""
+    with tmux_vramscope((80, 24), "-m", str(tiny_model), "--max-tokens", "32", *ARGS) as app:
+        started(app)
+        app.burst("m")
+        running = app.wait_for(lambda s: "measuring (torch)" in summary(s), "the progress")
+        done = app.wait_for(lambda s: " · measured " in summary(s), "the measured peak")
+    assert "FITS" in summary(running)
+    (peak,) = HistoryStore.default().read().results
+    assert (peak.prompt_tokens, peak.gen_tokens, peak.engine) == (16, 16, "torch")
+    verdict = "✓ covered" if peak.estimate_bytes >= peak.peak_bytes else "✗ NOT covered"
+    # 80 columns: the model name is cut to make room, and the engine at the end may be.
+    assert f"measured {format_bytes_short(peak.peak_bytes)} {verdict}" in summary(done)

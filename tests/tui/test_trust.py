@@ -169,6 +169,26 @@ async def test_m_shows_its_progress_in_the_summary_at_80x24() -> None:
         await wait_for(pilot, lambda: "measuring" not in summary(app), "the cancel")
 
 
+async def test_the_summary_gives_the_measured_peak_once_the_run_ends() -> None:
+    launcher = FakeLauncher()
+    app = build_app(fixed_deps(start_measurement=launcher), preset="gfx1151")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("m")
+        await wait_for(pilot, launcher.started.is_set, "the launcher to be called")
+        launcher.handles[0].finish(peak(context=8192, peak_bytes=1_000_000_000))
+        await wait_for(pilot, lambda: "measuring" not in summary(app), "the result")
+        covered = summary(app)
+        launcher.handles.clear()
+        await pilot.press("m")
+        await wait_for(pilot, lambda: len(launcher.handles) == 1, "the second run")
+        launcher.handles[0].finish(peak(context=8192, peak_bytes=90_000_000_000))
+        await wait_for(pilot, lambda: "measuring" not in summary(app), "the second result")
+        over = summary(app)
+    assert "measured 953.7 MiB ✓ covered" in covered  # under the 5.4 GiB estimate
+    assert "measured 83.82 GiB ✗ NOT covered" in over
+
+
 async def test_cancelling_a_new_run_keeps_the_previous_result() -> None:
     launcher = FakeLauncher()
     app = build_app(fixed_deps(start_measurement=launcher), preset="gfx1151")

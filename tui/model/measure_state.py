@@ -21,7 +21,9 @@ from core.measurement import (
     MeasureProgress,
     MeasureRequest,
     MeasureResult,
+    margin,
 )
+from core.units import format_bytes_short
 
 
 class Run(Protocol):
@@ -174,3 +176,15 @@ class PanelView:
     estimate: int = 0
     model: str = ""
     failure: MeasurementFailure | None = None
+
+
+def result_words(view: PanelView) -> str:
+    """The summary line's words for a result on show ("" when none is): the peak and
+    whether the estimate covers it, for sizes where the panel is off screen. The
+    engine comes last: on a narrow line it is what the end cuts (the panel names it)."""
+    if view.kind != "result" or view.peak is None:
+        return ""
+    peak = view.peak
+    covered = margin(view.estimate, peak.peak_bytes).covered
+    verdict = "✓ covered" if covered else "✗ NOT covered"
+    return f"measured {format_bytes_short(peak.peak_bytes)} {verdict} ({peak.engine})"

@@ -23,7 +23,7 @@ from core.weights import WeightsSource
 from tui.model.chart_data import ENGINE_MARKS, MEASURED_MARK, ChartData, Point
 from tui.model.command_lines import mlxcel_command, vramscope_command
 from tui.model.measure_plan import model_names
-from tui.model.measure_state import Measurements, PanelView
+from tui.model.measure_state import Measurements, PanelView, result_words
 from tui.model.names import model_arg
 from tui.model.rows import (
     INFLIGHT_OFF_HINT,
@@ -312,7 +312,7 @@ def screen_words(
         mlxcel=second,
         chart_subtitle=points_words(points, state.inflight_mib),
         problem=loaded.problem,
-        activity=measurements.activity(now),
+        activity=measurements.activity(now) or result_words(panel),
         points=points,
         panel=panel,
         max_tokens=state.max_tokens,
