@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from textual import events
-from textual.widgets import Footer
+from textual.widgets import Footer, Input
 from textual.widgets._footer import FooterKey
 
 from core.catalog import Catalog, CatalogEntry
@@ -65,6 +65,23 @@ async def test_a_burst_of_keys_lands_in_the_field_it_names() -> None:
         burst(app, "t32k\rk")  # after Enter, `k` is the KV key again
         await handled(pilot)
         assert (app.explorer.state.max_tokens, app.explorer.state.kv_int8) == (32768, True)
+
+
+async def test_keys_sent_with_an_escape_from_a_text_box_are_keys_again() -> None:
+    app = build_app(preset="rx7900xtx")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        burst(app, "/llama\x1bk")  # filter, leave the box, KV dtype: in one write
+        await handled(pilot)
+        assert app.screen.query_one("#model-filter", Input).value == "llama"
+        assert app.explorer.state.kv_int8  # `k` was a key, not a letter in the box
+        burst(app, "d")
+        await handled(pilot)
+        await pilot.click("#device-memory")
+        burst(app, "24GB\x1bd")
+        await handled(pilot)
+        assert app.explorer.state.device_memory == "24GB"
+        assert app.explorer.state.devices == 3
 
 
 async def test_the_parsed_value_is_shown_while_typing() -> None:

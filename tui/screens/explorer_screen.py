@@ -11,13 +11,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.reactive import reactive
-from textual.screen import Screen
-from textual.widgets import Footer, Input
+from textual.widgets import Footer
 
 from core.available import AvailableMemory
 from core.backend import BackendChoice
@@ -31,6 +29,7 @@ from tui.model.names import model_arg
 from tui.model.scales import token_stops
 from tui.model.state import ExplorerState, next_value
 from tui.model.views import build_views, screen_words
+from tui.screens.focus_keys import FocusKeys
 from tui.widgets.breakdown import Breakdown
 from tui.widgets.command_lines_view import CommandLinesView
 from tui.widgets.context_chart import ContextChart
@@ -45,7 +44,7 @@ if TYPE_CHECKING:
     from tui.ranks_controller import RanksController
 
 
-class ExplorerScreen(Screen[None]):
+class ExplorerScreen(FocusKeys):
     """The one main screen."""
 
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-medium"), (160, "-wide")]  # noqa: RUF012 (Textual types it so)
@@ -71,6 +70,9 @@ class ExplorerScreen(Screen[None]):
         Binding("m", "measure", "Measure"),
         Binding("H", "history", "History", show=False),
         Binding("escape", "escape", "Cancel / back to sliders", show=False),
+        # From a text box, at once: keys sent with the Escape (`/llama` Esc `k`) are
+        # already on their way to the focused widget when a plain binding would run.
+        Binding("escape", "leave_box", show=False, priority=True),
     ]
 
     state: reactive[ExplorerState] = reactive(ExplorerState, init=False)
@@ -93,13 +95,9 @@ class ExplorerScreen(Screen[None]):
         self.estimate: MemoryEstimate | None = None
         self.ranks: RanksController | None = None
         """The split's panel, from the first time Devices > 1 (core.parallel with it)."""
-        self._resumed = False
 
     def compose(self) -> ComposeResult:
-        # The layout class for this width now, before the widgets are styled: Textual
-        # would add it at the first resize and restyle every widget again.
-        width = self.app.size.width
-        self.add_class(next(c for w, c in reversed(self.HORIZONTAL_BREAKPOINTS) if width >= w))
+        self.add_layout_class()
         yield StatusLine(id="status")
         yield SummaryLine(id="summary")
         with Horizontal(id="body"):
@@ -120,14 +118,6 @@ class ExplorerScreen(Screen[None]):
         self.query_one("#estimate").border_title = "Estimate"
         self.loader.read_all(self.state.model)
         self.recompute()
-
-    def on_screen_resume(self, event: events.ScreenResume) -> None:
-        # Runs before Screen's own handler. The first resume comes right after the mount
-        # styled every widget: restyling all 80 again would cost 25-35 ms before the
-        # first frame (tests/tui/test_textual_internals.py checks that it is skipped).
-        if not self._resumed:
-            self._resumed = True
-            event.refresh_styles = False
 
     def on_unmount(self) -> None:
         self.measure.close()  # quitting kills a measurement still in flight
@@ -242,26 +232,6 @@ class ExplorerScreen(Screen[None]):
         if not isinstance(self.app.screen, HistoryScreen):
             self.app.push_screen(HistoryScreen(self.loader.history, self.loader.history_path))
             self.loader.read_history()
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        # Letters typed into a text box are text, not jumps.
-        return not (action == "jump" and isinstance(self.focused, Input))
-
-    def action_jump(self, where: str) -> None:
-        """Move focus now (not after a refresh), so the keys after it land there."""
-        if where == "filter":
-            self.set_focus(self.query_one(ModelList).filter_box)
-        elif where == "memory":
-            self.set_focus(self.query_one("#memory Select"))
-        elif not (field := self.query_one(Controls).field(where)).disabled:
-            self.set_focus(field.slider)
-
-    def action_escape(self) -> None:
-        """Cancel a run in flight; otherwise (or from a text box) back to the token slider."""
-        if self.measure.running and not isinstance(self.focused, Input):
-            self.measure.cancel()
-        else:
-            self.action_jump("tokens")
 
     def action_cycle(self, name: str) -> None:
         """`k` fp16 <-> int8, `n` the next backend, `d` 1 -> 2 -> ... -> 8 -> 1 devices."""
