@@ -3,6 +3,8 @@ against real MLX, and the per-backend choice."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -86,3 +88,41 @@ def test_fused_attention_has_no_score_matrix_and_the_same_result() -> None:
 )
 def test_each_backend_gets_the_attention_mlx_runs_there(device_kind: str, expected: str) -> None:
     assert attention_kind(device_kind) == expected
+
+
+DECODE_GROWTH = """
+import torch
+from hip_backend.attention import mlx_fallback_attention
+from hip_backend.inflight import InflightQueue, LaggingEvent
+
+def high_water():
+    return int(open("/proc/self/status").read().split("VmHWM:")[1].split()[0]) * 1024
+
+torch.set_grad_enabled(False)
+q = torch.randn(1, 8, 1, 64).to(torch.bfloat16)
+keys = torch.randn(1, 2, 400, 64).to(torch.bfloat16)
+queue = InflightQueue(0, LaggingEvent, emulate=False)
+mlx_fallback_attention(q, keys[:, :, :128], keys[:, :, :128], None, 0.125, queue)
+start = high_water()
+for length in range(129, 193):  # 64 decode steps: a new key length each
+    mlx_fallback_attention(q, keys[:, :, :length], keys[:, :, :length], None, 0.125, queue)
+print(high_water() - start)
+"""
+
+
+def test_decode_steps_do_not_grow_memory_with_each_new_key_length() -> None:
+    # A fresh interpreter: its high-water mark is this loop's alone. Through oneDNN the
+    # 64 steps grew it by about 70 MB (a cached primitive per shape); MLX holds nothing.
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", DECODE_GROWTH],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"MALLOC_MMAP_THRESHOLD_": "16384", "PATH": "/usr/bin:/bin"},
+        cwd=str(Path(__file__).resolve().parents[2]),
+    )
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout.split()[-1]) < 2 << 20
