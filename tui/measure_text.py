@@ -102,8 +102,8 @@ def result_rows(peak: MeasuredPeak, estimate_bytes: int) -> Rows:
     verdict.append(COVERED if m.covered else NOT_COVERED, style)
     device = f"{peak.device_kind} {peak.device_name}" + (f" ({peak.arch})" if peak.arch else "")
     run = (
-        f"pp{peak.prompt_tokens} + tg{peak.gen_tokens}, batch 1, fp16 KV, in-flight {budget}"
-        f" · {device}"
+        f"pp{peak.prompt_tokens} + tg{peak.gen_tokens}, batch 1, {peak.kv_cache_mode} KV, "
+        f"in-flight {budget}{attention_note(peak)} · {device}"
     )
     speed = (
         f"prefill {peak.prefill_tokens_per_s:,.1f} tok/s · decode "
@@ -116,6 +116,15 @@ def result_rows(peak: MeasuredPeak, estimate_bytes: int) -> Rows:
         ("Run", Text(run, "dim")),
         ("Speed", Text(speed, "dim")),
     ]
+
+
+ATTENTION_NOTES = {"mlx-fallback": "MLX's unfused attention", "torch-sdpa": "torch's SDPA"}
+
+
+def attention_note(peak: MeasuredPeak) -> str:
+    """` · MLX's unfused attention` for a torch run that recorded its attention."""
+    kind = peak.extra.get("attention") if peak.engine != "mlx" else None
+    return f" · {ATTENTION_NOTES.get(str(kind), str(kind))}" if kind else ""
 
 
 def failure_text(model: str, failure: MeasurementFailure) -> Text:

@@ -7,11 +7,12 @@ from pathlib import Path
 import pytest
 
 from core.catalog import ORIGIN_FOLDER, CatalogEntry, profile_entry
-from core.measurement import MeasureProgress
+from core.measurement import MeasuredPeak, MeasureProgress
 from core.weights import WeightsSource
 from tests.factories import LLAMA, peak
 from tui.chart import point_columns, render_chart
 from tui.history_table import display_path, history_row, newest_first, when
+from tui.measure_text import result_rows
 from tui.model.chart_data import MEASURED_MARK
 from tui.model.measure_plan import measure_request, measure_target, split_context
 from tui.model.measure_state import progress_label
@@ -74,9 +75,14 @@ def test_the_chart_shows_this_models_runs_at_the_budget_on_screen() -> None:
     state = ExplorerState(model=LLAMA)
     assert chart_points(runs, {LLAMA}, state) == ((640, 5_000_000_000, "torch"),)
     assert chart_points(runs, {LLAMA, "/m/tiny"}, state) == ((640, 5_000_000_000, "torch"),) * 2
-    # Runs are batch 1, fp16 KV: no points on a curve for other settings.
+    # Runs are batch 1: no points on a curve for another batch.
     assert chart_points(runs, {LLAMA}, ExplorerState(model=LLAMA, batch=4)) == ()
-    assert chart_points(runs, {LLAMA}, ExplorerState(model=LLAMA, kv_int8=True)) == ()
+    # An 8-bit KV run (mlx-lm's quantized cache) is a point on the int8 curve only.
+    int8 = peak(engine="mlx", kv_cache_mode="int8", peak_bytes=4_000_000_000)
+    assert chart_points([*runs, int8], {LLAMA}, ExplorerState(model=LLAMA, kv_int8=True)) == (
+        (640, 4_000_000_000, "mlx"),
+    )
+    assert (640, 4_000_000_000, "mlx") not in chart_points([*runs, int8], {LLAMA}, state)
 
 
 def test_progress_words() -> None:
@@ -121,3 +127,17 @@ def test_paths_under_home_are_shown_with_a_tilde(monkeypatch: pytest.MonkeyPatch
         "~/.local/state/vramscope/m.jsonl"
     )
     assert display_path(Path("/home/user2/x")) == "/home/user2/x"
+
+
+def test_the_run_line_names_the_kv_cache_and_the_attention_that_ran() -> None:
+    def run_line(p: MeasuredPeak) -> str:
+        return next(text.plain for label, text in result_rows(p, 6_000_000_000) if label == "Run")
+
+    torch_run = peak(extra={"attention": "mlx-fallback"})
+    assert "fp16 KV" in run_line(torch_run)
+    assert "MLX's unfused attention" in run_line(torch_run)
+    assert "torch's SDPA" in run_line(peak(extra={"attention": "torch-sdpa"}))
+    mlx_int8 = peak(engine="mlx", kv_cache_mode="int8", extra={"attention": "mlx-fallback"})
+    assert "int8 KV" in run_line(mlx_int8)
+    assert "attention" not in run_line(mlx_int8)  # MLX ran its own; nothing was chosen
+    assert "attention" not in run_line(peak())  # a record from before the choice existed

@@ -164,7 +164,8 @@ async def test_a_real_tiny_model_is_measured_and_shown_beside_the_estimate(
         assert peak.estimate_bytes == total
         assert f"{total - peak.peak_bytes:+,} bytes" in panel(app).text
         assert "RSS over baseline" in panel(app).text
-        assert "in-flight 1024 MiB · cpu" in panel(app).text
+        # The torch engine ran MLX's attention for the CPU, and says so.
+        assert "in-flight 1024 MiB · MLX's unfused attention · cpu" in panel(app).text
         await settle(pilot)  # the history is read again after a result
         assert app.explorer.loader.history.results == [peak]
 

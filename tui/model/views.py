@@ -134,17 +134,18 @@ def chart_points(
 ) -> tuple[Point, ...]:
     """Measured peaks comparable with the curve on screen, as (context P + G, bytes, engine).
 
-    Runs of this model with the budget on screen; none when the curve is for a batch
-    or KV dtype no run measures (runs are batch 1, fp16 KV). The device is not
-    matched: the engine applies ROCm's bound everywhere, so a CPU run is a point
-    on the same curve.
+    Runs of this model with the budget and KV dtype on screen (an mlx run may use
+    mlx-lm's 8-bit cache); none when the curve is for a batch no run measures (runs
+    are batch 1). The device is not matched: the engine applies ROCm's bound
+    everywhere, so a CPU run is a point on the same curve.
     """
-    if state.batch != 1 or state.kv_int8:
+    if state.batch != 1:
         return ()
+    kv_mode = "int8" if state.kv_int8 else "fp16"
     return tuple(
         (p.context_tokens, p.peak_bytes, p.engine)
         for p in records
-        if p.model in names and p.inflight_mib == state.inflight_mib
+        if p.model in names and p.inflight_mib == state.inflight_mib and p.kv_cache_mode == kv_mode
     )
 
 
