@@ -82,6 +82,8 @@ def history_row(peak: MeasuredPeak) -> HistoryRow:
     """Time, model, device, budget, P + G, peak, estimate, margin and ✓ / ✗."""
     budget = f"{peak.inflight_mib} MiB" if peak.inflight_mib else "0 (off)"
     workload = f"{peak.prompt_tokens}+{peak.gen_tokens}"
+    if peak.kv_cache_mode != "fp16":  # mlx-lm's quantized cache (the mlx engine)
+        workload += f" {peak.kv_cache_mode} KV"
     device = peak.device_kind + (" (synth)" if peak.synthetic_weights else "")
     m = peak.margin
     if peak.estimate_bytes is None or m is None:

@@ -141,3 +141,8 @@ def test_the_run_line_names_the_kv_cache_and_the_attention_that_ran() -> None:
     assert "int8 KV" in run_line(mlx_int8)
     assert "attention" not in run_line(mlx_int8)  # MLX ran its own; nothing was chosen
     assert "attention" not in run_line(peak())  # a record from before the choice existed
+
+
+def test_a_history_row_says_when_the_kv_cache_was_8_bit() -> None:
+    assert history_row(peak()).cells[5] == "512+128"
+    assert history_row(peak(engine="mlx", kv_cache_mode="int8")).cells[5] == "512+128 int8 KV"
