@@ -9,6 +9,7 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
+from core.backend import Backend
 from core.measurement import (
     FailureKind,
     MeasuredPeak,
@@ -95,15 +96,18 @@ def result_rows(peak: MeasuredPeak, estimate_bytes: int) -> Rows:
     measured.append(f"  {peak.engine} engine · {peak_what(peak)}", "dim")
     if peak.synthetic_weights:
         measured.append(" · synthetic weights", "italic")
-    budget = f"{peak.inflight_mib} MiB" if peak.inflight_mib else "0 (bound off)"
-    estimate = Text(cells[1]).append(f"  at {peak.context_tokens:,} tokens, same settings", "dim")
+    formula = peak.estimate_backend
+    held_against = "same settings"
+    if formula is not Backend.ROCM:
+        held_against = f"{formula.label} formula (no in-flight term)"
+    estimate = Text(cells[1]).append(f"  at {peak.context_tokens:,} tokens, {held_against}", "dim")
     style = "bold green" if m.covered else "bold red"
     verdict = Text(f"{cells[2]}  {m.percent:+.1f}%  ", style)
     verdict.append(COVERED if m.covered else NOT_COVERED, style)
     device = f"{peak.device_kind} {peak.device_name}" + (f" ({peak.arch})" if peak.arch else "")
     run = (
         f"pp{peak.prompt_tokens} + tg{peak.gen_tokens}, batch 1, {peak.kv_cache_mode} KV, "
-        f"in-flight {budget}{attention_note(peak)} · {device}"
+        f"{queue_words(peak)}{attention_note(peak)} · {device}"
     )
     speed = (
         f"prefill {peak.prefill_tokens_per_s:,.1f} tok/s · decode "
@@ -116,6 +120,16 @@ def result_rows(peak: MeasuredPeak, estimate_bytes: int) -> Rows:
         ("Run", Text(run, "dim")),
         ("Speed", Text(speed, "dim")),
     ]
+
+
+def queue_words(peak: MeasuredPeak) -> str:
+    """The run's in-flight queue: its budget, or that the run had none (MLX on the CPU,
+    Metal or CUDA; a torch run told not to emulate it)."""
+    if peak.engine == "mlx" and peak.device_kind != "rocm":
+        return f"no in-flight queue (MLX on {peak.device_kind})"
+    if peak.engine != "mlx" and not peak.emulated_queue:
+        return "no in-flight queue emulated"
+    return "in-flight " + (f"{peak.inflight_mib} MiB" if peak.inflight_mib else "0 (bound off)")
 
 
 ATTENTION_NOTES = {"mlx-fallback": "MLX's unfused attention", "torch-sdpa": "torch's SDPA"}

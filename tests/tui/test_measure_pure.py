@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -51,6 +52,11 @@ def test_the_request_names_what_the_catalog_resolved() -> None:
     assert (request.model, request.prompt_tokens, request.gen_tokens) == ("/m/tiny", 3968, 128)
     assert (request.inflight, request.device, request.headroom_factor) == (256, "auto", 1.5)
     assert request.models_dirs == ("/models",)
+    assert not request.kv_int8
+    # KV int8 on screen: the mlx engine measures mlx-lm's 8-bit cache; torch has none.
+    int8 = ExplorerState(model="tiny", kv_int8=True)
+    assert measure_request(replace(int8, engine="mlx"), folder).kv_int8
+    assert not measure_request(int8, folder).kv_int8
 
 
 def test_measured_points_are_their_engines_mark_in_the_cell_of_their_value() -> None:
@@ -146,3 +152,46 @@ def test_the_run_line_names_the_kv_cache_and_the_attention_that_ran() -> None:
 def test_a_history_row_says_when_the_kv_cache_was_8_bit() -> None:
     assert history_row(peak()).cells[5] == "512+128"
     assert history_row(peak(engine="mlx", kv_cache_mode="int8")).cells[5] == "512+128 int8 KV"
+
+
+def test_a_peak_is_held_against_the_estimate_of_its_own_run() -> None:
+    """As `vramscope measure` compares them: an MLX run on the CPU has no in-flight term
+    and an int8-KV run is held against the int8 estimate; a torch run that emulated the
+    queue is held against ROCm's formula with its budget."""
+    from core.backend import Backend
+    from core.catalog import entry_snapshot
+    from core.estimate import EstimateSettings, Workload, estimate
+    from tests.factories import MEMINFO_32G
+    from tui.model.views import peak_estimate
+
+    snapshot = entry_snapshot(profile_entry(LLAMA))
+    state = ExplorerState(model=LLAMA, inflight_mib=256)
+
+    def expected(backend: Backend, kv_int8: bool, inflight: int) -> int:
+        settings = EstimateSettings(backend=backend, available=MEMINFO_32G, inflight_mib=inflight)
+        work = Workload(max_tokens=640, kv_int8=kv_int8)
+        return estimate(snapshot, work, settings).total_bytes
+
+    torch_run = peak(inflight=1024)
+    mlx_int8 = peak(engine="mlx", kv_cache_mode="int8", inflight=0)
+    assert peak_estimate(torch_run, snapshot, state, MEMINFO_32G) == expected(
+        Backend.ROCM, False, 1024
+    )
+    cpu_int8 = expected(Backend.CPU, True, 0)
+    assert peak_estimate(mlx_int8, snapshot, state, MEMINFO_32G) == cpu_int8
+    assert cpu_int8 < expected(Backend.CPU, False, 0) < expected(Backend.ROCM, False, 1024)
+
+
+def test_the_result_says_which_formula_and_queue_the_run_is_held_against() -> None:
+    def rows(p: MeasuredPeak) -> dict[str, str]:
+        return {label: text.plain for label, text in result_rows(p, 6_000_000_000)}
+
+    torch_run = rows(peak(inflight=768))
+    assert torch_run["Estimate"].endswith("at 640 tokens, same settings")
+    assert "in-flight 768 MiB" in torch_run["Run"]
+    mlx_cpu = rows(peak(engine="mlx", peak_kind="mx.get_peak_memory()"))
+    assert mlx_cpu["Estimate"].endswith("CPU formula (no in-flight term)")
+    assert "no in-flight queue (MLX on cpu)" in mlx_cpu["Run"]
+    assert "in-flight 1024" not in mlx_cpu["Run"]
+    off = rows(peak(extra={"inflight_emulation": "none"}))
+    assert "no in-flight queue emulated" in off["Run"]

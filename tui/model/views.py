@@ -11,7 +11,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from core.available import AvailableMemory
-from core.backend import Backend
 from core.catalog_entry import CatalogEntry
 from core.estimate import EstimateSettings, MemoryEstimate, Workload, estimate
 from core.history import HistoryRead
@@ -104,13 +103,16 @@ def _sizing(snapshot: ModelSnapshot, settings: EstimateSettings, state: Explorer
 def peak_estimate(
     peak: MeasuredPeak, snapshot: ModelSnapshot, state: ExplorerState, available: AvailableMemory
 ) -> int:
-    """The estimate for a measured run: context P + G and the run's in-flight budget.
-
-    The measurement engine applies ROCm's in-flight bound on every device, so the
-    comparison uses mlxcel's ROCm formula whatever backend is on screen.
+    """The estimate for a measured run: context P + G, the run's in-flight budget and KV
+    cache, and the formula of the backend the run is held against (`estimate_backend`:
+    ROCm's for a torch run that emulated its queue, the device's own for an MLX run on
+    the CPU, Metal or CUDA), as the launcher and `vramscope measure` compare it.
     """
-    rocm = replace(state.settings(available), backend=Backend.ROCM, inflight_mib=peak.inflight_mib)
-    return estimate(snapshot, Workload(max_tokens=peak.context_tokens), rocm).total_bytes
+    settings = replace(
+        state.settings(available), backend=peak.estimate_backend, inflight_mib=peak.inflight_mib
+    )
+    workload = Workload(max_tokens=peak.context_tokens, kv_int8=peak.kv_cache_mode == "int8")
+    return estimate(snapshot, workload, settings).total_bytes
 
 
 def estimate_for(
