@@ -30,6 +30,8 @@ ATTENTION_CHOICES = ("auto", "mlx-fallback", "torch-sdpa")
 """The torch engine's attention: MLX's unfused fallback (scores materialised, what MLX
 runs on the CPU and on ROCm), torch's fused SDPA (like MLX's CUDA kernels), or `auto`
 (the one MLX runs on the measured backend)."""
+ATTENTION_LABELS = {"mlx-fallback": "MLX's unfused attention", "torch-sdpa": "torch's SDPA"}
+"""How a result names the attention a torch run ran (`extra["attention"]`)."""
 FUSE_BF16_CHOICES = ("auto", "on", "off")
 """The torch engine's model of MLX-ROCm's fused BF16-scale quantized kernel (no
 dequantized copy): `auto` on a ROCm device with the queue emulated."""
@@ -181,6 +183,28 @@ class MeasuredPeak:
         return self.engine != "mlx" and self.extra.get("inflight_emulation", "rocm") == "rocm"
 
     @property
+    def attention_label(self) -> str | None:
+        """The attention a torch run ran, in words; None for an mlx run (MLX ran its own)
+        and for records from before the choice existed."""
+        kind = self.extra.get("attention") if self.engine != "mlx" else None
+        return ATTENTION_LABELS.get(str(kind), str(kind)) if kind else None
+
+    @property
+    def missing_queue(self) -> str | None:
+        """Why the run had no in-flight queue ("no in-flight queue (MLX on cpu)"), or
+        None when it had one (its budget is `inflight_mib`, 0 with the bound off)."""
+        if self.engine == "mlx" and self.device_kind != "rocm":
+            return f"no in-flight queue (MLX on {self.device_kind})"
+        if self.engine != "mlx" and not self.emulated_queue:
+            return f"no in-flight queue emulated (torch on {self.device_kind})"
+        return None
+
+    @property
+    def budget_words(self) -> str:
+        """The in-flight budget: `1024 MiB`, or `0 (bound off)`."""
+        return f"{self.inflight_mib} MiB" if self.inflight_mib else "0 (bound off)"
+
+    @property
     def estimate_backend(self) -> Backend:
         """The backend whose formula this peak is held against (`comparison_backend`,
         and for a torch run without the emulated queue its own device's)."""
@@ -245,6 +269,12 @@ def margin(estimate_bytes: int, peak_bytes: int) -> Margin:
     return Margin(diff, 100.0 * diff / peak_bytes if peak_bytes else 0.0)
 
 
+def check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
+    """ValueError naming `name` and its choices unless `value` is one of them."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}")
+
+
 @dataclass(frozen=True)
 class MeasureRequest:
     """What to measure: a model as the user named it and the bench workload.
@@ -297,16 +327,11 @@ class MeasureRequest:
                 raise ValueError(f"{name} must be at most {MAX_MEASURED_TOKENS}, got {value}")
         if self.prompt_tokens < 1:
             raise ValueError("prompt_tokens must be at least 1")
-        if self.device not in DEVICE_CHOICES:
-            raise ValueError(f"device must be one of {', '.join(DEVICE_CHOICES)}")
-        if self.engine not in ENGINE_CHOICES:
-            raise ValueError(f"engine must be one of {', '.join(ENGINE_CHOICES)}")
-        if self.emulate not in EMULATE_CHOICES:
-            raise ValueError(f"emulate must be one of {', '.join(EMULATE_CHOICES)}")
-        if self.attention not in ATTENTION_CHOICES:
-            raise ValueError(f"attention must be one of {', '.join(ATTENTION_CHOICES)}")
-        if self.fuse_bf16 not in FUSE_BF16_CHOICES:
-            raise ValueError(f"fuse_bf16 must be one of {', '.join(FUSE_BF16_CHOICES)}")
+        check_choice("device", self.device, DEVICE_CHOICES)
+        check_choice("engine", self.engine, ENGINE_CHOICES)
+        check_choice("emulate", self.emulate, EMULATE_CHOICES)
+        check_choice("attention", self.attention, ATTENTION_CHOICES)
+        check_choice("fuse_bf16", self.fuse_bf16, FUSE_BF16_CHOICES)
         if self.engine == "mlx" and (self.attention, self.fuse_bf16) != ("auto", "auto"):
             raise ValueError("--attention and --fuse-bf16 choose the torch engine's kernels")
         if self.kv_int8 and self.engine != "mlx":

@@ -18,6 +18,7 @@ from core.measurement import (
     DEFAULT_WARMUP_TOKENS,
     EMULATE_CHOICES,
     ENGINE_CHOICES,
+    check_choice,
 )
 from hip_backend.inflight import DEFAULT_OP_CAP
 from hip_backend.workload import PREFILL_CHUNK
@@ -80,12 +81,9 @@ class ChildJob:
         job = cls(**data)
         if (job.folder is None) == (job.profile_id is None):
             raise ValueError("a job names exactly one of folder and profile_id")
-        if job.emulate not in EMULATE_CHOICES:
-            raise ValueError(f"emulate must be one of {', '.join(EMULATE_CHOICES)}")
-        if job.attention not in ATTENTION_CHOICES:
-            raise ValueError(f"attention must be one of {', '.join(ATTENTION_CHOICES)}")
-        if job.engine not in ENGINE_CHOICES:
-            raise ValueError(f"unknown engine {job.engine!r}")
+        check_choice("emulate", job.emulate, EMULATE_CHOICES)
+        check_choice("attention", job.attention, ATTENTION_CHOICES)
+        check_choice("engine", job.engine, ENGINE_CHOICES)
         if job.kv_bits is not None and (job.engine != "mlx" or job.kv_bits not in (4, 8)):
             raise ValueError("a quantized KV cache needs the mlx engine and 4 or 8 bits")
         return job

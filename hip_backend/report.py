@@ -34,27 +34,9 @@ def device_line(peak: MeasuredPeak) -> str:
     return text
 
 
-ATTENTION_LABELS = {
-    "mlx-fallback": "MLX's unfused attention (scores materialised)",
-    "torch-sdpa": "torch's fused SDPA",
-}
-
-
-def attention_text(peak: MeasuredPeak) -> str:
-    """`; attention: ...` for a torch run that recorded it (older records did not)."""
-    kind = peak.extra.get("attention") if peak.engine != "mlx" else None
-    return f"; {ATTENTION_LABELS.get(str(kind), str(kind))}" if kind else ""
-
-
 def budget_text(peak: MeasuredPeak) -> str:
     """The in-flight budget the run used, or that its runtime has none."""
-    if peak.engine == "mlx" and peak.device_kind != "rocm":
-        return f"no in-flight queue (MLX on {peak.device_kind})"
-    if peak.engine != "mlx" and not peak.emulated_queue:
-        return f"no in-flight queue emulated (torch on {peak.device_kind})"
-    return "in-flight budget " + (
-        f"{peak.inflight_mib} MiB" if peak.inflight_mib else "0 (bound off)"
-    )
+    return peak.missing_queue or f"in-flight budget {peak.budget_words}"
 
 
 def comparison_lines(peak: MeasuredPeak) -> list[str]:
@@ -66,7 +48,7 @@ def comparison_lines(peak: MeasuredPeak) -> list[str]:
         + ("  [synthetic weights]" if peak.synthetic_weights else ""),
         f"Engine:         {peak.engine_label}"
         + (" (emulating MLX-ROCm's in-flight queue)" if peak.emulated_queue else "")
-        + attention_text(peak),
+        + (f"; {peak.attention_label}" if peak.attention_label else ""),
         f"Device:         {device_line(peak)}",
         f"Workload:       pp{peak.prompt_tokens} / tg{peak.gen_tokens} after a warm-up pass "
         f"(prefill + {peak.warmup_tokens} tokens), {peak.kv_cache_mode} KV; "

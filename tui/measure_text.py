@@ -105,9 +105,11 @@ def result_rows(peak: MeasuredPeak, estimate_bytes: int) -> Rows:
     verdict = Text(f"{cells[2]}  {m.percent:+.1f}%  ", style)
     verdict.append(COVERED if m.covered else NOT_COVERED, style)
     device = f"{peak.device_kind} {peak.device_name}" + (f" ({peak.arch})" if peak.arch else "")
+    queue = peak.missing_queue or f"in-flight {peak.budget_words}"
+    run_parts = [queue, peak.attention_label, device]
     run = (
         f"pp{peak.prompt_tokens} + tg{peak.gen_tokens}, batch 1, {peak.kv_cache_mode} KV, "
-        f"{queue_words(peak)}{attention_note(peak)} · {device}"
+        + " · ".join(part for part in run_parts if part)
     )
     speed = (
         f"prefill {peak.prefill_tokens_per_s:,.1f} tok/s · decode "
@@ -120,25 +122,6 @@ def result_rows(peak: MeasuredPeak, estimate_bytes: int) -> Rows:
         ("Run", Text(run, "dim")),
         ("Speed", Text(speed, "dim")),
     ]
-
-
-def queue_words(peak: MeasuredPeak) -> str:
-    """The run's in-flight queue: its budget, or that the run had none (MLX on the CPU,
-    Metal or CUDA; a torch run told not to emulate it)."""
-    if peak.engine == "mlx" and peak.device_kind != "rocm":
-        return f"no in-flight queue (MLX on {peak.device_kind})"
-    if peak.engine != "mlx" and not peak.emulated_queue:
-        return "no in-flight queue emulated"
-    return "in-flight " + (f"{peak.inflight_mib} MiB" if peak.inflight_mib else "0 (bound off)")
-
-
-ATTENTION_NOTES = {"mlx-fallback": "MLX's unfused attention", "torch-sdpa": "torch's SDPA"}
-
-
-def attention_note(peak: MeasuredPeak) -> str:
-    """` · MLX's unfused attention` for a torch run that recorded its attention."""
-    kind = peak.extra.get("attention") if peak.engine != "mlx" else None
-    return f" · {ATTENTION_NOTES.get(str(kind), str(kind))}" if kind else ""
 
 
 def failure_text(model: str, failure: MeasurementFailure) -> Text:
