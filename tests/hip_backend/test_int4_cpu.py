@@ -3,6 +3,10 @@ extra bytes, no weight copy at any row count, and the portable path where it can
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +33,52 @@ def mlx_linear(rows: int, cols: int, dtype_name: str, group: int = 64) -> tuple[
     return Linear(packed, scales, biases, None, 4, group), ref
 
 
-def test_this_torch_build_has_the_kernel_and_the_layout_the_rewrite_assumes() -> None:
-    # The pinned torch (requirements/constraints.txt) must keep the fast decode path;
-    # a torch upgrade that changes the layout fails here, not silently slow.
-    assert int4_cpu.layout_supported()
+ROOT = Path(__file__).resolve().parents[2]
+EXPECTED_LAYOUT = {"AVX512": "avx512-64", "AVX2": "avx2-32", "DEFAULT": "pairs-32"}
+"""torch's three x86 CPU int4 layouts (`weight_to_int4pack_kernel`)."""
+
+
+def block_rows() -> int:
+    layout = int4_cpu.cpu_layout()
+    assert layout is not None
+    return layout.block_rows
+
+
+def test_this_machine_runs_the_int4_kernel_in_the_layout_of_its_vector_unit() -> None:
+    # The pinned torch (requirements/constraints.txt) must keep the fast decode path on
+    # whatever vector unit this machine has; a torch upgrade that changes a layout
+    # fails here, not silently slow.
+    capability = int4_cpu.cpu_capability()
+    assert capability in EXPECTED_LAYOUT, capability
+    layout = int4_cpu.cpu_layout()
+    assert layout is not None and layout.name == EXPECTED_LAYOUT[capability]
+
+
+@pytest.mark.parametrize("capability", sorted(EXPECTED_LAYOUT))
+def test_each_vector_unit_this_cpu_has_gets_its_own_layout_proven(capability: str) -> None:
+    # A fresh interpreter per capability: torch picks its kernels once, at start-up.
+    # An AVX-512 machine checks all three layouts, an AVX2 machine two; a level the
+    # CPU lacks is skipped (torch then reports a lower one).
+    env = {**os.environ, "ATEN_CPU_CAPABILITY": capability.lower()}
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests.hip_backend.int4_layout_check"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    if report["capability"] != capability:
+        pytest.skip(f"this CPU cannot run torch's {capability} kernels")
+    assert report["layout"] == EXPECTED_LAYOUT[capability]
+    assert report["in_place"] is True
+    # Products in float32 of a [192, 256] int4 matrix with scales in [0.5, 1.5):
+    # the kernel's own rounding only.
+    assert report["matmul_error"] <= 1e-2
+    assert report["dequantize_error"] <= 1e-5
+    assert report["rows_error"] <= 1e-5
 
 
 @pytest.mark.parametrize("dtype_name", sorted(DTYPES))
@@ -59,10 +105,11 @@ def test_the_rewrite_keeps_the_weights_and_their_bytes(dtype_name: str, group: i
 def test_embedding_rows_are_the_rows_of_the_whole_matrix() -> None:
     lin, _ref = mlx_linear(256, 256, "bfloat16")
     converted = lin.for_cpu_int4()
-    rows = torch.tensor([[0, 31, 32, 63], [64, 100, 255, 200]])
+    # Rows on either side of each layout's lane boundaries (16, 32, 64).
+    rows = torch.tensor([[0, 15, 16, 31], [32, 63, 64, 100], [255, 200, 1, 2]])
     queue = InflightQueue(0, LaggingEvent)
     got = converted.dense_rows(rows, queue)
-    assert got.shape == (2, 4, 256)
+    assert got.shape == (3, 4, 256)
     assert torch.equal(got, converted.dense(queue)[rows])
 
 
@@ -101,16 +148,17 @@ def test_stacked_experts_convert_and_run_one_by_one() -> None:
 
 
 @pytest.mark.parametrize(
-    ("rows", "bits", "group", "why"),
+    ("blocks", "bits", "group", "why"),
     [
-        (96, 4, 64, "rows not a multiple of the 64-row block"),
-        (128, 8, 64, "8-bit"),
-        (128, 2, 64, "2-bit"),
+        (1.5, 4, 64, "rows not a multiple of the layout's block"),
+        (2, 8, 64, "8-bit"),
+        (2, 2, 64, "2-bit"),
     ],
 )
 def test_modules_the_kernel_cannot_run_keep_mlx_layout(
-    rows: int, bits: int, group: int, why: str
+    blocks: float, bits: int, group: int, why: str
 ) -> None:
+    rows = int(blocks * block_rows())
     packed, scales, biases, _ref = quantized((rows, 256), "bfloat16", bits, group)
     lin = Linear(packed, scales, biases, None, bits, group)
     assert lin.for_cpu_int4() is lin, why
@@ -144,8 +192,8 @@ def test_a_loaded_4bit_model_runs_int4_modules_and_counts_the_same_bytes(
             return model.forward(tokens, model.new_cache(queue), queue, all_logits=True)
 
     model = build_model(resolved.arch, resolved.plan, torch.device("cpu"))
-    # Every 4-bit module has whole 64-row blocks (k_proj/v_proj have 64 rows; the
-    # 320-token tied embedding has 5 blocks).
+    # Every 4-bit module has whole blocks of any layout (k_proj/v_proj have 64 rows;
+    # the 320-token tied embedding has 5 blocks of 64, 10 of 32).
     assert all(lin.int4 is not None for lin in model.linears())
     assert model.weights_bytes == stored
     converted = logits(model)
