@@ -11,12 +11,12 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from core.activation import ACTIVATION_MULT_ENV, resolve_activation_mult
-from core.available import MEMORY_LIMIT_ENV, AvailableMemory, resolve_available_memory
 from core.backend import Backend
-from core.backend_inflight import ROCM_MAX_INFLIGHT_ENV, InflightBudget, resolve_inflight_budget
-from core.estimate import EstimateSettings
-from core.headroom import HEADROOM_FACTOR_ENV, resolve_headroom_factor
+from core.estimate.activation import ACTIVATION_MULT_ENV, resolve_activation_mult
+from core.estimate.available import MEMORY_LIMIT_ENV, AvailableMemory, resolve_available_memory
+from core.estimate.estimate import EstimateSettings
+from core.estimate.headroom import HEADROOM_FACTOR_ENV, resolve_headroom_factor
+from core.estimate.inflight import ROCM_MAX_INFLIGHT_ENV, InflightBudget, resolve_inflight_budget
 
 ENV_NAMES = (HEADROOM_FACTOR_ENV, ACTIVATION_MULT_ENV, MEMORY_LIMIT_ENV, ROCM_MAX_INFLIGHT_ENV)
 

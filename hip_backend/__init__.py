@@ -1,10 +1,10 @@
 """Measuring a real load in a child process: vramscope's torch decoder engine, or
-real MLX through mlx-lm (`MeasureRequest(engine="mlx")`, hip_backend/mlx_child.py).
+real MLX through mlx-lm (`MeasureRequest(engine="mlx")`, hip_backend/mlx_engine/child.py).
 
 Importing this package is cheap and never imports torch or mlx: the launcher API
 below starts `python -m hip_backend.child`, where they are imported inside functions.
 
-    from core.measurement import MeasureRequest
+    from core.measurement.request import MeasureRequest
     from hip_backend import start_measurement, measure
 
     handle = start_measurement(MeasureRequest("mlx-community/Qwen3-30B-A3B-4bit"), on_event)

@@ -16,16 +16,14 @@ import traceback
 from collections.abc import Callable
 from typing import IO
 
-from core.measurement import (
-    FailureKind,
-    MeasuredPeak,
+from core.measurement.protocol import (
     MeasureEvent,
     MeasureFailed,
-    MeasurementFailure,
     MeasureProgress,
     MeasureResult,
     encode_event,
 )
+from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailure
 from hip_backend.errors import MeasureError, OutOfMemoryError
 from hip_backend.job import ChildJob
 
@@ -101,7 +99,7 @@ def _cap_host_memory(cap: int) -> None:
     with an allocation error instead of driving the machine into swap."""
     import resource
 
-    from hip_backend.peak import status_kib
+    from hip_backend.torch_engine.peak import status_kib
 
     size_kib = status_kib("VmSize") or 0
     limit = size_kib * 1024 + cap
@@ -115,10 +113,10 @@ def measure(job: ChildJob, emit: Emit) -> MeasuredPeak:
     """Run the job on its engine and return its peak (raises MeasureError and the
     engine's own errors)."""
     if job.engine == "mlx":
-        from hip_backend import mlx_child
+        from hip_backend.mlx_engine import child as mlx_child
 
         return mlx_child.measure(job, emit, _Throttle(emit))
-    from hip_backend import torch_child
+    from hip_backend.torch_engine import child as torch_child
 
     return torch_child.measure(job, emit, _Throttle(emit))
 

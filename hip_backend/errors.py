@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.measurement import FailureKind, MeasurementFailure
+from core.measurement.result import FailureKind, MeasurementFailure
 
 
 class MeasureError(Exception):

@@ -11,17 +11,15 @@ import json
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from core.measurement import (
-    ATTENTION_CHOICES,
+from core.measurement.engine import ATTENTION_CHOICES, EMULATE_CHOICES, ENGINE_CHOICES
+from core.measurement.request import (
     DEFAULT_GEN_TOKENS,
     DEFAULT_PROMPT_TOKENS,
     DEFAULT_WARMUP_TOKENS,
-    EMULATE_CHOICES,
-    ENGINE_CHOICES,
     check_choice,
 )
-from hip_backend.inflight import DEFAULT_OP_CAP
-from hip_backend.workload import PREFILL_CHUNK
+from hip_backend.torch_engine.inflight import DEFAULT_OP_CAP
+from hip_backend.torch_engine.workload import PREFILL_CHUNK
 
 
 def emulates_rocm(emulate: str, device_kind: str) -> bool:
@@ -58,9 +56,9 @@ class ChildJob:
     BF16 scales); None: only when the ROCm queue is emulated on a ROCm device."""
     attention: str = "auto"
     """`mlx-fallback`, `torch-sdpa`, or `auto`: the attention MLX runs on the device
-    (hip_backend/attention.py)."""
+    (hip_backend/torch_engine/attention.py)."""
     engine: str = "torch"
-    """`torch` (hip_backend's decoder) or `mlx` (mlx-lm, hip_backend/mlx_child.py)."""
+    """`torch` (hip_backend's decoder) or `mlx` (mlx-lm, hip_backend/mlx_engine/child.py)."""
     kv_bits: int | None = None
     """8: mlx-lm's quantized KV cache (mlx engine only); None: 16-bit K/V."""
 

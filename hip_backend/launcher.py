@@ -25,29 +25,27 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from core.backend import Backend
-from core.backend_inflight import (
+from core.catalog.resolve import resolve_entry
+from core.environment import read_env, resolve_settings
+from core.errors import UsageError, VramscopeError
+from core.estimate.estimate import EstimateSettings, MemoryEstimate, Workload, estimate
+from core.estimate.inflight import (
     MAX_ACCEPTED_INFLIGHT_MB,
     ROCM_MAX_INFLIGHT_ENV,
     InflightBudget,
     resolve_inflight_budget,
 )
-from core.catalog import resolve_entry
-from core.environment import read_env, resolve_settings
-from core.errors import UsageError, VramscopeError
-from core.estimate import EstimateSettings, MemoryEstimate, Workload, estimate
-from core.measurement import (
-    FailureKind,
-    MeasuredPeak,
+from core.measurement.comparison import comparison_backend
+from core.measurement.protocol import (
     MeasureEvent,
     MeasureFailed,
-    MeasurementFailure,
     MeasureNotice,
-    MeasureRequest,
     MeasureResult,
-    comparison_backend,
     decode_event,
 )
-from core.model import ModelSnapshot
+from core.measurement.request import MeasureRequest
+from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailure
+from core.model.snapshot import ModelSnapshot
 from hip_backend.job import ChildJob
 
 EventCallback = Callable[[MeasureEvent], None]
@@ -139,7 +137,7 @@ def comparison_settings(
     mlx run uses the formula of its expected backend (`expected_backend`). Available
     memory plays no part in a comparison and is not probed.
     """
-    from core.available import AvailableMemory
+    from core.estimate.available import AvailableMemory
 
     resolved = resolve_settings(
         expected_backend(request), env, available=AvailableMemory(0, "not used for a measurement")
@@ -166,7 +164,7 @@ def prepare(
     request: MeasureRequest, env: dict[str, str | None] | None = None
 ) -> PreparedMeasurement:
     """Resolve the model and budget and compute the estimate; raises VramscopeError."""
-    from core.catalog import entry_snapshot
+    from core.catalog.resolve import entry_snapshot
 
     env = read_env() if env is None else env
     entry = resolve_entry(request.model, [Path(d) for d in request.models_dirs])
@@ -438,7 +436,7 @@ def start_measurement(
 
 
 def _record(peak: MeasuredPeak) -> None:
-    from core.history import HistoryStore
+    from core.measurement.history import HistoryStore
 
     try:
         HistoryStore.default().append(peak)

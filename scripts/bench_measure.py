@@ -36,9 +36,10 @@ sys.path.insert(0, str(ROOT))
 # set before torch is imported.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from core.measurement import MeasuredPeak, MeasureRequest  # noqa: E402
+from core.measurement.request import MeasureRequest  # noqa: E402
+from core.measurement.result import MeasuredPeak  # noqa: E402
 from hip_backend.launcher import measure  # noqa: E402
-from hip_backend.random_model import write_random_model  # noqa: E402
+from hip_backend.model.random_weights import write_random_model  # noqa: E402
 
 LOAD_MODEL = {
     # ~0.75 GB of 4-bit words, scales and biases plus a bf16 embedding.
@@ -102,9 +103,9 @@ def bench_load(tmp: Path, runs: int) -> None:
     import torch
     from safetensors.torch import load_file
 
-    import hip_backend.weights as weights
-    from hip_backend.loader import build_model
-    from hip_backend.model_source import ModelSource, resolve_source
+    import hip_backend.torch_engine.weights as weights
+    from hip_backend.model.source import ModelSource, resolve_source
+    from hip_backend.torch_engine.loader import build_model
 
     folder = write_random_model(tmp / "load", LOAD_MODEL)
     path = folder / "model.safetensors"
@@ -193,12 +194,12 @@ DECODE_MODEL = {
 def bench_decode(tmp: Path) -> None:
     import torch
 
-    import hip_backend.weights as weights
-    from hip_backend.inflight import InflightQueue, LaggingEvent
-    from hip_backend.int4_cpu import cpu_capability, cpu_layout
-    from hip_backend.loader import build_model
-    from hip_backend.model_source import ModelSource, resolve_source
-    from hip_backend.workload import run_pass, synthetic_prompt
+    import hip_backend.torch_engine.weights as weights
+    from hip_backend.model.source import ModelSource, resolve_source
+    from hip_backend.torch_engine.inflight import InflightQueue, LaggingEvent
+    from hip_backend.torch_engine.int4_cpu import cpu_capability, cpu_layout
+    from hip_backend.torch_engine.loader import build_model
+    from hip_backend.torch_engine.workload import run_pass, synthetic_prompt
 
     folder = write_random_model(tmp / "decode", DECODE_MODEL)
     resolved = resolve_source(ModelSource(folder=folder))

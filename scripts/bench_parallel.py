@@ -19,10 +19,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core.measurement import MeasuredPeak, MeasureRequest  # noqa: E402
-from core.parallel import ParallelPlan  # noqa: E402
-from core.sharding import ParallelKind  # noqa: E402
-from hip_backend.distributed import ParallelRun, prepare_parallel, run_parallel, run_single  # noqa: E402
+from core.measurement.request import MeasureRequest  # noqa: E402
+from core.measurement.result import MeasuredPeak  # noqa: E402
+from core.parallel.plan import ParallelPlan  # noqa: E402
+from core.parallel.sharding import ParallelKind  # noqa: E402
+from hip_backend.ranks.launch import ParallelRun, prepare_parallel, run_parallel, run_single  # noqa: E402
 
 CONFIG = {
     "model_type": "qwen2",

@@ -1,4 +1,4 @@
-"""Regenerate core/profile_data/ from a folder of fixtures (a developer step).
+"""Regenerate core/catalog/profile_data/ from a folder of fixtures (a developer step).
 
 Each model in the folder is a `<org>__<repo>.config.json` (the model's config.json,
 kept verbatim) and, unless the profile is config-only, a `<org>__<repo>.tensors.json`
@@ -24,7 +24,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.profiles import (
+from core.catalog.profiles import (
     PROFILE_DIR,
     PROFILE_SUFFIX,
     Tensor,
@@ -32,7 +32,7 @@ from core.profiles import (
     encode_profile,
     profile_file_name,
 )
-from core.safetensors_header import tensor_bytes
+from core.model.safetensors_header import tensor_bytes
 
 DEFAULT_SRC = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures" / "models"
 

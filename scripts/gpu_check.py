@@ -35,15 +35,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from core import __version__  # noqa: E402
-from core.measurement import MeasuredPeak, MeasureRequest  # noqa: E402
-from hip_backend.gpu_memory import (  # noqa: E402
+from core.measurement.request import MeasureRequest  # noqa: E402
+from core.measurement.result import MeasuredPeak  # noqa: E402
+from hip_backend.launcher import measure, prepare  # noqa: E402
+from hip_backend.model.random_weights import write_random_model  # noqa: E402
+from hip_backend.torch_engine.gpu_memory import (  # noqa: E402
     VISIBLE_DEVICE_VARIABLES,
     pick_card,
     read_int_file,
     read_process_drm_memory,
 )
-from hip_backend.launcher import measure, prepare  # noqa: E402
-from hip_backend.random_model import write_random_model  # noqa: E402
 from scripts.gpu_table import SMALL_MODEL  # noqa: E402
 
 TIME_BUDGET_S = 540.0
@@ -156,7 +157,7 @@ def device_section(check: Check, torch: Any, device: Any, info: Any) -> None:
 
 
 def probe(check: Check, torch: Any, device: Any, info: Any, nbytes: int) -> None:
-    from hip_backend.peak import monitor_for
+    from hip_backend.torch_engine.peak import monitor_for
 
     monitor = monitor_for(device, info.kind, info.total_bytes, info.bus_id, info.index)
     monitor.start()
@@ -182,8 +183,8 @@ def probe(check: Check, torch: Any, device: Any, info: Any, nbytes: int) -> None
 def sdpa_peaks(check: Check, torch: Any, device: Any, info: Any, shape: dict[str, int]) -> None:
     import torch.nn.functional as F
 
-    from hip_backend.device import math_sdpa_scratch_bytes, sdpa_backend
-    from hip_backend.peak import monitor_for
+    from hip_backend.torch_engine.device import math_sdpa_scratch_bytes, sdpa_backend
+    from hip_backend.torch_engine.peak import monitor_for
 
     heads, kv, dim, chunk = shape["heads"], shape["kv_heads"], shape["head_dim"], shape["chunk"]
     check.say(f"q [1, {heads}, {chunk}, {dim}], k/v [1, {kv}, S, {dim}]")
@@ -213,7 +214,7 @@ def sdpa_peaks(check: Check, torch: Any, device: Any, info: Any, shape: dict[str
 
 
 def run_ahead(check: Check, torch: Any, device: Any, size: int, ops: int) -> None:
-    from hip_backend.device import event_factory
+    from hip_backend.torch_engine.device import event_factory
 
     record = event_factory(device)
     a = torch.randn(size, size, device=device, dtype=torch.float16)
@@ -304,8 +305,8 @@ def main() -> int:
     args = parser.parse_args()
     import torch
 
-    from hip_backend.device import select_device, warm_up_kernels
     from hip_backend.errors import MeasureError
+    from hip_backend.torch_engine.device import select_device, warm_up_kernels
 
     torch.set_grad_enabled(False)
     plan = DRY if args.dry_run else FULL

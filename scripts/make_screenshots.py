@@ -20,12 +20,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core.available import AvailableMemory  # noqa: E402
 from core.backend import Backend  # noqa: E402
-from core.catalog import entry_snapshot, profile_entry  # noqa: E402
-from core.estimate import Workload, estimate  # noqa: E402
-from core.history import HistoryStore  # noqa: E402
-from core.measurement import MeasuredPeak  # noqa: E402
+from core.catalog.resolve import entry_snapshot, profile_entry  # noqa: E402
+from core.estimate.available import AvailableMemory  # noqa: E402
+from core.estimate.estimate import Workload, estimate  # noqa: E402
+from core.measurement.history import HistoryStore  # noqa: E402
+from core.measurement.result import MeasuredPeak  # noqa: E402
 from tui.deps import GFX1151_MACHINE, builtin_deps  # noqa: E402
 from tui.headless import PngUnavailable, render_svg, svg_to_png  # noqa: E402
 from tui.model.state import DEFAULT_MODEL, ExplorerState, LaunchOptions  # noqa: E402

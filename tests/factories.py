@@ -14,9 +14,9 @@ from textual import events
 from textual.app import App
 from textual.keys import _character_to_key
 
-from core.available import AvailableMemory
 from core.backend import Backend, BackendChoice
-from core.measurement import MeasuredPeak
+from core.estimate.available import AvailableMemory
+from core.measurement.result import MeasuredPeak
 from tui.app import VramscopeApp, make_app
 from tui.deps import AppDeps, builtin_deps
 from tui.model.state import LaunchOptions

@@ -38,8 +38,9 @@ def top_level(mods: set[str]) -> set[str]:
 def test_importing_core_pulls_in_no_ui_torch_or_hub() -> None:
     loaded = top_level(
         modules_after(
-            "import core, core.catalog, core.profiles, core.report, core.environment, "
-            "core.measurement, core.downstream, core.prompt_cache"
+            "import core, core.catalog.resolve, core.catalog.profiles, core.estimate.report, "
+            "core.environment, core.measurement.result, core.measurement.protocol, "
+            "core.estimate.downstream, core.estimate.prompt_cache"
         )
     )
     assert not loaded & {
@@ -66,12 +67,12 @@ def test_the_explorers_start_up_leaves_the_catalog_to_its_reads() -> None:
     loaded = modules_after("import tui.cli; tui.cli.build_parser(); import tui.app")
     assert "tui.screens.explorer_screen" in loaded
     later = {
-        "core.catalog",
-        "core.catalog_cache",
-        "core.hf_cache",
-        "core.profiles",
-        "core.report",
-        "core.parallel_report",
+        "core.catalog.resolve",
+        "core.catalog.disk_cache",
+        "core.catalog.hf_cache",
+        "core.catalog.profiles",
+        "core.estimate.report",
+        "core.parallel.report",
         "tui.screens.history_screen",
     }
     assert loaded & later == set()
@@ -134,7 +135,7 @@ def test_the_explorers_pure_modules_import_no_textual() -> None:
         str(path.relative_to(ROOT))
         for path in (ROOT / "tui" / "model").rglob("*.py")
         if any(
-            m.startswith(("tui.widgets", "tui.screens", "tui.app", "tui.loader"))
+            m.startswith(("tui.widgets", "tui.screens", "tui.app", "tui.controllers.loader"))
             for m in _from_modules(path)
         )
     }

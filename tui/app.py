@@ -16,9 +16,9 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
-from core.measurement import MeasuredPeak
+from core.measurement.result import MeasuredPeak
+from tui.controllers.loader import DaemonExecutor
 from tui.deps import AppDeps, default_deps
-from tui.loader import DaemonExecutor
 from tui.model.state import LaunchOptions, choose_backend, initial_state
 from tui.screens.explorer_screen import ExplorerScreen
 
@@ -93,7 +93,7 @@ class VramscopeApp(App[None]):
             self.push_screen(HelpScreen())
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
-        from tui.palette import explorer_commands
+        from tui.screens.palette import explorer_commands
 
         yield from super().get_system_commands(screen)
         yield from explorer_commands(self)

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from core.available import MEMORY_LIMIT_ENV, AvailableMemory, resolve_available_memory
 from core.backend import Backend, BackendChoice, detect_backend
-from core.catalog_entry import Catalog, CatalogEntry
+from core.catalog.entry import Catalog, CatalogEntry
 from core.environment import read_env
-from core.history import HistoryStore
-from core.model import ModelSnapshot
-from tui.measure_run import StartMeasurement, start_with_hip_backend
+from core.estimate.available import MEMORY_LIMIT_ENV, AvailableMemory, resolve_available_memory
+from core.measurement.history import HistoryStore
+from core.model.snapshot import ModelSnapshot
+from tui.controllers.measure_run import StartMeasurement, start_with_hip_backend
 
 
 @dataclass(frozen=True)
@@ -48,24 +48,24 @@ class AppDeps:
     worker thread."""
 
 
-# core.catalog (folders, the HF cache, built-in profiles, the disk cache) is imported
+# core.catalog.resolve (folders, the HF cache, built-in profiles, the disk cache) is imported
 # by the reads themselves, on the worker threads: the first frame never waits for it.
 
 
 def _build_catalog(models_dirs: tuple[Path, ...]) -> Catalog:
-    from core.catalog import build_catalog
+    from core.catalog.resolve import build_catalog
 
     return build_catalog(models_dirs)
 
 
 def _resolve(name: str, models_dirs: tuple[Path, ...]) -> CatalogEntry:
-    from core.catalog import resolve_entry
+    from core.catalog.resolve import resolve_entry
 
     return resolve_entry(name, models_dirs)
 
 
 def _load(entry: CatalogEntry) -> ModelSnapshot:
-    from core.catalog import entry_snapshot
+    from core.catalog.resolve import entry_snapshot
 
     # The display name is what the banner's `Model:` line would show for `inspect`.
     display = str(entry.path) if entry.origin == "folder" and entry.path else entry.name
@@ -103,12 +103,12 @@ def builtin_deps(
     and no measurement history unless one is given. `m` still measures for real."""
 
     def catalog() -> Catalog:
-        from core.catalog import build_catalog
+        from core.catalog.resolve import build_catalog
 
         return build_catalog(include_hf_cache=False, env={})
 
     def resolve(name: str) -> CatalogEntry:
-        from core.catalog import match_entry
+        from core.catalog.resolve import match_entry
 
         return match_entry(catalog(), name)  # the CLI's rules and its closest-name errors
 

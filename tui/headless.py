@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from textual.pilot import Pilot
 
-from core.measurement import MeasuredPeak
+from core.measurement.result import MeasuredPeak
 from tui.app import VramscopeApp, make_app
 from tui.deps import AppDeps
 from tui.model.state import LaunchOptions

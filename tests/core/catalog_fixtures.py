@@ -20,8 +20,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from core.hf_cache import repo_folder_name, write_cache_file, write_ref
-from core.profiles import load_profile, write_skeleton
+from core.catalog.hf_cache import repo_folder_name, write_cache_file, write_ref
+from core.catalog.profiles import load_profile, write_skeleton
 
 T = TypeVar("T")
 

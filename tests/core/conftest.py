@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from core.profiles import load_profile, write_skeleton
+from core.catalog.profiles import load_profile, write_skeleton
 
 
 @pytest.fixture

@@ -6,9 +6,9 @@ import json
 import struct
 from typing import Any
 
-from core.available import AvailableMemory
 from core.backend import Backend
-from core.estimate import EstimateSettings
+from core.estimate.available import AvailableMemory
+from core.estimate.estimate import EstimateSettings
 
 LLAMA_4BIT = "mlx-community/Meta-Llama-3.1-8B-Instruct-4bit"
 QWEN25_4BIT = "mlx-community/Qwen2.5-7B-Instruct-4bit"

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from core.available import (
+from core.backend import Backend, detect_backend, resolve_backend
+from core.estimate.available import (
     DeviceMemory,
     mlx_device_limit,
     parse_meminfo,
     read_amdgpu_vram,
     resolve_available_memory,
 )
-from core.backend import Backend, detect_backend, resolve_backend
 from core.units import GIB
 
 

@@ -11,9 +11,15 @@ from typing import Any
 
 import pytest
 
-import core.catalog_sources as sources
-from core.catalog import build_catalog
-from core.catalog_cache import CACHE_FILE, CatalogCache, cache_dir, entry_from_json, entry_to_json
+import core.catalog.sources as sources
+from core.catalog.disk_cache import (
+    CACHE_FILE,
+    CatalogCache,
+    cache_dir,
+    entry_from_json,
+    entry_to_json,
+)
+from core.catalog.resolve import build_catalog
 from tui.cli import main
 
 from .catalog_fixtures import HubCache, write_tiny_model
@@ -155,7 +161,7 @@ def test_concurrent_writers_never_leave_a_partial_file(tmp_path: Path) -> None:
 def test_hf_cache_repos_are_not_walked_again(
     tmp_path: Path, xdg: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from core.hf_cache import _import_hub
+    from core.catalog.hf_cache import _import_hub
 
     hub = HubCache(tmp_path / "hub")
     hub.add_tiny("org/one")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from core.profiles import list_profile_ids, load_profile, write_skeleton
+from core.catalog.profiles import list_profile_ids, load_profile, write_skeleton
 from tui.cli import main
 
 from .catalog_fixtures import HubCache, write_tiny_model

@@ -9,17 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from core.catalog import (
+from core.catalog.profiles import load_profile, write_skeleton
+from core.catalog.resolve import (
     ORIGIN_FOLDER,
     ORIGIN_HF_CACHE,
     Catalog,
     CatalogEntry,
     build_catalog,
 )
-from core.kv_cache import KvKind
-from core.model import read_model_dir
-from core.profiles import load_profile, write_skeleton
-from core.weights import INDEX_FILE, WeightsSource
+from core.estimate.kv_cache import KvKind
+from core.estimate.weights import INDEX_FILE, WeightsSource
+from core.model.snapshot import read_model_dir
 
 from .catalog_fixtures import (
     TINY_CONFIG,

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from core.catalog import build_catalog
-from core.config import ModelConfig
-from core.model_format import describe_format
+from core.catalog.resolve import build_catalog
+from core.model.config import ModelConfig
+from core.model.format import describe_format
 
 from .catalog_fixtures import TINY_CONFIG, write_tiny_model
 

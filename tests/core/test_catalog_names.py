@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.catalog import (
+from core.catalog.profiles import load_profile, write_skeleton
+from core.catalog.resolve import (
     ORIGIN_BUILTIN,
     ORIGIN_FOLDER,
     ORIGIN_HF_CACHE,
@@ -21,8 +22,7 @@ from core.catalog import (
     resolve_model,
 )
 from core.errors import ModelError, ModelNotFoundError, VramscopeError
-from core.profiles import load_profile, write_skeleton
-from core.weights import INDEX_FILE, WeightsSource
+from core.estimate.weights import INDEX_FILE, WeightsSource
 
 from .catalog_fixtures import HubCache, write_tiny_model
 

@@ -387,8 +387,8 @@ def test_unreadable_file_as_an_unprivileged_user(tmp_path: Path) -> None:
         locked.chmod(0o600)
         # Import everything first (the interpreter lives under /root), then drop to nobody.
         code = (
-            "import os, sys, encodings.idna, tui.cli, tui.commands.inspect, core.catalog, "
-            "core.report; tui.cli.build_parser(); os.setgid(65534); os.setuid(65534); "
+            "import os, sys, encodings.idna, tui.cli, tui.commands.inspect, core.catalog.resolve, "
+            "core.estimate.report; tui.cli.build_parser(); os.setgid(65534); os.setuid(65534); "
             "sys.exit(tui.cli.main(sys.argv[1:]))"
         )
         proc = subprocess.run(

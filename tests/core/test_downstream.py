@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from core.backend import Backend
-from core.config import ModelConfig
-from core.downstream import (
+from core.catalog.profiles import load_profile, profile_snapshot
+from core.estimate.downstream import (
     BudgetDirectiveKind,
     auto_kv_budget_bytes,
     blocks_for_budget,
@@ -21,10 +21,10 @@ from core.downstream import (
     recommend_quantization,
     representative_tokens,
 )
-from core.estimate import Workload, estimate, kv_bytes_per_token
-from core.model import read_model_dir
-from core.profiles import load_profile, profile_snapshot
-from core.prompt_cache import prompt_cache_capacity
+from core.estimate.estimate import Workload, estimate, kv_bytes_per_token
+from core.estimate.prompt_cache import prompt_cache_capacity
+from core.model.config import ModelConfig
+from core.model.snapshot import read_model_dir
 
 from .helpers import LLAMA_4BIT, MINIMAL_CONFIG, settings
 

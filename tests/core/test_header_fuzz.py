@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.errors import HeaderError
-from core.safetensors_header import DTYPE_ITEMSIZE, header_weight_bytes, read_header_info
+from core.model.safetensors_header import DTYPE_ITEMSIZE, header_weight_bytes, read_header_info
 from core.units import U64_MAX
 
 json_values = st.recursive(

@@ -6,9 +6,13 @@ import math
 
 import pytest
 
-from core.activation import ActivationDims, compute_activation_bytes, resolve_activation_mult
-from core.config import ModelConfig
-from core.headroom import compute_runtime_headroom, resolve_headroom_factor
+from core.estimate.activation import (
+    ActivationDims,
+    compute_activation_bytes,
+    resolve_activation_mult,
+)
+from core.estimate.headroom import compute_runtime_headroom, resolve_headroom_factor
+from core.model.config import ModelConfig
 from core.units import MIB, U64_MAX
 
 

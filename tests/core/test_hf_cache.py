@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from core.hf_cache import (
+from core.catalog.hf_cache import (
     hf_cache_dir,
     repo_folder_name,
     scan_hf_cache,
@@ -121,7 +121,7 @@ def test_other_repo_types_and_broken_repos_are_reported_not_listed(hub_cache: Hu
 
 def test_a_missing_cache_is_no_error_and_imports_nothing(tmp_path: Path) -> None:
     code = (
-        "import sys; from pathlib import Path; from core.catalog import build_catalog;"
+        "import sys; from pathlib import Path; from core.catalog.resolve import build_catalog;"
         f"c = build_catalog(hf_cache_dir=Path({str(tmp_path / 'none')!r}));"
         "print(len(c.entries), len(c.skipped), 'huggingface_hub' in sys.modules)"
     )
@@ -133,7 +133,10 @@ def test_a_missing_cache_is_no_error_and_imports_nothing(tmp_path: Path) -> None
 
 
 def test_import_core_does_not_import_huggingface_hub() -> None:
-    code = "import sys, core, core.catalog, core.hf_cache; print('huggingface_hub' in sys.modules)"
+    code = (
+        "import sys, core, core.catalog.resolve, core.catalog.hf_cache; "
+        "print('huggingface_hub' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert out.stdout.strip() == "False", out.stderr
 
@@ -153,7 +156,8 @@ def test_scan_sets_offline_mode_before_importing_the_hub(hub_cache: HubCache) ->
     hub_cache.add_tiny("org/a")
     env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
     code = (
-        "import json, sys; from pathlib import Path; from core.hf_cache import scan_hf_cache;"
+        "import json, sys; from pathlib import Path; "
+        "from core.catalog.hf_cache import scan_hf_cache;"
         f"s = scan_hf_cache(Path({str(hub_cache.root)!r}));"
         "import huggingface_hub.constants as c;"
         "print(json.dumps([len(s.models), c.HF_HUB_OFFLINE]))"

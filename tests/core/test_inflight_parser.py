@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.backend_inflight import (
+from core.estimate.inflight import (
     MAX_ACCEPTED_INFLIGHT_MB,
     parse_inflight_mb,
     resolve_inflight_budget,

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from core.config import ModelConfig, get_u64
-from core.kv_cache import (
+from core.catalog.profiles import load_profile
+from core.estimate.kv_cache import (
     UNAVAILABLE_DETAIL,
     KvKind,
     attn_dims,
@@ -19,7 +19,7 @@ from core.kv_cache import (
     resolve_num_kv_heads,
     round_ctx,
 )
-from core.profiles import load_profile
+from core.model.config import ModelConfig, get_u64
 from core.units import U64_MAX
 
 from .helpers import LLAMA_4BIT, MINIMAL_CONFIG, QWEN3_MOE_4BIT, QWEN25_4BIT

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from core.config import ModelConfig, decode_json
-from core.kv_cache import KvKind, classify_kv_arch, kv_term
-from core.model import read_model_dir
-from core.weights import WeightsSource, has_safetensors_extension, resolve_weight_bytes
+from core.estimate.kv_cache import KvKind, classify_kv_arch, kv_term
+from core.estimate.weights import WeightsSource, has_safetensors_extension, resolve_weight_bytes
+from core.model.config import ModelConfig, decode_json
+from core.model.snapshot import read_model_dir
 
 from .helpers import MINIMAL_CONFIG, safetensors_bytes
 

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from core.available import AvailableMemory
 from core.backend import Backend
+from core.catalog.profiles import load_profile, profile_snapshot
 from core.errors import ShardingError
-from core.estimate import EstimateSettings, Workload, estimate
-from core.parallel import ParallelPlan, estimate_parallel, parse_rank_limits
-from core.parallel_source import resolve_parallel_model
-from core.profiles import load_profile, profile_snapshot
-from core.safetensors_header import tensor_bytes
-from core.sharding import ParallelKind, pipeline_ranges, tensor_rule
+from core.estimate.available import AvailableMemory
+from core.estimate.estimate import EstimateSettings, Workload, estimate
+from core.model.safetensors_header import tensor_bytes
+from core.parallel.plan import ParallelPlan, estimate_parallel, parse_rank_limits
+from core.parallel.sharding import ParallelKind, pipeline_ranges, tensor_rule
+from core.parallel.source import resolve_parallel_model
 from core.units import GIB
 from tui.cli import main
 

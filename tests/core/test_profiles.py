@@ -11,9 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.catalog import build_catalog, profile_entry
-from core.model import ModelSnapshot, read_model_dir
-from core.profiles import (
+from core.catalog.profiles import (
     PROFILE_DIR,
     decode_profile,
     encode_manifest,
@@ -29,8 +27,10 @@ from core.profiles import (
     rows_to_json,
     write_skeleton,
 )
-from core.safetensors_header import tensor_bytes
-from core.weights import INDEX_FILE, WeightsSource
+from core.catalog.resolve import build_catalog, profile_entry
+from core.estimate.weights import INDEX_FILE, WeightsSource
+from core.model.safetensors_header import tensor_bytes
+from core.model.snapshot import ModelSnapshot, read_model_dir
 from tui.cli import main
 
 # Weight bytes each model's published files add up to (shared fixtures README, section 2).

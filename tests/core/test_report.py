@@ -9,9 +9,14 @@ from pathlib import Path
 import pytest
 
 from core.backend import Backend
-from core.estimate import QuantHint, Workload, estimate, parse_quant_hint
-from core.model import read_model_dir
-from core.report import format_estimate, format_f64_like_serde, inspect_report, to_json_pretty
+from core.estimate.estimate import QuantHint, Workload, estimate, parse_quant_hint
+from core.estimate.report import (
+    format_estimate,
+    format_f64_like_serde,
+    inspect_report,
+    to_json_pretty,
+)
+from core.model.snapshot import read_model_dir
 from core.units import format_bytes
 
 from .helpers import LLAMA_4BIT, MINIMAL_CONFIG, settings

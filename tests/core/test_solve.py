@@ -6,21 +6,21 @@ from dataclasses import replace
 
 import pytest
 
-from core.available import AvailableMemory
 from core.backend import Backend
-from core.backend_inflight import MAX_ACCEPTED_INFLIGHT_MB
-from core.estimate import EstimateSettings, Workload, estimate
-from core.model import ModelSnapshot, snapshot_from_config
-from core.profiles import load_profile, profile_snapshot
-from core.solve import (
+from core.catalog.profiles import load_profile, profile_snapshot
+from core.estimate.available import AvailableMemory
+from core.estimate.estimate import EstimateSettings, Workload, estimate
+from core.estimate.inflight import MAX_ACCEPTED_INFLIGHT_MB
+from core.estimate.solve import (
     CONTEXT_SEARCH_LIMIT,
     FitLimit,
     largest_fitting,
     largest_fitting_context,
     largest_fitting_inflight,
 )
+from core.estimate.weights import WeightsSource, WeightsTerm
+from core.model.snapshot import ModelSnapshot, snapshot_from_config
 from core.units import GIB, U64_MAX
-from core.weights import WeightsSource, WeightsTerm
 
 LLAMA_4BIT = "mlx-community/Meta-Llama-3.1-8B-Instruct-4bit"
 GFX1151_LIMIT = 82_463_372_083

@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
-from core.available import resolve_available_memory
 from core.backend import Backend
-from core.config import decode_json
 from core.display_text import clean_text, escape_undecodable, json_safe
 from core.environment import read_env
-from core.measurement import FailureKind, MeasurementFailure
+from core.estimate.available import resolve_available_memory
+from core.measurement.result import FailureKind, MeasurementFailure
+from core.model.config import decode_json
 from core.units import U64_MAX
 from tui.cli import main
 from tui.commands.measure import failure_line
@@ -82,7 +82,7 @@ def test_memory_limit_with_thousands_of_digits(
 @pytest.mark.parametrize("raw", [HUGE, "+" + HUGE, " -" + HUGE, "0" * 5000])
 def test_inflight_budget_with_thousands_of_digits(raw: str) -> None:
     # class: a 5000-digit MiB count overflows u64 (ERANGE -> default); zeros are 0
-    from core.backend_inflight import parse_inflight_mb
+    from core.estimate.inflight import parse_inflight_mb
 
     assert parse_inflight_mb(raw) == (0 if set(raw) == {"0"} else None)
 
@@ -204,7 +204,7 @@ def test_config_past_serde_rules_takes_mlxcels_fallbacks(
 def test_memory_error_reading_a_header_is_one_warning_and_models_lists_the_rest(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch
 ) -> None:
-    import core.config
+    import core.model.config
 
     root = tmp_path / "models"
     for name in ("big", "small"):
@@ -222,7 +222,7 @@ def test_memory_error_reading_a_header_is_one_warning_and_models_lists_the_rest(
             raise MemoryError
         return real_loads(text, **kw)
 
-    monkeypatch.setattr(core.config.json, "loads", loads)
+    monkeypatch.setattr(core.model.config.json, "loads", loads)
     code, out, err = run(capsys, "inspect", str(root / "big"), "--json", "--backend", "cpu")
     assert code == 0 and real_loads(out)["weights_source"] == "analytical_config"
     assert err.count("\n") == 1 and "too large to decode in memory" in err
@@ -453,8 +453,8 @@ def test_null_in_optional_fields_is_not_warned(
 
 def test_display_text_is_clean_at_the_source_for_every_screen(tmp_path: Path) -> None:
     # class: config strings and folder names that the TUI shows without the CLI's help
-    from core.catalog_sources import folder_entry
-    from core.model import read_model_dir
+    from core.catalog.sources import folder_entry
+    from core.model.snapshot import read_model_dir
 
     folder = tmp_path / "evil\x1b[2J"
     folder.mkdir()

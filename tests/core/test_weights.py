@@ -10,16 +10,16 @@ from typing import Any
 
 import pytest
 
-from core.config import ModelConfig
 from core.errors import HeaderError
-from core.safetensors_header import DTYPE_ITEMSIZE, header_weight_bytes, read_header_info
-from core.weights import (
+from core.estimate.weights import (
     WeightsSource,
     estimate_params_from_config,
     is_acceptable_shard_name,
     resolve_weight_bytes,
     safetensors_weight_bytes,
 )
+from core.model.config import ModelConfig
+from core.model.safetensors_header import DTYPE_ITEMSIZE, header_weight_bytes, read_header_info
 
 from .helpers import MINIMAL_CONFIG, safetensors_bytes
 
@@ -214,7 +214,7 @@ def test_model_safetensors_that_fails_stops_the_search(model_dir: MakeDir) -> No
 
 
 def test_header_info_reports_whether_data_is_present(tmp_path: Path) -> None:
-    from core.profiles import write_safetensors_skeleton
+    from core.catalog.profiles import write_safetensors_skeleton
 
     path = tmp_path / "m.safetensors"
     write_safetensors_skeleton(path, [("w", "F32", (256, 256))], {"format": "pt"})
@@ -231,7 +231,7 @@ def test_analytical_count_of_the_minimal_config() -> None:
 
 
 def test_analytical_llama3_8b_is_about_7_5b() -> None:
-    from core.profiles import load_profile
+    from core.catalog.profiles import load_profile
 
     billions = estimate_params_from_config(load_profile("meta-llama/Llama-3.1-8B-Instruct").config)
     assert billions is not None

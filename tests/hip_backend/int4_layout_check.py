@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from hip_backend import int4_cpu
+from hip_backend.torch_engine import int4_cpu
 
 if TYPE_CHECKING:
     import torch

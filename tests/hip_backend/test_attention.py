@@ -11,15 +11,15 @@ torch = pytest.importorskip("torch")
 mx = pytest.importorskip("mlx.core")
 np = pytest.importorskip("numpy")
 
-from hip_backend.attention import (  # noqa: E402
+from hip_backend.torch_engine.attention import (  # noqa: E402
     FUSED,
     MLX_FALLBACK,
     attention_kind,
     fused_attention,
     mlx_fallback_attention,
 )
-from hip_backend.decoder import causal_mask  # noqa: E402
-from hip_backend.inflight import InflightQueue, LaggingEvent  # noqa: E402
+from hip_backend.torch_engine.decoder import causal_mask  # noqa: E402
+from hip_backend.torch_engine.inflight import InflightQueue, LaggingEvent  # noqa: E402
 
 B, H, HKV, D = 1, 8, 2, 64
 
@@ -92,8 +92,8 @@ def test_each_backend_gets_the_attention_mlx_runs_there(device_kind: str, expect
 
 DECODE_GROWTH = """
 import torch
-from hip_backend.attention import mlx_fallback_attention
-from hip_backend.inflight import InflightQueue, LaggingEvent
+from hip_backend.torch_engine.attention import mlx_fallback_attention
+from hip_backend.torch_engine.inflight import InflightQueue, LaggingEvent
 
 def high_water():
     return int(open("/proc/self/status").read().split("VmHWM:")[1].split()[0]) * 1024

@@ -14,18 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from core.measurement import (
-    FailureKind,
-    MeasuredPeak,
-    MeasureFailed,
-    MeasureRequest,
-    decode_event,
-    encode_event,
-)
-from hip_backend.device import DeviceInfo, unsupported_device
-from hip_backend.inflight import InflightQueue, LaggingEvent
+from core.measurement.protocol import MeasureFailed, decode_event, encode_event
+from core.measurement.request import MeasureRequest
+from core.measurement.result import FailureKind, MeasuredPeak
 from hip_backend.job import emulates_rocm
 from hip_backend.launcher import measure, prepare
+from hip_backend.torch_engine.device import DeviceInfo, unsupported_device
+from hip_backend.torch_engine.inflight import InflightQueue, LaggingEvent
 
 ROCM = DeviceInfo("rocm", "AMD Radeon 8060S", "gfx1151", "2.13.0+rocm7.1", "7.1.25424", bus_id=None)
 CUDA = DeviceInfo("cuda", "NVIDIA H200", "sm_90", "2.13.0+cu128", "12.8")
@@ -139,9 +134,9 @@ def test_the_fused_bf16_scale_path_makes_no_weight_copies(tmp_path: Path) -> Non
     holds only activations; the same logits within rounding."""
     import torch
 
-    from hip_backend.loader import build_model
-    from hip_backend.model_source import ModelSource, resolve_source
-    from hip_backend.random_model import write_random_model
+    from hip_backend.model.random_weights import write_random_model
+    from hip_backend.model.source import ModelSource, resolve_source
+    from hip_backend.torch_engine.loader import build_model
 
     config = {
         "model_type": "llama",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from core.history import HistoryStore
+from core.measurement.history import HistoryStore
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = ["--prompt-tokens", "8", "--gen-tokens", "2", "--warmup-tokens", "0", "--device", "cpu"]

@@ -6,19 +6,17 @@ import json
 
 import pytest
 
-from core.measurement import (
-    FailureKind,
-    MeasuredPeak,
+from core.measurement.comparison import margin
+from core.measurement.protocol import (
     MeasureFailed,
-    MeasurementFailure,
     MeasureNotice,
     MeasureProgress,
-    MeasureRequest,
     MeasureResult,
     decode_event,
     encode_event,
-    margin,
 )
+from core.measurement.request import MeasureRequest
+from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailure
 from tests.hip_backend.test_history import peak
 
 

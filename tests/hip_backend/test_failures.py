@@ -15,16 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from core.measurement import (
-    FailureKind,
-    MeasuredPeak,
-    MeasureEvent,
-    MeasureFailed,
-    MeasurementFailure,
-    MeasureProgress,
-    MeasureRequest,
-    MeasureResult,
-)
+from core.measurement.protocol import MeasureEvent, MeasureFailed, MeasureProgress, MeasureResult
+from core.measurement.request import MeasureRequest
+from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailure
 from hip_backend.launcher import measure, start_measurement
 
 MIB = 1 << 20

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from core.measurement import MeasuredPeak, MeasureRequest
+from core.measurement.request import MeasureRequest
+from core.measurement.result import MeasuredPeak
 from hip_backend.launcher import measure
 
 torch = pytest.importorskip("torch")
@@ -49,9 +50,9 @@ def test_a_gpu_run_reports_allocator_and_device_figures(tiny_llama: Path) -> Non
 
 
 def test_gpu_logits_match_the_cpu_engine(tiny_llama: Path) -> None:
-    from hip_backend.inflight import InflightQueue, LaggingEvent
-    from hip_backend.loader import build_model
-    from hip_backend.model_source import ModelSource, resolve_source
+    from hip_backend.model.source import ModelSource, resolve_source
+    from hip_backend.torch_engine.inflight import InflightQueue, LaggingEvent
+    from hip_backend.torch_engine.loader import build_model
 
     resolved = resolve_source(ModelSource(folder=tiny_llama))
     rows = []
@@ -82,8 +83,8 @@ def test_the_queue_is_emulated_only_where_mlx_has_it(tiny_llama: Path) -> None:
 
 
 def test_on_rocm_the_process_own_drm_memory_is_read_by_bus_id(tiny_llama: Path) -> None:
-    from hip_backend.device import select_device
-    from hip_backend.gpu_memory import read_process_drm_memory
+    from hip_backend.torch_engine.device import select_device
+    from hip_backend.torch_engine.gpu_memory import read_process_drm_memory
 
     device, info = select_device("auto")
     if info.kind != "rocm":

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hip_backend.gpu_memory import (
+from hip_backend.torch_engine.gpu_memory import (
     amdgpu_cards,
     parse_size,
     physical_index,

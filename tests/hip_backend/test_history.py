@@ -7,8 +7,8 @@ import multiprocessing
 from dataclasses import replace
 from pathlib import Path
 
-from core.history import HISTORY_FILE, HistoryStore, encode_record, state_dir
-from core.measurement import MeasuredPeak
+from core.measurement.history import HISTORY_FILE, HistoryStore, encode_record, state_dir
+from core.measurement.result import MeasuredPeak
 
 
 def peak(n: int, model: str = "m") -> MeasuredPeak:

@@ -7,7 +7,7 @@ import weakref
 
 import pytest
 
-from hip_backend.inflight import InflightQueue, LaggingEvent
+from hip_backend.torch_engine.inflight import InflightQueue, LaggingEvent
 
 MIB = 1 << 20
 

@@ -16,12 +16,12 @@ torch = pytest.importorskip("torch")
 mx = pytest.importorskip("mlx.core")
 np = pytest.importorskip("numpy")
 
-from hip_backend import int4_cpu, weights  # noqa: E402
-from hip_backend.inflight import InflightQueue, LaggingEvent  # noqa: E402
-from hip_backend.loader import build_model  # noqa: E402
-from hip_backend.model_source import ModelSource, resolve_source  # noqa: E402
-from hip_backend.random_model import write_random_model  # noqa: E402
-from hip_backend.weights import Linear  # noqa: E402
+from hip_backend.model.random_weights import write_random_model  # noqa: E402
+from hip_backend.model.source import ModelSource, resolve_source  # noqa: E402
+from hip_backend.torch_engine import int4_cpu, weights  # noqa: E402
+from hip_backend.torch_engine.inflight import InflightQueue, LaggingEvent  # noqa: E402
+from hip_backend.torch_engine.loader import build_model  # noqa: E402
+from hip_backend.torch_engine.weights import Linear  # noqa: E402
 from tests.hip_backend.test_quant import quantized  # noqa: E402
 
 DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16}

@@ -8,8 +8,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from hip_backend.inflight import InflightQueue, LaggingEvent  # noqa: E402
-from hip_backend.kv_cache import KV_STEP, KVCache  # noqa: E402
+from hip_backend.torch_engine.inflight import InflightQueue, LaggingEvent  # noqa: E402
+from hip_backend.torch_engine.kv_cache import KV_STEP, KVCache  # noqa: E402
 
 
 def kv(length: int, start: float = 0.0) -> tuple[Any, Any]:

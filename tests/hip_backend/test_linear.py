@@ -6,8 +6,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from hip_backend.inflight import InflightQueue, LaggingEvent  # noqa: E402
-from hip_backend.weights import QMV_MAX_ROWS, Linear  # noqa: E402
+from hip_backend.torch_engine.inflight import InflightQueue, LaggingEvent  # noqa: E402
+from hip_backend.torch_engine.weights import QMV_MAX_ROWS, Linear  # noqa: E402
 
 OUT, IN = 768, 512
 

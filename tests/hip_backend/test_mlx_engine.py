@@ -21,13 +21,10 @@ from typing import Any
 
 import pytest
 
-from core.history import HistoryStore
-from core.measurement import (
-    FailureKind,
-    MeasuredPeak,
-    MeasureNotice,
-    MeasureRequest,
-)
+from core.measurement.history import HistoryStore
+from core.measurement.protocol import MeasureNotice
+from core.measurement.request import MeasureRequest
+from core.measurement.result import FailureKind, MeasuredPeak
 from hip_backend.launcher import measure, prepare, start_measurement
 from tests.hip_backend.mlx_models import (
     DEEPSEEK_V2_CONFIG,

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from core.config import ModelConfig
-from core.profiles import list_profile_ids, load_profile, write_skeleton
-from hip_backend.arch import QuantParams, arch_from_config
+from core.catalog.profiles import list_profile_ids, load_profile, write_skeleton
+from core.model.config import ModelConfig
 from hip_backend.errors import BadModelError, UnsupportedModelError
-from hip_backend.layout import tensors_from_config
-from hip_backend.manifest import plan_from_folder
-from hip_backend.model_source import ModelSource, resolve_source
+from hip_backend.model.arch import QuantParams, arch_from_config
+from hip_backend.model.layout import tensors_from_config
+from hip_backend.model.manifest import plan_from_folder
+from hip_backend.model.source import ModelSource, resolve_source
 from tests.hip_backend.conftest import write_skeleton_file
 
 FIXTURE_FAMILIES = {

@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from core.history import HistoryStore, encode_record
-from core.measurement import FailureKind, MeasurementFailure, MeasureRequest
+from core.measurement.history import HistoryStore, encode_record
+from core.measurement.request import MeasureRequest
+from core.measurement.result import FailureKind, MeasurementFailure
 from hip_backend.child import _is_oom
 from hip_backend.launcher import measure
 
@@ -61,7 +62,7 @@ def test_a_header_only_file_is_still_synthetic(
     tiny_llama: Path, copy_model: Callable[[Path], Path]
 ) -> None:
     # class: no data region at all (a skeleton), which is what synthetic weights are for
-    from hip_backend.manifest import plan_from_folder
+    from hip_backend.model.manifest import plan_from_folder
 
     folder = copy_model(tiny_llama)
     shard = next(folder.glob("*.safetensors"))

@@ -18,10 +18,11 @@ from typing import Any
 import pytest
 
 from core.errors import ShardingError
-from core.measurement import FailureKind, MeasuredPeak, MeasurementFailure, MeasureRequest
-from core.parallel import ParallelPlan
-from core.sharding import ParallelKind
-from hip_backend.distributed import (
+from core.measurement.request import MeasureRequest
+from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailure
+from core.parallel.plan import ParallelPlan
+from core.parallel.sharding import ParallelKind
+from hip_backend.ranks.launch import (
     ParallelHandle,
     ParallelRun,
     prepare_parallel,
@@ -148,7 +149,7 @@ def test_a_rank_that_dies_is_a_failure_naming_it_and_nothing_is_left(qwen2_fp16:
                 cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
             except OSError:
                 continue
-            if b"MLX_RANK=1" in environ and b"hip_backend.mlx_ranks" in cmdline:
+            if b"MLX_RANK=1" in environ and b"hip_backend.ranks.rank" in cmdline:
                 victim = pid
     assert victim is not None
     time.sleep(1.0)
@@ -276,8 +277,8 @@ def test_two_tp_ranks_placed_by_a_loopback_hostfile(
 def test_the_launch_command_carries_the_hostfile_instead_of_a_rank_count(
     tmp_path: Path,
 ) -> None:
-    from hip_backend.distributed import mlx_launch_command
-    from hip_backend.mlx_hostfile import read_hostfile
+    from hip_backend.ranks.hostfile import read_hostfile
+    from hip_backend.ranks.launch import mlx_launch_command
 
     path = loopback_hostfile(tmp_path, 3)
     hostfile = read_hostfile(str(path), 3)

@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 mx = pytest.importorskip("mlx.core")
 np = pytest.importorskip("numpy")
 
-from hip_backend.quant import dequantize, quantized_matmul  # noqa: E402
+from hip_backend.torch_engine.quant import dequantize, quantized_matmul  # noqa: E402
 
 MX_TO_TORCH = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
 
@@ -52,7 +52,7 @@ def test_stacked_experts_and_gathered_rows_match_mlx() -> None:
 
 
 def test_large_matrix_is_unpacked_in_chunks_identically(monkeypatch: pytest.MonkeyPatch) -> None:
-    import hip_backend.quant as quant
+    import hip_backend.torch_engine.quant as quant
 
     packed, scales, biases, ref = quantized((300, 512), "float16", 4, 64, seed=7)
     monkeypatch.setattr(quant, "CHUNK_ELEMENTS", 512 * 7)  # 7 rows per step, uneven tail
@@ -77,7 +77,7 @@ def test_fused_matmul_matches_the_dequantized_weights_without_a_copy(
     """The no-copy kernel gives mx.dequantize's weights times x, accumulated in float32
     (checked against a float64 product of the bit-identical dequantized weights, within
     the rounding of those weights and of the output)."""
-    import hip_backend.quant as quant
+    import hip_backend.torch_engine.quant as quant
 
     monkeypatch.setattr(quant, "QMM_CHUNK_ELEMENTS", 256 * 9)  # 9 rows per step, uneven tail
     packed, scales, biases, ref = quantized((100, 256), dtype_name, bits, group, seed=bits)

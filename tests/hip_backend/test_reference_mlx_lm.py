@@ -14,7 +14,7 @@ Two facts shape the comparison:
   float32, which isolates the engine's own 16-bit rounding; the Llama case also
   compares with mlx-lm exactly as written, with a tolerance that covers mlx's
   CPU kernel.
-- 4-bit modules run torch's CPU int4 kernel (hip_backend/int4_cpu.py), which adds
+- 4-bit modules run torch's CPU int4 kernel (hip_backend/torch_engine/int4_cpu.py), which adds
   one rounding of the zero point to the scales' dtype (BF16_INT4_TOLERANCE).
 - Greedy decoding and top-k routing are discontinuous: where two candidates are
   closer than the rounding noise, either engine may pick either. Each model is
@@ -33,9 +33,9 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("mlx_lm")
 
-from hip_backend.inflight import InflightQueue, LaggingEvent  # noqa: E402
-from hip_backend.loader import build_model  # noqa: E402
-from hip_backend.model_source import ModelSource, resolve_source  # noqa: E402
+from hip_backend.model.source import ModelSource, resolve_source  # noqa: E402
+from hip_backend.torch_engine.inflight import InflightQueue, LaggingEvent  # noqa: E402
+from hip_backend.torch_engine.loader import build_model  # noqa: E402
 from tests.hip_backend.mlx_models import (  # noqa: E402
     LLAMA_CONFIG,
     QWEN3_MOE_CONFIG,
@@ -102,9 +102,10 @@ class Case:
 
 
 BF16_INT4_TOLERANCE = 0.05
-"""BF16 4-bit models on the CPU run torch's int4 kernel (hip_backend/int4_cpu.py), whose
-zero point `bias + 8 * scale` is rounded once to BF16: measured up to 0.038 here, against
-0.03 with MLX's own bias; mlx's CPU kernel itself is off by up to 0.44 (see above)."""
+"""BF16 4-bit models on the CPU run torch's int4 kernel
+(hip_backend/torch_engine/int4_cpu.py), whose zero point `bias + 8 * scale` is rounded
+once to BF16: measured up to 0.038 here, against 0.03 with MLX's own bias; mlx's CPU
+kernel itself is off by up to 0.44 (see above)."""
 MOE_F16 = {**QWEN3_MOE_CONFIG, "torch_dtype": "float16"}
 WIDE_ROUTER = {"router_scale": 8.0}
 CASES = {
@@ -135,7 +136,7 @@ def test_mlx_written_model_has_the_mlx_community_layout(tiny_llama: Path) -> Non
     """What the fixtures write is what mlx-community ships: U32 words, F16 scales, an index."""
     import json
 
-    from core.safetensors_header import read_header_json
+    from core.model.safetensors_header import read_header_json
 
     header, _, _ = read_header_json(tiny_llama / "model.safetensors")
     assert header["__metadata__"] == {"format": "mlx"}

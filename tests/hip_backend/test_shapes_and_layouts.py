@@ -8,10 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from core.measurement import MeasuredPeak, MeasureNotice, MeasureRequest
-from core.safetensors_header import read_header_json
+from core.measurement.protocol import MeasureNotice
+from core.measurement.request import MeasureRequest
+from core.measurement.result import MeasuredPeak
+from core.model.safetensors_header import read_header_json
 from hip_backend.launcher import start_measurement
-from hip_backend.manifest import plan_from_folder
+from hip_backend.model.manifest import plan_from_folder
 from tests.hip_backend.conftest import write_skeleton_file
 from tests.hip_backend.mlx_models import QWEN3_MOE_CONFIG, write_mlx_model
 
@@ -76,10 +78,10 @@ def test_hugging_face_per_expert_tensors_load_like_stacked_ones(tmp_path: Path) 
     pytest.importorskip("mlx_lm")
     from safetensors.numpy import load_file, save_file
 
-    from hip_backend.decoder import MoeMlp
-    from hip_backend.inflight import InflightQueue, LaggingEvent
-    from hip_backend.loader import build_model
-    from hip_backend.model_source import ModelSource, resolve_source
+    from hip_backend.model.source import ModelSource, resolve_source
+    from hip_backend.torch_engine.decoder import MoeMlp
+    from hip_backend.torch_engine.inflight import InflightQueue, LaggingEvent
+    from hip_backend.torch_engine.loader import build_model
 
     config = {**QWEN3_MOE_CONFIG, "torch_dtype": "float32"}
     stacked = write_mlx_model(tmp_path / "stacked", config, bits=None)

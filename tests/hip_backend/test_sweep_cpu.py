@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from core.history import HistoryStore
-from core.measurement import MeasuredPeak, MeasureRequest
+from core.measurement.history import HistoryStore
+from core.measurement.request import MeasureRequest
+from core.measurement.result import MeasuredPeak
 from hip_backend.launcher import measure, prepare
 
 pytest.importorskip("torch")

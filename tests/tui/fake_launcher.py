@@ -11,15 +11,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 
-from core.measurement import (
-    FailureKind,
-    MeasuredPeak,
-    MeasureEvent,
-    MeasureFailed,
-    MeasurementFailure,
-    MeasureRequest,
-    MeasureResult,
-)
+from core.measurement.protocol import MeasureEvent, MeasureFailed, MeasureResult
+from core.measurement.request import MeasureRequest
+from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailure
 
 
 class FakeHandle:

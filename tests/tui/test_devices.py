@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.profiles import load_profile, profile_snapshot
+from core.catalog.profiles import load_profile, profile_snapshot
 from tests.tui.helpers import LLAMA, build_app, settle, settle_then, type_keys, widget_lines
 from tui.widgets.command_lines_view import CommandLinesView
 from tui.widgets.controls import Controls
@@ -50,8 +50,8 @@ async def test_pipeline_on_llama_is_refused_in_place() -> None:
 async def test_largest_context_for_the_plan_fits_and_one_more_does_not() -> None:
     from dataclasses import replace
 
-    from core.parallel import ParallelPlan, estimate_parallel
-    from core.sharding import ParallelKind
+    from core.parallel.plan import ParallelPlan, estimate_parallel
+    from core.parallel.sharding import ParallelKind
 
     app = build_app(preset="rx7900xtx")
     async with app.run_test(size=MEDIUM) as pilot:
@@ -110,8 +110,8 @@ async def test_uneven_devices_rank_1_does_not_fit_its_smaller_card() -> None:
     """Typed in the Devices row, `24GB,2GB` gives rank 0 a 24 GiB card and rank 1 a 2 GiB
     one: the table, the plan's verdict, the summary line and `--memory-limit` follow."""
     from core.memory_size import parse_memory_size
-    from core.parallel import ParallelPlan, estimate_parallel
-    from core.sharding import ParallelKind
+    from core.parallel.plan import ParallelPlan, estimate_parallel
+    from core.parallel.sharding import ParallelKind
     from core.units import format_bytes_short
     from tui.widgets.status_line import SummaryLine
 

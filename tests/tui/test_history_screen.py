@@ -1,6 +1,6 @@
 """`H`: the history screen lists past runs newest first, warns about damaged lines, exports.
 
-Records are written through `core.history` into the temporary XDG_STATE_HOME
+Records are written through `core.measurement.history` into the temporary XDG_STATE_HOME
 (tests/tui/conftest.py), so the screen reads a real history file.
 """
 
@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from textual.widgets import DataTable, Input, Static
 
-from core.history import HistoryStore
-from core.measurement import MeasuredPeak
-from hip_backend.report import TableRow, markdown_table
+from core.measurement.history import HistoryStore
+from core.measurement.report import TableRow, markdown_table
+from core.measurement.result import MeasuredPeak
 from tests.tui.helpers import LLAMA, build_app, fixed_deps, settle, wait_for
-from tui.history_table import EXPORT_FILE
+from tui.render.history_table import EXPORT_FILE
 from tui.screens.explorer_screen import ExplorerScreen
 from tui.screens.history_screen import HistoryScreen
 
@@ -50,7 +50,7 @@ RUNS = (
 
 
 def write_history(damaged: bool = True) -> HistoryStore:
-    """Three runs through core.history, with a torn line after the first."""
+    """Three runs through core.measurement.history, with a torn line after the first."""
     store = HistoryStore.default()
     store.append(RUNS[0])
     if damaged:

@@ -6,7 +6,7 @@ from textual.color import Color
 from textual.widget import Widget
 
 from core.backend import Backend
-from core.measurement import MeasuredPeak
+from core.measurement.result import MeasuredPeak
 from core.units import MIB
 from tests.tui.helpers import LLAMA, breakdown_bytes, build_app, fixed_deps, settle, widget_lines
 from tui.app import make_app

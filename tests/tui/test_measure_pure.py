@@ -7,19 +7,20 @@ from pathlib import Path
 
 import pytest
 
-from core.catalog import ORIGIN_FOLDER, CatalogEntry, profile_entry
-from core.measurement import MeasuredPeak, MeasureProgress
-from core.weights import WeightsSource
+from core.catalog.resolve import ORIGIN_FOLDER, CatalogEntry, profile_entry
+from core.estimate.weights import WeightsSource
+from core.measurement.protocol import MeasureProgress
+from core.measurement.result import MeasuredPeak
 from tests.factories import LLAMA, peak
-from tui.chart import point_columns, render_chart
-from tui.history_table import display_path, history_row, newest_first, when
-from tui.measure_text import result_rows
 from tui.model.chart_data import MEASURED_MARK
 from tui.model.measure_plan import measure_request, measure_target, split_context
 from tui.model.measure_state import progress_label
 from tui.model.names import short_model
 from tui.model.state import ExplorerState
 from tui.model.views import chart_points
+from tui.render.chart import point_columns, render_chart
+from tui.render.history_table import display_path, history_row, newest_first, when
+from tui.render.measure_text import result_rows
 
 
 @pytest.mark.parametrize(
@@ -159,8 +160,8 @@ def test_a_peak_is_held_against_the_estimate_of_its_own_run() -> None:
     and an int8-KV run is held against the int8 estimate; a torch run that emulated the
     queue is held against ROCm's formula with its budget."""
     from core.backend import Backend
-    from core.catalog import entry_snapshot
-    from core.estimate import EstimateSettings, Workload, estimate
+    from core.catalog.resolve import entry_snapshot
+    from core.estimate.estimate import EstimateSettings, Workload, estimate
     from tests.factories import MEMINFO_32G
     from tui.model.views import peak_estimate
 

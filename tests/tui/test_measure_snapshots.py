@@ -2,7 +2,7 @@
 
 Deterministic by construction: the result is a constructed `MeasuredPeak`, the
 run in flight is driven by the fake launcher with the clock frozen at 0 s, and
-the history is written through `core.history` into a temporary state folder
+the history is written through `core.measurement.history` into a temporary state folder
 under a temporary HOME (shown as `~/...`).
 """
 
@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from core.history import HistoryStore
-from core.measurement import MeasuredPeak, MeasureNotice, MeasureProgress
+from core.measurement.history import HistoryStore
+from core.measurement.protocol import MeasureNotice, MeasureProgress
+from core.measurement.result import MeasuredPeak
 from tests.tui.fake_launcher import FakeLauncher
 from tests.tui.helpers import LLAMA, build_app, fixed_deps, settle, wait_for
 from tests.tui.test_history_screen import write_history

@@ -14,15 +14,10 @@ from typing import Any
 
 import pytest
 
-from core.catalog import resolve_entry
-from core.history import HistoryStore
-from core.measurement import (
-    FailureKind,
-    MeasuredPeak,
-    MeasurementFailure,
-    MeasureNotice,
-    MeasureProgress,
-)
+from core.catalog.resolve import resolve_entry
+from core.measurement.history import HistoryStore
+from core.measurement.protocol import MeasureNotice, MeasureProgress
+from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailure
 from tests.tui.fake_launcher import FakeLauncher
 from tests.tui.helpers import LLAMA, breakdown_bytes, build_app, fixed_deps, settle, wait_for
 from tui.app import VramscopeApp

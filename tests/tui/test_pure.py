@@ -6,14 +6,12 @@ import shlex
 
 import pytest
 
-from core.available import AvailableMemory
 from core.backend import Backend, BackendChoice
-from core.backend_inflight import MAX_ACCEPTED_INFLIGHT_MB
-from core.estimate import QuantHint
-from core.solve import FitLimit
+from core.estimate.available import AvailableMemory
+from core.estimate.estimate import QuantHint
+from core.estimate.inflight import MAX_ACCEPTED_INFLIGHT_MB
+from core.estimate.solve import FitLimit
 from core.units import GIB
-from tui.bars import bar, stacked_bar
-from tui.chart import render_chart, sample_contexts, short_tokens
 from tui.headless import png_ready_svg
 from tui.model.command_lines import mlxcel_command, vramscope_command
 from tui.model.presets import CUSTOM, PRESETS_BY_KEY
@@ -34,6 +32,8 @@ from tui.model.values import (
     parse_inflight,
     parse_tokens,
 )
+from tui.render.bars import bar, stacked_bar
+from tui.render.chart import render_chart, sample_contexts, short_tokens
 from tui.widgets.model_list import entry_prompt, matches
 
 LLAMA = "mlx-community/Meta-Llama-3.1-8B-Instruct-4bit"
@@ -206,7 +206,7 @@ def test_limit_words() -> None:
 
 
 def test_model_rows_are_cut_to_width_and_filter_by_every_word() -> None:
-    from core.catalog import profile_entry
+    from core.catalog.resolve import profile_entry
 
     entry = profile_entry(LLAMA)
     for width in (30, 40, 60):

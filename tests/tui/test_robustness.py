@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from core.catalog import ORIGIN_FOLDER, Catalog, CatalogEntry
-from core.model import ModelSnapshot
+from core.catalog.resolve import ORIGIN_FOLDER, Catalog, CatalogEntry
+from core.estimate.weights import WeightsSource
+from core.model.snapshot import ModelSnapshot
 from core.units import MIB
-from core.weights import WeightsSource
 from tests.tui.helpers import (
     LLAMA,
     breakdown_bytes,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from core.catalog import Catalog
+from core.catalog.resolve import Catalog
 from tests.tui.helpers import build_app, fixed_deps, settle_then
 from tests.tui.test_robustness import folder_entry, write_broken_model
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from core.history import HistoryStore
+from core.measurement.history import HistoryStore
 from core.units import format_bytes_short
 from tests.tui.tmux_driver import TmuxApp, tmux_vramscope
 

@@ -14,10 +14,10 @@ from textual import events
 from textual.widgets import Footer, Input
 from textual.widgets._footer import FooterKey
 
-from core.catalog import Catalog, CatalogEntry
+from core.catalog.resolve import Catalog, CatalogEntry
 from core.errors import ModelError
-from core.measurement import MeasureProgress
-from core.model import ModelSnapshot
+from core.measurement.protocol import MeasureProgress
+from core.model.snapshot import ModelSnapshot
 from tests.factories import LLAMA, burst, peak
 from tests.tui.fake_launcher import FakeLauncher
 from tests.tui.helpers import (
@@ -301,7 +301,7 @@ async def test_the_breakdown_bytes_have_separators() -> None:
 
 
 def test_the_history_names_a_cache_snapshot_by_its_repo_id() -> None:
-    from tui.history_table import export_markdown, history_row
+    from tui.render.history_table import export_markdown, history_row
 
     path = "/h/hub/models--mlx-community--Qwen3-0.6B-4bit/snapshots/0123abcd"
     row = history_row(peak(model=path, engine="mlx", peak_kind="mx.get_peak_memory()"))
@@ -316,7 +316,7 @@ async def test_history_numbers_are_right_aligned(tmp_path: Any) -> None:
     from rich.text import Text
     from textual.widgets import DataTable
 
-    from core.history import HistoryStore
+    from core.measurement.history import HistoryStore
 
     store = HistoryStore(tmp_path / "history.jsonl")
     store.append(peak(estimate_bytes=6_000_000_000))
@@ -349,7 +349,7 @@ async def test_the_palette_lists_memory_presets_in_size_order() -> None:
 
 
 async def test_a_long_model_path_never_cuts_the_command_lines_mid_flag(tmp_path: Any) -> None:
-    from core.catalog import resolve_entry
+    from core.catalog.resolve import resolve_entry
     from tests.core.catalog_fixtures import write_tiny_model
 
     folder = write_tiny_model(tmp_path / ("deeply-nested-folder-" * 6) / "tiny-llama-model")
@@ -383,7 +383,7 @@ def test_axis_labels_off_the_round_values_are_short() -> None:
 
 
 def test_no_fitting_context_reads_none_not_zero_tokens() -> None:
-    from core.solve import FitLimit
+    from core.estimate.solve import FitLimit
     from tui.model.rows import context_limit_text
 
     assert context_limit_text(FitLimit(0), 131_072).startswith("none")

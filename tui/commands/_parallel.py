@@ -10,14 +10,14 @@ from core import __version__
 from core.backend import resolve_backend
 from core.display_text import clean_text, json_safe
 from core.environment import read_env, resolve_settings
-from core.estimate import QuantHint, Workload
-from core.measurement import MeasurementFailure
-from core.parallel import MAX_RANKS, ParallelPlan, estimate_parallel, parse_rank_limits
-from core.sharding import ParallelKind
+from core.estimate.estimate import QuantHint, Workload
+from core.measurement.result import MeasurementFailure
+from core.parallel.plan import MAX_RANKS, ParallelPlan, estimate_parallel, parse_rank_limits
+from core.parallel.sharding import ParallelKind
 from tui.commands.common import int_at_least, warn
 
 if TYPE_CHECKING:
-    from hip_backend.distributed import ParallelRun, PreparedParallel
+    from hip_backend.ranks.launch import ParallelRun, PreparedParallel
 
 
 def add_parallel_flags(p: argparse.ArgumentParser, measure: bool = False) -> None:
@@ -63,9 +63,9 @@ def parallel_plan(args: argparse.Namespace) -> ParallelPlan | None:
 
 def run_parallel(args: argparse.Namespace, quant: QuantHint) -> int:
     """`vramscope inspect MODEL --tp N | --pp N`."""
-    from core.parallel_report import format_parallel, parallel_report
-    from core.parallel_source import resolve_parallel_model
-    from core.report import to_json_pretty
+    from core.estimate.report import to_json_pretty
+    from core.parallel.report import format_parallel, parallel_report
+    from core.parallel.source import resolve_parallel_model
 
     plan = parallel_plan(args)
     assert plan is not None
@@ -94,8 +94,8 @@ def measure_parallel(args: argparse.Namespace, plan: ParallelPlan) -> int:
     """`vramscope measure MODEL --engine mlx --tp N | --pp N`: one row per rank."""
     import json
 
-    from hip_backend.distributed import ParallelRun, prepare_parallel, run_parallel
-    from hip_backend.mlx_hostfile import read_hostfile
+    from hip_backend.ranks.hostfile import read_hostfile
+    from hip_backend.ranks.launch import ParallelRun, prepare_parallel, run_parallel
     from tui.commands.measure import (
         EXIT_FAILED,
         ProgressLine,

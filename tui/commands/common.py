@@ -10,7 +10,7 @@ from pathlib import Path
 from core.backend import BACKEND_CHOICES
 from core.display_text import clean_text
 from core.errors import UsageError
-from core.estimate import DEFAULT_CTX_LEN, QuantHint, parse_quant_hint
+from core.estimate.estimate import DEFAULT_CTX_LEN, QuantHint, parse_quant_hint
 from core.memory_size import parse_optional_memory_size
 from core.numbers import decimal_to_int
 from core.units import U64_MAX

@@ -8,7 +8,7 @@ from typing import Any
 from core import __version__
 from core.backend import resolve_backend
 from core.environment import read_env, resolve_settings
-from core.estimate import Workload, estimate
+from core.estimate.estimate import Workload, estimate
 from tui.commands._parallel import add_parallel_flags, parallel_plan, run_parallel
 from tui.commands.common import (
     add_estimate_flags,
@@ -47,8 +47,13 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """`vramscope inspect`: the banner (or JSON) for one model."""
     # Imported here, not with the parser: the explorer's start-up never needs them.
-    from core.catalog import resolve_model
-    from core.report import DOES_NOT_FIT_NOTE, format_estimate, inspect_report, to_json_pretty
+    from core.catalog.resolve import resolve_model
+    from core.estimate.report import (
+        DOES_NOT_FIT_NOTE,
+        format_estimate,
+        inspect_report,
+        to_json_pretty,
+    )
 
     quant = parse_quant_flag(args.quant)
     if parallel_plan(args) is not None:

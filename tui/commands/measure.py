@@ -15,24 +15,23 @@ from typing import Any
 
 from core.display_text import clean_text, json_safe
 from core.errors import UsageError
-from core.measurement import (
+from core.measurement.engine import (
     ATTENTION_CHOICES,
     DEFAULT_ENGINE,
+    EMULATE_CHOICES,
+    ENGINE_CHOICES,
+    FUSE_BF16_CHOICES,
+)
+from core.measurement.protocol import MeasureEvent, MeasureNotice, MeasureProgress
+from core.measurement.request import (
     DEFAULT_GEN_TOKENS,
     DEFAULT_PROMPT_TOKENS,
     DEFAULT_WARMUP_TOKENS,
     DEVICE_CHOICES,
-    EMULATE_CHOICES,
-    ENGINE_CHOICES,
-    FUSE_BF16_CHOICES,
     MAX_MEASURED_TOKENS,
-    MeasuredPeak,
-    MeasureEvent,
-    MeasurementFailure,
-    MeasureNotice,
-    MeasureProgress,
     MeasureRequest,
 )
+from core.measurement.result import MeasuredPeak, MeasurementFailure
 from core.memory_size import parse_optional_memory_size
 from tui.commands._parallel import add_parallel_flags, measure_parallel, parallel_plan
 from tui.commands.common import (
@@ -259,8 +258,8 @@ def failure_line(failure: MeasurementFailure) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Measure one model and print the comparison."""
+    from core.measurement.report import comparison_lines
     from hip_backend.launcher import measure, prepare
-    from hip_backend.report import comparison_lines
 
     plan = parallel_plan(args)
     if plan is None and args.hostfile is not None:

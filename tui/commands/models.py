@@ -6,10 +6,10 @@ import argparse
 import json
 from typing import Any
 
-from core.catalog_entry import ORIGIN_BUILTIN, ORIGIN_FOLDER, ORIGIN_HF_CACHE, Catalog, CatalogEntry
+from core.catalog.entry import ORIGIN_BUILTIN, ORIGIN_FOLDER, ORIGIN_HF_CACHE, Catalog, CatalogEntry
 from core.display_text import clean_text, json_safe
+from core.estimate.weights import WeightsSource
 from core.units import format_bytes_short
-from core.weights import WeightsSource
 from tui.commands.common import add_model_source_flags
 
 _SOURCE_WORDS = {
@@ -125,7 +125,7 @@ def catalog_json(catalog: Catalog) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     """`vramscope models`: the catalog as a table (or JSON)."""
     # Imported here, not with the parser: the explorer's start-up never needs it.
-    from core.catalog import build_catalog
+    from core.catalog.resolve import build_catalog
 
     catalog = build_catalog(args.models_dir, use_cache=not args.no_cache)
     if args.json:

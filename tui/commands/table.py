@@ -16,17 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 from core.display_text import clean_text, escape_undecodable
 from core.errors import UsageError
-from core.measurement import (
-    DEFAULT_ENGINE,
-    ENGINE_CHOICES,
-    ENGINE_LABELS,
-    MeasuredPeak,
-    MeasurementFailure,
-)
+from core.measurement.engine import DEFAULT_ENGINE, ENGINE_CHOICES, ENGINE_LABELS
+from core.measurement.result import MeasuredPeak, MeasurementFailure
 from tui.commands.measure import ProgressLine, add_run_flags, failure_line, request_from_args
 
 if TYPE_CHECKING:
-    from hip_backend.report import TableRow
+    from core.measurement.report import TableRow
 
 DEFAULT_CONTEXTS = "640,4096"
 DEFAULT_BUDGETS = "256,1024,4096"
@@ -98,8 +93,8 @@ def parse_engines(text: str) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Measure every combination, then print (and write) the table."""
+    from core.measurement.report import TableRow, markdown_table
     from hip_backend.launcher import expected_backend, measure, prepare
-    from hip_backend.report import TableRow, markdown_table
 
     contexts = parse_int_list("--contexts", args.contexts, 1)
     budgets = parse_int_list("--budgets", args.budgets, 0)
@@ -154,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
 
 def preamble(rows: list[TableRow], args: argparse.Namespace) -> list[str]:
     """Where and how the table was measured, and what each engine's peak counts."""
-    from hip_backend.report import device_line
+    from core.measurement.report import device_line
 
     date = datetime.date.today().isoformat()
     engines = list(dict.fromkeys(r.engine for r in rows)) or [DEFAULT_ENGINE]

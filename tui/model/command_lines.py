@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import shlex
 
-from core.activation import ACTIVATION_BUFFER_MULT, ACTIVATION_MULT_ENV
-from core.available import MEMORY_LIMIT_ENV, AvailableMemory
 from core.backend import Backend
-from core.backend_inflight import ROCM_MAX_INFLIGHT_ENV
-from core.estimate import QuantHint
-from core.headroom import DEFAULT_HEADROOM_FACTOR, HEADROOM_FACTOR_ENV
+from core.estimate.activation import ACTIVATION_BUFFER_MULT, ACTIVATION_MULT_ENV
+from core.estimate.available import MEMORY_LIMIT_ENV, AvailableMemory
+from core.estimate.estimate import QuantHint
+from core.estimate.headroom import DEFAULT_HEADROOM_FACTOR, HEADROOM_FACTOR_ENV
+from core.estimate.inflight import ROCM_MAX_INFLIGHT_ENV
 from tui.model.presets import DETECTED
 from tui.model.state import ExplorerState
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from core.catalog_entry import CatalogEntry
-from core.measurement import DEFAULT_GEN_TOKENS, MeasureRequest
+from core.catalog.entry import CatalogEntry
+from core.measurement.request import DEFAULT_GEN_TOKENS, MeasureRequest
 from tui.model.state import ExplorerState
 
 MIN_CONTEXT = 2

@@ -11,23 +11,21 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Protocol
 
-from core.measurement import (
-    FailureKind,
-    MeasuredPeak,
+from core.measurement.comparison import margin
+from core.measurement.protocol import (
     MeasureEvent,
     MeasureFailed,
-    MeasurementFailure,
     MeasureNotice,
     MeasureProgress,
-    MeasureRequest,
     MeasureResult,
-    margin,
 )
+from core.measurement.request import MeasureRequest
+from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailure
 from core.units import format_bytes_short
 
 
 class Run(Protocol):
-    """What the state needs of a run in flight (`tui.measure_run.MeasureRun`)."""
+    """What the state needs of a run in flight (`tui.controllers.measure_run.MeasureRun`)."""
 
     @property
     def id(self) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import PurePath
 
-from core.catalog_entry import ORIGIN_FOLDER, CatalogEntry
+from core.catalog.entry import ORIGIN_FOLDER, CatalogEntry
 
 _HF_SNAPSHOT = re.compile(r"(?:^|/)models--(?P<org>[^/]+?)--(?P<name>[^/]+)/snapshots/[^/]+/?$")
 

@@ -1,6 +1,6 @@
 """The explorer's split-load view: every rank's terms side by side, and the plan's verdict.
 
-Pure, given the tensor list: `core.parallel` splits the model by mlx-lm's rules
+Pure, given the tensor list: `core.parallel.plan` splits the model by mlx-lm's rules
 once per (model, plan), then each state is sized in microseconds. The table has
 one column per rank; every rank gets the explorer's available memory, unless the
 Devices row lists one size per device (`24GB,16GB`, read as `inspect --memory-limit
@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.available import AvailableMemory
 from core.errors import ShardingError
-from core.model import ModelSnapshot
-from core.parallel import (
+from core.estimate.available import AvailableMemory
+from core.model.snapshot import ModelSnapshot
+from core.parallel.plan import (
     ParallelEstimate,
     ParallelPlan,
     ParallelSplit,
@@ -25,7 +25,7 @@ from core.parallel import (
     parse_rank_limits,
     split_model,
 )
-from core.sharding import ParallelKind
+from core.parallel.sharding import ParallelKind
 from core.units import format_bytes_short
 from tui.model.state import ExplorerState
 

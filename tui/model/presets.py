@@ -1,7 +1,7 @@
 """Available-memory choices: this machine's detected budget, device presets, or a typed size.
 
 A GPU preset is the limit MLX itself would use on that device (80% of its
-memory, `core.available.mlx_device_limit`), which is what mlxcel compares the
+memory, `core.estimate.available.mlx_device_limit`), which is what mlxcel compares the
 total against; on gfx1151 with 96 GiB of VRAM that is the 76.80 GiB of
 mlxcel's worked example. Apple presets are the unified memory size, mlxcel's
 `hw.memsize` step.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.available import AvailableMemory, mlx_device_limit
+from core.estimate.available import AvailableMemory, mlx_device_limit
 from core.units import GIB
 
 DETECTED = "detected"

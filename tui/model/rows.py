@@ -1,6 +1,6 @@
 """The breakdown as rows of data: the banner's terms, values and notes, nothing rendered.
 
-Labels, byte values and notes are the ones `core.report.format_estimate` prints,
+Labels, byte values and notes are the ones `core.estimate.report.format_estimate` prints,
 so a row can be checked against `vramscope inspect` line by line: the allocator
 row shows `runtime_headroom - A - I` as the banner does, and the in-flight row
 exists only when the term is non-zero.
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.available import AvailableMemory
-from core.estimate import MemoryEstimate
-from core.solve import FitLimit
+from core.estimate.available import AvailableMemory
+from core.estimate.estimate import MemoryEstimate
+from core.estimate.solve import FitLimit
 from core.units import format_bytes_short, sat_sub
 
 INFLIGHT_OFF_HINT = "off: unbounded in-flight set, not modelled"

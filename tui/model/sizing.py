@@ -1,5 +1,6 @@
 """What mlxcel would size from this estimate: the paged-KV `auto` budget, the prompt-cache
-capacity and `--recommend-quant`'s answer (`core.downstream`, `core.prompt_cache`).
+capacity and `--recommend-quant`'s answer (`core.estimate.downstream`,
+`core.estimate.prompt_cache`).
 
 None of these changes the total; they are what mlxcel derives from it, shown in
 the explorer's estimate panel ("mlxcel would size …") and in
@@ -11,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.available import AvailableMemory
 from core.backend import Backend
-from core.downstream import (
+from core.estimate.available import AvailableMemory
+from core.estimate.downstream import (
     QuantRecommendation,
     auto_kv_budget_bytes,
     blocks_for_budget,
@@ -21,9 +22,9 @@ from core.downstream import (
     paged_v2_workspace_reserve_bytes,
     recommend_quantization,
 )
-from core.estimate import DEFAULT_CTX_LEN, EstimateSettings, Workload, estimate
-from core.model import ModelSnapshot
-from core.prompt_cache import PromptCacheCapacity, prompt_cache_capacity
+from core.estimate.estimate import DEFAULT_CTX_LEN, EstimateSettings, Workload, estimate
+from core.estimate.prompt_cache import PromptCacheCapacity, prompt_cache_capacity
+from core.model.snapshot import ModelSnapshot
 from core.units import GIB, format_bytes_short
 
 PAGED_BLOCK_TOKENS = 16

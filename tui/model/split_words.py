@@ -1,6 +1,6 @@
 """The words of a split that need no split: the Devices choices and the command lines.
 
-Kept apart from `parallel_view` so that one device never imports `core.parallel`
+Kept apart from `parallel_view` so that one device never imports `core.parallel.plan`
 (the explorer's start-up does not need it).
 """
 

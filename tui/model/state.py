@@ -11,14 +11,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.activation import ACTIVATION_BUFFER_MULT
-from core.available import AvailableMemory
 from core.backend import Backend, BackendChoice
-from core.backend_inflight import ROCM_DEFAULT_MAX_INFLIGHT_MB
 from core.environment import resolve_settings
-from core.estimate import DEFAULT_CTX_LEN, EstimateSettings, QuantHint, Workload
-from core.headroom import DEFAULT_HEADROOM_FACTOR
-from core.measurement import DEFAULT_ENGINE
+from core.estimate.activation import ACTIVATION_BUFFER_MULT
+from core.estimate.available import AvailableMemory
+from core.estimate.estimate import DEFAULT_CTX_LEN, EstimateSettings, QuantHint, Workload
+from core.estimate.headroom import DEFAULT_HEADROOM_FACTOR
+from core.estimate.inflight import ROCM_DEFAULT_MAX_INFLIGHT_MB
+from core.measurement.engine import DEFAULT_ENGINE
 from core.units import format_bytes_short
 from tui.model.presets import CUSTOM, DETECTED, PRESETS_BY_KEY
 
@@ -65,7 +65,7 @@ class ExplorerState:
     backend: Backend = Backend.ROCM
     memory: MemoryChoice = field(default_factory=MemoryChoice)
     engine: str = DEFAULT_ENGINE
-    """What `m` measures with: `torch` or `mlx` (`core.measurement.ENGINE_CHOICES`)."""
+    """What `m` measures with: `torch` or `mlx` (`core.measurement.engine.ENGINE_CHOICES`)."""
     devices: int = 1
     """Ranks of a split MLX load (1 = one device; up to 8)."""
     split: str = "tp"

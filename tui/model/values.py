@@ -15,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-from core.backend_inflight import MAX_ACCEPTED_INFLIGHT_MB, parse_inflight_mb
+from core.estimate.inflight import MAX_ACCEPTED_INFLIGHT_MB, parse_inflight_mb
+from core.estimate.solve import CONTEXT_SEARCH_LIMIT
 from core.numbers import parse_rust_f64, rust_trim
-from core.solve import CONTEXT_SEARCH_LIMIT
 
 MAX_BATCH = 4096
 MAX_FACTOR = 100.0

@@ -10,15 +10,15 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
-from core.available import AvailableMemory
-from core.catalog_entry import CatalogEntry
-from core.estimate import EstimateSettings, MemoryEstimate, Workload, estimate
-from core.history import HistoryRead
-from core.measurement import MeasuredPeak
-from core.model import ModelSnapshot
-from core.solve import largest_fitting_context, largest_fitting_inflight
+from core.catalog.entry import CatalogEntry
+from core.estimate.available import AvailableMemory
+from core.estimate.estimate import EstimateSettings, MemoryEstimate, Workload, estimate
+from core.estimate.solve import largest_fitting_context, largest_fitting_inflight
+from core.estimate.weights import WeightsSource
+from core.measurement.history import HistoryRead
+from core.measurement.result import MeasuredPeak
+from core.model.snapshot import ModelSnapshot
 from core.units import format_bytes_short
-from core.weights import WeightsSource
 from tui.model.chart_data import ENGINE_MARKS, MEASURED_MARK, ChartData, Point
 from tui.model.command_lines import mlxcel_command, vramscope_command
 from tui.model.measure_plan import model_names
@@ -37,7 +37,7 @@ from tui.model.sizing import mlxcel_sizing, sizing_line
 from tui.model.split_words import launch_command, memory_limit_text, with_plan_flag
 from tui.model.state import ExplorerState
 
-if TYPE_CHECKING:  # a split's view: core.parallel is imported with the first split
+if TYPE_CHECKING:  # a split's view: core.parallel.plan is imported with the first split
     from tui.model.parallel_view import ParallelView
 
 
@@ -170,7 +170,7 @@ def tokens_hint(state: ExplorerState, model_known: bool, trained: int | None) ->
 
 
 class LoadedFacts(Protocol):
-    """What the loader has read (`tui.loader.Loader`)."""
+    """What the loader has read (`tui.controllers.loader.Loader`)."""
 
     @property
     def entry(self) -> CatalogEntry | None:

@@ -2,7 +2,8 @@
 
 One `reactive` state; the controls post `Controls.Changed`, and `watch_state` shows the
 new state in the controls and recomputes (pure, microseconds: every change repaints in
-the same frame). Reads are `tui.loader`'s, on thread workers; `m` is `tui.measure_controller`'s.
+the same frame). Reads are `tui.controllers.loader`'s, on thread workers; `m` is
+`tui.controllers.measure`'s.
 """
 
 from __future__ import annotations
@@ -17,14 +18,14 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.reactive import reactive
 from textual.widgets import Footer
 
-from core.available import AvailableMemory
 from core.backend import BackendChoice
-from core.estimate import MemoryEstimate
-from core.measurement import MeasuredPeak
+from core.estimate.available import AvailableMemory
+from core.estimate.estimate import MemoryEstimate
+from core.measurement.result import MeasuredPeak
+from tui.controllers.loader import FailedModel, Loaded, Loader
+from tui.controllers.measure import MeasureController
+from tui.controllers.measure_run import MeasureEventMessage
 from tui.deps import AppDeps
-from tui.loader import FailedModel, Loaded, Loader
-from tui.measure_controller import MeasureController
-from tui.measure_run import MeasureEventMessage
 from tui.model.names import model_arg
 from tui.model.scales import token_stops
 from tui.model.state import ExplorerState, next_value
@@ -41,7 +42,7 @@ from tui.widgets.ranks_panel import RanksPanel
 from tui.widgets.status_line import StatusLine, SummaryLine
 
 if TYPE_CHECKING:
-    from tui.ranks_controller import RanksController
+    from tui.controllers.ranks import RanksController
 
 
 class ExplorerScreen(FocusKeys):
@@ -94,7 +95,7 @@ class ExplorerScreen(FocusKeys):
         self.measure = MeasureController(self, deps, models_dirs, measured, self._measured)
         self.estimate: MemoryEstimate | None = None
         self.ranks: RanksController | None = None
-        """The split's panel, from the first time Devices > 1 (core.parallel with it)."""
+        """The split's panel, from the first time Devices > 1 (core.parallel.plan with it)."""
 
     def compose(self) -> ComposeResult:
         self.add_layout_class()
@@ -169,7 +170,7 @@ class ExplorerScreen(FocusKeys):
             self.estimate = views.estimate
             breakdown.show_estimate(views.breakdown)
         if self.ranks is None and state.devices > 1:
-            from tui.ranks_controller import RanksController
+            from tui.controllers.ranks import RanksController
 
             self.ranks = RanksController(self.query_one(RanksPanel))
         split = None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from textual.widgets import Input
 
-from tui.measure_controller import MeasureController
+from tui.controllers.measure import MeasureController
 from tui.screens.styled_once import StyledOnceScreen
 from tui.widgets.controls import Controls
 from tui.widgets.model_list import ModelList

@@ -19,9 +19,9 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
-from core.history import HistoryRead
-from core.measurement import MeasuredPeak
-from tui.history_table import (
+from core.measurement.history import HistoryRead
+from core.measurement.result import MeasuredPeak
+from tui.render.history_table import (
     COLUMNS,
     EXPORT_FILE,
     NUMERIC,

@@ -18,8 +18,8 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from core.units import format_bytes_short
-from tui.bars import bar, stacked_bar
 from tui.model.rows import TERM_KEYS, BreakdownRow, EstimateView
+from tui.render.bars import bar, stacked_bar
 from tui.widgets.relayout import force_relayout
 
 MIN_WRAPPED_NOTE = 40

@@ -15,7 +15,9 @@ from rich.text import Text
 from textual.strip import Strip
 from textual.widget import Widget
 
-from tui.chart import (
+from tui.model.chart_data import ChartData
+from tui.model.scales import MIN_TOKENS
+from tui.render.chart import (
     LABEL_WIDTH,
     ChartStyles,
     nearest_column,
@@ -23,8 +25,6 @@ from tui.chart import (
     render_chart,
     sample_contexts,
 )
-from tui.model.chart_data import ChartData
-from tui.model.scales import MIN_TOKENS
 
 
 class ContextChart(Widget):

@@ -18,7 +18,7 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Input, Label
 
-from core.measurement import ENGINE_CHOICES
+from core.measurement.engine import ENGINE_CHOICES
 from tui.model.scales import BATCH_STOPS, FACTOR_STOPS, INFLIGHT_STOPS, token_stops
 from tui.model.split_words import DEVICE_CHOICES, SPLITS
 from tui.model.state import BACKEND_ORDER, ExplorerState
@@ -41,7 +41,7 @@ _FIELDS: dict[str, tuple[str, type]] = {
 
 
 def _per_device_problem(state: ExplorerState) -> str:
-    # With two devices or more only: core.parallel comes with the first split.
+    # With two devices or more only: core.parallel.plan comes with the first split.
     from tui.model.parallel_view import per_device_problem
 
     return per_device_problem(state)

@@ -2,7 +2,7 @@
 
 One place for all three, so the eye finds the measurement where the estimate
 is. Hidden when there is nothing to show. The text comes from
-`tui.measure_text`; this widget only lays it out, with a progress bar while a
+`tui.render.measure_text`; this widget only lays it out, with a progress bar while a
 run is in flight.
 """
 
@@ -13,15 +13,17 @@ from rich.text import Text
 from textual.containers import Horizontal, Vertical
 from textual.widgets import ProgressBar, Static
 
-from core.measurement import MeasuredPeak, MeasurementFailure, MeasureProgress, MeasureRequest
-from tui.measure_text import (
+from core.measurement.protocol import MeasureProgress
+from core.measurement.request import MeasureRequest
+from core.measurement.result import MeasuredPeak, MeasurementFailure
+from tui.model.measure_state import PanelView, progress_label
+from tui.render.measure_text import (
     failure_text,
     result_rows,
     rows_plain,
     rows_table,
     running_rows,
 )
-from tui.model.measure_state import PanelView, progress_label
 from tui.widgets.relayout import force_relayout
 
 CANCEL_HINT = "m or Esc cancels"

@@ -13,7 +13,7 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Input, Label, Select
 
-from core.available import AvailableMemory
+from core.estimate.available import AvailableMemory
 from core.memory_size import parse_optional_memory_size
 from core.units import format_bytes_short
 from tui.model.presets import CUSTOM, DETECTED, PRESETS, PRESETS_BY_KEY

@@ -19,7 +19,7 @@ from textual.message import Message
 from textual.widgets import Input, OptionList
 from textual.widgets.option_list import Option
 
-from core.catalog_entry import ORIGIN_BUILTIN, ORIGIN_FOLDER, ORIGIN_HF_CACHE, Catalog, CatalogEntry
+from core.catalog.entry import ORIGIN_BUILTIN, ORIGIN_FOLDER, ORIGIN_HF_CACHE, Catalog, CatalogEntry
 from core.units import format_bytes_short
 from tui.model.names import model_arg
 from tui.model.scales import short_tokens

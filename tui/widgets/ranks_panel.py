@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
-if TYPE_CHECKING:  # core.parallel is imported with the first split, not at start-up
+if TYPE_CHECKING:  # core.parallel.plan is imported with the first split, not at start-up
     from tui.model.parallel_view import ParallelView
 
 

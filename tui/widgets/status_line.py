@@ -8,8 +8,8 @@ from typing import ClassVar
 from rich.text import Text
 from textual.widgets import Static
 
-from core.available import AvailableMemory
 from core.backend import Backend, BackendChoice
+from core.estimate.available import AvailableMemory
 from tui.model.state import available_status, backend_status, backend_status_short
 from tui.model.views import Summary
 

@@ -1,0 +1,76 @@
+"""What the catalog lists: one entry per model, what was skipped, and the whole list.
+
+Plain data shared by the catalog's sources (`core.catalog.sources`) and its
+users (the `models` command, the explorer, the measurement launcher).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from core.estimate.kv_cache import KvKind
+from core.estimate.weights import WeightsSource
+
+ORIGIN_BUILTIN = "built-in"
+ORIGIN_HF_CACHE = "hf-cache"
+ORIGIN_FOLDER = "folder"
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    """One model the user can pick, with what the list shows about it."""
+
+    name: str
+    """Display name: the repo id for profiles and cache entries, the folder name otherwise."""
+    origin: str
+    """`built-in`, `hf-cache` or `folder`."""
+    format_label: str
+    """E.g. `MLX 4-bit g64`, `MLX mixed 4/6-bit g64`, `BF16`, `GPTQ 4-bit g128`."""
+    weight_bytes: int
+    weights_source: WeightsSource
+    kv_kind: KvKind | None
+    max_position_embeddings: int | None
+    weights_on_disk: bool
+    """True when real weight data is present (needed to measure with real weights)."""
+    path: Path | None = None
+    """The model folder (snapshot folder for HF cache entries); None for profiles."""
+    revision: str | None = None
+    """HF cache commit hash of the snapshot shown."""
+    profile_id: str | None = None
+    refs: tuple[str, ...] = ()
+    """HF cache refs pointing at that snapshot (`main`, ...)."""
+    warnings: tuple[str, ...] = ()
+    """What was wrong with the folder's files (the estimate's warning lines)."""
+
+    @property
+    def origin_label(self) -> str:
+        """Where it came from, for display."""
+        if self.origin == ORIGIN_HF_CACHE and self.revision:
+            at = f"{self.refs[0]} " if self.refs else ""
+            return f"HF cache @ {at}{self.revision[:8]}"
+        return {ORIGIN_BUILTIN: "built-in profile", ORIGIN_FOLDER: "folder"}.get(
+            self.origin, self.origin
+        )
+
+
+@dataclass(frozen=True)
+class SkippedModel:
+    """Something that looked like a model but was left out, and why."""
+
+    location: str
+    reason: str
+    name: str | None = None
+    """The name it would have had (a repo id for HF cache entries), when known."""
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Entries in display order plus what was skipped."""
+
+    entries: tuple[CatalogEntry, ...]
+    skipped: tuple[SkippedModel, ...] = field(default=())
+    hf_cache_dir: Path | None = None
+    """The HF cache folder that was read (None when it was not searched)."""
+    models_dirs: tuple[Path, ...] = ()
+    """The model folders that were searched, flags first, then VRAMSCOPE_MODELS_DIR."""

@@ -1,0 +1,369 @@
+"""The model catalog: built-in profiles, the Hugging Face cache and model folders.
+
+One way to name a model everywhere: a folder path, a built-in profile name
+(`mlx-community/Meta-Llama-3.1-8B-Instruct-4bit`), a repo id in the local HF
+cache, or a model folder's name inside a `--models-dir` folder. Nothing here
+reaches the network, and `build_catalog` never raises: whatever cannot be read
+becomes a `SkippedModel` with its reason, so a UI can build the catalog in a
+worker thread and always get an answer.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
+from pathlib import Path
+
+from core.catalog.disk_cache import catalog_cache
+from core.catalog.entry import (
+    ORIGIN_BUILTIN,
+    ORIGIN_FOLDER,
+    ORIGIN_HF_CACHE,
+    Catalog,
+    CatalogEntry,
+    SkippedModel,
+)
+from core.catalog.hf_cache import (
+    hf_cache_dir,
+    repo_folder_name,
+    scan_hf_cache_repo,
+)
+from core.catalog.profiles import list_profile_ids, load_profile, profile_snapshot
+from core.catalog.sources import (
+    cached_model_entry,
+    folder_entry,
+    hf_cache_entries,
+    models_dir_entries,
+    path_exists,
+    profile_entry,
+)
+from core.errors import (
+    ModelError,
+    ModelNotFoundError,
+)
+from core.model.snapshot import ModelSnapshot, read_model_dir
+
+MODELS_DIR_ENV = "VRAMSCOPE_MODELS_DIR"
+"""Extra folders of models, separated like PATH (`os.pathsep`)."""
+
+# When several entries share a name, the one with real files wins over the profile.
+_ORIGIN_RANK = {ORIGIN_HF_CACHE: 0, ORIGIN_FOLDER: 1, ORIGIN_BUILTIN: 2}
+
+__all__ = [
+    "MODELS_DIR_ENV",
+    "ORIGIN_BUILTIN",
+    "ORIGIN_FOLDER",
+    "ORIGIN_HF_CACHE",
+    "Catalog",
+    "CatalogEntry",
+    "SkippedModel",
+    "build_catalog",
+    "closest_names",
+    "entry_snapshot",
+    "folder_entry",
+    "match_entry",
+    "profile_entry",
+    "resolve_entry",
+    "resolve_model",
+]
+
+
+# --- The catalog -------------------------------------------------------------------------
+
+
+def models_dirs_from_env(env: Mapping[str, str] | None = None) -> list[Path]:
+    """The folders in VRAMSCOPE_MODELS_DIR (separated by os.pathsep; `~` expanded)."""
+    raw = (os.environ if env is None else env).get(MODELS_DIR_ENV, "")
+    return [Path(os.path.expanduser(p)) for p in raw.split(os.pathsep) if p.strip()]
+
+
+def _real(path: Path | str) -> str:
+    """The resolved path, to tell two spellings of one folder apart; as given if it cannot be."""
+    try:
+        return os.path.realpath(path)
+    except (OSError, ValueError):  # a loop, a NUL byte: compare the text
+        return str(path)
+
+
+def _all_models_dirs(
+    models_dirs: Iterable[Path | str], env: Mapping[str, str] | None
+) -> list[Path]:
+    """Flags first, then the environment; each folder once; empty names ignored."""
+    seen: set[str] = set()
+    out: list[Path] = []
+    flags = [Path(os.path.expanduser(str(d))) for d in models_dirs if str(d).strip()]
+    for d in [*flags, *models_dirs_from_env(env)]:
+        key = _real(d)
+        if key not in seen:
+            seen.add(key)
+            out.append(d)
+    return out
+
+
+def _guarded(
+    where: str, fn: Callable[[], tuple[list[CatalogEntry], list[SkippedModel]]]
+) -> tuple[list[CatalogEntry], list[SkippedModel]]:
+    try:
+        return fn()
+    except Exception as exc:  # the catalog never raises: a surprise becomes a skipped line
+        return [], [SkippedModel(where, f"unexpected error: {type(exc).__name__}: {exc}")]
+
+
+def _sort_key(entry: CatalogEntry) -> tuple[int, str, str]:
+    rank = {ORIGIN_FOLDER: 0, ORIGIN_HF_CACHE: 1, ORIGIN_BUILTIN: 2}.get(entry.origin, 3)
+    return (rank, entry.name.casefold(), str(entry.path or ""))
+
+
+def build_catalog(
+    models_dirs: Sequence[Path | str] = (),
+    *,
+    hf_cache_dir: Path | str | None = None,
+    include_profiles: bool = True,
+    include_hf_cache: bool = True,
+    env: Mapping[str, str] | None = None,
+    use_cache: bool = True,
+    cache_dir: Path | None = None,
+) -> Catalog:
+    """Every model vramscope can name: folders, the HF cache, built-in profiles.
+
+    `models_dirs` come before VRAMSCOPE_MODELS_DIR; `hf_cache_dir` defaults to the
+    folder huggingface_hub would use under `env` (default os.environ). Entries of
+    unchanged folders come from the on-disk cache (`core.catalog.disk_cache`, in
+    `cache_dir`, default `$XDG_CACHE_HOME/vramscope`) unless `use_cache` is False.
+    Never raises.
+    """
+    with catalog_cache(use_cache, cache_dir):
+        return _build_catalog(models_dirs, hf_cache_dir, include_profiles, include_hf_cache, env)
+
+
+def _build_catalog(
+    models_dirs: Sequence[Path | str],
+    hf_cache_dir: Path | str | None,
+    include_profiles: bool,
+    include_hf_cache: bool,
+    env: Mapping[str, str] | None,
+) -> Catalog:
+    entries: list[CatalogEntry] = []
+    skipped: list[SkippedModel] = []
+    dirs = _all_models_dirs(models_dirs, env)
+    for d in dirs:
+        found, left = _guarded(str(d), partial(models_dir_entries, d))
+        entries.extend(found)
+        skipped.extend(left)
+    cache: Path | None = None
+    if include_hf_cache:
+        cache = Path(hf_cache_dir) if hf_cache_dir is not None else hf_cache_dir_or_none(env)
+        if cache is not None:
+            found, left = _guarded(str(cache), partial(hf_cache_entries, cache))
+            entries.extend(found)
+            skipped.extend(left)
+    if include_profiles:
+        for repo_id in list_profile_ids():
+            found, left = _guarded(repo_id, partial(_profile_entries, repo_id))
+            entries.extend(found)
+            skipped.extend(left)
+    unique: dict[str, CatalogEntry] = {}
+    for entry in entries:  # the same folder reached twice (a link, two roots) is listed once
+        key = _real(entry.path) if entry.path else f"profile:{entry.profile_id}"
+        unique.setdefault(key, entry)
+    return Catalog(
+        tuple(sorted(unique.values(), key=_sort_key)), tuple(skipped), cache, tuple(dirs)
+    )
+
+
+def _profile_entries(repo_id: str) -> tuple[list[CatalogEntry], list[SkippedModel]]:
+    return [profile_entry(repo_id)], []
+
+
+def hf_cache_dir_or_none(env: Mapping[str, str] | None = None) -> Path | None:
+    """The HF cache folder from the environment (None if it cannot be worked out)."""
+    try:
+        return hf_cache_dir(env)
+    except (OSError, ValueError, RuntimeError):
+        return None
+
+
+# --- Naming a model ----------------------------------------------------------------------
+
+
+def _path_like(name: str) -> bool:
+    """A name that can only mean a path: absolute, `./x`, `~/x`, or with 2+ separators."""
+    return (
+        os.path.isabs(name)
+        or name.startswith((".", "~"))
+        or name.endswith(("/", os.sep))
+        or name.count("/") > 1
+    )
+
+
+def _existing_path(name: str) -> Path | None:
+    """The path a MODEL argument names if something is there (even a broken link)."""
+    if not name:
+        return None
+    path = Path(os.path.expanduser(name)) if name.startswith("~") else Path(name)
+    try:
+        return path if os.path.lexists(path) else None
+    except (OSError, ValueError):
+        return None
+
+
+def _describe(entry: CatalogEntry) -> str:
+    where = entry.origin_label if entry.path is None else f"{entry.origin_label} {entry.path}"
+    return f"{entry.name} ({where})"
+
+
+def _pick(name: str, candidates: list[CatalogEntry]) -> CatalogEntry | None:
+    """One entry among same-tier matches, or ModelError if they are ambiguous."""
+    if not candidates:
+        return None
+    if len({c.name for c in candidates}) == 1:
+        best = min(_ORIGIN_RANK.get(c.origin, 9) for c in candidates)
+        top = [c for c in candidates if _ORIGIN_RANK.get(c.origin, 9) == best]
+        if len(top) == 1:
+            return top[0]
+        candidates = top
+    shown = "; ".join(_describe(c) for c in candidates[:6])
+    more = f" and {len(candidates) - 6} more" if len(candidates) > 6 else ""
+    raise ModelError(
+        name,
+        f"ambiguous: {len(candidates)} models match: {shown}{more}; "
+        "give the full name or the folder path",
+    )
+
+
+def _similarity(needle: str, name: str) -> float:
+    """How close a typed name is to a catalog name (case-insensitive).
+
+    The part after `org/` counts most, as people remember the model, not the
+    uploader; a matching org or a contained name adds to it.
+    """
+    org, _, tail = needle.rpartition("/")
+    name_org, _, name_tail = name.casefold().rpartition("/")
+    score = difflib.SequenceMatcher(None, tail, name_tail).ratio()
+    if org and org == name_org:
+        score += 0.15
+    squashed = _squash(tail)
+    if squashed and squashed in _squash(name_tail):  # `phi3` finds `Phi-3-mini-4k-instruct`
+        score += 1.0
+    return score
+
+
+def _squash(text: str) -> str:
+    return "".join(c for c in text if c.isalnum())
+
+
+def closest_names(name: str, names: Iterable[str], limit: int = 4) -> list[str]:
+    """Up to `limit` catalog names closest to `name`, best first."""
+    needle = name.casefold()
+    scored = sorted(((_similarity(needle, n), n) for n in set(names)), key=lambda t: (-t[0], t[1]))
+    return [n for score, n in scored if score >= 0.6][:limit]
+
+
+def match_entry(catalog: Catalog, name: str) -> CatalogEntry:
+    """The entry a name picks in a catalog built already.
+
+    Tiers, first that matches wins: the exact name; the name ignoring case; the
+    part after the `org/` ignoring case (`Qwen3-30B-A3B-4bit`). Within a tier,
+    entries of one name resolve to real files before a profile (HF cache, then
+    folder, then built-in); different names are ambiguous. Raises
+    ModelNotFoundError (with the closest names) or ModelError (ambiguous, skipped).
+    """
+    folded = name.casefold()
+    tiers: list[Callable[[CatalogEntry], bool]] = [
+        lambda e: e.name == name,
+        lambda e: e.name.casefold() == folded,
+        lambda e: "/" not in name and e.name.casefold().rsplit("/", 1)[-1] == folded,
+    ]
+    for tier in tiers:
+        found = _pick(name, [e for e in catalog.entries if tier(e)])
+        if found is not None:
+            return found
+    for item in catalog.skipped:
+        if item.name is not None and item.name.casefold() == folded:
+            raise ModelError(name, f"found at {item.location} but not usable: {item.reason}")
+    raise ModelNotFoundError(name, _not_found_message(catalog, name))
+
+
+def _not_found_message(catalog: Catalog, name: str) -> str:
+    places = ["not a folder", "not a built-in profile"]
+    if catalog.hf_cache_dir is not None:
+        places.append(f"not in the HF cache ({catalog.hf_cache_dir})")
+    if catalog.models_dirs:
+        places.append(f"not in {', '.join(str(d) for d in catalog.models_dirs)}")
+    message = "no such model: " + ", ".join(places)
+    close = closest_names(name, (e.name for e in catalog.entries))
+    if close:
+        message += f"; closest: {', '.join(close)}"
+    if name.count("/") == 1 and not name.startswith("/"):
+        message += f"; vramscope never downloads: get it with `hf download {name}`, then retry"
+    else:
+        message += "; `vramscope models` lists every name"
+    return message
+
+
+def resolve_entry(
+    name: str,
+    models_dirs: Sequence[Path | str] = (),
+    *,
+    hf_cache_dir: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> CatalogEntry:
+    """The entry a MODEL argument names: a folder path, a profile name or a cached repo id.
+
+    An existing path always wins and is read as a folder (ModelError if it is not
+    one). Otherwise the name is matched against the catalog (see `match_entry`).
+    """
+    if not name.strip():
+        raise ModelNotFoundError(
+            repr(name), "empty model name; `vramscope models` lists every name"
+        )
+    path = _existing_path(name)
+    if path is not None:
+        return folder_entry(path, name)
+    if _path_like(name):
+        raise ModelNotFoundError(name, "no such file or folder")
+    dirs = _all_models_dirs(models_dirs, env)
+    cache = Path(hf_cache_dir) if hf_cache_dir is not None else hf_cache_dir_or_none(env)
+    # Fast paths for exact names, which win whatever else the catalog holds: a repo
+    # in the HF cache (read alone, not the whole cache), then a profile when there
+    # are no folders to search.
+    if cache is not None and name.count("/") == 1:
+        for model in scan_hf_cache_repo(cache, name).models:
+            found = cached_model_entry(model)
+            if isinstance(found, CatalogEntry):
+                return found
+    no_cached_copy = cache is None or not path_exists(cache / repo_folder_name(name))
+    if not dirs and no_cached_copy and name in list_profile_ids():
+        return profile_entry(name)
+    catalog = build_catalog(dirs, hf_cache_dir=cache, include_hf_cache=cache is not None, env=env)
+    return match_entry(catalog, name)
+
+
+def entry_snapshot(entry: CatalogEntry, display: str | None = None) -> ModelSnapshot:
+    """Read the model behind an entry (profile data or the folder on disk)."""
+    if entry.profile_id is not None:
+        return profile_snapshot(load_profile(entry.profile_id), display or entry.name)
+    if entry.path is None:
+        raise ModelError(entry.name, "catalog entry has neither a profile nor a folder")
+    return read_model_dir(entry.path, display or entry.name)
+
+
+def resolve_model(
+    name: str,
+    models_dirs: Sequence[Path | str] = (),
+    *,
+    hf_cache_dir: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> ModelSnapshot:
+    """Read the model a MODEL argument names (display = the name as typed).
+
+    A folder path goes straight to `read_model_dir`, so its file-fault warnings
+    surface exactly as for any folder.
+    """
+    path = _existing_path(name)
+    if path is not None:
+        return read_model_dir(path, name)
+    entry = resolve_entry(name, models_dirs, hf_cache_dir=hf_cache_dir, env=env)
+    return entry_snapshot(entry, name)

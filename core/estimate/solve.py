@@ -1,0 +1,86 @@
+"""Inverse questions over the estimate: the largest context and in-flight budget that fit.
+
+mlxcel answers "does this fit?"; the explorer also answers "how far can I go?".
+Both answers come from an exact integer search over the real `estimate()`, not
+from a re-derived formula, so they agree with the banner to the byte: at the
+answer the verdict is FITS, one token (or one MiB) more and it is DOES NOT FIT.
+The search relies on the total being non-decreasing in each input, which holds
+term by term (KV rounds the context up and windows cap it, activation caps the
+prefill at 512 tokens, the overhead is a truncated product of W + K, and every
+sum saturates).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from core.estimate.estimate import EstimateSettings, Workload, estimate
+from core.estimate.inflight import MAX_ACCEPTED_INFLIGHT_MB
+from core.model.snapshot import ModelSnapshot
+
+CONTEXT_SEARCH_LIMIT = 1 << 32
+"""Contexts are searched up to 4,294,967,296 tokens; beyond that "it always fits"."""
+
+
+@dataclass(frozen=True)
+class FitLimit:
+    """The largest value of one input at which the estimate still fits."""
+
+    value: int | None
+    """The largest fitting value, or None when even the smallest value does not fit."""
+    unbounded: bool = False
+    """True when the search's upper bound still fits (the total stops growing)."""
+
+
+def largest_fitting(fits: Callable[[int], bool], lo: int, hi: int) -> FitLimit:
+    """The largest `x` in `[lo, hi]` with `fits(x)`, for a `fits` that is true up to a point.
+
+    Args:
+        fits: A predicate that is true on `[lo, x]` and false above `x`.
+        lo: The smallest value to consider.
+        hi: The largest value to consider.
+
+    Returns:
+        The boundary; `unbounded` when `fits(hi)` already holds.
+    """
+    if not fits(lo):
+        return FitLimit(None)
+    if fits(hi):
+        return FitLimit(hi, unbounded=True)
+    good, bad = lo, hi  # invariant: fits(good) and not fits(bad)
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        if fits(mid):
+            good = mid
+        else:
+            bad = mid
+    return FitLimit(good)
+
+
+def largest_fitting_context(
+    model: ModelSnapshot,
+    workload: Workload,
+    settings: EstimateSettings,
+    *,
+    limit: int = CONTEXT_SEARCH_LIMIT,
+) -> FitLimit:
+    """The largest `max_tokens` that fits, all other inputs as given."""
+
+    def fits(tokens: int) -> bool:
+        return estimate(model, replace(workload, max_tokens=tokens), settings).fits
+
+    return largest_fitting(fits, 0, limit)
+
+
+def largest_fitting_inflight(
+    model: ModelSnapshot, workload: Workload, settings: EstimateSettings
+) -> FitLimit | None:
+    """The largest in-flight budget (MiB) that fits; None off ROCm, where it is not counted."""
+    if not settings.backend.has_inflight_reserve:
+        return None
+
+    def fits(mib: int) -> bool:
+        return estimate(model, workload, replace(settings, inflight_mib=mib)).fits
+
+    return largest_fitting(fits, 0, MAX_ACCEPTED_INFLIGHT_MB)

@@ -1,0 +1,3 @@
+"""The measurement contract: what to measure (`request`), which engine (`engine`), the
+result (`result`), the child's protocol (`protocol`), which estimate a peak is held
+against (`comparison`), the history of runs (`history`) and their text (`report`)."""

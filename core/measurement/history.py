@@ -1,0 +1,120 @@
+"""Every measured peak, kept in a JSON-lines file in the user's state directory.
+
+`$XDG_STATE_HOME/vramscope/measurements.jsonl` (default `~/.local/state/...`).
+Each record is one line written with a single `write` on a file opened for
+appending, under an exclusive lock, then flushed to disk. A crash mid-write can
+at worst leave a partial last line: the next append starts on a fresh line so
+that fragment stays on its own, and the reader skips any line that does not
+decode, with a warning naming its line number. Earlier records are never
+rewritten. Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.measurement.result import MeasuredPeak, checked_peak
+
+HISTORY_FILE = "measurements.jsonl"
+SCHEMA_VERSION = 1
+
+
+def state_dir(environ: dict[str, str] | None = None) -> Path:
+    """`$XDG_STATE_HOME/vramscope`, or `~/.local/state/vramscope` when unset or relative."""
+    env = os.environ if environ is None else environ
+    base = env.get("XDG_STATE_HOME", "")
+    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".local" / "state"
+    return root / "vramscope"
+
+
+@dataclass(frozen=True)
+class HistoryRead:
+    """The records that decoded, and one warning per line that did not."""
+
+    results: list[MeasuredPeak] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+@contextmanager
+def _locked(fd: int) -> Iterator[None]:
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: appends are still single writes
+        yield
+        return
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def encode_record(peak: MeasuredPeak) -> bytes:
+    """One history line (with its newline)."""
+    record = {"schema": SCHEMA_VERSION, "kind": "measurement", "result": peak.to_dict()}
+    return (json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
+
+
+def decode_record(line: bytes) -> MeasuredPeak:
+    """The peak of one line (ValueError, KeyError or TypeError when damaged)."""
+    data: Any = json.loads(line.decode("utf-8"))
+    if not isinstance(data, dict) or data.get("kind") != "measurement":
+        raise ValueError("not a measurement record")
+    result = data["result"]
+    if not isinstance(result, dict):
+        raise TypeError("result is not an object")
+    return checked_peak(result)
+
+
+class HistoryStore:
+    """Append-only JSON-lines store of measured peaks."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @classmethod
+    def default(cls) -> HistoryStore:
+        """The store in the user's state directory."""
+        return cls(state_dir() / HISTORY_FILE)
+
+    def append(self, peak: MeasuredPeak) -> None:
+        """Add one record durably; earlier records are never touched."""
+        data = encode_record(peak)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            with _locked(fd):
+                size = os.fstat(fd).st_size
+                if size and os.pread(fd, 1, size - 1) != b"\n":
+                    data = b"\n" + data  # a torn last line stays a line of its own
+                written = 0
+                while written < len(data):
+                    written += os.write(fd, data[written:])
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def read(self) -> HistoryRead:
+        """Every record in order; damaged lines are skipped with a warning each."""
+        out = HistoryRead()
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return out
+        except OSError as exc:
+            out.warnings.append(f"{self.path}: cannot read the history ({exc.strerror or exc})")
+            return out
+        for number, line in enumerate(raw.split(b"\n"), start=1):
+            if not line.strip():
+                continue
+            try:
+                out.results.append(decode_record(line))
+            except (ValueError, KeyError, TypeError, RecursionError) as exc:
+                out.warnings.append(f"{self.path}:{number}: skipped a damaged record ({exc})")
+        return out

@@ -1,0 +1,265 @@
+"""Text for measured peaks: the side-by-side comparison and the sweep table.
+
+Pure formatting over `core.measurement` values, shared by `vramscope measure`,
+`vramscope table` and scripts/gpu_table.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from core.measurement.comparison import margin
+from core.measurement.engine import ENGINE_LABELS
+from core.measurement.result import MeasuredPeak, MeasurementFailure
+from core.units import format_bytes
+
+
+def signed_bytes(n: int) -> str:
+    """`+1,234,567` / `-1,234` with thousands separators."""
+    return f"{n:+,}"
+
+
+def device_line(peak: MeasuredPeak) -> str:
+    """The device and the runtime that measured on it."""
+    text = f"{peak.device_kind} {peak.device_name}" + (f" ({peak.arch})" if peak.arch else "")
+    if peak.engine == "mlx":
+        return text + f", mlx {peak.mlx_version}, mlx-lm {peak.mlx_lm_version}"
+    text += f", torch {peak.torch_version}"
+    if peak.runtime_version:
+        text += f", {'HIP' if peak.device_kind == 'rocm' else 'CUDA'} {peak.runtime_version}"
+    return text
+
+
+def budget_text(peak: MeasuredPeak) -> str:
+    """The in-flight budget the run used, or that its runtime has none."""
+    return peak.missing_queue or f"in-flight budget {peak.budget_words}"
+
+
+def comparison_lines(peak: MeasuredPeak) -> list[str]:
+    """The estimate and the measured peak side by side, then how the run went."""
+    formula = peak.estimate_backend.label
+    lines = [
+        f"Model:          {peak.model}"
+        + (f"  ({peak.family})" if peak.family else "")
+        + ("  [synthetic weights]" if peak.synthetic_weights else ""),
+        f"Engine:         {peak.engine_label}"
+        + (" (emulating MLX-ROCm's in-flight queue)" if peak.emulated_queue else "")
+        + (f"; {peak.attention_label}" if peak.attention_label else ""),
+        f"Device:         {device_line(peak)}",
+        f"Workload:       pp{peak.prompt_tokens} / tg{peak.gen_tokens} after a warm-up pass "
+        f"(prefill + {peak.warmup_tokens} tokens), {peak.kv_cache_mode} KV; "
+        f"{budget_text(peak)}",
+    ]
+    if peak.estimate_bytes is not None:
+        lines.append(
+            f"Estimate:       {format_bytes(peak.estimate_bytes)} at {peak.context_tokens} tokens "
+            f"({formula} formula)"
+        )
+    lines.append(f"Measured peak:  {format_bytes(peak.peak_bytes)}")
+    lines.append(f"                {peak.peak_kind}")
+    m = peak.margin
+    if m is not None:
+        verdict = "covered" if m.covered else "NOT covered"
+        lines.append(
+            f"Margin:         {signed_bytes(m.bytes)} bytes ({m.percent:+.1f}% of the peak), "
+            f"{verdict}"
+        )
+    if peak.weights_bytes is not None:
+        lines.append(f"Weights held:   {format_bytes(peak.weights_bytes)}")
+    if peak.active_bytes is not None and peak.cache_bytes is not None:
+        lines.append(
+            f"At the end:     {format_bytes(peak.active_bytes)} active, "
+            f"{format_bytes(peak.cache_bytes)} in MLX's buffer cache"
+        )
+    if peak.reserved_peak_bytes is not None:
+        lines.append(f"Reserved peak:  {format_bytes(peak.reserved_peak_bytes)}")
+    if peak.device_used_delta_bytes is not None:
+        source = f" ({peak.device_used_source})" if peak.device_used_source else ""
+        lines.append(f"Device used Δ:  {format_bytes(peak.device_used_delta_bytes)}{source}")
+    lines.append(
+        f"Speed:          load {peak.load_seconds:.2f} s, prefill "
+        f"{peak.prefill_tokens_per_s:.1f} tok/s, decode {peak.decode_tokens_per_s:.1f} tok/s"
+    )
+    return lines
+
+
+@dataclass(frozen=True)
+class TableRow:
+    """One cell of the sweep: a model at a context and budget on an engine, and what
+    happened."""
+
+    model: str
+    context: int
+    budget_mib: int
+    estimate_bytes: int | None
+    outcome: MeasuredPeak | MeasurementFailure
+    requested_engine: str = "torch"
+    """The engine asked for (a measured row names its own: `engine`)."""
+
+    @property
+    def engine(self) -> str:
+        """`torch` or `mlx`: the peak's own engine, else the one asked for."""
+        if isinstance(self.outcome, MeasuredPeak):
+            return self.outcome.engine
+        return self.requested_engine
+
+    @property
+    def has_queue(self) -> bool:
+        """Whether the run had an in-flight queue: the torch engine's emulated one
+        (unless it ran without, as on CUDA by default); MLX's only on ROCm."""
+        if not isinstance(self.outcome, MeasuredPeak):
+            return self.engine != "mlx"
+        if self.engine != "mlx":
+            return self.outcome.emulated_queue
+        return self.outcome.device_kind == "rocm"
+
+    @property
+    def modelled(self) -> bool:
+        """Whether the estimate models this run: not when a queue ran with its bound off."""
+        return not self.has_queue or self.budget_mib > 0
+
+
+def _covered(row: TableRow) -> bool | None:
+    if not isinstance(row.outcome, MeasuredPeak) or row.estimate_bytes is None:
+        return None
+    return margin(row.estimate_bytes, row.outcome.peak_bytes).covered
+
+
+def _device_columns(peak: MeasuredPeak) -> str:
+    reserved = f"{peak.reserved_peak_bytes:,}" if peak.reserved_peak_bytes is not None else "-"
+    used = f"{peak.device_used_delta_bytes:,}" if peak.device_used_delta_bytes is not None else "-"
+    return f" {reserved} | {used} |"
+
+
+def _budget_cell(row: TableRow) -> str:
+    if not row.has_queue and isinstance(row.outcome, MeasuredPeak):
+        return "n/a (no queue)"
+    return f"{row.budget_mib}" if row.budget_mib else "0 (off)"
+
+
+def markdown_table(rows: Sequence[TableRow], title: str, preamble: Sequence[str] = ()) -> str:
+    """mlxcel's "Estimate against peak" table: bytes, covered or not, smallest margin,
+    with the engine of every row; when both engines ran, their peaks side by side.
+
+    On a GPU two more columns show the allocator's reserved peak and the sampled
+    device-level rise in used memory.
+    """
+    gpu = any(isinstance(r.outcome, MeasuredPeak) and r.outcome.device_kind != "cpu" for r in rows)
+    out = [f"## {title}", ""]
+    out += [*preamble, ""] if preamble else []
+    head = (
+        "| Model | Engine | Context | Budget (MiB) | Measured peak (bytes) | Estimate (bytes) "
+        "| Margin (bytes) | Margin | Covered |"
+    )
+    rule = "|---|---|---:|---:|---:|---:|---:|---:|---|"
+    if gpu:
+        head += " Reserved peak (bytes) | Device used Δ (bytes) |"
+        rule += "---:|---:|"
+    out += [head, rule]
+    for row in rows:
+        est = f"{row.estimate_bytes:,}" if row.estimate_bytes is not None else "-"
+        engine = ENGINE_LABELS.get(row.engine, row.engine)
+        lead = f"| {row.model} | {engine} | {row.context} | {_budget_cell(row)} |"
+        if isinstance(row.outcome, MeasurementFailure):
+            tail = " - | - |" if gpu else ""
+            out.append(f"{lead} failed: {row.outcome.kind.label} | {est} | - | - | - |{tail}")
+            continue
+        peak = row.outcome.peak_bytes
+        tail = _device_columns(row.outcome) if gpu else ""
+        if row.estimate_bytes is None:
+            out.append(f"{lead} {peak:,} | - | - | - | - |{tail}")
+            continue
+        m = margin(row.estimate_bytes, peak)
+        out.append(
+            f"{lead} {peak:,} | {est} | {signed_bytes(m.bytes)} | {m.percent:+.1f}% "
+            f"| {'yes' if m.covered else 'NO'} |{tail}"
+        )
+    out += ["", summary_line(rows)]
+    side = engines_side_by_side(rows)
+    if side:
+        out += ["", *side]
+    return "\n".join(out) + "\n"
+
+
+def _engines(rows: Sequence[TableRow]) -> list[str]:
+    return list(dict.fromkeys(r.engine for r in rows))
+
+
+def summary_line(rows: Sequence[TableRow]) -> str:
+    """Per engine: how many rows the estimate models and covers, and the smallest margin."""
+    engines = _engines(rows) or ["torch"]
+    parts = [_engine_summary([r for r in rows if r.engine == e], e) for e in engines]
+    off = [r for r in rows if not r.modelled and _covered(r) is not None]
+    failed = sum(1 for r in rows if isinstance(r.outcome, MeasurementFailure))
+    text = " ".join(parts)
+    if off:
+        text += f" {len(off)} row(s) ran with the bound off (0), which the estimate does not model."
+    if failed:
+        text += f" {failed} run(s) failed."
+    return text
+
+
+def _engine_summary(rows: Sequence[TableRow], engine: str) -> str:
+    modelled = [r for r in rows if r.modelled and _covered(r) is not None]
+    mlx = engine == "mlx"
+    if not modelled:
+        return "No MLX row was measured." if mlx else "No row with the bound on was measured."
+    covered = sum(1 for r in modelled if _covered(r))
+    smallest = min(modelled, key=lambda r: margin(r.estimate_bytes or 0, _peak(r)).bytes)
+    m = margin(smallest.estimate_bytes or 0, _peak(smallest))
+    where = f"{smallest.model}, {smallest.context} tokens" + (
+        f", {smallest.budget_mib} MiB" if smallest.has_queue else ""
+    )
+    lead = (
+        "Against MLX's own peaks, the estimate covers"
+        if mlx
+        else "With the bound on, the estimate covers"
+    )
+    noun = "MLX peaks" if mlx else "measured peaks"
+    return (
+        f"{lead} {covered} of {len(modelled)} {noun}; the smallest margin is "
+        f"{m.bytes:,} bytes ({where})."
+    )
+
+
+def engines_side_by_side(rows: Sequence[TableRow]) -> list[str]:
+    """Both engines' peaks for the same model and context, and how far apart they are
+    (empty unless both engines measured something)."""
+    mlx_rows = {
+        (r.model, r.context): r
+        for r in rows
+        if r.engine == "mlx" and isinstance(r.outcome, MeasuredPeak)
+    }
+    pairs = [
+        (r, mlx_rows[(r.model, r.context)])
+        for r in rows
+        if r.engine == "torch"
+        and isinstance(r.outcome, MeasuredPeak)
+        and (r.model, r.context) in mlx_rows
+    ]
+    if not pairs:
+        return []
+    out = [
+        "### Engines side by side",
+        "",
+        "| Model | Context | Budget (MiB) | torch engine peak (bytes) | MLX peak (bytes) "
+        "| torch − MLX (bytes) | torch / MLX | Estimate for torch (bytes) "
+        "| Estimate for MLX (bytes) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for torch_row, mlx_row in pairs:
+        t, x = _peak(torch_row), _peak(mlx_row)
+        ratio = f"{t / x:.2f}x" if x else "-"
+        t_est = f"{torch_row.estimate_bytes:,}" if torch_row.estimate_bytes is not None else "-"
+        x_est = f"{mlx_row.estimate_bytes:,}" if mlx_row.estimate_bytes is not None else "-"
+        out.append(
+            f"| {torch_row.model} | {torch_row.context} | {_budget_cell(torch_row)} | {t:,} "
+            f"| {x:,} | {signed_bytes(t - x)} | {ratio} | {t_est} | {x_est} |"
+        )
+    return out
+
+
+def _peak(row: TableRow) -> int:
+    assert isinstance(row.outcome, MeasuredPeak)
+    return row.outcome.peak_bytes

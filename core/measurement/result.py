@@ -1,0 +1,261 @@
+"""The result of a real load, as data: what the UI shows beside the estimate.
+
+It lives in `core/` so that the TUI and the CLI can compare a peak with the estimate
+without importing torch. `hip_backend` produces these; nothing here measures anything.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import math
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from typing import Any
+
+from core.backend import Backend
+from core.measurement.comparison import Margin, comparison_backend, margin
+from core.measurement.engine import ATTENTION_LABELS, DEFAULT_ENGINE, ENGINE_LABELS
+from core.measurement.request import DEFAULT_WARMUP_TOKENS
+
+
+class FailureKind(enum.Enum):
+    """Why a measurement produced no peak."""
+
+    NO_TORCH = "no_torch"
+    NO_MLX = "no_mlx"
+    NO_DEVICE = "no_device"
+    UNSUPPORTED_DEVICE = "unsupported_device"
+    OUT_OF_MEMORY = "out_of_memory"
+    UNSUPPORTED_MODEL = "unsupported_model"
+    BAD_MODEL = "bad_model"
+    KILLED = "killed"
+    CANCELLED = "cancelled"
+    TIMEOUT = "timeout"
+    INTERNAL = "internal"
+
+    @property
+    def label(self) -> str:
+        """Short words for a status line."""
+        return _FAILURE_LABELS[self]
+
+
+_FAILURE_LABELS = {
+    FailureKind.NO_TORCH: "torch is not installed",
+    FailureKind.NO_MLX: "mlx is not installed",
+    FailureKind.NO_DEVICE: "no such device",
+    FailureKind.UNSUPPORTED_DEVICE: "no kernels for this GPU",
+    FailureKind.OUT_OF_MEMORY: "out of memory",
+    FailureKind.UNSUPPORTED_MODEL: "not supported for measurement",
+    FailureKind.BAD_MODEL: "unusable model files",
+    FailureKind.KILLED: "measuring process killed",
+    FailureKind.CANCELLED: "cancelled",
+    FailureKind.TIMEOUT: "timed out",
+    FailureKind.INTERNAL: "internal error",
+}
+
+
+@dataclass(frozen=True)
+class MeasurementFailure:
+    """A typed outcome for a run that did not finish, with a one-line message."""
+
+    kind: FailureKind
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"kind": self.kind.value, "message": self.message}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MeasurementFailure:
+        """Inverse of `to_dict`."""
+        return cls(FailureKind(data["kind"]), str(data["message"]))
+
+
+@dataclass(frozen=True)
+class MeasuredPeak:
+    """One measured run (pp P / tg G) and its memory high-water marks, in bytes."""
+
+    model: str
+    device_kind: str
+    """`rocm`, `cuda` or `cpu`."""
+    device_name: str
+    peak_bytes: int
+    """The headline peak: torch's allocator peak of live tensors on a GPU (the analogue
+    of MLX's peak memory); on the CPU the child's peak RSS over its baseline."""
+    peak_kind: str
+    """How `peak_bytes` was measured, in words."""
+    inflight_mib: int
+    """The in-flight budget the run used (0 = bound off)."""
+    prompt_tokens: int
+    gen_tokens: int
+    synthetic_weights: bool
+    """True when weights were random tensors of the real shapes (no weights on disk)."""
+    load_seconds: float
+    prefill_tokens_per_s: float
+    decode_tokens_per_s: float
+    torch_version: str
+    runtime_version: str | None = None
+    """HIP or CUDA version of the torch build."""
+    arch: str | None = None
+    """`gcnArchName` on ROCm (e.g. gfx1151), compute capability on CUDA."""
+    reserved_peak_bytes: int | None = None
+    device_used_delta_bytes: int | None = None
+    """Device-level used-memory rise sampled during the run (sees what the allocator misses)."""
+    estimate_bytes: int | None = None
+    """The estimate at context P + G for the same settings, when the caller had it."""
+    timestamp: str = ""
+    vramscope_version: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+    warmup_tokens: int = DEFAULT_WARMUP_TOKENS
+    """Decode tokens of the warm-up pass that ran before the measured pass."""
+    weights_bytes: int | None = None
+    """Bytes of weight tensors held on the device after the load."""
+    device_used_source: str | None = None
+    """Where `device_used_delta_bytes` came from (sysfs, amdsmi, cudaMemGetInfo)."""
+    family: str | None = None
+    """The decoder family the engine ran (`llama`, `qwen3_moe`, ...)."""
+    engine: str = DEFAULT_ENGINE
+    """Which engine produced the peak: `torch` or `mlx` (see ENGINE_CHOICES). Records
+    written before engines existed are torch's."""
+    mlx_version: str | None = None
+    """`mlx.core.__version__` of an mlx run."""
+    mlx_lm_version: str | None = None
+    """`mlx_lm.__version__` of an mlx run."""
+    active_bytes: int | None = None
+    """mx.get_active_memory() at the end of an mlx run (weights and anything still held)."""
+    cache_bytes: int | None = None
+    """mx.get_cache_memory() at the end of an mlx run (freed buffers MLX keeps for reuse)."""
+    kv_cache_mode: str = "fp16"
+    """`fp16`, or `int8` (mlx-lm's 8-bit quantized KV cache; mlx engine only)."""
+
+    @property
+    def engine_label(self) -> str:
+        """Which engine, in words, for a table cell or a status line."""
+        return ENGINE_LABELS.get(self.engine, self.engine)
+
+    @property
+    def emulated_queue(self) -> bool:
+        """True for a torch run that emulated MLX-ROCm's in-flight queue (ROCm, the CPU,
+        or `--emulate rocm`; records from before the choice existed always did)."""
+        return self.engine != "mlx" and self.extra.get("inflight_emulation", "rocm") == "rocm"
+
+    @property
+    def attention_label(self) -> str | None:
+        """The attention a torch run ran, in words; None for an mlx run (MLX ran its own)
+        and for records from before the choice existed."""
+        kind = self.extra.get("attention") if self.engine != "mlx" else None
+        return ATTENTION_LABELS.get(str(kind), str(kind)) if kind else None
+
+    @property
+    def missing_queue(self) -> str | None:
+        """Why the run had no in-flight queue ("no in-flight queue (MLX on cpu)"), or
+        None when it had one (its budget is `inflight_mib`, 0 with the bound off)."""
+        if self.engine == "mlx" and self.device_kind != "rocm":
+            return f"no in-flight queue (MLX on {self.device_kind})"
+        if self.engine != "mlx" and not self.emulated_queue:
+            return f"no in-flight queue emulated (torch on {self.device_kind})"
+        return None
+
+    @property
+    def budget_words(self) -> str:
+        """The in-flight budget: `1024 MiB`, or `0 (bound off)`."""
+        return f"{self.inflight_mib} MiB" if self.inflight_mib else "0 (bound off)"
+
+    @property
+    def estimate_backend(self) -> Backend:
+        """The backend whose formula this peak is held against (`comparison_backend`,
+        and for a torch run without the emulated queue its own device's)."""
+        if self.engine != "mlx" and not self.emulated_queue and self.device_kind in ("cuda", "cpu"):
+            return Backend(self.device_kind)
+        return comparison_backend(self.engine, self.device_kind)
+
+    @property
+    def counted(self) -> str:
+        """The engine and what its peak counts, in one phrase: "MLX peak
+        (mx.get_peak_memory), cpu" or "torch engine, RSS over baseline, emulating
+        MLX-ROCm's in-flight queue"."""
+        if self.engine == "mlx":
+            return self.peak_kind
+        what = "RSS over baseline" if self.device_kind == "cpu" else "allocator peak"
+        queue = (
+            "emulating MLX-ROCm's in-flight queue" if self.emulated_queue else "no in-flight queue"
+        )
+        return f"torch engine, {what}, {queue}"
+
+    @property
+    def context_tokens(self) -> int:
+        """The estimate's context for this workload: P + G."""
+        return self.prompt_tokens + self.gen_tokens
+
+    @property
+    def margin(self) -> Margin | None:
+        """Estimate against this peak, when the estimate is known."""
+        if self.estimate_bytes is None:
+            return None
+        return margin(self.estimate_bytes, self.peak_bytes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MeasuredPeak:
+        """Inverse of `to_dict`; unknown keys are ignored, missing optional ones default."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+# -- a peak from untrusted JSON (history lines, the child's result line) --------------
+
+
+_NON_NEGATIVE = frozenset(
+    {"peak_bytes", "prompt_tokens", "gen_tokens", "warmup_tokens", "inflight_mib"}
+)
+
+
+_CHECKED_TYPES = frozenset({"bool", "int", "float", "str", "None"})
+
+
+def _type_ok(value: Any, hint: str) -> bool:
+    """Whether a JSON value fits a MeasuredPeak field annotation (as written in source)."""
+    options = [h.strip() for h in hint.split("|")]
+    if any(o not in _CHECKED_TYPES and not o.startswith("dict") for o in options):
+        return True  # a field type this check does not know: leave it to the dataclass
+    if value is None:
+        return "None" in options
+    for option in options:
+        if option == "bool" and isinstance(value, bool):
+            return True
+        if option == "int" and isinstance(value, int) and not isinstance(value, bool):
+            return True
+        if (
+            option == "float"
+            and isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+        ):
+            return True
+        if option == "str" and isinstance(value, str):
+            return True
+        if option.startswith("dict") and isinstance(value, dict):
+            return True
+    return False
+
+
+def checked_peak(result: dict[str, Any]) -> MeasuredPeak:
+    """A MeasuredPeak from a record's `result`, every field checked against its type.
+
+    Raises TypeError naming the first field that is missing or of the wrong type,
+    so a damaged or hand-edited record is skipped instead of crashing a screen.
+    """
+    for f in fields(MeasuredPeak):
+        if f.name not in result:
+            if f.default is MISSING and f.default_factory is MISSING:
+                raise TypeError(f"'{f.name}' is missing")
+            continue
+        value = result[f.name]
+        if not _type_ok(value, str(f.type)):
+            raise TypeError(f"'{f.name}' is {json.dumps(value)[:40]}, not {f.type}")
+        if f.name in _NON_NEGATIVE and value < 0:
+            raise TypeError(f"'{f.name}' is negative")
+    return MeasuredPeak.from_dict(result)

@@ -1,0 +1,69 @@
+"""The tensor list a per-rank estimate splits: a profile's manifest or a folder's headers.
+
+The single-device estimate only needs byte totals; splitting needs every
+tensor's name, dtype and shape, so a folder's safetensors headers are read
+(never the data). A folder whose weights term came from anything but headers
+(an index with placeholder shards, an analytical count) cannot be split.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from core.catalog.profiles import load_profile
+from core.catalog.resolve import _existing_path, entry_snapshot, resolve_entry
+from core.errors import FileFault, ShardingError
+from core.estimate.weights import INDEX_FILE, WeightsSource, read_index_shards
+from core.model.safetensors_header import parse_header_entries, read_header_json
+from core.model.snapshot import ModelSnapshot, read_model_dir
+from core.parallel.plan import Tensor
+
+
+def folder_tensors(path: Path, model: ModelSnapshot) -> list[Tensor]:
+    """(name, dtype, shape) of every tensor in the files the weights term used."""
+    if model.weights.source is not WeightsSource.SAFETENSORS_HEADER:
+        raise ShardingError(
+            f"{path}: per-rank weights need safetensors headers; the weights term came "
+            f"from the {model.weights.source.text_label}"
+        )
+    files: Sequence[str] = model.weights.files
+    if tuple(files) == (INDEX_FILE,):
+        try:
+            files, _ = read_index_shards(path)
+        except FileFault as exc:
+            raise ShardingError(f"cannot list the shards: {exc}") from None
+    out: list[Tensor] = []
+    for name in files:
+        try:
+            header, _, _ = read_header_json(path / name)
+            entries = parse_header_entries(header, path / name)
+        except FileFault as exc:
+            raise ShardingError(f"per-rank weights need every tensor's shape: {exc}") from None
+        out.extend((e.name, e.dtype, e.shape) for e in entries)
+    return out
+
+
+def resolve_parallel_model(
+    name: str,
+    models_dirs: Sequence[Path | str] = (),
+    *,
+    hf_cache_dir: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> tuple[ModelSnapshot, list[Tensor]]:
+    """`resolve_model` plus the tensor list (same name resolution and errors)."""
+    path = _existing_path(name)
+    if path is None:
+        entry = resolve_entry(name, models_dirs, hf_cache_dir=hf_cache_dir, env=env)
+        model = entry_snapshot(entry, name)
+        if entry.profile_id is not None:
+            tensors = load_profile(entry.profile_id).tensors
+            if tensors is None:
+                raise ShardingError(f"{name}: a config-only profile has no tensor shapes to split")
+            return model, list(tensors)
+        if entry.path is None:
+            raise ShardingError(f"{name}: no folder to read tensor shapes from")
+        path = entry.path
+    else:
+        model = read_model_dir(path, name)
+    return model, folder_tensors(path, model)

@@ -1,0 +1,2 @@
+"""Multi-rank MLX runs: the parent side under `mlx.launch` (`launch`), one rank's run
+(`rank`) and MLX's own hostfile, checked up front (`hostfile`)."""

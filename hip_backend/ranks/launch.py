@@ -1,0 +1,454 @@
+"""Measuring a tensor- or pipeline-parallel MLX load: N ranks under `mlx.launch`.
+
+`prepare_parallel` resolves the model, computes every rank's estimate
+(core/parallel/plan.py) and writes nothing; `run_parallel` writes the rank job to a
+private temporary folder, finds N free consecutive loopback ports, and starts
+
+    mlx.launch --backend ring -n N --starting-port P --python PY --cwd ROOT \\
+        --env PYTHONPATH=ROOT -- -m hip_backend.ranks.rank JOB.json
+
+in a new session, so that the launcher, its bash wrappers and every rank share
+one process group. mlx.launch writes the ring hostfile itself (one
+`127.0.0.1:P+r` per rank, in `MLX_HOSTFILE`) and sets `MLX_RANK`. Given MLX's
+own hostfile (checked first by hip_backend/ranks/hostfile.py), `--hostfile FILE`
+replaces `-n N` and mlx.launch places rank r on host r. `TMPDIR`
+points at our folder so its pid and host files go away with it. Each rank
+writes its protocol lines to `rank-<r>.jsonl`; rank 0's progress is passed on
+while the run goes. Whatever happens (success, a failed rank, a timeout, a
+cancel, an exception here), the whole process group is killed before
+`run_parallel` returns, so no rank is left running.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from core.backend import Backend, detect_backend
+from core.catalog.resolve import resolve_entry
+from core.environment import read_env, resolve_settings
+from core.estimate.available import AvailableMemory
+from core.estimate.estimate import Workload
+from core.measurement.protocol import (
+    MeasureEvent,
+    MeasureFailed,
+    MeasureProgress,
+    MeasureResult,
+    decode_event,
+)
+from core.measurement.request import MeasureRequest
+from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailure
+from core.parallel.plan import ParallelEstimate, ParallelPlan, estimate_parallel
+from core.parallel.source import resolve_parallel_model
+from hip_backend.launcher import CHILD_MALLOC_ENV, PROJECT_ROOT, resolve_budget
+from hip_backend.ranks.hostfile import RingHostfile
+from hip_backend.ranks.rank import RANK_FILE, SINGLE_FILE, RankJob
+
+EventCallback = Callable[[MeasureEvent], None]
+POLL_S = 0.1
+STDERR_TAIL_LINES = 40
+PORT_RANGE = (20000, 60000)
+
+
+@dataclass(frozen=True)
+class PreparedParallel:
+    """A parallel measurement resolved in the parent: the rank job and the estimates."""
+
+    request: MeasureRequest
+    plan: ParallelPlan
+    job: RankJob
+    estimate: ParallelEstimate
+    backend: Backend
+    warnings: tuple[str, ...]
+    hostfile: RingHostfile | None = None
+    """MLX's hostfile the ranks are placed by; None runs them all on the loopback."""
+
+
+@dataclass(frozen=True)
+class ParallelRun:
+    """Every rank's peak (rank order), each with that rank's estimate attached."""
+
+    plan: ParallelPlan
+    ranks: tuple[MeasuredPeak, ...]
+    wall_seconds: float
+
+
+ParallelOutcome = ParallelRun | MeasurementFailure
+
+
+def _backend_for(device: str) -> Backend:
+    """The estimate's backend for the MLX device the ranks will use."""
+    if device == "cpu":
+        return Backend.CPU
+    if device in ("rocm", "cuda"):
+        return Backend(device)
+    return detect_backend().backend
+
+
+def prepare_parallel(
+    request: MeasureRequest,
+    plan: ParallelPlan,
+    env: dict[str, str | None] | None = None,
+    hostfile: RingHostfile | None = None,
+) -> PreparedParallel:
+    """Resolve model, budget and per-rank estimates; raises VramscopeError on bad input."""
+    env = read_env() if env is None else env
+    dirs = [Path(d) for d in request.models_dirs]
+    entry = resolve_entry(request.model, dirs)
+    model, tensors = resolve_parallel_model(request.model, dirs)
+    backend = _backend_for(request.device)
+    budget = resolve_budget(request.inflight, env)
+    resolved = resolve_settings(
+        backend, env, available=AvailableMemory(0, "not used for a measurement")
+    )
+    settings = replace(resolved.settings, inflight_mib=budget.mib)
+    pe = estimate_parallel(
+        model, tensors, plan, Workload(max_tokens=request.context_tokens), settings
+    )
+    real = entry.path is not None and entry.weights_on_disk and not request.synthetic
+    job = RankJob(
+        display=request.model,
+        kind=plan.kind.value,
+        ranks=plan.ranks,
+        out_dir="",
+        folder=str(entry.path.resolve()) if entry.path is not None else None,
+        profile_id=entry.profile_id if entry.path is None else None,
+        synthetic=not real,
+        prompt_tokens=request.prompt_tokens,
+        gen_tokens=request.gen_tokens,
+        warmup_tokens=request.warmup_tokens,
+    )
+    notes = tuple(w for w in resolved.warnings) + model.warnings
+    if not real:
+        notes += ("synthetic weights: every rank loads random arrays of the real shapes",)
+    return PreparedParallel(request, plan, job, pe, backend, notes, hostfile)
+
+
+def free_port_block(count: int, attempts: int = 50) -> int:
+    """A base port P with P .. P+count-1 all free on 127.0.0.1 right now."""
+    rng = random.Random()
+    for _ in range(attempts):
+        base = rng.randrange(PORT_RANGE[0], PORT_RANGE[1] - count)
+        socks: list[socket.socket] = []
+        try:
+            for port in range(base, base + count):
+                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                socks.append(s)
+                s.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise OSError(f"no block of {count} free loopback ports found")
+
+
+def mlx_launch_command(
+    python: str, ranks: int, port: int, job_file: Path, hostfile: RingHostfile | None = None
+) -> list[str]:
+    """The `mlx.launch` command line (MLX's own launcher, run by this interpreter): N
+    ranks on the loopback, or one rank per host of the hostfile."""
+    placement = ["--hostfile", str(hostfile.path)] if hostfile else ["-n", str(ranks)]
+    return [
+        python,
+        "-c",
+        "import sys; from mlx._distributed_utils.launch import main; sys.exit(main())",
+        "--backend",
+        "ring",
+        *placement,
+        "--starting-port",
+        str(port),
+        "--python",
+        python,
+        "--cwd",
+        str(PROJECT_ROOT),
+        "--env",
+        f"PYTHONPATH={PROJECT_ROOT}",
+        *[f"--env={k}={v}" for k, v in CHILD_MALLOC_ENV.items()],
+        "--",
+        "-m",
+        "hip_backend.ranks.rank",
+        str(job_file),
+    ]
+
+
+def launch_line(plan: ParallelPlan, model: str) -> str:
+    """What a user would type to run the same plan by hand (for display)."""
+    return (
+        f"mlx.launch --backend ring -n {plan.ranks} -- -m hip_backend.ranks.rank "
+        f"<job for {model} {plan.flag}>"
+    )
+
+
+class ParallelHandle:
+    """A running parallel measurement: `cancel()`, `wait()`, `outcome`."""
+
+    def __init__(self) -> None:
+        self._cancel = threading.Event()
+        self.pgid: int | None = None
+
+    def cancel(self) -> None:
+        """Stop every rank; the run ends as CANCELLED."""
+        self._cancel.set()
+
+    @property
+    def cancelled(self) -> bool:
+        """True once cancel() was called."""
+        return self._cancel.is_set()
+
+
+GROUP_GONE_S = 5.0
+
+
+def _kill_group(pgid: int | None) -> None:
+    """SIGKILL every process of the run's group and wait (at most GROUP_GONE_S) until none
+    is left alive: the ranks are mlx.launch's children, which `wait()` does not reap, and
+    a killed process lingers a few milliseconds after the signal is sent."""
+    if pgid is None:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+    deadline = time.monotonic() + GROUP_GONE_S
+    while _group_alive(pgid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a process of the group is still alive (zombies, which hold no memory and
+    run nothing, do not count where /proc tells them apart)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return True
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            state, _ppid, group = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:3]
+        except (OSError, ValueError):
+            continue
+        if int(group) == pgid and state != "Z":
+            return True
+    return False
+
+
+def _read_events(path: Path) -> list[MeasureEvent]:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    return [e for e in (decode_event(line) for line in text.splitlines()) if e is not None]
+
+
+def _drain(stream: object, tail: collections.deque[str]) -> None:
+    for line in stream:  # type: ignore[attr-defined]
+        tail.append(str(line).rstrip("\n"))
+
+
+def run_parallel(
+    prepared: PreparedParallel,
+    on_event: EventCallback | None = None,
+    *,
+    python: str | None = None,
+    handle: ParallelHandle | None = None,
+) -> ParallelOutcome:
+    """Run every rank to the end; the per-rank peaks or one typed failure naming a rank."""
+    on_event = on_event or (lambda _: None)
+    handle = handle or ParallelHandle()
+    python = python or sys.executable
+    timeout = prepared.request.timeout_s
+    tmp = Path(tempfile.mkdtemp(prefix="vramscope-ranks-"))
+    process: subprocess.Popen[str] | None = None
+    try:
+        job = replace(prepared.job, out_dir=str(tmp))
+        job_file = tmp / "job.json"
+        job_file.write_text(job.to_json(), encoding="utf-8")
+        hostfile = prepared.hostfile
+        port = free_port_block(hostfile.ports if hostfile else prepared.plan.ranks)
+        env = dict(os.environ)
+        env["TMPDIR"] = str(tmp)
+        tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+        start = time.monotonic()
+        process = subprocess.Popen(
+            mlx_launch_command(python, prepared.plan.ranks, port, job_file, hostfile),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            env=env,
+            cwd=str(PROJECT_ROOT),
+            start_new_session=True,
+        )
+        handle.pgid = process.pid
+        reader = threading.Thread(target=_drain, args=(process.stdout, tail), daemon=True)
+        reader.start()
+        rank0 = tmp / RANK_FILE.format(rank=0)
+        seen = 0
+        stop: FailureKind | None = None
+        while process.poll() is None:
+            if handle.cancelled:
+                stop = FailureKind.CANCELLED
+            elif timeout is not None and time.monotonic() - start > timeout:
+                stop = FailureKind.TIMEOUT
+            elif _any_rank_failed(tmp, prepared.plan.ranks):
+                break  # mlx.launch stops the others itself; the group kill makes sure
+            if stop is not None:
+                break
+            events = _read_events(rank0)
+            for event in events[seen:]:
+                if isinstance(event, MeasureProgress):
+                    on_event(event)
+            seen = len(events)
+            time.sleep(POLL_S)
+        wall = time.monotonic() - start
+        _kill_group(process.pid)
+        process.wait()
+        reader.join(2.0)
+        if stop is FailureKind.CANCELLED:
+            return MeasurementFailure(stop, "the parallel measurement was cancelled")
+        if stop is FailureKind.TIMEOUT:
+            return MeasurementFailure(
+                stop, f"the parallel measurement ran past its {timeout:g} s limit; ranks killed"
+            )
+        return _collect(prepared, tmp, wall, tail)
+    except OSError as exc:
+        return MeasurementFailure(FailureKind.INTERNAL, f"cannot launch the ranks: {exc}")
+    finally:
+        if process is not None:
+            _kill_group(process.pid)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(5.0)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _any_rank_failed(tmp: Path, ranks: int) -> bool:
+    for r in range(ranks):
+        events = _read_events(tmp / RANK_FILE.format(rank=r))
+        if events and isinstance(events[-1], MeasureFailed):
+            return True
+    return False
+
+
+def _collect(
+    prepared: PreparedParallel, tmp: Path, wall: float, tail: collections.deque[str]
+) -> ParallelOutcome:
+    peaks: list[MeasuredPeak] = []
+    missing: list[int] = []
+    for r, rank_est in enumerate(prepared.estimate.ranks):
+        events = _read_events(tmp / RANK_FILE.format(rank=r))
+        last = events[-1] if events else None
+        if isinstance(last, MeasureFailed):
+            return last.failure
+        if not isinstance(last, MeasureResult):
+            missing.append(r)
+            continue
+        label = (
+            f"{prepared.request.model} ({prepared.plan.kind.value} {prepared.plan.ranks}, rank {r})"
+        )
+        peaks.append(
+            replace(
+                last.peak,
+                model=label,
+                estimate_bytes=rank_est.peak_bytes,
+                family=prepared.estimate.family,
+            )
+        )
+    if missing:
+        return _missing_rank_failure(prepared.plan.ranks, missing, tail)
+    return ParallelRun(prepared.plan, tuple(peaks), wall)
+
+
+_EXITED = re.compile(r"Node with rank (\d+) exited with code (-?\d+)")
+
+
+def _missing_rank_failure(
+    ranks: int, missing: list[int], tail: collections.deque[str]
+) -> MeasurementFailure:
+    """Name the rank that died first: mlx.launch reports its exit code (the others it
+    stops are reported as killed), else the first rank without a result."""
+    for line in tail:
+        m = _EXITED.search(line)
+        if m:
+            rank, code = int(m.group(1)), int(m.group(2))
+            if code < 0:
+                sig = -code
+                name = signal.Signals(sig).name if sig in signal.valid_signals() else str(sig)
+                how = f"was killed by {name}"
+                if sig == signal.SIGKILL:
+                    how += " (the kernel's out-of-memory killer sends this when memory runs out)"
+            else:
+                how = f"exited with status {code}"
+            return MeasurementFailure(FailureKind.KILLED, f"rank {rank} of {ranks} {how}")
+    lines = [line for line in tail if line.strip()]
+    detail = f": {lines[-1].strip()[:300]}" if lines else ""
+    return MeasurementFailure(
+        FailureKind.KILLED, f"rank {missing[0]} of {ranks} ended without a result{detail}"
+    )
+
+
+def run_single(
+    prepared: PreparedParallel, *, python: str | None = None
+) -> MeasuredPeak | MeasurementFailure:
+    """The same load and workload in one process, no group: the single-device peak."""
+    python = python or sys.executable
+    tmp = Path(tempfile.mkdtemp(prefix="vramscope-single-"))
+    timeout = prepared.request.timeout_s
+    try:
+        job_file = tmp / "job.json"
+        job_file.write_text(replace(prepared.job, out_dir=str(tmp)).to_json(), encoding="utf-8")
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH", "")) if p
+        )
+        process = subprocess.Popen(
+            [python, "-m", "hip_backend.ranks.rank", "--single", str(job_file)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=str(PROJECT_ROOT),
+            start_new_session=True,
+        )
+        try:
+            _, err = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(process.pid)
+            process.wait()
+            return MeasurementFailure(FailureKind.TIMEOUT, f"the single run ran past {timeout:g} s")
+        events = _read_events(tmp / SINGLE_FILE)
+        last = events[-1] if events else None
+        if isinstance(last, MeasureResult):
+            return replace(last.peak, estimate_bytes=prepared.estimate.single.total_bytes)
+        if isinstance(last, MeasureFailed):
+            return last.failure
+        lines = [line for line in (err or "").splitlines() if line.strip()]
+        return MeasurementFailure(
+            FailureKind.INTERNAL,
+            f"the single run exited with {process.returncode}"
+            + (f": {lines[-1][:300]}" if lines else ""),
+        )
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,232 @@
+"""The torch engine's run inside the measuring child: hip_backend's decoder under the
+in-flight queue of the backend it stands for.
+
+Order matters for what the peak counts: kernels are warmed up (tiny shapes for
+every op, then a GEMM and the attention calls at the model's real sizes, so
+library workspaces exist) before the baseline; the load, a warm-up pass and the
+measured pass come after it. The queue emulates MLX-ROCm's bounded in-flight
+batches on ROCm and on the CPU (which stands in for the ROCm machine), or when
+asked (`emulate="rocm"`); on CUDA, where MLX has no such queue, nothing is held.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from core import __version__
+from core.measurement.protocol import MeasureEvent, MeasureNotice
+from core.measurement.result import MeasuredPeak
+from hip_backend.job import ChildJob, emulates_rocm
+
+if TYPE_CHECKING:
+    from hip_backend.model.arch import ArchSpec
+    from hip_backend.torch_engine.device import DeviceInfo
+
+Emit = Callable[[MeasureEvent], None]
+Progress = Callable[[str, int, int], None]
+
+
+def measure(job: ChildJob, emit: Emit, progress: Progress) -> MeasuredPeak:
+    """Run the job; a torch build without kernels for the GPU is `unsupported_device`."""
+    from hip_backend.model.source import ModelSource, resolve_source
+    from hip_backend.torch_engine.device import import_torch, select_device, unsupported_device
+    from hip_backend.torch_engine.loader import plan_modules
+
+    source = ModelSource(Path(job.folder) if job.folder else None, job.profile_id)
+    resolved = resolve_source(source, force_synthetic=job.synthetic)
+    plan_modules(resolved.arch, resolved.plan)  # a broken folder fails before torch loads
+    if resolved.plan.synthetic:
+        emit(MeasureNotice(f"synthetic weights: {resolved.plan.reason}"))
+    torch = import_torch()
+    device, info = select_device(job.device)
+    torch.set_grad_enabled(False)
+    try:
+        return _run(job, emit, progress, resolved, device, info)
+    except RuntimeError as exc:
+        typed = unsupported_device(exc, info)
+        if typed is not None:
+            raise typed from None
+        raise
+
+
+def _run(
+    job: ChildJob, emit: Emit, progress: Progress, resolved: Any, device: Any, info: DeviceInfo
+) -> MeasuredPeak:
+    from hip_backend.child import _cap_host_memory
+    from hip_backend.torch_engine.attention import ATTENTION_NOTES, FUSED, attention_kind
+    from hip_backend.torch_engine.device import (
+        allocator_settings,
+        event_factory,
+        synchronize,
+        warm_up_kernels,
+    )
+    from hip_backend.torch_engine.inflight import InflightQueue
+    from hip_backend.torch_engine.loader import build_model
+    from hip_backend.torch_engine.peak import monitor_for
+    from hip_backend.torch_engine.workload import WARMUP_PROMPT_TOKENS, run_pass, synthetic_prompt
+
+    if job.host_memory_cap_bytes is not None:
+        if device.type == "cpu":
+            _cap_host_memory(job.host_memory_cap_bytes)
+        else:  # a GPU runtime reserves address space far beyond any useful cap
+            emit(MeasureNotice("the memory cap applies to CPU runs only; ignored on the GPU"))
+    where = f" ({info.arch})" if info.arch else ""
+    if info.bus_id:
+        where += f" at {info.bus_id}"
+    emit(MeasureNotice(f"device: {info.kind} {info.name}{where}"))
+    emulated = emulates_rocm(job.emulate, info.kind)
+    if not emulated:
+        emit(
+            MeasureNotice(
+                "no in-flight queue emulated (MLX has none on "
+                f"{info.kind.upper()}); compared with the {info.kind.upper()} estimate"
+            )
+        )
+    fuse_bf16 = job.fuse_bf16 if job.fuse_bf16 is not None else emulated and info.kind == "rocm"
+    arch: ArchSpec = resolved.arch
+    dtype = getattr(torch_module(), _float_dtype_name(arch))
+    chunk = min(job.prefill_chunk, max(1, job.prompt_tokens))
+
+    warm_up_kernels(device)
+    attention = attention_kind(info.kind) if job.attention == "auto" else job.attention
+    emit(MeasureNotice(f"attention: {ATTENTION_NOTES[attention]}"))
+    sdpa = warm_up_real_shapes(device, arch, dtype, chunk, attention)
+    monitor = monitor_for(device, info.kind, info.total_bytes, info.bus_id, info.index)
+    monitor.start()
+    started = time.perf_counter()
+    model = build_model(
+        arch,
+        resolved.plan,
+        device,
+        progress=lambda done, total: progress("load", done, total),
+        seed=job.seed,
+    )
+    synchronize(device)
+    load_seconds = time.perf_counter() - started
+    fused_modules = model.fuse_bf16_scales() if fuse_bf16 else 0
+    model.attention = attention
+
+    queue = InflightQueue(
+        job.inflight_mib << 20, event_factory(device), job.op_cap, emulate=emulated
+    )
+    vocab = arch.vocab_size
+    warm_prompt = synthetic_prompt(
+        vocab, min(WARMUP_PROMPT_TOKENS, job.prompt_tokens), job.seed + 1
+    )
+    run_pass(
+        model,
+        queue,
+        warm_prompt,
+        job.warmup_tokens,
+        phase="warmup ",
+        progress=progress,
+        chunk=job.prefill_chunk,
+    )
+    measured = run_pass(
+        model,
+        queue,
+        synthetic_prompt(vocab, job.prompt_tokens, job.seed),
+        job.gen_tokens,
+        progress=progress,
+        chunk=job.prefill_chunk,
+    )
+    figures = monitor.stop()
+    prefill_rate = job.prompt_tokens / measured.prefill_seconds if measured.prefill_seconds else 0.0
+    decode_rate = job.gen_tokens / measured.decode_seconds if measured.decode_seconds else 0.0
+    extra: dict[str, Any] = {
+        "inflight_emulation": "rocm" if emulated else "none",
+        "inflight_commits": queue.stats.commits,
+        "inflight_waits": queue.stats.waits,
+        "inflight_max_committed_bytes": queue.stats.max_committed_bytes,
+        "inflight_max_held_bytes": queue.stats.max_held_bytes,
+        "ops": queue.stats.ops,
+        "fused_bf16_modules": fused_modules,
+        "attention": model.attention,
+        "sdpa_backend": sdpa if model.attention == FUSED else {},
+        "generated_tokens": measured.tokens[:16],
+        **figures.extra,
+    }
+    settings = allocator_settings(dict(os.environ))
+    if settings:
+        extra["allocator_settings"] = settings
+    return MeasuredPeak(
+        model=job.display,
+        device_kind=info.kind,
+        device_name=info.name,
+        peak_bytes=figures.peak_bytes,
+        peak_kind=figures.peak_kind,
+        inflight_mib=job.inflight_mib if emulated else 0,
+        prompt_tokens=job.prompt_tokens,
+        gen_tokens=job.gen_tokens,
+        synthetic_weights=resolved.plan.synthetic,
+        load_seconds=round(load_seconds, 4),
+        prefill_tokens_per_s=round(prefill_rate, 2),
+        decode_tokens_per_s=round(decode_rate, 2),
+        torch_version=info.torch_version,
+        runtime_version=info.runtime_version,
+        arch=info.arch,
+        reserved_peak_bytes=figures.reserved_peak_bytes,
+        device_used_delta_bytes=figures.device_used_delta_bytes,
+        timestamp=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        vramscope_version=__version__,
+        extra=extra,
+        warmup_tokens=job.warmup_tokens,
+        weights_bytes=model.weights_bytes,
+        device_used_source=figures.device_used_source,
+        family=arch.family,
+    )
+
+
+def torch_module() -> Any:
+    """torch (imported by now)."""
+    import torch
+
+    return torch
+
+
+def _float_dtype_name(arch: ArchSpec) -> str:
+    return {"F16": "float16", "F32": "float32"}.get(arch.float_dtype, "bfloat16")
+
+
+def warm_up_real_shapes(
+    device: Any, arch: ArchSpec, dtype: Any, chunk: int, attention: str
+) -> dict[str, str]:
+    """The GEMM and attention calls at the model's sizes before the baseline; returns
+    the SDPA kernel torch picks for a first chunk, a masked later chunk and a decode
+    step (`math` would add a [heads x L x S] score matrix per layer to the peak).
+    With MLX's fallback attention (`attention.py`) its batched GEMMs run instead."""
+    import torch
+
+    from hip_backend.torch_engine.attention import MLX_FALLBACK, mlx_fallback_attention
+    from hip_backend.torch_engine.device import event_factory, sdpa_backend, warm_up_shapes
+    from hip_backend.torch_engine.inflight import InflightQueue
+
+    moe = arch.moe
+    widest = max(arch.intermediate_size, moe.intermediate_size if moe is not None else 0)
+    warm_up_shapes(
+        device,
+        hidden=arch.hidden_size,
+        widest=max(1, widest),
+        heads=arch.num_heads,
+        kv_heads=arch.num_kv_heads,
+        head_dim=arch.head_dim,
+        chunk=chunk,
+        dtype=dtype,
+    )
+    q = torch.zeros(1, arch.num_heads, chunk, arch.head_dim, device=device, dtype=dtype)
+    k = torch.zeros(1, arch.num_kv_heads, 2 * chunk, arch.head_dim, device=device, dtype=dtype)
+    mask = torch.ones(chunk, 2 * chunk, dtype=torch.bool, device=device).tril(chunk)
+    if attention == MLX_FALLBACK:
+        queue = InflightQueue(0, event_factory(device), emulate=False)
+        mlx_fallback_attention(q, k, k, mask, 1.0, queue)
+        mlx_fallback_attention(q[:, :, -1:], k, k, None, 1.0, queue)
+    return {
+        "first_chunk": sdpa_backend(q, k[:, :, :chunk], causal=True, mask=None),
+        "later_chunk": sdpa_backend(q, k, causal=False, mask=mask),
+        "decode": sdpa_backend(q[:, :, -1:], k, causal=False, mask=None),
+    }

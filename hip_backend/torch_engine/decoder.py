@@ -1,0 +1,249 @@
+"""The decoder forward pass for llama / mistral / qwen2 / qwen3 / qwen3_moe, in torch.
+
+It follows mlx-lm's modules op for op (pre-norm blocks, GQA attention with
+rotary embeddings, SwiGLU MLP or top-k routed experts) and hands every op's
+outputs to the in-flight queue, which decides how long they stay alive. Logits
+are computed for the last position only, as a generator needs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from hip_backend.model.arch import ArchSpec
+from hip_backend.torch_engine.attention import MLX_FALLBACK, fused_attention, mlx_fallback_attention
+from hip_backend.torch_engine.inflight import InflightQueue
+from hip_backend.torch_engine.kv_cache import KVCache
+from hip_backend.torch_engine.rope import Rope
+from hip_backend.torch_engine.weights import Linear
+
+if TYPE_CHECKING:
+    import torch
+
+
+@dataclass
+class Attention:
+    """One layer's attention weights."""
+
+    q_proj: Linear
+    k_proj: Linear
+    v_proj: Linear
+    o_proj: Linear
+    q_norm: torch.Tensor | None = None
+    k_norm: torch.Tensor | None = None
+
+
+@dataclass
+class DenseMlp:
+    """SwiGLU MLP."""
+
+    gate_proj: Linear
+    up_proj: Linear
+    down_proj: Linear
+
+
+@dataclass
+class MoeMlp:
+    """Router plus stacked experts (`switch_mlp`)."""
+
+    router: Linear
+    gate_proj: Linear
+    up_proj: Linear
+    down_proj: Linear
+
+
+@dataclass
+class Block:
+    """A decoder layer."""
+
+    input_norm: torch.Tensor
+    attention: Attention
+    post_norm: torch.Tensor
+    mlp: DenseMlp | MoeMlp
+
+
+@dataclass
+class DecoderModel:
+    """Weights on the device plus the forward pass."""
+
+    arch: ArchSpec
+    embed: Linear
+    blocks: list[Block]
+    norm: torch.Tensor
+    lm_head: Linear | None
+    """None when the embeddings are tied."""
+    rope: Rope
+    dtype: torch.dtype
+    device: torch.device
+    weights_bytes: int = 0
+    extra: dict[str, int] = field(default_factory=dict)
+    attention: str = MLX_FALLBACK
+    """Which attention MLX runs on the measured backend (`attention.attention_kind`)."""
+
+    def linears(self) -> list[Linear]:
+        """Every linear module (the embedding included: it is the tied head)."""
+        out = [self.embed] + ([self.lm_head] if self.lm_head is not None else [])
+        for block in self.blocks:
+            a = block.attention
+            out += [a.q_proj, a.k_proj, a.v_proj, a.o_proj]
+            out += list(vars(block.mlp).values())
+        return out
+
+    def fuse_bf16_scales(self) -> int:
+        """Run every quantized module with BF16 scales without a dequantized copy.
+
+        MLX-ROCm sends affine matmuls whose scales are BF16 to a fused WMMA kernel
+        that dequantizes in registers and allocates no weight copy (mlxcel's ROCm
+        test notes it); F16-scale modules keep the dequantize-and-GEMM copy. Returns
+        the number of modules switched.
+        """
+        import torch
+
+        switched = 0
+        for linear in self.linears():
+            if linear.scales_dtype == torch.bfloat16:
+                linear.no_copy = True
+                switched += 1
+        return switched
+
+    def new_cache(self, queue: InflightQueue) -> list[KVCache]:
+        """Empty KV caches, one per layer."""
+        return [KVCache(queue) for _ in self.blocks]
+
+    def forward(
+        self,
+        tokens: torch.Tensor,
+        caches: list[KVCache],
+        queue: InflightQueue,
+        *,
+        all_logits: bool = False,
+    ) -> torch.Tensor:
+        """Run `tokens` (`[B, L]`) through the model; logits of the last position
+        (`[B, V]`), or of every position (`[B, L, V]`) with `all_logits`."""
+        h = self.embed.dense_rows(tokens, queue)
+        for block, cache in zip(self.blocks, caches, strict=True):
+            h = self._block(block, h, cache, queue)
+        if not all_logits:
+            h = h[:, -1, :]
+        h = rms_norm(h, self.norm, self.arch.rms_norm_eps, queue)
+        head = self.lm_head if self.lm_head is not None else self.embed
+        return head(h, queue)
+
+    def _block(
+        self, block: Block, x: torch.Tensor, cache: KVCache, queue: InflightQueue
+    ) -> torch.Tensor:
+        eps = self.arch.rms_norm_eps
+        r = self._attention(
+            block.attention, rms_norm(x, block.input_norm, eps, queue), cache, queue
+        )
+        h = x + r
+        queue.op(h)
+        normed = rms_norm(h, block.post_norm, eps, queue)
+        if isinstance(block.mlp, MoeMlp):
+            r = self._moe(block.mlp, normed, queue)
+        else:
+            r = swiglu_mlp(block.mlp, normed, queue)
+        out = h + r
+        queue.op(out)
+        return out
+
+    def _attention(
+        self, attn: Attention, x: torch.Tensor, cache: KVCache, queue: InflightQueue
+    ) -> torch.Tensor:
+        arch = self.arch
+        batch, length, _ = x.shape
+        q = attn.q_proj(x, queue).view(batch, length, arch.num_heads, arch.head_dim)
+        k = attn.k_proj(x, queue).view(batch, length, arch.num_kv_heads, arch.head_dim)
+        v = attn.v_proj(x, queue).view(batch, length, arch.num_kv_heads, arch.head_dim)
+        if attn.q_norm is not None and attn.k_norm is not None:
+            q = rms_norm(q, attn.q_norm, arch.rms_norm_eps, queue)
+            k = rms_norm(k, attn.k_norm, arch.rms_norm_eps, queue)
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+        offset = cache.offset
+        q = self.rope(q, offset)
+        k = self.rope(k, offset)
+        queue.op(q, k)
+        keys, values = cache.update(k, v)
+        # Query i sees keys up to offset + i; a decode step sees every key.
+        mask = causal_mask(length, offset, x.device) if length > 1 else None
+        queue.op(mask)
+        kernel = mlx_fallback_attention if self.attention == MLX_FALLBACK else fused_attention
+        out = kernel(q, keys, values, mask, arch.head_dim**-0.5, queue)
+        merged = out.transpose(1, 2).reshape(batch, length, arch.num_heads * arch.head_dim)
+        queue.op(merged if merged.data_ptr() != out.data_ptr() else None)  # a view costs nothing
+        return attn.o_proj(merged, queue)
+
+    def _moe(self, moe: MoeMlp, x: torch.Tensor, queue: InflightQueue) -> torch.Tensor:
+        """Top-k routing; each expert that gets tokens is dequantized and run on them."""
+        import torch
+
+        spec = self.arch.moe
+        assert spec is not None
+        shape = x.shape
+        flat = x.reshape(-1, shape[-1])
+        gates = moe.router(flat, queue)
+        probs = torch.softmax(gates.float(), dim=-1).to(gates.dtype)  # softmax(precise=True)
+        scores, experts = probs.topk(spec.top_k, dim=-1)
+        if spec.norm_topk_prob:
+            scores = scores / scores.sum(dim=-1, keepdim=True)
+        queue.op(probs, scores, experts)
+        assignments = experts.reshape(-1)
+        order = torch.argsort(assignments, stable=True)
+        # Routing needs the per-expert counts on the host (one sync per MoE layer).
+        counts = torch.bincount(assignments, minlength=spec.num_experts).tolist()
+        token_of = order // spec.top_k
+        weight_of = scores.reshape(-1)[order]
+        total = torch.zeros(flat.shape, dtype=torch.float32, device=flat.device)
+        queue.op(total)
+        start = 0
+        for index, count in enumerate(counts):
+            if not count:
+                continue
+            rows = token_of[start : start + count]
+            weights = weight_of[start : start + count]
+            start += count
+            xe = flat[rows]
+            queue.op(xe)
+            expert = DenseMlp(
+                moe.gate_proj.expert(index), moe.up_proj.expert(index), moe.down_proj.expert(index)
+            )
+            ye = swiglu_mlp(expert, xe, queue) * weights[:, None]
+            queue.op(ye)
+            total.index_add_(0, rows, ye.float())
+        out = total.to(x.dtype).view(shape)
+        queue.op(out)
+        return out
+
+
+def rms_norm(
+    x: torch.Tensor, weight: torch.Tensor, eps: float, queue: InflightQueue
+) -> torch.Tensor:
+    """RMSNorm computed in float32, rounded once, then scaled by the weight."""
+    import torch
+
+    xf = x.float()
+    normed = (xf * torch.rsqrt(xf.pow(2).mean(dim=-1, keepdim=True) + eps)).to(x.dtype)
+    out = weight * normed
+    queue.op(out)
+    return out
+
+
+def swiglu_mlp(mlp: DenseMlp, x: torch.Tensor, queue: InflightQueue) -> torch.Tensor:
+    """`down(silu(gate(x)) * up(x))`."""
+    import torch.nn.functional as F
+
+    gate = mlp.gate_proj(x, queue)
+    up = mlp.up_proj(x, queue)
+    act = F.silu(gate) * up
+    queue.op(act)
+    return mlp.down_proj(act, queue)
+
+
+def causal_mask(length: int, offset: int, device: torch.device) -> torch.Tensor:
+    """Boolean `[length, offset + length]` mask: query i sees keys 0 .. offset + i."""
+    import torch
+
+    queries = torch.arange(offset, offset + length, device=device)[:, None]
+    keys = torch.arange(offset + length, device=device)[None, :]
+    return queries >= keys

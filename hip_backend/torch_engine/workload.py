@@ -1,0 +1,96 @@
+"""mlxcel's bench workload: a warm-up pass, then a measured pass of P prompt tokens
+and G greedy decode tokens.
+
+Prefill runs in chunks of at most 512 tokens, each followed by a host sync (mlx-lm
+evaluates the cache after every chunk); every decode step reads its token on the
+host. Those syncs are where the in-flight queue drains.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from hip_backend.torch_engine.decoder import DecoderModel
+from hip_backend.torch_engine.device import synchronize
+from hip_backend.torch_engine.inflight import InflightQueue
+
+if TYPE_CHECKING:
+    import torch
+
+PREFILL_CHUNK = 512
+WARMUP_PROMPT_TOKENS = 8
+"""Length of the warm-up prompt (mlxcel's bench warms up on a short chat prompt)."""
+
+PhaseProgress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class PassResult:
+    """One pass: the greedy tokens (the first from the prefill logits) and timings."""
+
+    tokens: list[int]
+    prefill_seconds: float
+    decode_seconds: float
+
+
+def synthetic_prompt(vocab_size: int, length: int, seed: int) -> list[int]:
+    """Deterministic token ids spread over the vocabulary (memory does not depend on them)."""
+    state = seed * 2654435761 + 12345
+    out = []
+    for _ in range(length):
+        state = (state * 6364136223846793005 + 1442695040888963407) % (1 << 64)
+        out.append((state >> 33) % vocab_size)
+    return out
+
+
+def _tensor(ids: list[int], device: torch.device) -> torch.Tensor:
+    import torch
+
+    return torch.tensor([ids], dtype=torch.long, device=device)
+
+
+def run_pass(
+    model: DecoderModel,
+    queue: InflightQueue,
+    prompt: list[int],
+    gen_tokens: int,
+    *,
+    phase: str = "",
+    progress: PhaseProgress | None = None,
+    chunk: int = PREFILL_CHUNK,
+) -> PassResult:
+    """Prefill `prompt` in chunks, then decode `gen_tokens` greedily from a fresh cache."""
+    if not prompt:
+        raise ValueError("the prompt needs at least one token")
+    device = model.device
+    caches = model.new_cache(queue)
+    chunks = [prompt[i : i + chunk] for i in range(0, len(prompt), chunk)]
+    started = time.perf_counter()
+    logits = None
+    for index, piece in enumerate(chunks):
+        logits = model.forward(_tensor(piece, device), caches, queue)
+        queue.sync()
+        if progress is not None:
+            progress(f"{phase}prefill", index + 1, len(chunks))
+    assert logits is not None
+    next_token = int(logits[0].argmax().item())
+    synchronize(device)
+    prefill_seconds = time.perf_counter() - started
+    tokens = [next_token]
+    started = time.perf_counter()
+    for step in range(gen_tokens):
+        # Each decode step runs the last token, so the cache ends at P + G positions:
+        # the context the estimate is taken at.
+        logits = model.forward(_tensor([next_token], device), caches, queue)
+        next_token = int(logits[0].argmax().item())
+        queue.sync()
+        tokens.append(next_token)
+        if progress is not None:
+            progress(f"{phase}decode", step + 1, gen_tokens)
+    synchronize(device)
+    decode_seconds = time.perf_counter() - started
+    del caches
+    return PassResult(tokens, prefill_seconds, decode_seconds)

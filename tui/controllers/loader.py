@@ -1,0 +1,278 @@
+"""Everything the explorer reads from outside: catalog, model, available memory, history.
+
+Each read runs on a Textual thread worker and answers the screen with one
+`Loaded` message (posting is thread-safe and never blocks the worker). The
+loader keeps what was read and drops a model read that a newer pick has
+overtaken. Every read turns its failure into a value, so no worker raises.
+
+Quitting never waits for a read that hangs (a stalled network mount): the app
+installs `DaemonExecutor` as its loop's default executor, so thread workers run
+in daemon threads that the interpreter does not join at exit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from textual.message import Message
+from textual.screen import Screen
+from textual.timer import Timer
+
+from core.backend import Backend
+from core.catalog.entry import Catalog, CatalogEntry
+from core.errors import VramscopeError
+from core.estimate.available import AvailableMemory
+from core.measurement.history import HistoryRead
+from core.model.snapshot import ModelSnapshot
+from tui.deps import AppDeps
+from tui.widgets.breakdown import Breakdown
+
+TICK_S = 0.5
+"""How often the seconds of a read in flight are repainted."""
+AFTER_MODEL_S = 0.5
+"""The catalog and history reads start when the first model read answers, or this
+many seconds after it started, whichever comes first."""
+
+
+class DaemonExecutor(ThreadPoolExecutor):
+    """The event loop's executor for thread workers: one daemon thread per job, never joined.
+
+    asyncio joins its default executor when the loop closes, and the standard pool's
+    threads are joined at interpreter exit; either would make quitting wait for a
+    read that hangs. A job here that outlives the app simply dies with the process.
+    """
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+
+        def run() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(fn(*args, **kwargs))
+            except BaseException as exc:  # handed to the awaiting worker, as the pool does
+                future.set_exception(exc)
+
+        threading.Thread(target=run, name="vramscope-worker", daemon=True).start()
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Nothing to join: the threads are daemons."""
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """A model read by a worker."""
+
+    entry: CatalogEntry
+    snapshot: ModelSnapshot
+    seconds: float
+
+
+@dataclass(frozen=True)
+class FailedModel:
+    """A model that could not be read, and why, in one line."""
+
+    name: str
+    message: str
+
+
+class Loaded(Message):
+    """A read finished: `kind` is `catalog`, `available`, `history` or `model`."""
+
+    def __init__(self, kind: str, value: object, request: int = 0) -> None:
+        super().__init__()
+        self.kind = kind
+        self.value = value
+        self.request = request
+
+
+class Loader:
+    """The reads of one explorer screen and what they found."""
+
+    def __init__(self, screen: Screen[Any], deps: AppDeps, backend: Backend) -> None:
+        self._screen = screen
+        self.deps = deps
+        self.backend = backend
+        self.catalog: Catalog | str | None = None
+        """The catalog, or why it could not be built (None until read)."""
+        self.detected: AvailableMemory | None = None
+        self.history = HistoryRead()
+        self.history_path: Path | None = None
+        self.entry: CatalogEntry | None = None
+        self.snapshot: ModelSnapshot | None = None
+        self.failure: FailedModel | None = None
+        self.waiting = {"catalog", "available", "model", "history"}
+        self.loading_since = 0.0
+        self._request = 0
+        self._ticker: Timer | None = None
+        self._held: list[Callable[[], object]] = []
+        self._after_model: list[Callable[[], object]] = []
+
+    @property
+    def settled(self) -> bool:
+        """True once every read asked for so far has answered."""
+        return not self.waiting
+
+    def _run(
+        self,
+        kind: str,
+        read: Callable[[], object],
+        request: int = 0,
+        *,
+        first: bool = False,
+        after_model: bool = False,
+    ) -> None:
+        screen = self._screen
+        self.waiting.add(kind)
+
+        def work() -> None:
+            value = read()
+            with contextlib.suppress(Exception):  # the app quit meanwhile: nobody to tell
+                screen.post_message(Loaded(kind, value, request))
+
+        start = partial(
+            screen.run_worker,
+            work,
+            name=f"read {kind}",
+            group=kind,
+            thread=True,
+            exit_on_error=False,
+        )
+        if after_model:
+            self._after_model.append(start)
+        elif first:
+            self._held.append(start)
+        else:
+            start()
+
+    def read_all(self, model: str) -> None:
+        """The first reads: catalog, available memory, history and the model.
+
+        The breakdown says at once what is being read; the reads themselves wait
+        for `start_held_reads`, which the app calls once the first frame is painted:
+        their imports (the catalog's) and file reads would otherwise hold the
+        interpreter while it is drawn. Should that call never come, they start
+        when the screen has settled.
+        """
+        self.read_model(model, None, first=True)  # first: the estimate waits for it
+        self._run("available", self._probe_available, first=True)
+        # The list and the history wait for the model: on two cores, four reads and the
+        # frames at once held the model's answer back by 50-60 ms.
+        self._run("history", self._read_history, after_model=True)
+        self._run("catalog", self._build_catalog, after_model=True)
+        self._screen.call_after_refresh(self.start_held_reads)
+
+    def start_held_reads(self) -> None:
+        """Start the reads `read_all` held back (once; later calls do nothing)."""
+        held, self._held = self._held, []
+        for start in held:
+            start()
+        if held:  # a model read that hangs must not keep the list from the user
+            self._screen.set_timer(AFTER_MODEL_S, self._start_after_model)
+
+    def _start_after_model(self) -> None:
+        after, self._after_model = self._after_model, []
+        for start in after:
+            start()
+
+    def read_history(self) -> None:
+        """(Re-)read the measurement history."""
+        self._run("history", self._read_history)
+
+    def read_model(self, name: str, entry: CatalogEntry | None, *, first: bool = False) -> None:
+        """Read a model; an answer to an older request is dropped when it arrives.
+
+        Until it answers, the breakdown says what is being read and for how long.
+        """
+        self._request += 1
+        self.loading_since = self.deps.clock()
+        self._run("model", lambda: self._read_model(name, entry), self._request, first=first)
+        breakdown = self._screen.query_one(Breakdown)
+        breakdown.show_loading(f"Reading {name}…")
+
+        def tick() -> None:
+            seconds = self.deps.clock() - self.loading_since
+            breakdown.show_loading(f"Reading {name}… {seconds:.1f} s")
+
+        self._stop_ticker()
+        self._ticker = self._screen.set_interval(TICK_S, tick)
+
+    def _stop_ticker(self) -> None:
+        if self._ticker is not None:
+            self._ticker.stop()
+            self._ticker = None
+
+    def take(self, message: Loaded) -> bool:
+        """Keep what a read found; False for a model read a newer pick overtook."""
+        value = message.value
+        if message.kind == "model":
+            if message.request != self._request:
+                return False
+            self._stop_ticker()
+            self._start_after_model()
+            if isinstance(value, LoadedModel):
+                self.entry, self.snapshot, self.failure = value.entry, value.snapshot, None
+            elif isinstance(value, FailedModel):
+                self.entry, self.snapshot, self.failure = None, None, value
+        elif message.kind == "catalog" and isinstance(value, Catalog | str):
+            self.catalog = value
+        elif message.kind == "available" and isinstance(value, AvailableMemory):
+            self.detected = value
+        elif message.kind == "history" and isinstance(value, tuple):
+            self.history_path, self.history = value
+        self.waiting.discard(message.kind)
+        return True
+
+    @property
+    def problem(self) -> str:
+        """Why the model on screen could not be read ("" when it could)."""
+        return self.failure.message if self.failure is not None else ""
+
+    @property
+    def trained_context(self) -> int | None:
+        """The model's `max_position_embeddings` (or the catalog's family default)."""
+        if self.snapshot is None:
+            return None
+        if self.snapshot.max_position_embeddings is not None:
+            return self.snapshot.max_position_embeddings
+        return self.entry.max_position_embeddings if self.entry else None
+
+    # --- the reads (worker threads): each failure becomes a value ---------------------
+
+    def _build_catalog(self) -> Catalog | str:
+        try:
+            return self.deps.build_catalog()
+        except Exception as exc:  # a broken catalog must never take the app down
+            return f"cannot list models: {type(exc).__name__}: {exc}"
+
+    def _probe_available(self) -> AvailableMemory:
+        try:
+            return self.deps.detect_available(self.backend)
+        except Exception as exc:  # a probe that breaks means "nothing detected"
+            return AvailableMemory(0, f"detection failed: {type(exc).__name__}")
+
+    def _read_history(self) -> tuple[Path | None, HistoryRead]:
+        try:
+            store = self.deps.history()
+            return (store.path, store.read()) if store is not None else (None, HistoryRead())
+        except Exception as exc:  # the reader skips damaged lines; this is anything else
+            return None, HistoryRead(warnings=[f"cannot read the history: {exc}"])
+
+    def _read_model(self, name: str, entry: CatalogEntry | None) -> LoadedModel | FailedModel:
+        started = self.deps.clock()
+        try:
+            found = entry if entry is not None else self.deps.resolve_entry(name)
+            snapshot = self.deps.load_snapshot(found)
+            return LoadedModel(found, snapshot, self.deps.clock() - started)
+        except VramscopeError as exc:
+            return FailedModel(name, str(exc))
+        except Exception as exc:  # never let a bad model crash the app
+            return FailedModel(name, f"{name}: unexpected {type(exc).__name__}: {exc}")

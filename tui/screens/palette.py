@@ -1,0 +1,80 @@
+"""Command-palette entries (Ctrl+P): every control's common values, one search away."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from functools import partial
+from typing import TYPE_CHECKING
+
+from textual.app import SystemCommand
+
+from core.backend import Backend
+from core.measurement.engine import ENGINE_CHOICES
+from tui.model.presets import DETECTED, PRESETS
+from tui.model.scales import INFLIGHT_STOPS
+from tui.model.state import MemoryChoice
+
+if TYPE_CHECKING:  # the app imports this module
+    from tui.app import VramscopeApp
+
+
+def sortable(label: str) -> str:
+    """`Apple M-series  16 GB`: sizes right-aligned, so the palette's A-Z order (it sorts
+    its list by title) is also the numeric one (16 GB before 128 GB)."""
+    return re.sub(r"(\d+) (GB|GiB)$", lambda m: f"{int(m[1]):>3} {m[2]}", label)
+
+
+def explorer_commands(app: VramscopeApp) -> Iterator[SystemCommand]:
+    """Backends, KV dtypes, in-flight budgets, memory presets, copy, measuring, history, help."""
+    screen = app.explorer
+    for backend in Backend:
+        yield SystemCommand(
+            f"Backend: {backend.label}",
+            "estimate for this backend (only ROCm reserves in-flight memory)",
+            partial(screen.update, backend=backend),
+        )
+    yield SystemCommand("KV dtype: fp16", "16-bit KV cache", partial(screen.update, kv_int8=False))
+    yield SystemCommand("KV dtype: int8", "8-bit KV cache", partial(screen.update, kv_int8=True))
+    for mib in INFLIGHT_STOPS:
+        words = "off (0): unbounded, not modelled" if mib == 0 else f"{mib} MiB"
+        yield SystemCommand(
+            f"In-flight budget: {words}",
+            "MLX_ROCM_MAX_INFLIGHT_MB",
+            partial(screen.update, inflight_mib=mib),
+        )
+    yield SystemCommand(
+        "Available memory: this machine",
+        "what mlxcel would detect here",
+        partial(screen.update, memory=MemoryChoice(DETECTED)),
+    )
+    for preset in PRESETS:
+        yield SystemCommand(
+            f"Available memory: {sortable(preset.label)}",
+            preset.source,
+            partial(screen.update, memory=MemoryChoice(preset.key)),
+        )
+    yield SystemCommand(
+        "Copy the vramscope command",
+        "vramscope inspect ...",
+        partial(screen.action_copy, "vramscope"),
+    )
+    yield SystemCommand(
+        "Copy the mlxcel command", "mlxcel inspect ...", partial(screen.action_copy, "mlxcel")
+    )
+    yield SystemCommand(
+        "Measure the model on screen (m)",
+        "a real load in a child process: pp P + tg G at the context on screen",
+        screen.action_measure,
+    )
+    yield SystemCommand("Cancel the measurement", "kill the run in flight", screen.measure.cancel)
+    yield SystemCommand(
+        "Measurement history (H)", "past runs; export the table", screen.action_history
+    )
+    for engine in ENGINE_CHOICES:
+        yield SystemCommand(
+            f"Measure with: {engine}",
+            "the engine m measures with (torch: hip_backend; mlx: real MLX)",
+            partial(screen.update, engine=engine),
+        )
+    yield SystemCommand("Keys and controls", "the help screen", app.action_help)
