@@ -248,7 +248,8 @@ def bench_decode(tmp: Path) -> None:
         f"{old_total / new_total:.2f}x; against the portable kernel: decode "
         f"{new_rate / figures['fused'][1]:.2f}x; the first {same} of {len(new_tokens)} greedy "
         "tokens agree (random weights leave near-ties that either rounding may break; "
-        "tests/hip_backend/test_reference_mlx_lm.py checks accuracy); target pass <= 10 s    "
+        "tests/hip_backend/torch_engine/test_reference_mlx_lm.py checks accuracy); "
+        "target pass <= 10 s    "
         f"{verdict}"
     )
     request = MeasureRequest(str(folder), prompt_tokens=512, gen_tokens=128, device="cpu")

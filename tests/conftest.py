@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import inspect
+import json
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from core.catalog.profiles import load_profile
+from tests.model_writers import write_skeleton
 
 ESTIMATOR_ENV = (
     "MLXCEL_HEADROOM_FACTOR",
@@ -47,7 +53,7 @@ _SPAWNS = re.compile(r"subprocess\.|sys\.executable|Popen|modules_after\(|tiny_m
 def _spawns_a_process(item: pytest.Item) -> bool:
     if "tests/hip_backend/" in Path(str(item.fspath)).as_posix():
         return True  # the measuring engine: real loads in child processes
-    if "tiny_model" in getattr(item, "fixturenames", ()):
+    if {"tiny_model", "tiny_llama"} & set(getattr(item, "fixturenames", ())):
         return True
     function = getattr(item, "function", None)
     try:
@@ -63,3 +69,52 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.snapshot)
         if _spawns_a_process(item):
             item.add_marker(pytest.mark.child_process)
+
+
+# -- model folders shared by the core, engine and CLI tests ---------------------------
+
+
+@pytest.fixture
+def skeleton(tmp_path: Path) -> Callable[..., Path]:
+    """Write a built-in profile as a header-only model folder (sparse data region)."""
+
+    def make(repo_id: str, layout: str = "headers", name: str | None = None) -> Path:
+        dest = tmp_path / (name or repo_id.split("/")[-1] + "-" + layout)
+        return write_skeleton(load_profile(repo_id), dest, layout=layout)
+
+    return make
+
+
+@pytest.fixture
+def model_dir(tmp_path: Path) -> Callable[..., Path]:
+    """Write a model folder from a config dict and optional extra files."""
+
+    def make(
+        config: dict[str, Any] | None = None,
+        files: dict[str, bytes] | None = None,
+        name: str = "model",
+    ) -> Path:
+        dest = tmp_path / name
+        dest.mkdir()
+        if config is not None:
+            (dest / "config.json").write_text(json.dumps(config))
+        for fname, data in (files or {}).items():
+            (dest / fname).write_bytes(data)
+        return dest
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def mlx_available() -> None:
+    """Skip when mlx / mlx-lm are not installed (they are in the test extra)."""
+    pytest.importorskip("mlx.core")
+    pytest.importorskip("mlx_lm")
+
+
+@pytest.fixture(scope="session")
+def tiny_llama(tmp_path_factory: pytest.TempPathFactory, mlx_available: None) -> Path:
+    """A 2-layer Llama-3 style model in MLX 4-bit (F16 scales), as mlx-community ships."""
+    from tests.hip_backend.mlx_models import LLAMA_CONFIG, write_mlx_model
+
+    return write_mlx_model(tmp_path_factory.mktemp("models") / "tiny-llama-4bit", LLAMA_CONFIG)

@@ -14,7 +14,6 @@ network. The cache folder is computed here from the environment at call time
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -400,49 +399,3 @@ def _repo_path_in(cache_dir: Path, text: str) -> Path | None:
     rest = text[start + len(marker) :]
     name = rest.split(os.sep, 1)[0].rstrip(").,:")
     return cache_dir / name if name else None
-
-
-# --- Writing the layout (tests and the benchmark build caches the way the hub does) ---
-
-
-def git_blob_hash(data: bytes) -> str:
-    """The git blob sha1 the hub names small (non-LFS) files' blobs by."""
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
-
-
-def write_cache_file(
-    repo_path: Path,
-    commit: str,
-    file_name: str,
-    data: bytes = b"",
-    *,
-    from_file: Path | None = None,
-) -> Path:
-    """Write one snapshot file as the hub does: the blob, then a relative symlink to it.
-
-    Small files' blobs are named by their git blob sha1, as the hub names them.
-    `from_file` moves an already written file (e.g. a sparse safetensors skeleton)
-    into `blobs/` with `os.replace`, which keeps it sparse; its blob is named by a
-    sha256 of its path and size, standing in for the LFS oid (nothing reads it back).
-    """
-    blobs = repo_path / "blobs"
-    blobs.mkdir(parents=True, exist_ok=True)
-    if from_file is None:
-        blob = blobs / git_blob_hash(data)
-        if not blob.exists():
-            blob.write_bytes(data)
-    else:
-        stand_in = f"{repo_path.name}/{file_name}:{from_file.stat().st_size}".encode()
-        blob = blobs / hashlib.sha256(stand_in).hexdigest()
-        os.replace(from_file, blob)
-    link = repo_path / "snapshots" / commit / file_name
-    link.parent.mkdir(parents=True, exist_ok=True)
-    link.symlink_to(os.path.relpath(blob, link.parent))
-    return link
-
-
-def write_ref(repo_path: Path, ref: str, commit: str) -> None:
-    """`refs/<ref>` holding the commit hash (no newline, as the hub writes it)."""
-    path = repo_path / "refs" / ref
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(commit)

@@ -9,16 +9,14 @@ the catalog never expands a tensor list just to show a size.
 
 A profile's weights term is the sum of its tensor bytes, exactly what the header
 sum of the real files gives, so `inspect` on a profile prints the same bytes as
-on a folder of the real model. `write_skeleton` writes that folder: real
-safetensors headers over a sparse (unallocated) data region.
+on a folder of the real model. `tests/model_writers.py` writes that folder for the
+tests and benchmarks: real safetensors headers over a sparse (unallocated) data region.
 """
 
 from __future__ import annotations
 
 import json
 import lzma
-import os
-import struct
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, cached_property
@@ -379,86 +377,3 @@ def profile_snapshot(profile: Profile, display: str | None = None) -> ModelSnaps
         files = (INDEX_FILE,) if len(files) > 1 else files
         weights = WeightsTerm(weight_bytes, WeightsSource.SAFETENSORS_HEADER, (), files)
     return snapshot_from_config(display or profile.repo_id, config, weights)
-
-
-# --- Skeleton folders: real headers over sparse data --------------------------------------
-
-
-def encode_header(tensors: list[Tensor], metadata: Mapping[str, str]) -> tuple[bytes, int]:
-    """A safetensors header for tensors laid out back to back; returns (header, data bytes).
-
-    MLX writes compact JSON with sorted keys and no padding; Hugging Face pads the
-    header with spaces to a multiple of 8. The metadata's `format` picks the style.
-    """
-    header: dict[str, Any] = {}
-    if metadata:
-        header["__metadata__"] = dict(metadata)
-    offset = 0
-    for name, dtype, shape in tensors:
-        if dtype not in DTYPE_ITEMSIZE:
-            raise ValueError(f"unknown dtype {dtype!r} for tensor {name!r}")
-        size = tensor_bytes(dtype, shape)
-        header[name] = {
-            "dtype": dtype,
-            "shape": list(shape),
-            "data_offsets": [offset, offset + size],
-        }
-        offset += size
-    mlx_style = metadata.get("format") == "mlx"
-    text = json.dumps(header, separators=(",", ":"), sort_keys=mlx_style).encode("utf-8")
-    if not mlx_style:
-        text += b" " * (-len(text) % 8)
-    return text, offset
-
-
-def write_safetensors_skeleton(
-    path: Path, tensors: list[Tensor], metadata: Mapping[str, str]
-) -> int:
-    """Write a real header and extend the file over a sparse hole; return data bytes."""
-    header, data_bytes = encode_header(tensors, metadata)
-    with path.open("wb") as fh:
-        fh.write(struct.pack("<Q", len(header)))
-        fh.write(header)
-        fh.truncate(8 + len(header) + data_bytes)
-    return data_bytes
-
-
-def write_skeleton(profile: Profile, dest: Path, *, layout: str = "headers") -> Path:
-    """Write the profile as a model folder with no weights on disk.
-
-    Layouts: `headers` (real shard headers over sparse data, plus an index with
-    `metadata.total_size` when sharded, as mlx-lm writes it), `headers-no-index`,
-    and `index-only` (the index with empty placeholder shard files, which mlxcel
-    never opens when `total_size` is present).
-    """
-    if layout not in ("headers", "headers-no-index", "index-only"):
-        raise ValueError(f"unknown skeleton layout {layout!r}")
-    dest.mkdir(parents=True, exist_ok=True)
-    (dest / CONFIG_FILE).write_text(profile.config_text, encoding="utf-8")
-    plan = profile.shard_plan()
-    if not plan:
-        return dest
-    weight_map: dict[str, str] = {}
-    for file, tensors in plan.items():
-        for name, _, _ in tensors:
-            weight_map[name] = file
-        if layout == "index-only":
-            (dest / file).touch()
-        else:
-            write_safetensors_skeleton(dest / file, tensors, profile.header_metadata)
-    if layout == "index-only" or (layout == "headers" and len(plan) > 1):
-        index = {
-            "metadata": {"total_size": profile.weight_bytes},
-            "weight_map": dict(sorted(weight_map.items())),
-        }
-        (dest / INDEX_FILE).write_text(json.dumps(index, indent=4), encoding="utf-8")
-    return dest
-
-
-def disk_usage(path: Path) -> int:
-    """Bytes actually allocated under a folder (sparse holes excluded)."""
-    total = 0
-    for root, _, files in os.walk(path):
-        for name in files:
-            total += os.lstat(os.path.join(root, name)).st_blocks * 512
-    return total

@@ -74,7 +74,7 @@ def mlx_fallback_attention(
         if mask is not None:
             scores.masked_fill_(~mask, torch.finfo(scores.dtype).min)
         # Softmax written over its input, as MLX donates the buffer (the CPU kernel
-        # works row by row in float32; tests/hip_backend/test_attention.py checks the
+        # works row by row in float32; tests/hip_backend/torch_engine/test_attention.py checks the
         # aliasing gives torch.softmax's result).
         torch.ops.aten._softmax.out(scores, -1, False, out=scores)
         out = torch.matmul(scores, values[:, :, None])

@@ -6,7 +6,7 @@ consecutive weights share one scale and one bias, and `w = scale * q + bias`.
 On a little-endian host the words' bytes hold the values in order, so the
 unpacking works on a uint8 view. The arithmetic is done in the scales' dtype,
 multiply then add, each rounded, which is what `mx.dequantize` does: the result
-is bit-identical to it (tests/hip_backend/test_quant.py).
+is bit-identical to it (tests/hip_backend/torch_engine/test_quant.py).
 
 Rows are processed in chunks so the unpacking temporaries stay small: the
 transient that matters is the dequantized copy itself, as in MLX's ROCm

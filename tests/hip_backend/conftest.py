@@ -14,12 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.hip_backend.mlx_models import (
-    LLAMA_CONFIG,
-    SWEEP_CONFIG,
-    write_mlx_model,
-    write_random_quantized_model,
-)
+from tests.hip_backend.mlx_models import SWEEP_CONFIG, write_random_quantized_model
 
 
 @pytest.fixture(autouse=True)
@@ -28,19 +23,6 @@ def state_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     state = tmp_path / "state"
     monkeypatch.setenv("XDG_STATE_HOME", str(state))
     return state
-
-
-@pytest.fixture(scope="session")
-def mlx_available() -> None:
-    """Skip when mlx / mlx-lm are not installed (they are in the test extra)."""
-    pytest.importorskip("mlx.core")
-    pytest.importorskip("mlx_lm")
-
-
-@pytest.fixture(scope="session")
-def tiny_llama(tmp_path_factory: pytest.TempPathFactory, mlx_available: None) -> Path:
-    """A 2-layer Llama-3 style model in MLX 4-bit (F16 scales), as mlx-community ships."""
-    return write_mlx_model(tmp_path_factory.mktemp("models") / "tiny-llama-4bit", LLAMA_CONFIG)
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from core.catalog.profiles import list_profile_ids, load_profile, write_skeleton
+from core.catalog.profiles import list_profile_ids, load_profile
 from core.model.config import ModelConfig
 from hip_backend.errors import BadModelError, UnsupportedModelError
 from hip_backend.model.arch import QuantParams, arch_from_config
@@ -17,6 +17,7 @@ from hip_backend.model.layout import tensors_from_config
 from hip_backend.model.manifest import plan_from_folder
 from hip_backend.model.source import ModelSource, resolve_source
 from tests.hip_backend.conftest import write_skeleton_file
+from tests.model_writers import write_skeleton
 
 FIXTURE_FAMILIES = {
     "mlx-community/Meta-Llama-3.1-8B-Instruct-4bit": "llama",

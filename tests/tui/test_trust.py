@@ -350,7 +350,7 @@ async def test_the_palette_lists_memory_presets_in_size_order() -> None:
 
 async def test_a_long_model_path_never_cuts_the_command_lines_mid_flag(tmp_path: Any) -> None:
     from core.catalog.resolve import resolve_entry
-    from tests.core.catalog_fixtures import write_tiny_model
+    from tests.core.catalog.catalog_fixtures import write_tiny_model
 
     folder = write_tiny_model(tmp_path / ("deeply-nested-folder-" * 6) / "tiny-llama-model")
     deps = fixed_deps(resolve_entry=lambda name: resolve_entry(name, ()))
