@@ -278,8 +278,13 @@ def estimate_params_from_config(config: ModelConfig) -> float | None:
     if hd is None:
         ratio = h / nh if nh > 0 else math.nan
         hd = _round_half_away(ratio) if nh > 0 and math.isfinite(ratio) else 64.0
-    per_layer = h * (nh * hd) + 2.0 * h * (kvh * hd) + (nh * hd) * h + 3.0 * h * f * e + 2.0 * h
-    params = v * h + layers * per_layer
+    # Upstream's operation order, term by term: K and V are two products, not
+    # `2.0 * h * (kvh * hd)`, which overflows to inf at H near 1e308 and turns
+    # `inf * 0` (KVH 0) into NaN, so 0 bytes, where mlxcel's sum saturates.
+    attention = h * (nh * hd) + h * (kvh * hd) + h * (kvh * hd) + (nh * hd) * h
+    mlp = 3.0 * h * f * e
+    norms = 2.0 * h
+    params = v * h + layers * (attention + mlp + norms)
     return params / 1e9
 
 

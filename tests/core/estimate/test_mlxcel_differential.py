@@ -184,8 +184,9 @@ def analytical_bytes(cfg: dict[str, Any]) -> int | None:
             hd = math.floor(r + 0.5) if r >= 0 else -math.floor(-r + 0.5)
         else:
             hd = 64.0
-    layer = h * (nh * hd) + 2.0 * h * (kvh * hd) + (nh * hd) * h + 3.0 * h * ff * e + 2.0 * h
-    params = v * h + n_layers * layer
+    # mlxcel's own order (memory_estimate.rs): Q + K + V + O, then MLP, then norms.
+    attn = h * (nh * hd) + h * (kvh * hd) + h * (kvh * hd) + (nh * hd) * h
+    params = v * h + n_layers * (attn + 3.0 * h * ff * e + 2.0 * h)
     x = params / 1e9 * 1e9 * 2.0
     return 0 if x != x else as_u64(min(max(x, 0.0), 2.0**64))
 
@@ -335,6 +336,9 @@ def reference(f: Folder, ctx: int, batch: int, int8: bool, env: dict[str, Any]) 
 
 small = st.integers(0, 64)
 dim = st.sampled_from([0, 1, 2, 4, 8, 64, 128, 256, 4096, 2**40, 2**63, MAX])
+huge = st.sampled_from([1e308, 1.7e308, 1e200, 1e155, 3.5e38])
+"""Float sizes whose products overflow to inf: with a 0 next to them, a NaN in any
+other operation order (the reference must saturate where mlxcel does)."""
 
 
 @st.composite
@@ -349,7 +353,7 @@ def configs(draw: st.DrawFn) -> dict[str, Any] | None:
     if draw(st.integers(0, 12)):
         put(LAYERS, draw(st.integers(0, 96)))
     if draw(st.integers(0, 8)):
-        put(HIDDEN, draw(st.sampled_from([64, 768, 2048, 4096, 5120]) | dim))
+        put(HIDDEN, draw(st.sampled_from([64, 768, 2048, 4096, 5120]) | dim | huge))
     if draw(st.booleans()):
         put(HEADS, draw(st.integers(0, 64)))
     if draw(st.booleans()):

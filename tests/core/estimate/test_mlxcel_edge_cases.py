@@ -7,6 +7,8 @@ each case under "Unusual inputs".
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 from pathlib import Path
@@ -19,6 +21,7 @@ from core.estimate.weights import WeightsSource, has_safetensors_extension, reso
 from core.model.config import ModelConfig, decode_json
 from core.model.snapshot import read_model_dir
 from tests.core.helpers import MINIMAL_CONFIG, safetensors_bytes
+from tui.cli import main
 
 ANALYTICAL = 11_604_066_304  # MINIMAL_CONFIG's analytical weights
 
@@ -285,3 +288,33 @@ def test_models_marks_a_folder_with_an_unresolvable_weight_file(
     assert "(!)" in rows["broken"] and "(!)" not in rows["ok"]
     assert "1 with file faults (!)" in out
     assert "symbolic link to a missing file" in out
+
+
+# --- analytical counts that overflow: inf, never NaN ------------------------------
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        # class: K and V products of 0 beside an inf (2.0 * 1e308 overflows first)
+        {"hidden_size": 1e308, "num_hidden_layers": 1, "num_key_value_heads": 0},
+        {"hidden_size": 1.7e308, "num_hidden_layers": 1, "num_key_value_heads": 0},
+        # class: every term overflows
+        {"hidden_size": 1e308, "num_hidden_layers": 1e308, "intermediate_size": 1e308},
+    ],
+)
+def test_an_overflowing_analytical_count_saturates_as_mlxcel_does(
+    tmp_path: Path, config: dict[str, Any]
+) -> None:
+    # mlxcel: weights 2^64 - 1 and DOES NOT FIT; a NaN would make it 0 bytes and FITS.
+    d = tmp_path / "m"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(config))
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(io.StringIO()):
+        code = main(["inspect", str(d), "--json", "--memory-limit", "64GB"])
+    assert code == 0
+    report = json.loads(buffer.getvalue())
+    assert report["weights_bytes"] == 2**64 - 1
+    assert report["weights_source"] == "analytical_config"
+    assert report["fits"] is False
