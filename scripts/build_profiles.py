@@ -2,9 +2,11 @@
 
 Each model in the folder is a `<org>__<repo>.config.json` (the model's config.json,
 kept verbatim) and, unless the profile is config-only, a `<org>__<repo>.tensors.json`
-(see docs/models.md for its format). Each becomes one xz-compressed profile: the
-config text, the safetensors `__metadata__`, the shard split where known and the
-tensor list folded into a manifest. Every profile is checked before it is written:
+(see docs/models.md for its format); without one, mlx-lm's own model class gives the
+list (`scripts/derive_tensors.py`, for the repos in its `DERIVED` table). Each becomes
+one xz-compressed profile: the config text, the safetensors `__metadata__`, the shard
+split where known and the tensor list folded into a manifest. Every profile is checked
+before it is written:
 the manifest expands back to the exact list, its bytes equal the fixture's
 `total_bytes`, and each known shard's bytes equal the fixture's. Usage:
 
@@ -33,15 +35,13 @@ from core.catalog.profiles import (
     profile_file_name,
 )
 from core.model.safetensors_header import tensor_bytes
+from scripts.derive_tensors import DERIVED, derive
 
 DEFAULT_SRC = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures" / "models"
 
 # Profiles shipped with a config only: the estimate takes the analytical weights path.
-CONFIG_ONLY = {
-    "Qwen__Qwen3-Next-80B-A3B-Instruct",
-    "mlx-community__gemma-2-2b-it-fp16",
-    "mlx-community__gemma-3-4b-pt-4bit",
-}
+# None now: a fixture without a tensor list gets one from mlx-lm (scripts/derive_tensors.py).
+CONFIG_ONLY: set[str] = set()
 
 
 class FixtureError(Exception):
@@ -54,6 +54,13 @@ def read_fixture(src: Path, stem: str) -> tuple[str, str, dict[str, Any] | None]
     json.loads(config_text)  # must parse; its bytes are kept verbatim
     tensors_path = src / f"{stem}.tensors.json"
     data = json.loads(tensors_path.read_text(encoding="utf-8")) if tensors_path.exists() else None
+    if data is None and stem in DERIVED:
+        data = derive(stem, json.loads(config_text))
+        print(
+            f"{stem}: {data['tensor_count']} tensors, {data['total_bytes']} bytes from mlx-lm's "
+            f"own class ({data['parameters']:,} parameters; {DERIVED[stem].card})",
+            file=sys.stderr,
+        )
     return stem.replace("__", "/", 1), config_text, data
 
 

@@ -47,19 +47,28 @@ PUBLISHED_WEIGHT_BYTES = {
     "mistralai/Mistral-7B-Instruct-v0.1": 14_483_464_192,
     "microsoft/Phi-3-mini-4k-instruct": 7_642_159_104,
 }
-CONFIG_ONLY = ["Qwen/Qwen3-Next-80B-A3B-Instruct"]
-TENSOR_PROFILES = sorted(PUBLISHED_WEIGHT_BYTES)
+# Tensor lists from mlx-lm's own classes (scripts/derive_tensors.py), no published list.
+DERIVED_WEIGHT_BYTES = {
+    # The same shapes as google/gemma-2-2b-it in F16: its published total, to the byte.
+    "mlx-community/gemma-2-2b-it-fp16": 5_228_683_776,
+    # The text model quantized by mlx_lm.convert's rule (3.88B parameters).
+    "mlx-community/gemma-3-4b-pt-4bit": 2_183_177_216,
+    # 79.67B parameters in BF16 (the card: 80B; the MTP layer is not modelled).
+    "Qwen/Qwen3-Next-80B-A3B-Instruct": 159_348_782_592,
+}
+CONFIG_ONLY: list[str] = []
+TENSOR_PROFILES = sorted(PUBLISHED_WEIGHT_BYTES | DERIVED_WEIGHT_BYTES)
 ROCM_640 = ["--max-tokens", "640", "--backend", "rocm", "--memory-limit", "82463372083"]
 
 
 def test_every_model_the_issue_names_is_shipped() -> None:
-    assert set(PUBLISHED_WEIGHT_BYTES) | set(CONFIG_ONLY) <= set(list_profile_ids())
+    assert set(TENSOR_PROFILES) | set(CONFIG_ONLY) == set(list_profile_ids())
 
 
 @pytest.mark.parametrize("repo_id", TENSOR_PROFILES)
 def test_weight_bytes_equal_the_published_totals(repo_id: str) -> None:
     profile = load_profile(repo_id)
-    assert profile.weight_bytes == PUBLISHED_WEIGHT_BYTES[repo_id]
+    assert profile.weight_bytes == (PUBLISHED_WEIGHT_BYTES | DERIVED_WEIGHT_BYTES)[repo_id]
     assert profile.tensors is not None
     assert sum(tensor_bytes(d, s) for _, d, s in profile.tensors) == profile.weight_bytes
 
@@ -121,8 +130,23 @@ def test_inspect_prints_the_same_bytes_for_profile_and_folder(
         assert from_profile.out == from_folder.out.replace(str(folder), repo_id)
 
 
+def test_every_built_in_profile_sizes_from_a_tensor_list(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # What a user sees in `vramscope models`: header sizes, none from mlxcel's
+    # analytical fallback (which counted Qwen3-Next's 512 experts at 1442 GiB).
+    assert main(["models", "--json"]) == 0
+    rows = {m["name"]: m for m in json.loads(capsys.readouterr().out)["models"]}
+    assert {r["weights_source"] for r in rows.values()} == {"safetensors_header"}
+    gib = 1 << 30
+    assert 140 * gib <= rows["Qwen/Qwen3-Next-80B-A3B-Instruct"]["weight_bytes"] <= 160 * gib
+    assert 2 * gib <= rows["mlx-community/gemma-3-4b-pt-4bit"]["weight_bytes"] <= 4 * gib
+
+
 def test_config_only_profile_takes_the_analytical_path(tmp_path: Path) -> None:
-    profile = load_profile("Qwen/Qwen3-Next-80B-A3B-Instruct")
+    shipped = load_profile("Qwen/Qwen3-Next-80B-A3B-Instruct")
+    repo = "example/config-only"
+    profile = decode_profile(encode_profile(repo, shipped.config_text, None))
     assert profile.tensors is None and profile.weight_bytes is None
     snap = profile_snapshot(profile)
     assert snap.weights.source is WeightsSource.ANALYTICAL_CONFIG
