@@ -31,6 +31,12 @@ class ModelNotFoundError(ModelError):
     """A MODEL argument names nothing vramscope can find."""
 
 
+class OversizedFileError(ModelError):
+    """A `config.json` or index larger than vramscope reads. mlxcel reads any size, so
+    falling back would answer for another model (a 1,000,000-layer config is 3.79 TB
+    to mlxcel and 15.65 GiB to the 7 B fallback): the model is refused instead."""
+
+
 class FileFault(VramscopeError):
     """A file inside a model folder is unusable; callers usually fall back and warn."""
 

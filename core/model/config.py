@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.errors import ConfigError, describe_os_error
+from core.errors import ConfigError, OversizedFileError, describe_os_error
 from core.estimate.activation import ActivationDims
 from core.numbers import decimal_to_int
 from core.units import U64_MAX, sat_mul
@@ -299,14 +299,26 @@ def decode_json(data: bytes, what: str) -> Any:
 
 
 def read_small_file(path: Path, cap: int) -> bytes:
-    """Read a regular file of at most `cap` bytes (never a FIFO, device or folder)."""
+    """Read a regular file of at most `cap` bytes (never a FIFO, device or folder).
+
+    A larger file raises OversizedFileError (a ModelError, not an OSError): callers
+    that fall back on an unreadable file must not fall back on this one."""
     st = path.stat()
     if not stat.S_ISREG(st.st_mode):
         raise OSError("is not a regular file")
     if st.st_size > cap:
-        raise OSError(f"is {st.st_size} bytes, over the {cap}-byte limit")
+        raise OversizedFileError(
+            path.parent,
+            f"{path.name} is {st.st_size:,} bytes, over vramscope's {cap:,}-byte limit; "
+            "mlxcel would read it, so vramscope refuses rather than answer from a fallback",
+        )
     with path.open("rb") as fh:
-        return fh.read(cap + 1)
+        data = fh.read(cap + 1)
+    if len(data) > cap:  # grew between the stat and the read
+        raise OversizedFileError(
+            path.parent, f"{path.name} grew past vramscope's {cap:,}-byte limit while read"
+        )
+    return data
 
 
 def load_config(model_dir: Path) -> ModelConfig:

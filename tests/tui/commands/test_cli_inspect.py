@@ -351,16 +351,45 @@ def test_model_safetensors_that_is_a_folder_or_fifo_never_hangs(tmp_path: Path, 
         assert "model.safetensors: is not a regular file" in err
 
 
-def test_symlink_loop_and_huge_config(tmp_path: Path, capsys) -> None:
+@pytest.mark.parametrize(
+    ("name", "size", "cap"),
+    [
+        ("config.json", 17 << 20, "16,777,216"),
+        ("model.safetensors.index.json", 65 << 20, "67,108,864"),
+    ],
+)
+def test_an_oversized_config_or_index_is_refused_not_answered_by_a_fallback(
+    tmp_path: Path, capsys, name: str, size: int, cap: str
+) -> None:
+    # mlxcel reads any size: a fallback here would FIT a model mlxcel says does not
+    # (a 1,000,000-layer config: 3.79 TB to mlxcel, 15.65 GiB to the 7 B fallback).
+    folder = tmp_path / "huge"
+    folder.mkdir()
+    if name != "config.json":
+        (folder / "config.json").write_bytes(MINIMAL)
+    with open(folder / name, "wb") as fh:
+        fh.truncate(size)  # sparse: no disk cost
+    code, out, err = run(capsys, "inspect", str(folder), "--backend", "cpu", "--memory-limit", "1G")
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1
+    assert f"{folder}: {name} is {size:,} bytes, over vramscope's {cap}-byte limit" in err
+    # The catalog lists the folder as skipped, with the same reason.
+    code, out, _ = run(capsys, "models", "--models-dir", str(tmp_path), "--verbose")
+    assert code == 0
+    assert f"{folder}: {name} is {size:,} bytes" in out
+
+
+def test_symlink_loop_falls_back(tmp_path: Path, capsys) -> None:
     folder = tmp_path / "loop"
     folder.mkdir()
     os.symlink("model.safetensors", folder / "model.safetensors")
-    with open(folder / "config.json", "wb") as fh:
-        fh.truncate(17 * 1024 * 1024)  # sparse: no disk cost
-    code, out, err = run(capsys, "inspect", str(folder), "--backend", "cpu", "--memory-limit", "1G")
+    (folder / "config.json").write_bytes(b"{}")
+    code, out, _err = run(
+        capsys, "inspect", str(folder), "--backend", "cpu", "--memory-limit", "1G"
+    )
     assert code == 0
     assert "(fallback (7 B params assumed))" in out
-    assert "config.json: is 17825792 bytes, over the 16777216-byte limit" in err
 
 
 def test_unreadable_file_falls_back(tmp_path: Path, capsys) -> None:
