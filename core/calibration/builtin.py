@@ -1,0 +1,69 @@
+"""The built-in calibration: gfx1151 ROCm, fitted on mlxcel's 18 published peaks.
+
+The rows are data in `data/gfx1151_rocm.csv` (with their source); the terms of each
+row come from the built-in profiles of the three models, so the fit is recomputed
+from the published figures, never stored as a bare number.
+"""
+
+from __future__ import annotations
+
+import csv
+from functools import cache
+from pathlib import Path
+
+from core.backend import Backend
+from core.calibration.fit import fit_rows
+from core.calibration.record import Calibration
+from core.calibration.rows import CalibrationRow, row_from_estimate
+
+DATA_FILE = Path(__file__).resolve().parent / "data" / "gfx1151_rocm.csv"
+BUILTIN_DEVICE = "gfx1151"
+BUILTIN_ENGINE = "mlx"
+"""mlxcel's bench runs MLX itself; its peak is MLX's `get_peak_memory()`."""
+
+
+def peak_bound(centi_gb: int) -> int:
+    """The largest peak a printed two-decimal GB figure can stand for."""
+    return centi_gb * 10**7 + 5 * 10**6
+
+
+@cache
+def builtin_rows() -> tuple[CalibrationRow, ...]:
+    """The 18 published rows with mlxcel's terms for each (from the built-in profiles)."""
+    from core.catalog.profiles import load_profile, profile_snapshot
+    from core.estimate.available import AvailableMemory
+    from core.estimate.estimate import EstimateSettings, Workload, estimate
+
+    lines = [ln for ln in DATA_FILE.read_text("utf-8").splitlines() if not ln.startswith("#")]
+    rows = []
+    for rec in csv.DictReader(lines):
+        snapshot = profile_snapshot(load_profile(rec["model"]))
+        mib = int(rec["inflight_mib"])
+        settings = EstimateSettings(
+            Backend.ROCM, AvailableMemory(0, "builtin calibration"), inflight_mib=mib
+        )
+        est = estimate(snapshot, Workload(int(rec["context"])), settings)
+        rows.append(
+            row_from_estimate(
+                est,
+                model=rec["model"],
+                backend="rocm",
+                inflight_mib=mib,
+                peak_bytes=peak_bound(int(rec["printed_peak_centi_gb"])),
+                engine=BUILTIN_ENGINE,
+                device=BUILTIN_DEVICE,
+            )
+        )
+    return tuple(rows)
+
+
+@cache
+def builtin_calibration() -> Calibration:
+    """gfx1151 ROCm, MLX's peak, 18 runs of 3 models."""
+    return Calibration.from_fit(
+        fit_rows(builtin_rows()),
+        backend="rocm",
+        engine=BUILTIN_ENGINE,
+        device=BUILTIN_DEVICE,
+        origin="builtin",
+    )
