@@ -1,0 +1,129 @@
+"""Calibrations in words and JSON: `vramscope calibrate`'s report and `inspect`'s line.
+
+Every figure here is vramscope's and says so; mlxcel's banner is never touched.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.calibration.fit import Figures
+from core.calibration.groups import GroupResult, key_words
+from core.calibration.record import Calibration
+from core.display_text import clean_text
+from core.estimate.estimate import MemoryEstimate
+from core.units import format_bytes, format_bytes_short
+
+
+def percent(x: float) -> str:
+    """`+4.05%`."""
+    return f"{100 * x:+.2f}%"
+
+
+def runs(n: int) -> str:
+    """`1 run`, `18 runs`."""
+    return f"{n} run" if n == 1 else f"{n} runs"
+
+
+def figures_words(f: Figures) -> str:
+    """`18 of 18 covered; overshoot median +4.05%, worst +19.24%`."""
+    words = (
+        f"{f.covered} of {f.rows} covered; overshoot median {percent(f.median_overshoot)}, "
+        f"worst {percent(f.worst_overshoot)}"
+    )
+    if f.covered < f.rows:  # how far under its peak the worst-covered run was
+        words += f", least {percent(f.least_overshoot)}"
+    return words
+
+
+def _signed_bytes(b: int) -> str:
+    return ("- " if b < 0 else "+ ") + format_bytes_short(abs(b))
+
+
+def calibration_lines(cal: Calibration) -> list[str]:
+    """The fit and its cross-validated figures, one figure per line."""
+    cv = cal.cross_validated
+    who = key_words((cal.engine, cal.backend, cal.device))
+    return [
+        f"Calibrated (vramscope): {clean_text(who)}, {runs(cal.runs)} of {len(cal.models)} models",
+        f"  Form:          W + {cal.kv_factor} x KV + in-flight "
+        f"{_signed_bytes(cal.fixed_bytes)} fixed ({cal.fixed_bytes} bytes), "
+        f"then + {cal.margin_basis_points / 100:g}% margin",
+        f"  Training runs: {figures_words(cal.training)}",
+        f"  Held out, leave-one-model-out ({cv.folds} folds):",
+        f"    vramscope:   {figures_words(cv.vramscope)}",
+        f"    mlxcel:      {figures_words(cv.mlxcel)}",
+    ]
+
+
+def refused_line(result: GroupResult) -> str:
+    """`Not calibrated: mlx on cpu AMD EPYC (4 runs): needs runs of at least 3 models, ...`."""
+    return clean_text(
+        f"Not calibrated: {key_words(result.key)} ({runs(result.runs)}): {result.refused}"
+    )
+
+
+def refused_json(result: GroupResult) -> dict[str, Any]:
+    """One refused group in `calibrate --json`."""
+    engine, backend, device = result.key
+    return {
+        "engine": engine,
+        "backend": backend,
+        "device": device,
+        "runs": result.runs,
+        "reason": result.refused,
+    }
+
+
+def calibrated_total(cal: Calibration, est: MemoryEstimate) -> int:
+    """vramscope's calibrated total for the estimate's workload."""
+    return cal.total_bytes(est.weights_bytes, est.kv_bytes, est.backend_inflight_bytes)
+
+
+def calibrated_line(cal: Calibration, est: MemoryEstimate) -> str:
+    """`Calibrated (vramscope, 18 runs on gfx1151): 5.83 GiB (...)  (builtin; held out: ...)`."""
+    total = calibrated_total(cal, est)
+    verdict = "fits" if total <= est.available_bytes else "does not fit"
+    cv = cal.cross_validated.vramscope
+    return clean_text(
+        f"  Calibrated (vramscope, {cal.runs} runs on {cal.device_words}): "
+        f"{format_bytes(total)}, {verdict}  ({_origin_words(cal)}; held-out runs "
+        f"{cv.covered} of {cv.rows} covered, median overshoot {percent(cv.median_overshoot)})"
+    )
+
+
+def no_calibration_line(backend: str, device: str | None) -> str:
+    """The one line when nothing calibrates this estimate."""
+    where = f"{backend} {device}" if device else backend
+    return clean_text(
+        f"  Calibrated (vramscope): no calibration for {where}; "
+        "mlxcel's estimate only (vramscope calibrate fits one from measured runs)"
+    )
+
+
+def _origin_words(cal: Calibration) -> str:
+    if cal.origin == "builtin":
+        return "built-in, mlxcel's published peaks"
+    if cal.origin == "user":
+        return "your calibration" + (f" of {cal.fitted_at}" if cal.fitted_at else "")
+    return f"from {cal.origin}"
+
+
+def calibrated_json(cal: Calibration, est: MemoryEstimate) -> dict[str, Any]:
+    """The `calibrated` object of `inspect --json`."""
+    total = calibrated_total(cal, est)
+    d = cal.to_dict()
+    return {
+        "total_bytes": total,
+        "fits": total <= est.available_bytes,
+        "runs": cal.runs,
+        "models": list(cal.models),
+        "device": cal.device,
+        "engine": cal.engine,
+        "backend": cal.backend,
+        "covered_runs": cal.covered_runs,
+        "target": cal.target,
+        "origin": cal.origin,
+        "form": d["form"],
+        "cross_validated": d["cross_validated"],
+    }

@@ -1,0 +1,118 @@
+"""The user's calibrations: `$XDG_STATE_HOME/vramscope/calibration.json`.
+
+One JSON object, versioned (`schema`), written whole to a temporary file in the same
+folder, flushed and renamed over the old one, so a reader sees the old file or the new
+one, never half of either. A file that is damaged, too large, not a regular file or of
+another schema is ignored with one warning: the built-in calibration still applies.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.calibration.record import Calibration
+from core.display_text import clean_text
+from core.errors import describe_os_error
+from core.measurement.history import state_dir
+from core.model.config import decode_json, read_small_file
+
+CALIBRATION_FILE = "calibration.json"
+SCHEMA_VERSION = 1
+KIND = "vramscope-calibrations"
+SIZE_CAP = 4 * 2**20
+"""A calibration file is a few kB; anything past this is not one."""
+MAX_CALIBRATIONS = 256
+
+
+def default_path() -> Path:
+    """Where `vramscope calibrate` saves and `inspect --calibrated` looks."""
+    return state_dir() / CALIBRATION_FILE
+
+
+@dataclass(frozen=True)
+class StoreRead:
+    """The calibrations that decoded, and at most one warning."""
+
+    calibrations: tuple[Calibration, ...] = ()
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+
+def read_store(path: Path, origin: str = "user") -> StoreRead:
+    """Every calibration in `path`; a missing file is empty, a damaged one a warning."""
+    try:
+        raw = read_small_file(path, SIZE_CAP)
+    except FileNotFoundError:
+        return StoreRead()
+    except OSError as exc:
+        return _ignored(path, describe_os_error(exc))
+    try:
+        data: Any = decode_json(raw, CALIBRATION_FILE)
+        cals = _decode(data, origin)
+    except ValueError as exc:
+        return _ignored(path, str(exc))
+    return StoreRead(cals)
+
+
+def _ignored(path: Path, why: str) -> StoreRead:
+    return StoreRead((), (clean_text(f"{path}: ignored the calibration file ({why})"),))
+
+
+def _decode(data: Any, origin: str) -> tuple[Calibration, ...]:
+    if not isinstance(data, dict) or data.get("kind") != KIND:
+        raise ValueError(f"not a {KIND} file")
+    if data.get("schema") != SCHEMA_VERSION:
+        raise ValueError(f"schema {data.get('schema')!r}, this vramscope reads {SCHEMA_VERSION}")
+    items = data.get("calibrations")
+    if not isinstance(items, list) or len(items) > MAX_CALIBRATIONS:
+        raise ValueError(f"calibrations: expected a list of at most {MAX_CALIBRATIONS}")
+    out = []
+    for n, item in enumerate(items):
+        try:
+            out.append(Calibration.from_dict(item, origin))
+        except ValueError as exc:
+            raise ValueError(f"calibrations[{n}].{exc}") from None
+    return tuple(out)
+
+
+def key(cal: Calibration) -> tuple[str | None, str, str | None]:
+    """What a calibration is for: (engine, backend, device)."""
+    return (cal.engine, cal.backend, cal.device)
+
+
+def merged(old: Sequence[Calibration], new: Sequence[Calibration]) -> list[Calibration]:
+    """`old` with every calibration of the same key replaced by the one in `new`."""
+    keys = {key(c) for c in new}
+    return [c for c in old if key(c) not in keys] + list(new)
+
+
+def encode(cals: Sequence[Calibration], version: str) -> bytes:
+    """The file's bytes."""
+    doc = {
+        "schema": SCHEMA_VERSION,
+        "kind": KIND,
+        "vramscope_version": version,
+        "calibrations": [c.to_dict() for c in cals],
+    }
+    return (json.dumps(doc, indent=2, allow_nan=False) + "\n").encode("utf-8")
+
+
+def write_store(path: Path, cals: Sequence[Calibration], version: str) -> None:
+    """Replace `path` atomically with `cals` (OSError when the folder cannot be written)."""
+    data = encode(cals, version)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".calibration.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,68 @@
+"""Runs from a CSV file: every column checked, bad cells named by file, line and column."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from core.calibration.sources import CalibrationInputError, parse_csv, read_csv
+
+HEADER = "model,context,inflight_mib,backend,peak_bytes"
+
+
+def test_required_and_optional_columns() -> None:
+    text = (
+        "# a comment line\n"
+        f"{HEADER},engine,device,batch,kv_cache_mode\n"
+        "m1,640,1024,ROCm,6145000000,mlx,gfx1151,2,int8\n"
+        "m2,4096,0,cpu,100,,,,\n"
+    )
+    a, b = parse_csv(text, "runs.csv")
+    assert (a.model, a.context, a.inflight_mib, a.backend, a.peak_bytes) == (
+        "m1",
+        640,
+        1024,
+        "rocm",
+        6_145_000_000,
+    )
+    assert (a.engine, a.device, a.batch, a.kv_cache_mode) == ("mlx", "gfx1151", 2, "int8")
+    assert (b.engine, b.device, b.batch, b.kv_cache_mode) == (None, None, 1, "fp16")
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("model,context\nm,1\n", "runs.csv: missing column(s) inflight_mib, backend, peak_bytes"),
+        (f"{HEADER},peak\nm,1,0,cpu,5,6\n", "runs.csv: unknown column 'peak'"),
+        (f"{HEADER}\nm,64k,0,cpu,5\n", "runs.csv:2: column 'context': expected an integer"),
+        (f"{HEADER}\nm,640,0,cpu,-5\n", "runs.csv:2: column 'peak_bytes'"),
+        (f"{HEADER}\nm,640,0,cpu,0\n", "runs.csv:2: column 'peak_bytes'"),
+        (f"{HEADER}\nm,640,0,tpu,5\n", "runs.csv:2: column 'backend': expected one of"),
+        (f"{HEADER}\n,640,0,cpu,5\n", "runs.csv:2: column 'model' is empty"),
+        (f"{HEADER}\nm,640,0,cpu,5,extra\n", "runs.csv:2: more cells than columns"),
+        (f"{HEADER}\nm,640,0,cpu,{'9' * 5000}\n", "runs.csv:2: column 'peak_bytes'"),
+    ],
+)
+def test_a_bad_cell_is_one_line_naming_where(body: str, message: str) -> None:
+    with pytest.raises(CalibrationInputError) as info:
+        parse_csv(body, "runs.csv")
+    assert str(info.value).startswith(message)
+    assert "\n" not in str(info.value)
+
+
+def test_control_characters_never_reach_the_terminal() -> None:
+    with pytest.raises(CalibrationInputError) as info:
+        parse_csv(f"{HEADER}\nm,640,0,\x1b[31mcpu,5\n", "runs.csv")
+    assert "\x1b" not in str(info.value)
+
+
+def test_only_regular_utf8_files_are_read(tmp_path: Path) -> None:
+    with pytest.raises(CalibrationInputError, match="not a regular file"):
+        read_csv(tmp_path)
+    bad = tmp_path / "runs.csv"
+    bad.write_bytes(f"{HEADER}\n\xff".encode("latin-1"))
+    with pytest.raises(CalibrationInputError, match="not UTF-8"):
+        read_csv(bad)
+    with pytest.raises(CalibrationInputError, match="no such file"):
+        read_csv(tmp_path / "missing.csv")

@@ -1,0 +1,129 @@
+"""`vramscope calibrate` end to end: from the history, from a CSV, refusals, a damaged file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from core.backend import Backend
+from core.calibration.builtin import DATA_FILE, builtin_calibration, peak_bound
+from core.catalog.profiles import load_profile, profile_snapshot
+from core.estimate.available import AvailableMemory
+from core.estimate.estimate import EstimateSettings, Workload, estimate
+from core.measurement.history import HISTORY_FILE, HistoryStore
+from tests.factories import peak
+from tui.cli import main
+
+CPU_MODELS = (
+    "google/gemma-2-2b-it",
+    "meta-llama/Llama-3.1-8B-Instruct",
+    "Qwen/Qwen2.5-7B-Instruct",
+)
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def builtin_csv(tmp_path: Path, models: int = 3) -> Path:
+    """mlxcel's 18 published rows as a user's runs file (bytes, not centi-GB)."""
+    lines = ["model,context,inflight_mib,backend,peak_bytes,engine,device"]
+    names: list[str] = []
+    for line in DATA_FILE.read_text().splitlines()[1:]:
+        if line.startswith("#") or line.startswith("model,"):
+            continue
+        model, ctx, mib, centi = line.split(",")
+        if model not in names:
+            names.append(model)
+        if len(names) <= models:
+            lines.append(f"{model},{ctx},{mib},rocm,{peak_bound(int(centi))},mlx,gfx1151")
+    path = tmp_path / "runs.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_csv_of_mlxcel_s_rows_gives_the_builtin_fit(
+    tmp_path: Path, state_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, "calibrate", "--rows", str(builtin_csv(tmp_path)))
+    assert (code, err) == (0, "")
+    assert "Calibrated (vramscope): mlx on rocm gfx1151, 18 runs of 3 models" in out
+    assert "vramscope:   18 of 18 covered; overshoot median +4.05%, worst +19.24%" in out
+    assert "mlxcel:      18 of 18 covered; overshoot median +7.60%, worst +31.87%" in out
+    saved = json.loads((state_home / "vramscope" / "calibration.json").read_text())
+    (cal,) = saved["calibrations"]
+    assert cal["form"]["fixed_bytes"] == builtin_calibration().fixed_bytes
+    assert cal["cross_validated"] == builtin_calibration().to_dict()["cross_validated"]
+
+
+def test_fewer_than_three_models_are_refused_and_nothing_is_saved(
+    tmp_path: Path, state_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _out, err = run(capsys, "calibrate", "--rows", str(builtin_csv(tmp_path, models=2)))
+    assert code == 2
+    assert "needs runs of at least 3 models, got 2" in err
+    assert err.count("\n") == 1
+    assert not (state_home / "vramscope" / "calibration.json").exists()
+
+
+def test_an_unknown_model_in_a_csv_is_one_line_naming_the_row(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "runs.csv"
+    path.write_text("model,context,inflight_mib,backend,peak_bytes\nno/such-model,640,0,cpu,5\n")
+    code, out, err = run(capsys, "calibrate", "--rows", str(path))
+    assert (code, out) == (2, "")
+    assert err.startswith(f"vramscope: error: {path}:2: ") and err.count("\n") == 1
+
+
+def test_the_history_calibrates_each_engine_backend_and_device_on_its_own(
+    state_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = HistoryStore(state_home / "vramscope" / HISTORY_FILE)
+    peaks = {
+        CPU_MODELS[0]: 7_000_000_000,
+        CPU_MODELS[1]: 17_500_000_000,
+        CPU_MODELS[2]: 16_000_000_000,
+    }
+    for model, peak_bytes in peaks.items():
+        store.append(
+            peak(model, inflight=0, engine="mlx", peak_bytes=peak_bytes, device_name="EPYC")
+        )
+    store.append(peak(CPU_MODELS[0], device_kind="rocm", arch="gfx1100", engine="mlx"))
+    code, out, err = run(capsys, "calibrate", "--json")
+    assert (code, err) == (0, "")
+    doc = json.loads(out)
+    (cal,) = doc["calibrations"]
+    assert (cal["engine"], cal["backend"], cal["device"], cal["runs"]) == ("mlx", "cpu", "EPYC", 3)
+    (refused,) = doc["refused"]
+    assert (refused["backend"], refused["device"], refused["runs"]) == ("rocm", "gfx1100", 1)
+    # the fixed part is the largest excess of a peak over W + 2 KV (no in-flight term on the CPU)
+    settings = EstimateSettings(Backend.CPU, AvailableMemory(0, "test"))
+    excess = []
+    for model, peak_bytes in peaks.items():
+        est = estimate(profile_snapshot(load_profile(model)), Workload(640), settings)
+        excess.append(peak_bytes - est.weights_bytes - 2 * est.kv_bytes)
+    assert cal["form"]["fixed_bytes"] == max(excess)
+    assert cal["covered_runs"] == 3
+
+
+def test_a_damaged_calibration_file_is_ignored_with_one_warning_and_replaced(
+    tmp_path: Path, state_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = state_home / "vramscope" / "calibration.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"kind": "vramscope-calibrations", "schema": 1, "calibrations": [')
+    code, _out, err = run(capsys, "calibrate", "--rows", str(builtin_csv(tmp_path)))
+    assert code == 0
+    assert err.count("\n") == 1 and "ignored the calibration file" in err
+    assert len(json.loads(path.read_text())["calibrations"]) == 1
+
+
+def test_no_runs_at_all_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "calibrate")
+    assert (code, out) == (2, "")
+    assert err.startswith("vramscope: error: no measured runs to calibrate on in ")

@@ -1,0 +1,121 @@
+"""`vramscope calibrate`: fit vramscope's calibrated estimate to measured runs and save it.
+
+Runs come from the measurement history or a CSV (`--rows`); each (engine, backend,
+device) is fitted on its own, or refused with the reason. Fitted calibrations replace
+the ones of the same key in `$XDG_STATE_HOME/vramscope/calibration.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from core import __version__
+from tui.commands.common import add_model_source_flags, warn
+
+
+def register(sub: Any) -> None:
+    """Add the `calibrate` parser."""
+    p = sub.add_parser(
+        "calibrate",
+        help="fit vramscope's calibrated estimate to measured peaks",
+        description="Fit vramscope's own calibrated estimate (W + 2 x KV + in-flight + a "
+        "fixed part, covering every run) to measured peaks, per engine, backend and "
+        "device, with leave-one-model-out figures beside mlxcel's; saved for "
+        "`inspect --calibrated`.",
+    )
+    p.add_argument(
+        "--rows",
+        type=Path,
+        metavar="FILE.csv",
+        help="runs to fit on: columns model, context, inflight_mib, backend, peak_bytes "
+        "(optional engine, device, batch, kv_cache_mode); default: the measurement history",
+    )
+    p.add_argument("--engine", metavar="E", help="only runs of this engine (mlx, torch)")
+    p.add_argument(
+        "--backend", choices=("rocm", "cuda", "metal", "cpu"), help="only runs on this backend"
+    )
+    p.add_argument("--device", metavar="NAME", help="only runs on this device (e.g. gfx1151)")
+    p.add_argument("--json", action="store_true", help="print the fit as JSON")
+    add_model_source_flags(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """`vramscope calibrate`: fit, save, print."""
+    from core.calibration.groups import calibrate_groups
+    from core.calibration.report import calibration_lines, refused_json, refused_line
+    from core.calibration.sources import (
+        read_csv,
+        records_from_history,
+        rows_from_records,
+    )
+    from core.calibration.store import default_path, merged, read_store, write_store
+    from core.catalog.resolve import resolve_model
+    from core.display_text import clean_text
+    from core.measurement.history import HistoryStore
+
+    def resolve(name: str) -> Any:
+        return resolve_model(name, args.models_dir)
+
+    if args.rows is not None:
+        records = read_csv(args.rows)
+        source = clean_text(str(args.rows))
+        rows, warnings = rows_from_records(records, resolve, skip_unresolved=False)
+    else:
+        history = HistoryStore.default()
+        read = history.read()
+        warn(read.warnings)
+        records = records_from_history(read.results)
+        source = clean_text(str(history.path))
+        rows, warnings = rows_from_records(records, resolve, skip_unresolved=True)
+    warn(warnings)
+    if not rows:
+        print(f"vramscope: error: no measured runs to calibrate on in {source}", file=sys.stderr)
+        return 2
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    results = calibrate_groups(
+        rows, engine=args.engine, backend=args.backend, device=args.device, fitted_at=stamp
+    )
+    if not results:
+        print(
+            f"vramscope: error: no run in {source} matches --engine/--backend/--device",
+            file=sys.stderr,
+        )
+        return 2
+    fitted = [r.calibration for r in results if r.calibration is not None]
+    path = default_path()
+    if fitted:
+        old = read_store(path)
+        warn(old.warnings)
+        try:
+            write_store(path, merged(old.calibrations, fitted), __version__)
+        except OSError as exc:
+            print(f"vramscope: error: {path}: cannot save ({exc.strerror or exc})", file=sys.stderr)
+            return 2
+    if args.json:
+        doc = {
+            "vramscope_version": __version__,
+            "source": source,
+            "saved_to": str(path) if fitted else None,
+            "calibrations": [c.to_dict() for c in fitted],
+            "refused": [refused_json(r) for r in results if r.calibration is None],
+        }
+        print(json.dumps(doc, indent=2, allow_nan=False))
+    else:
+        for r in results:
+            if r.calibration is None:
+                print(refused_line(r))
+            else:
+                print("\n".join(calibration_lines(r.calibration)))
+        if fitted:
+            print(f"Saved {len(fitted)} calibration(s) to {clean_text(str(path))}")
+    if not fitted:
+        for r in results:
+            print(f"vramscope: error: {refused_line(r)}", file=sys.stderr)
+        return 2
+    return 0
