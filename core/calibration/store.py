@@ -41,6 +41,8 @@ class StoreRead:
 
     calibrations: tuple[Calibration, ...] = ()
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    problem: str | None = None
+    """Why the file was ignored, without the path (None when it was read)."""
 
 
 def read_store(path: Path, origin: str = "user") -> StoreRead:
@@ -60,7 +62,9 @@ def read_store(path: Path, origin: str = "user") -> StoreRead:
 
 
 def _ignored(path: Path, why: str) -> StoreRead:
-    return StoreRead((), (clean_text(f"{path}: ignored the calibration file ({why})"),))
+    why = clean_text(why)
+    line = clean_text(f"{path}: ignored the calibration file ({why})")
+    return StoreRead((), (line,), why)
 
 
 def _decode(data: Any, origin: str) -> tuple[Calibration, ...]:

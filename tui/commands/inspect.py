@@ -8,7 +8,9 @@ from typing import Any
 from core import __version__
 from core.backend import resolve_backend
 from core.environment import read_env, resolve_settings
+from core.errors import UsageError
 from core.estimate.estimate import Workload, estimate
+from tui.commands._calibrated import add_calibration_flags, calibrated_output, wanted
 from tui.commands._parallel import add_parallel_flags, parallel_plan, run_parallel
 from tui.commands.common import (
     add_estimate_flags,
@@ -41,6 +43,7 @@ def register(sub: Any) -> None:
         "prompt-cache capacity, --recommend-quant)",
     )
     add_parallel_flags(p)
+    add_calibration_flags(p)
     p.set_defaults(func=run)
 
 
@@ -57,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
 
     quant = parse_quant_flag(args.quant)
     if parallel_plan(args) is not None:
+        if wanted(args):
+            raise UsageError("--calibrated", "a calibrated estimate is single-device only")
         return run_parallel(args, quant)
     memory_limit = parse_memory_limit_flag(args.memory_limit)
     choice = resolve_backend(args.backend)
@@ -73,12 +78,20 @@ def run(args: argparse.Namespace) -> int:
     )
     est = estimate(model, workload, resolved.settings)
     warn(est.warnings)
+    calibrated = calibrated_output(args, est, choice.backend.value) if wanted(args) else None
     if args.json:
-        print(to_json_pretty(inspect_report(model, est, __version__)))
+        report = inspect_report(model, est, __version__)
+        if calibrated is not None:
+            line, report["calibrated"] = calibrated  # vramscope's, after mlxcel's keys
+            if report["calibrated"] is None:
+                warn([line.strip()])
+        print(to_json_pretty(report))
         return 0
     print(format_estimate(args.model, est))
     if not est.fits:
         print(DOES_NOT_FIT_NOTE)
+    if calibrated is not None:
+        print(calibrated[0])
     if args.verbose:
         sizing = mlxcel_sizing(model, resolved.settings, args.max_tokens, args.batch)
         print("\n".join(sizing_lines(sizing, resolved.settings.available)))

@@ -1,0 +1,67 @@
+"""`inspect --calibrated` / `--calibration builtin|FILE`: which calibration, and its line.
+
+mlxcel's banner and JSON keys are printed first and untouched; vramscope's calibrated
+total follows, labelled as vramscope's.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from core.errors import UsageError
+from tui.commands.common import warn
+
+
+def add_calibration_flags(p: argparse.ArgumentParser) -> None:
+    """`--calibrated` and `--calibration`."""
+    p.add_argument(
+        "--calibrated",
+        action="store_true",
+        help="also print vramscope's calibrated estimate (your latest `vramscope calibrate`, "
+        "else the built-in gfx1151 ROCm one) beside mlxcel's",
+    )
+    p.add_argument(
+        "--calibration",
+        metavar="builtin|FILE",
+        help="the calibration to use: the built-in one, or a calibration file (implies "
+        "--calibrated)",
+    )
+
+
+def wanted(args: argparse.Namespace) -> bool:
+    """True when the user asked for a calibrated estimate."""
+    return bool(args.calibrated or args.calibration is not None)
+
+
+def _candidates(choice: str | None) -> list[Any]:
+    from core.calibration.builtin import builtin_calibration
+    from core.calibration.store import default_path, read_store
+
+    if choice == "builtin":
+        return [builtin_calibration()]
+    if choice is not None:
+        path = Path(choice)
+        if not path.exists():
+            raise UsageError("--calibration", f"{choice}: no such file (or say 'builtin')")
+        read = read_store(path, origin=str(path))
+        if read.problem is not None:
+            raise UsageError(
+                "--calibration", f"{choice}: not a usable calibration file ({read.problem})"
+            )
+        return list(read.calibrations)
+    read = read_store(default_path())
+    warn(read.warnings)
+    return [*read.calibrations, builtin_calibration()]
+
+
+def calibrated_output(args: argparse.Namespace, est: Any, backend: str) -> tuple[str, Any]:
+    """The line under the banner, and the `calibrated` JSON value (None when no match)."""
+    from core.calibration.report import calibrated_json, calibrated_line, no_calibration_line
+    from core.calibration.select import choose
+
+    cal = choose(_candidates(args.calibration), backend)
+    if cal is None:
+        return no_calibration_line(backend, None), None
+    return calibrated_line(cal, est), calibrated_json(cal, est)
