@@ -92,9 +92,10 @@ def calibrated_line(cal: Calibration, est: MemoryEstimate) -> str:
     )
 
 
-def no_calibration_line(backend: str, device: str | None) -> str:
+def no_calibration_line(backend: str, device: str | None, engine: str | None = None) -> str:
     """The one line when nothing calibrates this estimate."""
     where = f"{backend} {device}" if device else backend
+    where += f" ({engine})" if engine else ""
     return clean_text(
         f"  Calibrated (vramscope): no calibration for {where}; "
         "mlxcel's estimate only (vramscope calibrate fits one from measured runs)"

@@ -28,11 +28,26 @@ def add_calibration_flags(p: argparse.ArgumentParser) -> None:
         help="the calibration to use: the built-in one, or a calibration file (implies "
         "--calibrated)",
     )
+    p.add_argument(
+        "--calibration-device",
+        metavar="NAME",
+        help="only a calibration for this device (e.g. gfx1151) or for any device",
+    )
+    p.add_argument(
+        "--calibration-engine",
+        metavar="E",
+        help="only a calibration for this engine (mlx, torch) or for any engine",
+    )
 
 
 def wanted(args: argparse.Namespace) -> bool:
     """True when the user asked for a calibrated estimate."""
-    return bool(args.calibrated or args.calibration is not None)
+    return bool(
+        args.calibrated
+        or args.calibration is not None
+        or args.calibration_device is not None
+        or args.calibration_engine is not None
+    )
 
 
 def _candidates(choice: str | None) -> list[Any]:
@@ -61,7 +76,8 @@ def calibrated_output(args: argparse.Namespace, est: Any, backend: str) -> tuple
     from core.calibration.report import calibrated_json, calibrated_line, no_calibration_line
     from core.calibration.select import choose
 
-    cal = choose(_candidates(args.calibration), backend)
+    device, engine = args.calibration_device, args.calibration_engine
+    cal = choose(_candidates(args.calibration), backend, engine, device)
     if cal is None:
-        return no_calibration_line(backend, None), None
+        return no_calibration_line(backend, device, engine), None
     return calibrated_line(cal, est), calibrated_json(cal, est)

@@ -133,3 +133,15 @@ def test_a_damaged_named_file_is_an_error_and_a_damaged_own_file_a_warning(
     code, out, err = run(capsys, "inspect", LLAMA_4BIT, *ROCM_640, "--calibrated")
     assert code == 0 and err.count("\n") == 1 and "ignored the calibration file" in err
     assert "built-in, mlxcel's published peaks" in out
+
+
+def test_a_device_or_engine_narrows_the_choice(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "inspect", LLAMA_4BIT, *ROCM_640, "--calibration-device", "GFX1151")
+    assert code == 0 and "18 runs on gfx1151" in out
+    _, out, _ = run(capsys, "inspect", LLAMA_4BIT, *ROCM_640, "--calibration-device", "gfx1100")
+    assert out.splitlines()[-1] == (
+        "  Calibrated (vramscope): no calibration for rocm gfx1100; mlxcel's estimate only "
+        "(vramscope calibrate fits one from measured runs)"
+    )
+    _, out, _ = run(capsys, "inspect", LLAMA_4BIT, *ROCM_640, "--calibration-engine", "torch")
+    assert "no calibration for rocm (torch);" in out.splitlines()[-1]
