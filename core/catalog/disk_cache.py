@@ -31,6 +31,7 @@ from typing import Any
 from core.catalog.entry import CatalogEntry
 from core.estimate.kv_cache import KvKind
 from core.estimate.weights import WeightsSource
+from core.regular_file import read_regular
 
 CACHE_FILE = "catalog.json"
 CACHE_SIZE_CAP = 64 * 1024 * 1024
@@ -112,8 +113,7 @@ class CatalogCache:
     @staticmethod
     def _load(path: Path) -> dict[str, Any]:
         try:
-            with path.open("rb") as fh:
-                data = json.loads(fh.read(CACHE_SIZE_CAP + 1))
+            data = json.loads(read_regular(path, CACHE_SIZE_CAP))
         except (OSError, ValueError, RecursionError, MemoryError):
             return {}  # missing or damaged: start over, silently
         if (

@@ -19,10 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.errors import describe_os_error
 from core.measurement.result import MeasuredPeak, checked_peak
+from core.regular_file import check_regular_fd, read_regular
 
 HISTORY_FILE = "measurements.jsonl"
 SCHEMA_VERSION = 1
+HISTORY_SIZE_CAP = 256 * 1024 * 1024
+"""The most of the history read (a run's record is under 2 KB: 100,000 runs in 200 MB)."""
 
 
 def state_dir(environ: dict[str, str] | None = None) -> Path:
@@ -87,8 +91,10 @@ class HistoryStore:
         """Add one record durably; earlier records are never touched."""
         data = encode_record(peak)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        # Non-blocking, then checked: a FIFO in its place would block the write.
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o644)
         try:
+            check_regular_fd(fd, self.path)
             with _locked(fd):
                 size = os.fstat(fd).st_size
                 if size and os.pread(fd, 1, size - 1) != b"\n":
@@ -104,12 +110,19 @@ class HistoryStore:
         """Every record in order; damaged lines are skipped with a warning each."""
         out = HistoryRead()
         try:
-            raw = self.path.read_bytes()
+            raw = read_regular(self.path, HISTORY_SIZE_CAP)
         except FileNotFoundError:
             return out
         except OSError as exc:
-            out.warnings.append(f"{self.path}: cannot read the history ({exc.strerror or exc})")
+            reason = describe_os_error(exc) or type(exc).__name__
+            out.warnings.append(f"{self.path}: cannot read the history ({reason})")
             return out
+        if len(raw) > HISTORY_SIZE_CAP:
+            out.warnings.append(
+                f"{self.path}: over {HISTORY_SIZE_CAP:,} bytes; read the first "
+                f"{HISTORY_SIZE_CAP:,} (a run's record is under 2 KB)"
+            )
+            raw = raw[:HISTORY_SIZE_CAP]
         for number, line in enumerate(raw.split(b"\n"), start=1):
             if not line.strip():
                 continue

@@ -71,7 +71,7 @@ def decode_event(line: str) -> MeasureEvent | None:
     """Parse one protocol line; None for anything that is not a well-formed event."""
     try:
         data = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nesting past the decoder's depth
         return None
     if not isinstance(data, dict):
         return None

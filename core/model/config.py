@@ -7,6 +7,7 @@ or boolean where an unsigned integer is expected counts as absent.
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import re
@@ -19,6 +20,7 @@ from typing import Any
 from core.errors import ConfigError, OversizedFileError, describe_os_error
 from core.estimate.activation import ActivationDims
 from core.numbers import decimal_to_int
+from core.regular_file import read_regular
 from core.units import U64_MAX, sat_mul
 
 CONFIG_FILE = "config.json"
@@ -305,15 +307,14 @@ def read_small_file(path: Path, cap: int) -> bytes:
     that fall back on an unreadable file must not fall back on this one."""
     st = path.stat()
     if not stat.S_ISREG(st.st_mode):
-        raise OSError("is not a regular file")
+        raise OSError(errno.EINVAL, "is not a regular file", str(path))
     if st.st_size > cap:
         raise OversizedFileError(
             path.parent,
             f"{path.name} is {st.st_size:,} bytes, over vramscope's {cap:,}-byte limit; "
             "mlxcel would read it, so vramscope refuses rather than answer from a fallback",
         )
-    with path.open("rb") as fh:
-        data = fh.read(cap + 1)
+    data = read_regular(path, cap)  # non-blocking: swapped for a FIFO since the stat
     if len(data) > cap:  # grew between the stat and the read
         raise OversizedFileError(
             path.parent, f"{path.name} grew past vramscope's {cap:,}-byte limit while read"

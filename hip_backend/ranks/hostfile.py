@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import UsageError, describe_os_error
+from core.regular_file import read_regular
 
 MAX_HOSTFILE_BYTES = 1 << 20  # a hostfile names a few hosts; anything larger is not one
 FLAG = "--hostfile"
@@ -66,8 +67,7 @@ def read_hostfile(text_path: str, ranks: int) -> RingHostfile:
     ring backend would refuse it or run a different number of ranks than `ranks`."""
     path = Path(text_path).expanduser().absolute()
     try:
-        with path.open("rb") as fh:
-            raw = fh.read(MAX_HOSTFILE_BYTES + 1)
+        raw = read_regular(path, MAX_HOSTFILE_BYTES)  # a FIFO is refused, never waited on
     except OSError as exc:
         raise _fail(path, f"cannot read it ({describe_os_error(exc)})") from None
     if len(raw) > MAX_HOSTFILE_BYTES:
@@ -78,6 +78,8 @@ def read_hostfile(text_path: str, ranks: int) -> RingHostfile:
         raise _fail(path, "not UTF-8 text") from None
     except json.JSONDecodeError as exc:
         raise _fail(path, f"not JSON ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:  # `[[[[...` 100,000 deep: no hostfile nests past two levels
+        raise _fail(path, "JSON nested too deep to be an MLX hostfile") from None
     hosts_data: Any
     if isinstance(data, dict):
         backend = data.get("backend", "")

@@ -1,0 +1,40 @@
+"""Reading a file vramscope did not write: only a regular file, never blocking.
+
+A FIFO, a character device or a socket where a file is expected would hang a plain
+`open` (a FIFO with no writer) or never end (`/dev/zero`). The file is opened
+non-blocking and checked with `fstat` on the open descriptor (no window between a
+check and the open), then read up to a cap.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+
+def read_regular(path: Path, cap: int) -> bytes:
+    """At most `cap + 1` bytes of a regular file (the caller decides what more than
+    `cap` means); OSError "is not a regular file" for anything else."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "is not a regular file", str(path))
+        chunks: list[bytes] = []
+        left = cap + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def check_regular_fd(fd: int, path: Path) -> None:
+    """OSError naming `path` unless the open descriptor is a regular file."""
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        raise OSError(errno.EINVAL, "is not a regular file", str(path))
