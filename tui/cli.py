@@ -64,7 +64,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 parser.print_help()
                 return 0
             args = parser.parse_args(["explore"])
-        return int(args.func(args))
+        code = int(args.func(args))
+        sys.stdout.flush()  # a full disk or a closed pipe shows here, not at exit
+        return code
     except VramscopeError as exc:
         print(f"vramscope: error: {clean_text(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
@@ -76,5 +78,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
-        return 0
+    except OSError as exc:
+        # Writing the answer failed (ENOSPC on `> /dev/full`, EPIPE, EACCES on --out):
+        # one line naming where, never a traceback. Errors reading inputs are
+        # VramscopeErrors above; an OSError that reaches here is an output one.
+        _quiet_stdout(sys)
+        where = exc.filename if exc.filename else "stdout"
+        reason = exc.strerror or type(exc).__name__
+        print(f"vramscope: error: cannot write {clean_text(str(where))}: {reason}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _quiet_stdout(sys: object) -> None:
+    """Point stdout at /dev/null so the interpreter's last flush of the unwritten
+    buffer does not print its own error after ours."""
+    import os
+
+    stdout = getattr(sys, "stdout", None)
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stdout.fileno())  # type: ignore[union-attr]
+        os.close(devnull)

@@ -94,3 +94,40 @@ def test_appending_to_a_fifo_history_names_the_path(tmp_path: Path) -> None:
     with pytest.raises(OSError, match="is not a regular file") as caught:
         HistoryStore(path).append(peak())
     assert caught.value.filename == str(path)
+
+
+@pytest.mark.parametrize("command", [["inspect", "mlx-community/Qwen3-30B-A3B-4bit"], ["models"]])
+def test_a_full_disk_on_stdout_is_one_line_exit_2(tmp_path: Path, command: list[str]) -> None:
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "tui", *command],
+            cwd=ROOT,
+            env=env,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=DEADLINE_S,
+            check=False,
+        )
+    assert proc.returncode == 2
+    assert proc.stderr == "vramscope: error: cannot write stdout: No space left on device\n"
+
+
+def test_a_closed_pipe_is_one_line_exit_2(tmp_path: Path) -> None:
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    reader, writer = os.pipe()
+    os.close(reader)  # nobody will read: the first write is EPIPE
+    proc = subprocess.run(
+        [sys.executable, "-m", "tui", "models"],
+        cwd=ROOT,
+        env=env,
+        stdout=writer,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=DEADLINE_S,
+        check=False,
+    )
+    os.close(writer)
+    assert proc.returncode == 2
+    assert proc.stderr == "vramscope: error: cannot write stdout: Broken pipe\n"
