@@ -6,16 +6,11 @@ import argparse
 from typing import Any
 
 from core import __version__
-from core.backend import resolve_backend
-from core.environment import read_env, resolve_settings
-from core.estimate.estimate import Workload, estimate
-from tui.commands._parallel import add_parallel_flags, parallel_plan, run_parallel
-from tui.commands.common import (
-    add_estimate_flags,
-    parse_memory_limit_flag,
-    parse_quant_flag,
-    warn,
-)
+from core.estimate.estimate import estimate
+from tui.commands._parallel import parallel_plan, run_parallel
+from tui.commands.estimate_args import estimate_inputs, parse_memory_limit_flag, parse_quant_flag
+from tui.commands.flags import add_estimate_flags, add_parallel_flags
+from tui.commands.output import warn
 from tui.model.sizing import mlxcel_sizing, sizing_lines
 
 
@@ -59,19 +54,11 @@ def run(args: argparse.Namespace) -> int:
     if parallel_plan(args) is not None:
         return run_parallel(args, quant)
     memory_limit = parse_memory_limit_flag(args.memory_limit)
-    choice = resolve_backend(args.backend)
-    resolved = resolve_settings(
-        choice.backend, read_env(), inflight_flag=args.inflight_mb, memory_limit=memory_limit
-    )
+    inputs = estimate_inputs(args, quant, memory_limit)
+    resolved = inputs.resolved
     model = resolve_model(args.model, args.models_dir)
     warn(resolved.warnings + model.warnings)
-    workload = Workload(
-        max_tokens=args.max_tokens,
-        batch=args.batch,
-        kv_int8=args.kv_cache_mode == "int8",
-        quant=quant,
-    )
-    est = estimate(model, workload, resolved.settings)
+    est = estimate(model, inputs.workload, resolved.settings)
     warn(est.warnings)
     if args.json:
         print(to_json_pretty(inspect_report(model, est, __version__)))
