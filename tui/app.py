@@ -93,10 +93,10 @@ class VramscopeApp(App[None]):
             self.push_screen(HelpScreen())
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
-        from tui.screens.palette import explorer_commands
+        from tui.screens.palette import explorer_commands  # Ctrl+P only: not for frame one
 
         yield from super().get_system_commands(screen)
-        yield from explorer_commands(self)
+        yield from explorer_commands(self.explorer, self.action_help)
 
 
 def make_app(

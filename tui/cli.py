@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 from collections.abc import Sequence
 from typing import NoReturn
 
 from core import __version__
 from core.display_text import clean_text
 from core.errors import VramscopeError
-from tui.commands import command_modules
+from tui.commands.registry import COMMANDS
 
 EXIT_USAGE = 2
 
@@ -37,8 +36,8 @@ def build_parser() -> OneLineParser:
     )
     parser.add_argument("--version", action="version", version=f"vramscope {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=OneLineParser)
-    for name in command_modules():
-        importlib.import_module(f"tui.commands.{name}").register(sub)
+    for register in COMMANDS:
+        register(sub)
     return parser
 
 

@@ -1,4 +1,5 @@
-"""`--tp N` / `--pp N` for inspect: one estimate per rank and the plan's verdict."""
+"""`--tp N` / `--pp N` for inspect and measure: one estimate (or one measured peak) per
+rank, and the plan's verdict."""
 
 from __future__ import annotations
 
@@ -7,49 +8,17 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from core import __version__
-from core.backend import resolve_backend
 from core.display_text import clean_text, json_safe
-from core.environment import read_env, resolve_settings
-from core.estimate.estimate import QuantHint, Workload
+from core.estimate.estimate import QuantHint
 from core.measurement.result import MeasurementFailure
-from core.parallel.plan import MAX_RANKS, ParallelPlan, estimate_parallel, parse_rank_limits
+from core.parallel.plan import ParallelPlan, estimate_parallel, parse_rank_limits
 from core.parallel.sharding import ParallelKind
-from tui.commands.common import int_at_least, warn
+from tui.commands.estimate_args import estimate_inputs
+from tui.commands.measure_args import request_from_args
+from tui.commands.output import EXIT_FAILED, ProgressLine, failure_line, warn
 
 if TYPE_CHECKING:
     from hip_backend.ranks.launch import ParallelRun, PreparedParallel
-
-
-def add_parallel_flags(p: argparse.ArgumentParser, measure: bool = False) -> None:
-    """`--tp N | --pp N` (2 to 8 ranks)."""
-    group = p.add_mutually_exclusive_group()
-    then = (
-        "; with --engine mlx, N ranks under mlx.launch --backend ring on the loopback"
-        if measure
-        else "; --memory-limit then takes one size or one per rank (SIZE,SIZE,...)"
-    )
-    group.add_argument(
-        "--tp",
-        type=int_at_least("--tp", 2),
-        default=None,
-        metavar="N",
-        help=f"tensor parallel over N ranks (2-{MAX_RANKS}), as mlx-lm's Model.shard(){then}",
-    )
-    group.add_argument(
-        "--pp",
-        type=int_at_least("--pp", 2),
-        default=None,
-        metavar="N",
-        help=f"pipeline parallel over N ranks (2-{MAX_RANKS}), as mlx-lm's model.pipeline()",
-    )
-    if measure:
-        p.add_argument(
-            "--hostfile",
-            default=None,
-            metavar="FILE",
-            help="with --tp/--pp: MLX's own hostfile (JSON, one host entry per rank) passed "
-            "to mlx.launch instead of the loopback default",
-        )
 
 
 def parallel_plan(args: argparse.Namespace) -> ParallelPlan | None:
@@ -70,17 +39,10 @@ def run_parallel(args: argparse.Namespace, quant: QuantHint) -> int:
     plan = parallel_plan(args)
     assert plan is not None
     limits = parse_rank_limits(args.memory_limit, plan.ranks)
-    choice = resolve_backend(args.backend)
-    resolved = resolve_settings(choice.backend, read_env(), inflight_flag=args.inflight_mb)
+    inputs = estimate_inputs(args, quant)  # the limits are per rank
     model, tensors = resolve_parallel_model(args.model, args.models_dir)
-    warn(resolved.warnings + model.warnings)
-    workload = Workload(
-        max_tokens=args.max_tokens,
-        batch=args.batch,
-        kv_int8=args.kv_cache_mode == "int8",
-        quant=quant,
-    )
-    pe = estimate_parallel(model, tensors, plan, workload, resolved.settings, limits)
+    warn(inputs.resolved.warnings + model.warnings)
+    pe = estimate_parallel(model, tensors, plan, inputs.workload, inputs.resolved.settings, limits)
     warn(tuple(dict.fromkeys(w for r in pe.ranks for w in r.estimate.warnings)))
     if args.json:
         print(to_json_pretty(parallel_report(model, pe, __version__)))
@@ -96,12 +58,6 @@ def measure_parallel(args: argparse.Namespace, plan: ParallelPlan) -> int:
 
     from hip_backend.ranks.hostfile import read_hostfile
     from hip_backend.ranks.launch import ParallelRun, prepare_parallel, run_parallel
-    from tui.commands.measure import (
-        EXIT_FAILED,
-        ProgressLine,
-        failure_line,
-        request_from_args,
-    )
 
     hostfile = read_hostfile(args.hostfile, plan.ranks) if args.hostfile is not None else None
     request = request_from_args(args, args.model, args.prompt_tokens)

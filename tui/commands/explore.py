@@ -6,7 +6,8 @@ import argparse
 import sys
 from typing import Any
 
-from tui.commands._launch import add_launch_flags, launch_options
+from tui.commands.estimate_args import launch_options
+from tui.commands.flags import add_launch_flags
 
 
 def register(sub: Any) -> None:

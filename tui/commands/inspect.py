@@ -6,18 +6,13 @@ import argparse
 from typing import Any
 
 from core import __version__
-from core.backend import resolve_backend
-from core.environment import read_env, resolve_settings
 from core.errors import UsageError
-from core.estimate.estimate import Workload, estimate
+from core.estimate.estimate import estimate
 from tui.commands._calibrated import add_calibration_flags, calibrated_output, wanted
-from tui.commands._parallel import add_parallel_flags, parallel_plan, run_parallel
-from tui.commands.common import (
-    add_estimate_flags,
-    parse_memory_limit_flag,
-    parse_quant_flag,
-    warn,
-)
+from tui.commands._parallel import parallel_plan, run_parallel
+from tui.commands.estimate_args import estimate_inputs, parse_memory_limit_flag, parse_quant_flag
+from tui.commands.flags import add_estimate_flags, add_parallel_flags
+from tui.commands.output import warn
 from tui.model.sizing import mlxcel_sizing, sizing_lines
 
 
@@ -64,21 +59,15 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--calibrated", "a calibrated estimate is single-device only")
         return run_parallel(args, quant)
     memory_limit = parse_memory_limit_flag(args.memory_limit)
-    choice = resolve_backend(args.backend)
-    resolved = resolve_settings(
-        choice.backend, read_env(), inflight_flag=args.inflight_mb, memory_limit=memory_limit
-    )
+    inputs = estimate_inputs(args, quant, memory_limit)
+    resolved = inputs.resolved
     model = resolve_model(args.model, args.models_dir)
     warn(resolved.warnings + model.warnings)
-    workload = Workload(
-        max_tokens=args.max_tokens,
-        batch=args.batch,
-        kv_int8=args.kv_cache_mode == "int8",
-        quant=quant,
-    )
-    est = estimate(model, workload, resolved.settings)
+    est = estimate(model, inputs.workload, resolved.settings)
     warn(est.warnings)
-    calibrated = calibrated_output(args, est, choice.backend.value) if wanted(args) else None
+    calibrated = (
+        calibrated_output(args, est, resolved.settings.backend.value) if wanted(args) else None
+    )
     if args.json:
         report = inspect_report(model, est, __version__)
         if calibrated is not None:

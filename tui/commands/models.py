@@ -10,7 +10,7 @@ from core.catalog.entry import ORIGIN_BUILTIN, ORIGIN_FOLDER, ORIGIN_HF_CACHE, C
 from core.display_text import clean_text, json_safe
 from core.estimate.weights import WeightsSource
 from core.units import format_bytes_short
-from tui.commands.common import add_model_source_flags
+from tui.commands.flags import add_model_source_flags
 
 _SOURCE_WORDS = {
     WeightsSource.SAFETENSORS_HEADER: "header",

@@ -18,7 +18,9 @@ from core.display_text import clean_text, escape_undecodable
 from core.errors import UsageError
 from core.measurement.engine import DEFAULT_ENGINE, ENGINE_CHOICES, ENGINE_LABELS
 from core.measurement.result import MeasuredPeak, MeasurementFailure
-from tui.commands.measure import ProgressLine, add_run_flags, failure_line, request_from_args
+from tui.commands.flags import add_run_flags
+from tui.commands.measure_args import request_from_args
+from tui.commands.output import ProgressLine, failure_line
 
 if TYPE_CHECKING:
     from core.measurement.report import TableRow

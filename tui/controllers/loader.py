@@ -1,9 +1,11 @@
 """Everything the explorer reads from outside: catalog, model, available memory, history.
 
-Each read runs on a Textual thread worker and answers the screen with one
-`Loaded` message (posting is thread-safe and never blocks the worker). The
-loader keeps what was read and drops a model read that a newer pick has
-overtaken. Every read turns its failure into a value, so no worker raises.
+Each read runs on a Textual thread worker and answers the screen with one typed
+message (`tui.messages`: posting is thread-safe and never blocks the worker); a
+model read in flight also posts `ModelReading` every `TICK_S`. The loader touches
+no widget: the screen applies the messages, after `take_*` has kept what was read
+(and dropped a model read that a newer pick has overtaken). Every read turns its
+failure into a value, so no worker raises.
 
 Quitting never waits for a read that hangs (a stalled network mount): the app
 installs `DaemonExecutor` as its loop's default executor, so thread workers run
@@ -16,7 +18,6 @@ import contextlib
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,15 @@ from core.estimate.available import AvailableMemory
 from core.measurement.history import HistoryRead
 from core.model.snapshot import ModelSnapshot
 from tui.deps import AppDeps
-from tui.widgets.breakdown import Breakdown
+from tui.messages import (
+    AvailableRead,
+    CatalogRead,
+    FailedModel,
+    HistoryLoaded,
+    LoadedModel,
+    ModelRead,
+    ModelReading,
+)
 
 TICK_S = 0.5
 """How often the seconds of a read in flight are repainted."""
@@ -67,33 +76,6 @@ class DaemonExecutor(ThreadPoolExecutor):
         """Nothing to join: the threads are daemons."""
 
 
-@dataclass(frozen=True)
-class LoadedModel:
-    """A model read by a worker."""
-
-    entry: CatalogEntry
-    snapshot: ModelSnapshot
-    seconds: float
-
-
-@dataclass(frozen=True)
-class FailedModel:
-    """A model that could not be read, and why, in one line."""
-
-    name: str
-    message: str
-
-
-class Loaded(Message):
-    """A read finished: `kind` is `catalog`, `available`, `history` or `model`."""
-
-    def __init__(self, kind: str, value: object, request: int = 0) -> None:
-        super().__init__()
-        self.kind = kind
-        self.value = value
-        self.request = request
-
-
 class Loader:
     """The reads of one explorer screen and what they found."""
 
@@ -124,8 +106,7 @@ class Loader:
     def _run(
         self,
         kind: str,
-        read: Callable[[], object],
-        request: int = 0,
+        read: Callable[[], Message],
         *,
         first: bool = False,
         after_model: bool = False,
@@ -134,9 +115,9 @@ class Loader:
         self.waiting.add(kind)
 
         def work() -> None:
-            value = read()
+            message = read()
             with contextlib.suppress(Exception):  # the app quit meanwhile: nobody to tell
-                screen.post_message(Loaded(kind, value, request))
+                screen.post_message(message)
 
         start = partial(
             screen.run_worker,
@@ -163,11 +144,11 @@ class Loader:
         when the screen has settled.
         """
         self.read_model(model, None, first=True)  # first: the estimate waits for it
-        self._run("available", self._probe_available, first=True)
+        self._run("available", lambda: AvailableRead(self._probe_available()), first=True)
         # The list and the history wait for the model: on two cores, four reads and the
         # frames at once held the model's answer back by 50-60 ms.
         self._run("history", self._read_history, after_model=True)
-        self._run("catalog", self._build_catalog, after_model=True)
+        self._run("catalog", lambda: CatalogRead(self._build_catalog()), after_model=True)
         self._screen.call_after_refresh(self.start_held_reads)
 
     def start_held_reads(self) -> None:
@@ -190,17 +171,17 @@ class Loader:
     def read_model(self, name: str, entry: CatalogEntry | None, *, first: bool = False) -> None:
         """Read a model; an answer to an older request is dropped when it arrives.
 
-        Until it answers, the breakdown says what is being read and for how long.
+        Until it answers, `ModelReading` says for how long it has been read (the screen
+        shows `reading_text(name)` as the read starts).
         """
         self._request += 1
+        request = self._request
         self.loading_since = self.deps.clock()
-        self._run("model", lambda: self._read_model(name, entry), self._request, first=first)
-        breakdown = self._screen.query_one(Breakdown)
-        breakdown.show_loading(f"Reading {name}…")
+        self._run("model", lambda: ModelRead(self._read_model(name, entry), request), first=first)
 
         def tick() -> None:
             seconds = self.deps.clock() - self.loading_since
-            breakdown.show_loading(f"Reading {name}… {seconds:.1f} s")
+            self._screen.post_message(ModelReading(name, seconds, request))
 
         self._stop_ticker()
         self._ticker = self._screen.set_interval(TICK_S, tick)
@@ -210,26 +191,38 @@ class Loader:
             self._ticker.stop()
             self._ticker = None
 
-    def take(self, message: Loaded) -> bool:
-        """Keep what a read found; False for a model read a newer pick overtook."""
-        value = message.value
-        if message.kind == "model":
-            if message.request != self._request:
-                return False
-            self._stop_ticker()
-            self._start_after_model()
-            if isinstance(value, LoadedModel):
-                self.entry, self.snapshot, self.failure = value.entry, value.snapshot, None
-            elif isinstance(value, FailedModel):
-                self.entry, self.snapshot, self.failure = None, None, value
-        elif message.kind == "catalog" and isinstance(value, Catalog | str):
-            self.catalog = value
-        elif message.kind == "available" and isinstance(value, AvailableMemory):
-            self.detected = value
-        elif message.kind == "history" and isinstance(value, tuple):
-            self.history_path, self.history = value
-        self.waiting.discard(message.kind)
+    def take_model(self, message: ModelRead) -> bool:
+        """Keep a model read; False for one a newer pick overtook."""
+        if message.request != self._request:
+            return False
+        self._stop_ticker()
+        self._start_after_model()
+        if isinstance(message.result, LoadedModel):
+            self.entry, self.snapshot = message.result.entry, message.result.snapshot
+            self.failure = None
+        else:
+            self.entry, self.snapshot, self.failure = None, None, message.result
+        self.waiting.discard("model")
         return True
+
+    def still_reading(self, message: ModelReading) -> bool:
+        """True when a tick is for the read in flight (not one answered since it was posted)."""
+        return message.request == self._request and "model" in self.waiting
+
+    def take_catalog(self, message: CatalogRead) -> None:
+        """Keep the catalog (or why there is none)."""
+        self.catalog = message.catalog
+        self.waiting.discard("catalog")
+
+    def take_available(self, message: AvailableRead) -> None:
+        """Keep the detected available memory."""
+        self.detected = message.available
+        self.waiting.discard("available")
+
+    def take_history(self, message: HistoryLoaded) -> None:
+        """Keep the history and its path."""
+        self.history_path, self.history = message.path, message.history
+        self.waiting.discard("history")
 
     @property
     def problem(self) -> str:
@@ -259,12 +252,14 @@ class Loader:
         except Exception as exc:  # a probe that breaks means "nothing detected"
             return AvailableMemory(0, f"detection failed: {type(exc).__name__}")
 
-    def _read_history(self) -> tuple[Path | None, HistoryRead]:
+    def _read_history(self) -> HistoryLoaded:
         try:
             store = self.deps.history()
-            return (store.path, store.read()) if store is not None else (None, HistoryRead())
+            if store is None:
+                return HistoryLoaded(None, HistoryRead())
+            return HistoryLoaded(store.path, store.read())
         except Exception as exc:  # the reader skips damaged lines; this is anything else
-            return None, HistoryRead(warnings=[f"cannot read the history: {exc}"])
+            return HistoryLoaded(None, HistoryRead(warnings=[f"cannot read the history: {exc}"]))
 
     def _read_model(self, name: str, entry: CatalogEntry | None) -> LoadedModel | FailedModel:
         started = self.deps.clock()

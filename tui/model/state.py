@@ -50,7 +50,7 @@ class ExplorerState:
     """Every input of the estimate the explorer lets you change, and the measuring engine.
 
     Add a control by adding a field here (with its default), a widget in `Controls`
-    that posts `Controls.Changed({field: value})`, and a line in `Controls.show`.
+    that posts `Controls.Changed` with the field changed, and a line in `Controls.show`.
     """
 
     model: str = DEFAULT_MODEL

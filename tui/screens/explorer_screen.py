@@ -1,8 +1,9 @@
 """The explorer: model list, controls, breakdown, chart and command lines on one screen.
 
-One `reactive` state; the controls post `Controls.Changed`, and `watch_state` shows the
-new state in the controls and recomputes (pure, microseconds: every change repaints in
-the same frame). Reads are `tui.controllers.loader`'s, on thread workers; `m` is
+One `reactive` state; the controls post `Controls.Changed` with the new state, and
+`watch_state` shows it in the controls and recomputes (pure, microseconds: every change
+repaints in the same frame). Reads are `tui.controllers.loader`'s, on thread workers,
+and answer with `tui.messages`' typed messages, which this screen applies; `m` is
 `tui.controllers.measure`'s.
 """
 
@@ -22,10 +23,19 @@ from core.backend import BackendChoice
 from core.estimate.available import AvailableMemory
 from core.estimate.estimate import MemoryEstimate
 from core.measurement.result import MeasuredPeak
-from tui.controllers.loader import FailedModel, Loaded, Loader
+from tui.controllers.loader import Loader
 from tui.controllers.measure import MeasureController
 from tui.controllers.measure_run import MeasureEventMessage
 from tui.deps import AppDeps
+from tui.messages import (
+    AvailableRead,
+    CatalogRead,
+    FailedModel,
+    HistoryLoaded,
+    ModelRead,
+    ModelReading,
+    reading_text,
+)
 from tui.model.names import model_arg
 from tui.model.scales import token_stops
 from tui.model.state import ExplorerState, next_value
@@ -118,6 +128,7 @@ class ExplorerScreen(FocusKeys):
     def on_mount(self) -> None:
         self.query_one("#estimate").border_title = "Estimate"
         self.loader.read_all(self.state.model)
+        self.query_one(Breakdown).show_loading(reading_text(self.state.model))
         self.recompute()
 
     def on_unmount(self) -> None:
@@ -142,7 +153,9 @@ class ExplorerScreen(FocusKeys):
         self.state = replace(self.state, **changes)
 
     def on_controls_changed(self, message: Controls.Changed) -> None:
-        self.update(**message.changes)
+        # The change, not `message.state`: a key or a palette command may have changed
+        # another field while the message was on its way, and that change must stay.
+        self.state = message.edit(self.state)
 
     def watch_state(self, old: ExplorerState, new: ExplorerState) -> None:
         self.query_one(Controls).show(new)
@@ -183,33 +196,47 @@ class ExplorerScreen(FocusKeys):
 
     # --- reads ---------------------------------------------------------------------
 
-    def on_loaded(self, message: Loaded) -> None:
+    def on_model_read(self, message: ModelRead) -> None:
         loader = self.loader
-        if not loader.take(message):
+        if not loader.take_model(message):
             return  # a newer pick is on its way
-        if message.kind == "catalog":
-            self.query_one(ModelList).show_catalog(loader.catalog, self.state.model)
-        elif message.kind == "available" and loader.detected is not None:
-            self.query_one(MemoryField).set_detected(loader.detected)
-        elif message.kind == "history":
-            from tui.screens.history_screen import HistoryScreen  # not needed for frame one
+        if isinstance(message.result, FailedModel):
+            self.query_one(Breakdown).show_error(message.result.message)
+        else:
+            stops = token_stops(loader.trained_context)
+            self.query_one(Controls).field("tokens").set_stops(stops)
+            self.query_one(ModelList).set_current(self.state.model)
+        self.recompute()
 
-            for screen in self.app.screen_stack:
-                if isinstance(screen, HistoryScreen):
-                    screen.show(loader.history, loader.history_path)
-        elif message.kind == "model":
-            if isinstance(message.value, FailedModel):
-                self.query_one(Breakdown).show_error(message.value.message)
-            else:
-                stops = token_stops(loader.trained_context)
-                self.query_one(Controls).field("tokens").set_stops(stops)
-                self.query_one(ModelList).set_current(self.state.model)
+    def on_model_reading(self, message: ModelReading) -> None:
+        if self.loader.still_reading(message):
+            self.query_one(Breakdown).show_loading(message.text)
+
+    def on_catalog_read(self, message: CatalogRead) -> None:
+        self.loader.take_catalog(message)
+        self.query_one(ModelList).show_catalog(self.loader.catalog, self.state.model)
+        self.recompute()
+
+    def on_available_read(self, message: AvailableRead) -> None:
+        self.loader.take_available(message)
+        self.query_one(MemoryField).set_detected(message.available)
+        self.recompute()
+
+    def on_history_loaded(self, message: HistoryLoaded) -> None:
+        from tui.screens.history_screen import HistoryScreen  # not needed for frame one
+
+        loader = self.loader
+        loader.take_history(message)
+        for screen in self.app.screen_stack:
+            if isinstance(screen, HistoryScreen):
+                screen.show(loader.history, loader.history_path)
         self.recompute()
 
     def on_model_list_picked(self, message: ModelList.Picked) -> None:
         name = model_arg(message.entry)
         self.query_one(ModelList).set_current(name)
         self.loader.read_model(name, message.entry)
+        self.query_one(Breakdown).show_loading(reading_text(name))
         self.update(model=name)
 
     # --- measuring (m, H) ----------------------------------------------------------

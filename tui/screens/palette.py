@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
-from typing import TYPE_CHECKING
 
 from textual.app import SystemCommand
 
@@ -14,9 +13,7 @@ from core.measurement.engine import ENGINE_CHOICES
 from tui.model.presets import DETECTED, PRESETS
 from tui.model.scales import INFLIGHT_STOPS
 from tui.model.state import MemoryChoice
-
-if TYPE_CHECKING:  # the app imports this module
-    from tui.app import VramscopeApp
+from tui.screens.explorer_screen import ExplorerScreen
 
 
 def sortable(label: str) -> str:
@@ -25,9 +22,10 @@ def sortable(label: str) -> str:
     return re.sub(r"(\d+) (GB|GiB)$", lambda m: f"{int(m[1]):>3} {m[2]}", label)
 
 
-def explorer_commands(app: VramscopeApp) -> Iterator[SystemCommand]:
+def explorer_commands(
+    screen: ExplorerScreen, show_help: Callable[[], None]
+) -> Iterator[SystemCommand]:
     """Backends, KV dtypes, in-flight budgets, memory presets, copy, measuring, history, help."""
-    screen = app.explorer
     for backend in Backend:
         yield SystemCommand(
             f"Backend: {backend.label}",
@@ -77,4 +75,4 @@ def explorer_commands(app: VramscopeApp) -> Iterator[SystemCommand]:
             "the engine m measures with (torch: hip_backend; mlx: real MLX)",
             partial(screen.update, engine=engine),
         )
-    yield SystemCommand("Keys and controls", "the help screen", app.action_help)
+    yield SystemCommand("Keys and controls", "the help screen", show_help)

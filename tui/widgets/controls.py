@@ -1,15 +1,15 @@
 """The control panel: every input of the estimate, and the engine `m` measures with.
 
 The panel shows a state it is given (`show`) and reports what the user changed
-as one `Changed` message naming the changed `ExplorerState` fields; it never
-writes the state itself. Each row's exact-value box reads text through
-`tui.model.values`.
+as one `Changed` message carrying the new `ExplorerState` and the edit that made
+it; it never writes the screen's state itself. Each row's exact-value
+box reads text through `tui.model.values`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable
+from dataclasses import replace
 
 from textual import events, on
 from textual.app import ComposeResult
@@ -31,12 +31,15 @@ from tui.widgets.slider_field import SliderField
 BACKENDS = BACKEND_ORDER
 KV_MODES = ("fp16", "int8")
 
-# Slider id -> (state field, type of the value).
-_FIELDS: dict[str, tuple[str, type]] = {
-    "tokens": ("max_tokens", int),
-    "inflight": ("inflight_mib", int),
-    "batch": ("batch", int),
-    "factor": ("headroom_factor", float),
+Edit = Callable[[ExplorerState], ExplorerState]
+"""One change of the state, as a function: the old state in, the new one out."""
+
+# Slider id -> the state field it shows, and the state with a new value of it.
+_FIELDS: dict[str, tuple[str, Callable[[ExplorerState, float], ExplorerState]]] = {
+    "tokens": ("max_tokens", lambda s, v: replace(s, max_tokens=int(v))),
+    "inflight": ("inflight_mib", lambda s, v: replace(s, inflight_mib=int(v))),
+    "batch": ("batch", lambda s, v: replace(s, batch=int(v))),
+    "factor": ("headroom_factor", lambda s, v: replace(s, headroom_factor=float(v))),
 }
 
 
@@ -60,10 +63,12 @@ class Controls(Widget):
     """
 
     class Changed(Message):
-        """The user changed some fields of the state (names as in `ExplorerState`)."""
+        """The user changed the state: `state` is the state on the controls with the change,
+        `edit` the change itself, for a state that has moved on since (a key, the palette)."""
 
-        def __init__(self, changes: Mapping[str, Any]) -> None:
-            self.changes = dict(changes)
+        def __init__(self, state: ExplorerState, edit: Edit) -> None:
+            self.state = state
+            self.edit = edit
             super().__init__()
 
     def __init__(self, state: ExplorerState, *, id: str | None = None) -> None:  # noqa: A002
@@ -183,30 +188,43 @@ class Controls(Widget):
         else:
             self.styles.border = None
 
+    def _post(self, edit: Edit) -> None:
+        self.post_message(self.Changed(edit(self.state), edit))
+
     @on(SliderField.Changed)
     def _slid(self, event: SliderField.Changed) -> None:
         event.stop()
-        name, kind = _FIELDS[event.field.id or ""]
-        self.post_message(self.Changed({name: kind(event.value)}))
+        _, change = _FIELDS[event.field.id or ""]
+        value = event.value
+        self._post(lambda s: change(s, value))
 
     @on(Segmented.Changed)
     def _segment(self, event: Segmented.Changed) -> None:
         event.stop()
-        table: dict[str, dict[str, object]] = {
-            "kv": {"kv_int8": event.index == 1},
-            "backend": {"backend": BACKENDS[event.index % len(BACKENDS)]},
-            "engine": {"engine": ENGINE_CHOICES[event.index % len(ENGINE_CHOICES)]},
-            "devices": {"devices": DEVICE_CHOICES[event.index % len(DEVICE_CHOICES)]},
-            "split": {"split": SPLITS[event.index % len(SPLITS)]},
-        }
-        self.post_message(self.Changed(table[event.segmented.id or ""]))
+        i, segment = event.index, event.segmented.id
+        if segment == "kv":
+            self._post(lambda s: replace(s, kv_int8=i == 1))
+        elif segment == "backend":
+            backend = BACKENDS[i % len(BACKENDS)]
+            self._post(lambda s: replace(s, backend=backend))
+        elif segment == "engine":
+            engine = ENGINE_CHOICES[i % len(ENGINE_CHOICES)]
+            self._post(lambda s: replace(s, engine=engine))
+        elif segment == "devices":
+            devices = DEVICE_CHOICES[i % len(DEVICE_CHOICES)]
+            self._post(lambda s: replace(s, devices=devices))
+        elif segment == "split":
+            split = SPLITS[i % len(SPLITS)]
+            self._post(lambda s: replace(s, split=split))
 
     @on(Input.Changed, "#device-memory")
     def _device_memory(self, event: Input.Changed) -> None:
         event.stop()
-        self.post_message(self.Changed({"device_memory": event.value}))
+        text = event.value
+        self._post(lambda s: replace(s, device_memory=text))
 
     @on(MemoryField.Changed)
     def _memory(self, event: MemoryField.Changed) -> None:
         event.stop()
-        self.post_message(self.Changed({"memory": event.choice}))
+        choice = event.choice
+        self._post(lambda s: replace(s, memory=choice))

@@ -1,0 +1,77 @@
+"""What the estimate commands build from their parsed flags: one builder each for the
+estimate's inputs (`inspect`, `inspect --tp/--pp`) and the explorer's launch options
+(`explore`, `screenshot`), and the flags' usage errors argparse cannot check."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+from core.backend import resolve_backend
+from core.environment import ResolvedSettings, read_env, resolve_settings
+from core.errors import UsageError
+from core.estimate.estimate import QuantHint, Workload, parse_quant_hint
+from core.memory_size import parse_optional_memory_size
+from tui.model.state import LaunchOptions
+
+
+def parse_quant_flag(text: str) -> QuantHint:
+    """`--quant`: mlxcel's aliases, or a one-line usage error."""
+    try:
+        return parse_quant_hint(text)
+    except ValueError as exc:
+        raise UsageError("--quant", str(exc).removeprefix("--quant: ")) from None
+
+
+def parse_memory_limit_flag(text: str | None) -> int | None:
+    """`--memory-limit`: a size, or 0/none for "not set"; anything else is a usage error."""
+    if text is None:
+        return None
+    limit = parse_optional_memory_size(text)
+    if limit is None and text.strip().lower() not in ("", "0", "none"):
+        raise UsageError("--memory-limit", f"'{text}' is not a size (e.g. 64GB, 512M, 1073741824)")
+    return limit
+
+
+@dataclass(frozen=True)
+class EstimateInputs:
+    """The estimate's settings (with the warnings about them) and its workload."""
+
+    resolved: ResolvedSettings
+    workload: Workload
+
+
+def estimate_inputs(
+    args: argparse.Namespace, quant: QuantHint, memory_limit: int | None = None
+) -> EstimateInputs:
+    """The backend, environment and `--inflight-mb` settings and the workload the flags
+    ask for (`memory_limit`: the parsed `--memory-limit`; None for per-rank limits)."""
+    choice = resolve_backend(args.backend)
+    resolved = resolve_settings(
+        choice.backend, read_env(), inflight_flag=args.inflight_mb, memory_limit=memory_limit
+    )
+    workload = Workload(
+        max_tokens=args.max_tokens,
+        batch=args.batch,
+        kv_int8=args.kv_cache_mode == "int8",
+        quant=quant,
+    )
+    return EstimateInputs(resolved, workload)
+
+
+def launch_options(args: argparse.Namespace) -> LaunchOptions:
+    """Validate the flags (one-line usage errors) and build the app's starting options."""
+    quant = parse_quant_flag(args.quant)
+    limit = parse_memory_limit_flag(args.memory_limit)
+    return LaunchOptions(
+        model=args.model,
+        max_tokens=args.max_tokens,
+        batch=args.batch,
+        kv_int8=args.kv_cache_mode == "int8",
+        quant=quant,
+        backend=args.backend,
+        inflight_raw=args.inflight_mb,
+        memory_limit=limit,
+        preset=args.preset,
+        models_dirs=tuple(args.models_dir),
+    )

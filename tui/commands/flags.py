@@ -1,0 +1,265 @@
+"""Every flag more than one subcommand takes, defined once, and the argparse types they use.
+
+Cheap to import: the parser of every subcommand is built at each start.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+
+from core.backend import BACKEND_CHOICES
+from core.estimate.estimate import DEFAULT_CTX_LEN
+from core.measurement.engine import ATTENTION_CHOICES, EMULATE_CHOICES, FUSE_BF16_CHOICES
+from core.measurement.request import (
+    DEFAULT_GEN_TOKENS,
+    DEFAULT_WARMUP_TOKENS,
+    DEVICE_CHOICES,
+    MAX_MEASURED_TOKENS,
+)
+from core.numbers import decimal_to_int
+from core.parallel.plan import MAX_RANKS
+from core.units import U64_MAX
+from tui.model.presets import preset_keys
+from tui.model.state import DEFAULT_MODEL
+
+# Durations above a week are refused: timers cannot take inf, nan or 1e308 seconds.
+MAX_DURATION_S = 7 * 24 * 3600
+
+
+def _shown(text: str) -> str:
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def int_at_least(flag: str, minimum: int, maximum: int = U64_MAX) -> Callable[[str], int]:
+    """An argparse type: a decimal integer in [`minimum`, `maximum`] (u64 by default,
+    as mlxcel's flags are), never a traceback on a 5000-digit value."""
+
+    def convert(text: str) -> int:
+        digits = text.strip()
+        negative = digits.startswith("-")
+        digits = digits[1:] if digits[:1] in "+-" else digits
+        value = decimal_to_int(digits) if digits.isascii() and digits.isdigit() else None
+        if value is None and digits.isascii() and digits.isdigit():
+            raise argparse.ArgumentTypeError(f"must be at most {maximum}, got '{_shown(text)}'")
+        if value is None:
+            raise argparse.ArgumentTypeError(f"expected an integer, got '{_shown(text)}'")
+        value = -value if negative else value
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        if value > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum}, got {value}")
+        return value
+
+    convert.__name__ = flag
+    return convert
+
+
+def duration_seconds(flag: str) -> Callable[[str], float]:
+    """An argparse type: a finite number of seconds in (0, MAX_DURATION_S]."""
+
+    def convert(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected a number of seconds, got '{_shown(text)}'"
+            ) from None
+        if not 0 < value <= MAX_DURATION_S:  # also refuses nan and inf
+            raise argparse.ArgumentTypeError(
+                f"must be more than 0 and at most {MAX_DURATION_S} seconds (a week), "
+                f"got '{_shown(text)}'"
+            )
+        return value
+
+    convert.__name__ = flag
+    return convert
+
+
+def add_estimate_flags(p: argparse.ArgumentParser) -> None:
+    """The flags that shape an estimate, shared by inspect, measure and screenshot."""
+    add_model_source_flags(p)
+    p.add_argument(
+        "--max-tokens",
+        "-n",
+        type=int_at_least("--max-tokens", 0),
+        default=DEFAULT_CTX_LEN,
+        metavar="N",
+        help=f"context length in tokens (default {DEFAULT_CTX_LEN})",
+    )
+    p.add_argument(
+        "--batch",
+        type=int_at_least("--batch", 1),
+        default=1,
+        metavar="N",
+        help="concurrent sequences (default 1)",
+    )
+    p.add_argument(
+        "--kv-cache-mode",
+        choices=("fp16", "int8"),
+        default="fp16",
+        help="KV cache element type (default fp16)",
+    )
+    p.add_argument(
+        "--quant",
+        default="default",
+        metavar="{default,fp16,int8,int4}",
+        help="quantization label (never changes the bytes)",
+    )
+    p.add_argument(
+        "--backend",
+        choices=BACKEND_CHOICES,
+        default="auto",
+        help="backend to estimate for; only rocm adds the in-flight reserve "
+        "(default: this machine's, detected without starting a GPU runtime)",
+    )
+    p.add_argument(
+        "--inflight-mb",
+        metavar="RAW",
+        default=None,
+        help="ROCm in-flight budget in MiB; overrides MLX_ROCM_MAX_INFLIGHT_MB and "
+        "goes through the same parser (0 = bound off)",
+    )
+    p.add_argument(
+        "--memory-limit",
+        metavar="SIZE",
+        default=None,
+        help="available memory, e.g. 64GB, 512M or bytes; beats MLXCEL_MEMORY_LIMIT",
+    )
+
+
+def add_model_source_flags(p: argparse.ArgumentParser) -> None:
+    """`--models-dir DIR`, repeatable: extra folders to look for models in."""
+    p.add_argument(
+        "--models-dir",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="DIR",
+        help="a folder of model folders to search (repeatable; also VRAMSCOPE_MODELS_DIR)",
+    )
+
+
+def add_launch_flags(p: argparse.ArgumentParser) -> None:
+    """`--model`, `--preset` and every estimate flag of `inspect`."""
+    p.add_argument(
+        "--model",
+        "-m",
+        default=DEFAULT_MODEL,
+        metavar="MODEL",
+        help="model to open: a folder, a profile name or a cached repo id "
+        f"(default {DEFAULT_MODEL})",
+    )
+    add_estimate_flags(p)
+    p.add_argument(
+        "--preset",
+        choices=preset_keys(),
+        default=None,
+        help="available memory of a device preset (MLX's limit on that device)",
+    )
+
+
+def add_run_flags(p: argparse.ArgumentParser) -> None:
+    """Flags shared by `measure` and `table`."""
+    p.add_argument(
+        "--gen-tokens",
+        type=int_at_least("--gen-tokens", 0, MAX_MEASURED_TOKENS),
+        default=DEFAULT_GEN_TOKENS,
+        metavar="G",
+        help=f"greedy decode tokens of the measured pass (default {DEFAULT_GEN_TOKENS})",
+    )
+    p.add_argument(
+        "--warmup-tokens",
+        type=int_at_least("--warmup-tokens", 0, MAX_MEASURED_TOKENS),
+        default=DEFAULT_WARMUP_TOKENS,
+        metavar="N",
+        help=f"decode tokens of the warm-up pass (default {DEFAULT_WARMUP_TOKENS})",
+    )
+    p.add_argument(
+        "--device",
+        choices=DEVICE_CHOICES,
+        default="auto",
+        help="where to load: a ROCm or CUDA GPU, or the CPU; with --engine mlx, auto is "
+        "MLX's default device (Metal on Apple silicon) (default auto)",
+    )
+    p.add_argument(
+        "--emulate",
+        choices=EMULATE_CHOICES,
+        default="auto",
+        help="torch engine: emulate MLX-ROCm's in-flight queue (rocm) or not (none); auto "
+        "emulates it on ROCm and the CPU, not on CUDA, where MLX has none (default auto)",
+    )
+    p.add_argument(
+        "--attention",
+        choices=ATTENTION_CHOICES,
+        default="auto",
+        help="torch engine: MLX's unfused attention, which holds an H x L x S score matrix "
+        "(mlx-fallback: what MLX runs on the CPU and ROCm) or torch's fused SDPA "
+        "(torch-sdpa: like MLX's CUDA kernels); auto picks the device's (default auto)",
+    )
+    p.add_argument(
+        "--fuse-bf16",
+        choices=FUSE_BF16_CHOICES,
+        default="auto",
+        help="torch engine: model MLX-ROCm's fused kernel for BF16-scale quantized matmuls "
+        "(no dequantized weight copy); auto: on a ROCm GPU with the queue emulated "
+        "(default auto)",
+    )
+    p.add_argument(
+        "--synthetic",
+        action="store_true",
+        help="use random weights of the real shapes even when weights are on disk",
+    )
+    p.add_argument(
+        "--memory-cap",
+        metavar="SIZE",
+        default=None,
+        help="fail as out of memory instead of growing the measuring process past SIZE "
+        "(e.g. 8GB; useful for CPU runs)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=duration_seconds("--timeout"),
+        default=None,
+        metavar="SECONDS",
+        help=f"kill a run that takes longer than this (at most {MAX_DURATION_S} s, one week)",
+    )
+    p.add_argument(
+        "--no-history",
+        action="store_true",
+        help="do not append results to the history file ($XDG_STATE_HOME/vramscope)",
+    )
+    add_model_source_flags(p)
+
+
+def add_parallel_flags(p: argparse.ArgumentParser, measure: bool = False) -> None:
+    """`--tp N | --pp N` (2 to 8 ranks)."""
+    group = p.add_mutually_exclusive_group()
+    then = (
+        "; with --engine mlx, N ranks under mlx.launch --backend ring on the loopback"
+        if measure
+        else "; --memory-limit then takes one size or one per rank (SIZE,SIZE,...)"
+    )
+    group.add_argument(
+        "--tp",
+        type=int_at_least("--tp", 2),
+        default=None,
+        metavar="N",
+        help=f"tensor parallel over N ranks (2-{MAX_RANKS}), as mlx-lm's Model.shard(){then}",
+    )
+    group.add_argument(
+        "--pp",
+        type=int_at_least("--pp", 2),
+        default=None,
+        metavar="N",
+        help=f"pipeline parallel over N ranks (2-{MAX_RANKS}), as mlx-lm's model.pipeline()",
+    )
+    if measure:
+        p.add_argument(
+            "--hostfile",
+            default=None,
+            metavar="FILE",
+            help="with --tp/--pp: MLX's own hostfile (JSON, one host entry per rank) passed "
+            "to mlx.launch instead of the loopback default",
+        )

@@ -1,0 +1,65 @@
+"""The measurement request `measure` and `table` build from their parsed flags."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from core.errors import UsageError
+from core.measurement.engine import DEFAULT_ENGINE
+from core.measurement.request import MeasureRequest
+from core.memory_size import parse_optional_memory_size
+from tui.commands.flags import MAX_DURATION_S
+
+
+def memory_cap(text: str | None) -> int | None:
+    """`--memory-cap`: a size, or a usage error."""
+    if text is None:
+        return None
+    cap = parse_optional_memory_size(text)
+    if cap is None:
+        raise UsageError("--memory-cap", f"'{text}' is not a size (e.g. 8GB, 512M)")
+    return cap
+
+
+def check_timeout(value: float | None) -> float | None:
+    """`--timeout` must be a positive, finite number of seconds up to a week."""
+    if value is not None and not 0 < value <= MAX_DURATION_S:
+        raise UsageError(
+            "--timeout", f"must be between 0 and {MAX_DURATION_S} seconds, got {value}"
+        )
+    return value
+
+
+def request_from_args(
+    args: argparse.Namespace, model: str, prompt_tokens: int, engine: str | None = None
+) -> MeasureRequest:
+    """A MeasureRequest from the shared flags (`engine` overrides `--engine`: a `table`
+    row, whose torch-only flags leave its mlx rows alone)."""
+    table_row = engine is not None
+    engine = engine or str(getattr(args, "engine", DEFAULT_ENGINE))
+    kv_int8 = getattr(args, "kv_cache_mode", "fp16") == "int8"
+    if kv_int8 and engine != "mlx":
+        raise UsageError("--kv-cache-mode", "int8 is measured by --engine mlx only")
+    torch_only = {"--attention": args.attention, "--fuse-bf16": args.fuse_bf16}
+    for flag, value in torch_only.items():
+        if engine == "mlx" and value != "auto" and not table_row:
+            raise UsageError(flag, "chooses a torch engine kernel; --engine mlx runs MLX's own")
+    mlx = engine == "mlx"
+    return MeasureRequest(
+        model=model,
+        prompt_tokens=prompt_tokens,
+        gen_tokens=args.gen_tokens,
+        warmup_tokens=args.warmup_tokens,
+        inflight=getattr(args, "inflight_mb", None),
+        device=args.device,
+        models_dirs=tuple(str(Path(d)) for d in args.models_dir),
+        synthetic=args.synthetic,
+        host_memory_cap_bytes=memory_cap(args.memory_cap),
+        timeout_s=check_timeout(args.timeout),
+        engine=engine,
+        emulate=str(getattr(args, "emulate", "auto")),
+        attention="auto" if mlx else str(args.attention),
+        fuse_bf16="auto" if mlx else str(args.fuse_bf16),
+        kv_int8=kv_int8,
+    )

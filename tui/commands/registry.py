@@ -1,0 +1,25 @@
+"""The `vramscope` subcommands, in the order `--help` lists them.
+
+Each module's `register(subparsers)` adds its parser and sets `func` to the
+function that runs it. Command modules stay cheap to import (no Textual, no torch
+at module level): the parser of every one is built at each start. A new command
+is a module here and one line below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tui.commands import calibrate, explore, inspect, measure, models, screenshot, table
+
+COMMANDS: tuple[Callable[[Any], None], ...] = (
+    calibrate.register,
+    explore.register,
+    inspect.register,
+    measure.register,
+    models.register,
+    screenshot.register,
+    table.register,
+)
+"""Each command's `register`, by name (the order of the parser's list of commands)."""

@@ -1,0 +1,89 @@
+"""The explorer's messages from its reads: one type per kind of read, and what they carry.
+
+The loader's thread workers post these to the screen (posting is thread-safe and
+never blocks a worker); the screen applies them. Each read turns its failure into
+a value, so every message carries an answer, never an exception.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from textual.message import Message
+
+from core.catalog.entry import Catalog, CatalogEntry
+from core.estimate.available import AvailableMemory
+from core.measurement.history import HistoryRead
+from core.model.snapshot import ModelSnapshot
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """A model read by a worker."""
+
+    entry: CatalogEntry
+    snapshot: ModelSnapshot
+    seconds: float
+
+
+@dataclass(frozen=True)
+class FailedModel:
+    """A model that could not be read, and why, in one line."""
+
+    name: str
+    message: str
+
+
+class ModelRead(Message):
+    """A model read answered; `request` tells a newer pick's answer from an overtaken one."""
+
+    def __init__(self, result: LoadedModel | FailedModel, request: int) -> None:
+        super().__init__()
+        self.result = result
+        self.request = request
+
+
+class ModelReading(Message):
+    """A model read is still in flight after `seconds` (the loader's ticker)."""
+
+    def __init__(self, name: str, seconds: float, request: int) -> None:
+        super().__init__()
+        self.name = name
+        self.seconds = seconds
+        self.request = request
+
+    @property
+    def text(self) -> str:
+        """The breakdown's line while it waits."""
+        return f"{reading_text(self.name)} {self.seconds:.1f} s"
+
+
+class CatalogRead(Message):
+    """The catalog, or why it could not be built."""
+
+    def __init__(self, catalog: Catalog | str) -> None:
+        super().__init__()
+        self.catalog = catalog
+
+
+class AvailableRead(Message):
+    """The available memory detected on this machine."""
+
+    def __init__(self, available: AvailableMemory) -> None:
+        super().__init__()
+        self.available = available
+
+
+class HistoryLoaded(Message):
+    """The measurement history and the file it came from (None: no history store)."""
+
+    def __init__(self, path: Path | None, history: HistoryRead) -> None:
+        super().__init__()
+        self.path = path
+        self.history = history
+
+
+def reading_text(name: str) -> str:
+    """The breakdown's line as a model read starts."""
+    return f"Reading {name}…"
