@@ -168,7 +168,7 @@ def mlx_quantized_weights(
     if family is None:
         raise QuantizeUnsupported(
             f"mlx-lm's quantization of model_type {str(model_type)!r} is not modelled "
-            f"(modelled: {', '.join(SUPPORTED_FAMILIES)})"
+            "by vramscope (docs/fit.md lists the families that are)"
         )
     rows = list(tensors)
     if not rows:
