@@ -7,13 +7,15 @@ import json
 from typing import Any
 
 from core import __version__
-from core.backend import BACKEND_CHOICES, resolve_backend
+from core.backend import BACKEND_CHOICES, Backend, resolve_backend
+from core.device.memory import MEMORY_CHOICES, DeviceMemory, device_available
 from core.display_text import json_safe
 from core.environment import read_env, resolve_settings
 from core.errors import UsageError
 from core.estimate.available import AvailableMemory
 from core.estimate.estimate import DEFAULT_CTX_LEN, Workload
 from core.estimate.fit import QUANTIZATION_CHOICES
+from core.units import format_bytes_short
 from tui.commands.common import add_model_source_flags, int_at_least, parse_memory_limit_flag, warn
 from tui.model.presets import PRESETS_BY_KEY, preset_keys
 
@@ -104,11 +106,40 @@ def parse_quantizations(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(words))
 
 
-def _available(args: argparse.Namespace) -> tuple[int | None, AvailableMemory | None]:
-    """(the --memory-limit size, or an AvailableMemory already decided), from the flags."""
+def _available(
+    args: argparse.Namespace, backend: Backend
+) -> tuple[int | None, AvailableMemory | None, DeviceMemory | None]:
+    """(the --memory-limit size, or the available memory already decided, and the device
+    read for free/total), from the flags."""
     if args.preset is not None:
-        return None, PRESETS_BY_KEY[args.preset].available()
-    return parse_memory_limit_flag(args.memory_limit), None
+        return None, PRESETS_BY_KEY[args.preset].available(), None
+    text = (args.memory_limit or "").strip().lower()
+    if text in MEMORY_CHOICES:
+        available, device = device_available(text, backend)
+        return None, available, device
+    return parse_memory_limit_flag(args.memory_limit), None, None
+
+
+def device_line(device: DeviceMemory) -> str:
+    """`Device: card1 (...): total 24.00 GiB, used by others 1.50 GiB, free 22.50 GiB`."""
+    return (
+        f"Device: {device.device}: total {format_bytes_short(device.total)}, "
+        f"used by others {format_bytes_short(device.used)}, "
+        f"free {format_bytes_short(device.free)} ({device.how})"
+    )
+
+
+def device_json(device: DeviceMemory | None) -> dict[str, Any] | None:
+    """The `inputs.device` object of the JSON, or None."""
+    if device is None:
+        return None
+    return {
+        "name": device.device,
+        "total_bytes": device.total,
+        "used_bytes": device.used,
+        "free_bytes": device.free,
+        "how": device.how,
+    }
 
 
 def run(args: argparse.Namespace) -> int:
@@ -120,8 +151,10 @@ def run(args: argparse.Namespace) -> int:
     from tui.render.fit_table import fit_text
 
     quantizations = parse_quantizations(args.quantizations)
-    memory_limit, available = _available(args)
     choice = resolve_backend(args.backend)
+    memory_limit, available, device = _available(args, choice.backend)
+    if device is not None:
+        warn(device.notes)
     resolved = resolve_settings(
         choice.backend,
         read_env(),
@@ -157,6 +190,7 @@ def run(args: argparse.Namespace) -> int:
         "quantizations": list(quantizations),
         "models_dirs": [str(d) for d in catalog.models_dirs],
         "hf_cache_dir": str(catalog.hf_cache_dir) if catalog.hf_cache_dir else None,
+        "device": device_json(device),
     }
     if args.json:
         document = {
@@ -166,13 +200,13 @@ def run(args: argparse.Namespace) -> int:
         }
         print(json.dumps(json_safe(document), indent=2, ensure_ascii=False))
         return 0
-    from core.units import format_bytes_short
-
     heading = [
         f"Available: {format_bytes_short(settings.available.bytes)} "
         f"({settings.available.bytes} bytes; {settings.available.source})",
         f"Backend: {settings.backend.value}; context {args.max_tokens:,} tokens, "
         f"batch {args.batch}, KV {workload.kv_cache_mode}",
     ]
+    if device is not None:
+        heading.insert(0, device_line(device))
     print("\n".join(fit_text(ranked, heading)))
     return 0

@@ -172,3 +172,13 @@ def test_bad_flags_are_one_line_and_exit_2(
     out, err = capsys.readouterr()
     assert (code, out) == (2, "")
     assert err.count("\n") == 1 and message in err
+
+
+@pytest.mark.skipif(not Path("/proc/meminfo").is_file(), reason="needs /proc/meminfo")
+def test_free_memory_on_the_cpu_is_memavailable(capsys: pytest.CaptureFixture[str]) -> None:
+    document = fit_json(capsys, "--memory-limit", "free", "--backend", "cpu")
+    device = document["inputs"]["device"]
+    assert device["total_bytes"] == device["used_bytes"] + device["free_bytes"]
+    # MemAvailable moves between reads; the verdict's budget is the free figure read once.
+    assert document["inputs"]["available_bytes"] == device["free_bytes"]
+    assert document["inputs"]["available_source"].startswith("free on system memory")
