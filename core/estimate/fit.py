@@ -27,7 +27,8 @@ from core.estimate.quantize import (
     QuantScheme,
     mlx_quantized_weights,
 )
-from core.estimate.solve import FitLimit, largest_fitting_context
+from core.estimate.solve import FitLimit
+from core.estimate.solve_guess import largest_context
 from core.estimate.weights import estimate_params_from_config
 from core.model.config import as_u64
 from core.model.snapshot import ModelSnapshot
@@ -50,10 +51,8 @@ class FitModel:
     """Where it was read from (`built-in profile`, `HF cache @ main 1a2b3c4d: /path`)."""
     format_label: str
     snapshot: ModelSnapshot
-    tensors: Sequence[Tensor] | None
-    """Every stored tensor, for the what-ifs; None when they could not be read."""
-    tensors_problem: str | None = None
-    """Why `tensors` is None."""
+    what_ifs: Mapping[str, int | str]
+    """Per scheme name (`mlx-4bit`): the what-if's weight bytes, or why there are none."""
 
 
 @dataclass(frozen=True)
@@ -137,7 +136,7 @@ def _row(
         fits=est.fits,
         slack_bytes=est.slack_bytes,
         overflow_bytes=est.overflow_bytes,
-        largest_context=largest_fitting_context(snapshot, workload, settings),
+        largest_context=largest_context(snapshot, workload, settings),
     )
 
 
@@ -161,6 +160,27 @@ def _unavailable(model: FitModel, scheme: QuantScheme, reason: str) -> FitRow:
     )
 
 
+def what_if_weights(
+    tensors: Sequence[Tensor] | None,
+    config: Mapping[str, Any] | None,
+    schemes: Iterable[QuantScheme],
+    problem: str | None = None,
+) -> dict[str, int | str]:
+    """`FitModel.what_ifs` from a tensor list (None: `problem` says why) and a config."""
+    out: dict[str, int | str] = {}
+    for scheme in schemes:
+        if config is None:
+            out[scheme.name] = "no readable config.json"
+        elif tensors is None:
+            out[scheme.name] = problem or "no tensor list"
+        else:
+            try:
+                out[scheme.name] = mlx_quantized_weights(tensors, config, scheme).bytes
+            except QuantizeUnsupported as exc:
+                out[scheme.name] = str(exc)
+    return out
+
+
 def model_rows(
     model: FitModel,
     quantizations: Sequence[str],
@@ -178,18 +198,11 @@ def model_rows(
             )
             continue
         scheme = SCHEMES[quantization]
-        if root is None:
-            rows.append(_unavailable(model, scheme, "no readable config.json"))
+        weights = model.what_ifs.get(quantization, "not computed")
+        if isinstance(weights, str):
+            rows.append(_unavailable(model, scheme, weights))
             continue
-        if model.tensors is None:
-            rows.append(_unavailable(model, scheme, model.tensors_problem or "no tensor list"))
-            continue
-        try:
-            weights = mlx_quantized_weights(model.tensors, root, scheme)
-        except QuantizeUnsupported as exc:
-            rows.append(_unavailable(model, scheme, str(exc)))
-            continue
-        what_if = replace(snap, weights=replace(snap.weights, bytes=weights.bytes))
+        what_if = replace(snap, weights=replace(snap.weights, bytes=weights))
         rows.append(
             _row(model, quantization, what_if, workload, settings, scheme.bits, WHAT_IF_FORMULA)
         )

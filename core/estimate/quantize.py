@@ -181,17 +181,29 @@ def mlx_quantized_weights(
     cast = conversion_dtype(config)
     names = frozenset(n for n, _, _ in rows)
     total = quantized = kept = dropped = 0
+    # 18,867 tensors of a 128-expert model share a handful of shapes: size each once.
+    sizes: dict[tuple[tuple[int, ...], str, int, int], int] = {}
     for name, stored, shape in rows:
         if family.drops(name, config, names):
             dropped += 1
             continue
         dtype = cast or stored
-        path = name.removesuffix(".weight")
         if name.endswith(".weight") and len(shape) >= 2 and shape[-1] % scheme.group_size == 0:
-            bits, group = family.override(path) or (scheme.bits, scheme.group_size)
-            total = sat_add(total, quantized_tensor_bytes(shape, dtype, bits, group))
+            bits, group = family.override(name[: -len(".weight")]) or (
+                scheme.bits,
+                scheme.group_size,
+            )
             quantized += 1
         else:
-            total = sat_add(total, sat_mul(DTYPE_ITEMSIZE[dtype], *shape))
+            bits = group = 0
             kept += 1
+        key = (shape, dtype, bits, group)
+        size = sizes.get(key)
+        if size is None:
+            size = sizes[key] = (
+                quantized_tensor_bytes(shape, dtype, bits, group)
+                if bits
+                else sat_mul(DTYPE_ITEMSIZE[dtype], *shape)
+            )
+        total = sat_add(total, size)
     return QuantizedWeights(total, cast, quantized, kept, dropped)

@@ -144,7 +144,7 @@ def device_json(device: DeviceMemory | None) -> dict[str, Any] | None:
 
 def run(args: argparse.Namespace) -> int:
     """`vramscope fit`: the ranked table (or JSON)."""
-    from core.catalog.fit_models import read_fit_model
+    from core.catalog.fit_models import fit_reader
     from core.catalog.resolve import build_catalog
     from core.errors import VramscopeError
     from core.estimate.fit import model_rows, rank_rows
@@ -169,13 +169,14 @@ def run(args: argparse.Namespace) -> int:
     )
     catalog = build_catalog(args.models_dir, use_cache=not args.no_cache)
     rows = []
-    for entry in catalog.entries:
-        try:
-            model = read_fit_model(entry)
-        except VramscopeError as exc:
-            warn([f"{entry.name}: skipped: {exc}"])
-            continue
-        rows.extend(model_rows(model, quantizations, workload, settings))
+    with fit_reader(use_cache=not args.no_cache) as reader:
+        for entry in catalog.entries:
+            try:
+                model = reader.read(entry)
+            except VramscopeError as exc:
+                warn([f"{entry.name}: skipped: {exc}"])
+                continue
+            rows.extend(model_rows(model, quantizations, workload, settings))
     ranked = rank_rows(rows)
     inputs = {
         "memory_limit": args.memory_limit,
