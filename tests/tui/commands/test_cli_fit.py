@@ -182,3 +182,22 @@ def test_free_memory_on_the_cpu_is_memavailable(capsys: pytest.CaptureFixture[st
     # MemAvailable moves between reads; the verdict's budget is the free figure read once.
     assert document["inputs"]["available_bytes"] == device["free_bytes"]
     assert document["inputs"]["available_source"].startswith("free on system memory")
+
+
+def test_a_changed_config_is_read_again(
+    skeleton: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The what-ifs of folders are cached on disk by file identity; a new config is new.
+    folder = skeleton("Qwen/Qwen2.5-7B-Instruct", name="qwen25-retie")
+    flags = ("--models-dir", str(folder.parent), "--quantizations", "mlx-4bit")
+
+    def four_bit() -> int:
+        rows = fit_json(capsys, *flags)["rows"]
+        (row,) = [r for r in rows if r["model"] == "qwen25-retie"]
+        return int(row["weights_bytes"])
+
+    assert four_bit() == four_bit() == 4_284_263_424
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "tie_word_embeddings": True}))
+    # Tied: mlx-lm's qwen2 sanitize drops lm_head.weight, 306,561,024 bytes at 4 bits.
+    assert four_bit() == 4_284_263_424 - 306_561_024
