@@ -89,6 +89,8 @@ def test_qwen2_5_7b_instruct_bf16_to_4bit() -> None:
     [
         ("Qwen/Qwen2.5-7B-Instruct", "mlx-community/Qwen2.5-7B-Instruct-4bit"),
         ("meta-llama/Llama-3.1-8B-Instruct", "mlx-community/Meta-Llama-3.1-8B-Instruct-4bit"),
+        # The pt and it checkpoints share every shape; mlx-lm drops the vision tower.
+        ("google/gemma-3-4b-it", "mlx-community/gemma-3-4b-pt-4bit"),
     ],
 )
 def test_the_what_if_of_a_real_model_equals_its_community_4bit_conversion(
