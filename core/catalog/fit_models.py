@@ -98,14 +98,17 @@ class FitReader:
                 return {k: v for k, v in stored.items() if isinstance(v, int | str)}
         tensors, problem = _tensors(entry)
         result = what_if_weights(tensors, root, SCHEMES.values(), problem)
-        if self.disk is not None and identity is not None:
+        # A folder that could not be read is read again next time: a fixed permission
+        # changes no mtime, so its identity would not tell.
+        if self.disk is not None and identity is not None and problem is None:
             self.disk.put_json(key, identity, result)
         return result
 
-    def read(self, entry: CatalogEntry) -> FitModel:
-        """Read one entry (raises VramscopeError when the folder cannot be read at all)."""
+    def read(self, entry: CatalogEntry, *, what_ifs_too: bool = True) -> FitModel:
+        """Read one entry (raises VramscopeError when the folder cannot be read at all);
+        without `what_ifs_too` the tensor lists are not read."""
         snapshot = _snapshot(entry)
-        what_ifs = self._what_ifs(entry, snapshot.config)
+        what_ifs = self._what_ifs(entry, snapshot.config) if what_ifs_too else {}
         return FitModel(
             name=clean_text(entry.name),
             where=clean_text(entry_where(entry)),

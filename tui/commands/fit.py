@@ -14,7 +14,7 @@ from core.environment import read_env, resolve_settings
 from core.errors import UsageError
 from core.estimate.available import AvailableMemory
 from core.estimate.estimate import DEFAULT_CTX_LEN, Workload
-from core.estimate.fit import QUANTIZATION_CHOICES
+from core.estimate.fit import QUANTIZATION_CHOICES, STORED
 from core.units import format_bytes_short
 from tui.commands.common import add_model_source_flags, int_at_least, parse_memory_limit_flag, warn
 from tui.model.presets import PRESETS_BY_KEY, preset_keys
@@ -172,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
     with fit_reader(use_cache=not args.no_cache) as reader:
         for entry in catalog.entries:
             try:
-                model = reader.read(entry)
+                model = reader.read(entry, what_ifs_too=quantizations != (STORED,))
             except VramscopeError as exc:
                 warn([f"{entry.name}: skipped: {exc}"])
                 continue

@@ -201,3 +201,9 @@ def test_a_changed_config_is_read_again(
     (folder / "config.json").write_text(json.dumps({**config, "tie_word_embeddings": True}))
     # Tied: mlx-lm's qwen2 sanitize drops lm_head.weight, 306,561,024 bytes at 4 bits.
     assert four_bit() == 4_284_263_424 - 306_561_024
+
+
+def test_stored_only_gives_one_row_per_model(capsys: pytest.CaptureFixture[str]) -> None:
+    rows = fit_json(capsys, "--quantizations", "stored", "--memory-limit", "24GB")["rows"]
+    assert sorted(r["model"] for r in rows) == sorted(list_profile_ids())
+    assert {r["quantization"] for r in rows} == {"stored"}
