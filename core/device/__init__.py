@@ -1,0 +1,1 @@
+"""Reading the device the estimate runs on."""

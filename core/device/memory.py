@@ -1,0 +1,306 @@
+"""The device's real memory: total, used by others and free, read without a GPU runtime.
+
+- AMD: amdgpu sysfs per card (`/sys/class/drm/cardN/device/mem_info_vram_total`,
+  `_used`, `mem_info_vis_vram_*`, `mem_info_gtt_*`), the card's name
+  (`product_name`) and gfx target from the KFD topology (`gfx_target_version`,
+  matched to the card by its render node). A KFD node with CPU cores and SIMDs is
+  an APU (gfx1151-class unified memory): HIP allocates it from both the VRAM
+  carve-out and GTT (system memory), so the pool vramscope counts is the larger of
+  the two; discrete cards count VRAM.
+- NVIDIA: `nvidia-smi --query-gpu=memory.total,memory.used` (NVML underneath; no
+  CUDA context).
+- CPU and anything else: `/proc/meminfo` (`MemTotal`, `MemAvailable`).
+
+`--memory-limit total` is MLX's limit on that pool (80% of total, as MLX's allocators
+set it); `--memory-limit free` is the smaller of that limit and what is free now.
+On the CPU, total is `MemTotal` and free is `MemAvailable`. Every reader takes a
+root folder so tests run on recorded trees; a missing or unreadable file is a note.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from core.backend import Backend
+from core.errors import UsageError
+from core.estimate.available import AvailableMemory, mlx_device_limit
+from core.units import MIB, format_bytes_short, sat_sub
+
+MEMORY_CHOICES = ("free", "total")
+
+
+@dataclass(frozen=True)
+class PoolReading:
+    """One memory pool: what it holds and what is in use."""
+
+    total: int
+    used: int
+
+    @property
+    def free(self) -> int:
+        """Total less used (0 when used reads above total)."""
+        return sat_sub(self.total, self.used)
+
+
+@dataclass(frozen=True)
+class CardMemory:
+    """One amdgpu card's memory, as sysfs reports it."""
+
+    card: str
+    """`card0`, ..."""
+    name: str | None
+    gfx_target: str | None
+    apu: bool
+    vram: PoolReading | None
+    vis_vram: PoolReading | None
+    gtt: PoolReading | None
+
+    @property
+    def pool(self) -> PoolReading | None:
+        """The pool the device allocates from: VRAM, or on an APU the larger of VRAM and GTT."""
+        gtt_larger = self.gtt is not None and (
+            self.vram is None or self.gtt.total > self.vram.total
+        )
+        return self.gtt if self.apu and gtt_larger else self.vram
+
+    @property
+    def label(self) -> str:
+        """`card1 (Radeon RX 7900 XTX, gfx1100)`."""
+        parts = [p for p in (self.name, self.gfx_target) if p]
+        return f"{self.card} ({', '.join(parts)})" if parts else self.card
+
+    @property
+    def pool_words(self) -> str:
+        """Which pool `pool` is, in words."""
+        if self.apu and self.pool is self.gtt:
+            return "GTT (APU: larger than the VRAM carve-out)"
+        if self.apu:
+            return "VRAM carve-out (APU: larger than GTT)"
+        return "VRAM"
+
+
+@dataclass(frozen=True)
+class DeviceMemory:
+    """What `--memory-limit free|total` reads: one device's pool, with its account."""
+
+    device: str
+    total: int
+    used: int
+    how: str
+    limit_fraction: float | None
+    """MLX's limit as a fraction of total (0.8 on GPUs), or None (the CPU: none)."""
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def free(self) -> int:
+        """Total less used."""
+        return sat_sub(self.total, self.used)
+
+
+def _read_int(path: Path) -> int | None:
+    try:
+        text = path.read_text(encoding="ascii", errors="replace").strip()
+    except OSError:
+        return None
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
+def _pool(device: Path, stem: str) -> PoolReading | None:
+    total = _read_int(device / f"mem_info_{stem}_total")
+    used = _read_int(device / f"mem_info_{stem}_used")
+    if total is None:
+        return None
+    return PoolReading(total, used or 0)
+
+
+def gfx_target(version: int) -> str:
+    """KFD's `gfx_target_version` (110501) as a gfx name (`gfx1151`)."""
+    major, minor, step = version // 10000, (version // 100) % 100, version % 100
+    return f"gfx{major}{minor:x}{step:x}"
+
+
+def read_kfd_nodes(root: Path) -> dict[int, tuple[str | None, bool]]:
+    """Render minor -> (gfx target, is an APU) for every GPU node of the KFD topology."""
+    nodes = root / "class" / "kfd" / "kfd" / "topology" / "nodes"
+    out: dict[int, tuple[str | None, bool]] = {}
+    try:
+        entries = sorted(os.listdir(nodes))
+    except OSError:
+        return out
+    for entry in entries:
+        try:
+            text = (nodes / entry / "properties").read_text(encoding="ascii", errors="replace")
+        except OSError:
+            continue
+        props: dict[str, int] = {}
+        for line in text.splitlines():
+            key, _, value = line.partition(" ")
+            if value.strip().isdigit():
+                props[key] = int(value.strip())
+        if not props.get("simd_count") or "drm_render_minor" not in props:
+            continue  # a CPU-only node
+        version = props.get("gfx_target_version")
+        out[props["drm_render_minor"]] = (
+            gfx_target(version) if version else None,
+            props.get("cpu_cores_count", 0) > 0,
+        )
+    return out
+
+
+def _render_minor(device: Path) -> int | None:
+    try:
+        names = os.listdir(device / "drm")
+    except OSError:
+        return None
+    for name in names:
+        if name.startswith("renderD") and name[7:].isdigit():
+            return int(name[7:])
+    return None
+
+
+def read_amdgpu_cards(root: Path = Path("/sys")) -> list[CardMemory]:
+    """Every amdgpu card under `root/class/drm` that reports its VRAM size."""
+    drm = root / "class" / "drm"
+    try:
+        cards = sorted(n for n in os.listdir(drm) if n.startswith("card") and n[4:].isdigit())
+    except OSError:
+        return []
+    kfd = read_kfd_nodes(root)
+    out: list[CardMemory] = []
+    for card in cards:
+        device = drm / card / "device"
+        vram = _pool(device, "vram")
+        if vram is None:
+            continue  # not an amdgpu card (or its memory files are unreadable)
+        try:
+            name = (device / "product_name").read_text(errors="replace").strip() or None
+        except OSError:
+            name = None
+        minor = _render_minor(device)
+        target, apu = kfd.get(minor, (None, False)) if minor is not None else (None, False)
+        out.append(
+            CardMemory(
+                card, name, target, apu, vram, _pool(device, "vis_vram"), _pool(device, "gtt")
+            )
+        )
+    return out
+
+
+def read_meminfo_pool(path: Path = Path("/proc/meminfo")) -> PoolReading | None:
+    """`MemTotal` and `MemTotal - MemAvailable` from /proc/meminfo, in bytes."""
+    try:
+        text = path.read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    values: dict[str, int] = {}
+    for line in text.splitlines():
+        key, _, rest = line.partition(":")
+        fields = rest.split()
+        if fields and fields[0].isdigit():
+            values[key] = int(fields[0]) * 1024
+    total = values.get("MemTotal")
+    if not total:
+        return None
+    available = values.get("MemAvailable", total)
+    return PoolReading(total, sat_sub(total, available))
+
+
+def read_nvidia_pool(timeout: float = 2.0) -> tuple[str, PoolReading] | None:
+    """GPU 0's name and memory from `nvidia-smi`, or None."""
+    try:
+        out = subprocess.run(
+            [
+                "nvidia-smi",
+                "--query-gpu=name,memory.total,memory.used",
+                "--format=csv,noheader,nounits",
+                "-i",
+                "0",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=True,
+        ).stdout
+        name, total, used = (part.strip() for part in out.splitlines()[0].rsplit(",", 2))
+        return name, PoolReading(int(total) * MIB, int(used) * MIB)
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None
+
+
+def _from_meminfo(proc: Path, notes: list[str]) -> DeviceMemory | None:
+    pool = read_meminfo_pool(proc / "meminfo")
+    if pool is None:
+        return None
+    return DeviceMemory(
+        "system memory",
+        pool.total,
+        pool.used,
+        "/proc/meminfo: MemTotal, used = MemTotal - MemAvailable",
+        None,
+        tuple(notes),
+    )
+
+
+def read_device_memory(
+    backend: Backend, *, sys_root: Path = Path("/sys"), proc_root: Path = Path("/proc")
+) -> DeviceMemory | None:
+    """The memory the backend's device allocates from; None when nothing is readable."""
+    notes: list[str] = []
+    if backend is Backend.ROCM:
+        cards = [c for c in read_amdgpu_cards(sys_root) if c.pool is not None]
+        if cards:
+            best = max(cards, key=lambda c: c.pool.total if c.pool else 0)
+            pool = best.pool
+            assert pool is not None
+            return DeviceMemory(
+                best.label,
+                pool.total,
+                pool.used,
+                f"amdgpu sysfs {best.card}: {best.pool_words}",
+                0.8,
+                tuple(notes),
+            )
+        notes.append(f"no amdgpu card reports its memory in {sys_root / 'class' / 'drm'}")
+    if backend is Backend.CUDA:
+        found = read_nvidia_pool()
+        if found is not None:
+            name, pool = found
+            return DeviceMemory(
+                name, pool.total, pool.used, "nvidia-smi (GPU 0)", 0.8, tuple(notes)
+            )
+        notes.append("nvidia-smi did not answer")
+    return _from_meminfo(proc_root, notes)
+
+
+def device_available(
+    which: str,
+    backend: Backend,
+    *,
+    sys_root: Path = Path("/sys"),
+    proc_root: Path = Path("/proc"),
+) -> tuple[AvailableMemory, DeviceMemory]:
+    """`--memory-limit free|total` as the estimate's available memory (UsageError if unread)."""
+    device = read_device_memory(backend, sys_root=sys_root, proc_root=proc_root)
+    if device is None:
+        raise UsageError(
+            "--memory-limit",
+            f"{which}: no device memory is readable (no amdgpu sysfs, nvidia-smi or "
+            f"{proc_root / 'meminfo'}); give a size instead",
+        )
+    limit = mlx_device_limit(device.total) if device.limit_fraction else device.total
+    if which == "total":
+        value = limit
+        source = f"total of {device.device}" + (
+            " (MLX limit: 80%)" if device.limit_fraction else ""
+        )
+    else:
+        value = min(device.free, limit)
+        source = (
+            f"free on {device.device}: {format_bytes_short(device.free)} of "
+            f"{format_bytes_short(device.total)}, {format_bytes_short(device.used)} in use"
+            + (", capped at MLX's 80% limit" if device.limit_fraction and value == limit else "")
+        )
+    return AvailableMemory(value, f"{source}; {device.how}"), device

@@ -1,0 +1,209 @@
+"""`vramscope fit`: stored rows are inspect's figures, what-ifs are labelled, limits hold."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.backend import Backend
+from core.catalog.fit_models import read_fit_model
+from core.catalog.profiles import list_profile_ids
+from core.catalog.resolve import build_catalog
+from core.environment import read_env, resolve_settings
+from core.estimate.estimate import Workload
+from core.estimate.fit import STORED, WHAT_IF_FORMULA, model_rows
+from tui.cli import main
+
+SETTINGS = [
+    ["--memory-limit", "24GB", "--backend", "rocm"],
+    [
+        "--memory-limit",
+        "80GB",
+        "--backend",
+        "cuda",
+        "--max-tokens",
+        "640",
+        "--batch",
+        "2",
+        "--kv-cache-mode",
+        "int8",
+    ],
+]
+ROW_KEYS = {
+    "model",
+    "quantization",
+    "weights_bytes",
+    "total_bytes",
+    "fits",
+    "slack_bytes",
+    "largest_context_tokens",
+    "formula",
+    "where",
+}
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def fit_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
+    code, out, err = run(capsys, "fit", "--json", *argv)
+    assert (code, err) == (0, "")
+    document: dict[str, Any] = json.loads(out)
+    return document
+
+
+@pytest.mark.parametrize("flags", SETTINGS, ids=["rocm-24GB", "cuda-80GB-int8-batch2"])
+def test_every_stored_row_equals_inspect(
+    capsys: pytest.CaptureFixture[str], flags: list[str]
+) -> None:
+    rows = fit_json(capsys, *flags)["rows"]
+    stored = {r["model"]: r for r in rows if r["quantization"] == STORED}
+    assert set(stored) == set(list_profile_ids())
+    for name, row in stored.items():
+        code, out, _ = run(capsys, "inspect", name, "--json", *flags)
+        report = json.loads(out)
+        assert code == 0
+        assert (row["total_bytes"], row["fits"]) == (report["total_bytes"], report["fits"]), name
+        assert row["weights_bytes"] == report["weights_bytes"]
+
+
+def test_the_json_names_its_inputs_and_labels_what_ifs(capsys: pytest.CaptureFixture[str]) -> None:
+    document = fit_json(
+        capsys, "--preset", "rx7900xtx", "--backend", "rocm", "--max-tokens", "4096"
+    )
+    inputs = document["inputs"]
+    assert (inputs["max_tokens"], inputs["backend"], inputs["preset"]) == (
+        4096,
+        "rocm",
+        "rx7900xtx",
+    )
+    assert inputs["quantizations"] == ["stored", "mlx-8bit", "mlx-4bit"]
+    assert inputs["available_bytes"] == int(24 * 2**30 * 0.8)
+    rows = document["rows"]
+    assert all(set(r) >= ROW_KEYS for r in rows)
+    what_ifs = [r for r in rows if r["quantization"] != STORED]
+    assert what_ifs and all(r["formula"] == WHAT_IF_FORMULA for r in what_ifs)
+    # Fitting rows first, and among them the bigger model first.
+    fits = [r["fits"] for r in rows if r["fits"] is not None]
+    assert fits == sorted(fits, reverse=True)
+    params = [r["params_billions"] for r in rows if r["fits"]]
+    assert params == sorted(params, reverse=True)
+
+
+def test_the_largest_context_fits_and_256_tokens_more_do_not() -> None:
+    settings = resolve_settings(Backend.ROCM, read_env(), memory_limit=24 * 10**9).settings
+    base = Workload()
+    checked = 0
+    for entry in build_catalog(include_hf_cache=False).entries:
+        model = read_fit_model(entry)
+        for row in model_rows(model, ("stored", "mlx-8bit", "mlx-4bit"), base, settings):
+            limit = row.largest_context
+            if limit is None or limit.value is None or limit.unbounded:
+                continue
+            at = model_rows(
+                model, (row.quantization,), replace(base, max_tokens=limit.value), settings
+            )
+            over = model_rows(
+                model, (row.quantization,), replace(base, max_tokens=limit.value + 256), settings
+            )
+            assert (at[0].fits, over[0].fits) == (True, False), (row.model, row.quantization)
+            checked += 1
+    assert checked >= 20
+
+
+def test_a_bf16_folder_gets_the_profile_s_what_ifs(
+    skeleton: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = skeleton("Qwen/Qwen2.5-7B-Instruct", name="qwen25-bf16")
+    rows = fit_json(capsys, "--models-dir", str(folder.parent), "--memory-limit", "24GB")["rows"]
+    mine = {r["quantization"]: r for r in rows if r["model"] == "qwen25-bf16"}
+    profile = {r["quantization"]: r for r in rows if r["model"] == "Qwen/Qwen2.5-7B-Instruct"}
+    assert mine["mlx-4bit"]["weights_bytes"] == 4_284_263_424
+    for q in ("stored", "mlx-8bit", "mlx-4bit"):
+        assert mine[q]["total_bytes"] == profile[q]["total_bytes"]
+    assert mine["stored"]["where"].startswith("folder: ")
+
+
+def test_the_table_says_what_ifs_are_vramscope_s_own(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "fit", "--memory-limit", "24GB", "--quantizations", "mlx-4bit")
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0] == "Available: 24.00 GiB (25769803776 bytes; --memory-limit)"
+    assert any(
+        line.startswith("meta-llama/Llama-3.1-8B-Instruct") and "mlx-4bit*" in line
+        for line in lines
+    )
+    assert any(line.startswith("* vramscope what-if (mlx-lm 0.32.2") for line in lines)
+    assert " stored " not in out
+
+
+def test_folder_names_are_cleaned(skeleton: Callable[..., Path], capsys) -> None:
+    folder = skeleton("Qwen/Qwen2.5-7B-Instruct", name="evil\x1b[31mname")
+    code, out, _ = run(capsys, "fit", "--models-dir", str(folder.parent), "--memory-limit", "8GB")
+    assert code == 0
+    assert "\x1b" not in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--quantizations", "gguf"], "--quantizations: 'gguf' is not one of"),
+        (["--quantizations", ","], "--quantizations"),
+        (["--memory-limit", "lots"], "--memory-limit: 'lots' is not a size"),
+        (["--memory-limit", "8GB", "--preset", "h100"], "not allowed with argument"),
+        (["--max-tokens", "-1"], "--max-tokens"),
+    ],
+)
+def test_bad_flags_are_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    try:
+        code = main(["fit", *argv])
+    except SystemExit as exc:  # argparse's own errors exit from inside parse_args
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1 and message in err
+
+
+@pytest.mark.skipif(not Path("/proc/meminfo").is_file(), reason="needs /proc/meminfo")
+def test_free_memory_on_the_cpu_is_memavailable(capsys: pytest.CaptureFixture[str]) -> None:
+    document = fit_json(capsys, "--memory-limit", "free", "--backend", "cpu")
+    device = document["inputs"]["device"]
+    assert device["total_bytes"] == device["used_bytes"] + device["free_bytes"]
+    # MemAvailable moves between reads; the verdict's budget is the free figure read once.
+    assert document["inputs"]["available_bytes"] == device["free_bytes"]
+    assert document["inputs"]["available_source"].startswith("free on system memory")
+
+
+def test_a_changed_config_is_read_again(
+    skeleton: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The what-ifs of folders are cached on disk by file identity; a new config is new.
+    folder = skeleton("Qwen/Qwen2.5-7B-Instruct", name="qwen25-retie")
+    flags = ("--models-dir", str(folder.parent), "--quantizations", "mlx-4bit")
+
+    def four_bit() -> int:
+        rows = fit_json(capsys, *flags)["rows"]
+        (row,) = [r for r in rows if r["model"] == "qwen25-retie"]
+        return int(row["weights_bytes"])
+
+    assert four_bit() == four_bit() == 4_284_263_424
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "tie_word_embeddings": True}))
+    # Tied: mlx-lm's qwen2 sanitize drops lm_head.weight, 306,561,024 bytes at 4 bits.
+    assert four_bit() == 4_284_263_424 - 306_561_024
+
+
+def test_stored_only_gives_one_row_per_model(capsys: pytest.CaptureFixture[str]) -> None:
+    rows = fit_json(capsys, "--quantizations", "stored", "--memory-limit", "24GB")["rows"]
+    assert sorted(r["model"] for r in rows) == sorted(list_profile_ids())
+    assert {r["quantization"] for r in rows} == {"stored"}

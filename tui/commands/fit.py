@@ -1,0 +1,213 @@
+"""`vramscope fit`: every catalog model, as stored and as mlx-lm would quantize it, ranked."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from core import __version__
+from core.backend import BACKEND_CHOICES, Backend, resolve_backend
+from core.device.memory import MEMORY_CHOICES, DeviceMemory, device_available
+from core.display_text import json_safe
+from core.environment import read_env, resolve_settings
+from core.errors import UsageError
+from core.estimate.available import AvailableMemory
+from core.estimate.estimate import DEFAULT_CTX_LEN, Workload
+from core.estimate.fit import QUANTIZATION_CHOICES, STORED
+from core.units import format_bytes_short
+from tui.commands.common import add_model_source_flags, int_at_least, parse_memory_limit_flag, warn
+from tui.model.presets import PRESETS_BY_KEY, preset_keys
+
+DEFAULT_QUANTIZATIONS = ",".join(QUANTIZATION_CHOICES)
+
+
+def register(sub: Any) -> None:
+    """Add the `fit` parser."""
+    p = sub.add_parser(
+        "fit",
+        help="rank every model by what fits, as stored and as mlx-lm would quantize it",
+        description="One row per (model, quantization) over every model vramscope can see "
+        "(built-in profiles, the HF cache, --models-dir folders): the total at --max-tokens, "
+        "the verdict, the slack and the largest context that fits. Fitting rows first, "
+        "then bigger models (docs/fit.md). Reads nothing from the network.",
+    )
+    add_model_source_flags(p)
+    limit = p.add_mutually_exclusive_group()
+    limit.add_argument(
+        "--memory-limit",
+        metavar="SIZE|free|total",
+        default=None,
+        help="available memory: a size (64GB, 512M, bytes), or this device's free or total "
+        "memory read from sysfs or /proc/meminfo; beats MLXCEL_MEMORY_LIMIT",
+    )
+    limit.add_argument(
+        "--preset",
+        choices=preset_keys(),
+        default=None,
+        help="available memory of a device preset (MLX's limit on that device)",
+    )
+    p.add_argument(
+        "--backend",
+        choices=BACKEND_CHOICES,
+        default="auto",
+        help="backend to estimate for; only rocm adds the in-flight reserve",
+    )
+    p.add_argument(
+        "--inflight-mb",
+        metavar="RAW",
+        default=None,
+        help="ROCm in-flight budget in MiB (overrides MLX_ROCM_MAX_INFLIGHT_MB)",
+    )
+    p.add_argument(
+        "--max-tokens",
+        "-n",
+        type=int_at_least("--max-tokens", 0),
+        default=DEFAULT_CTX_LEN,
+        metavar="N",
+        help=f"context length in tokens (default {DEFAULT_CTX_LEN})",
+    )
+    p.add_argument(
+        "--batch",
+        type=int_at_least("--batch", 1),
+        default=1,
+        metavar="N",
+        help="concurrent sequences (default 1)",
+    )
+    p.add_argument(
+        "--kv-cache-mode", choices=("fp16", "int8"), default="fp16", help="KV cache element type"
+    )
+    p.add_argument(
+        "--quantizations",
+        default=DEFAULT_QUANTIZATIONS,
+        metavar="LIST",
+        help=f"comma-separated, from {', '.join(QUANTIZATION_CHOICES)} "
+        f"(default {DEFAULT_QUANTIZATIONS})",
+    )
+    p.add_argument("--json", action="store_true", help='print {"rows": [...], "inputs": {...}}')
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="read every folder afresh, without the catalog cache",
+    )
+    p.set_defaults(func=run)
+
+
+def parse_quantizations(text: str) -> tuple[str, ...]:
+    """`--quantizations`: known words, each once, in the order given."""
+    words = [w.strip().lower() for w in text.split(",") if w.strip()]
+    unknown = [w for w in words if w not in QUANTIZATION_CHOICES]
+    if unknown or not words:
+        shown = unknown[0] if unknown else text
+        raise UsageError(
+            "--quantizations",
+            f"'{shown}' is not one of {', '.join(QUANTIZATION_CHOICES)} (comma-separated)",
+        )
+    return tuple(dict.fromkeys(words))
+
+
+def _available(
+    args: argparse.Namespace, backend: Backend
+) -> tuple[int | None, AvailableMemory | None, DeviceMemory | None]:
+    """(the --memory-limit size, or the available memory already decided, and the device
+    read for free/total), from the flags."""
+    if args.preset is not None:
+        return None, PRESETS_BY_KEY[args.preset].available(), None
+    text = (args.memory_limit or "").strip().lower()
+    if text in MEMORY_CHOICES:
+        available, device = device_available(text, backend)
+        return None, available, device
+    return parse_memory_limit_flag(args.memory_limit), None, None
+
+
+def device_line(device: DeviceMemory) -> str:
+    """`Device: card1 (...): total 24.00 GiB, used by others 1.50 GiB, free 22.50 GiB`."""
+    return (
+        f"Device: {device.device}: total {format_bytes_short(device.total)}, "
+        f"used by others {format_bytes_short(device.used)}, "
+        f"free {format_bytes_short(device.free)} ({device.how})"
+    )
+
+
+def device_json(device: DeviceMemory | None) -> dict[str, Any] | None:
+    """The `inputs.device` object of the JSON, or None."""
+    if device is None:
+        return None
+    return {
+        "name": device.device,
+        "total_bytes": device.total,
+        "used_bytes": device.used,
+        "free_bytes": device.free,
+        "how": device.how,
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    """`vramscope fit`: the ranked table (or JSON)."""
+    from core.catalog.fit_models import fit_reader
+    from core.catalog.resolve import build_catalog
+    from core.errors import VramscopeError
+    from core.estimate.fit import model_rows, rank_rows
+    from tui.render.fit_table import fit_text
+
+    quantizations = parse_quantizations(args.quantizations)
+    choice = resolve_backend(args.backend)
+    memory_limit, available, device = _available(args, choice.backend)
+    if device is not None:
+        warn(device.notes)
+    resolved = resolve_settings(
+        choice.backend,
+        read_env(),
+        inflight_flag=args.inflight_mb,
+        memory_limit=memory_limit,
+        available=available,
+    )
+    warn(resolved.warnings)
+    settings = resolved.settings
+    workload = Workload(
+        max_tokens=args.max_tokens, batch=args.batch, kv_int8=args.kv_cache_mode == "int8"
+    )
+    catalog = build_catalog(args.models_dir, use_cache=not args.no_cache)
+    rows = []
+    with fit_reader(use_cache=not args.no_cache) as reader:
+        for entry in catalog.entries:
+            try:
+                model = reader.read(entry, what_ifs_too=quantizations != (STORED,))
+            except VramscopeError as exc:
+                warn([f"{entry.name}: skipped: {exc}"])
+                continue
+            rows.extend(model_rows(model, quantizations, workload, settings))
+    ranked = rank_rows(rows)
+    inputs = {
+        "memory_limit": args.memory_limit,
+        "preset": args.preset,
+        "available_bytes": settings.available.bytes,
+        "available_source": settings.available.source,
+        "backend": settings.backend.value,
+        "inflight_bytes": settings.backend_inflight_bytes,
+        "max_tokens": args.max_tokens,
+        "batch": args.batch,
+        "kv_cache_mode": workload.kv_cache_mode,
+        "quantizations": list(quantizations),
+        "models_dirs": [str(d) for d in catalog.models_dirs],
+        "hf_cache_dir": str(catalog.hf_cache_dir) if catalog.hf_cache_dir else None,
+        "device": device_json(device),
+    }
+    if args.json:
+        document = {
+            "vramscope_version": __version__,
+            "inputs": inputs,
+            "rows": [row.json() for row in ranked],
+        }
+        print(json.dumps(json_safe(document), indent=2, ensure_ascii=False))
+        return 0
+    heading = [
+        f"Available: {format_bytes_short(settings.available.bytes)} "
+        f"({settings.available.bytes} bytes; {settings.available.source})",
+        f"Backend: {settings.backend.value}; context {args.max_tokens:,} tokens, "
+        f"batch {args.batch}, KV {workload.kv_cache_mode}",
+    ]
+    if device is not None:
+        heading.insert(0, device_line(device))
+    print("\n".join(fit_text(ranked, heading)))
+    return 0

@@ -1,0 +1,76 @@
+"""The text of `vramscope fit`: the ranked table, what was not computed, and the inputs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from core.display_text import clean_text
+from core.estimate.fit import WHAT_IF_FORMULA, FitRow
+from core.units import format_bytes_short
+
+COLUMNS = ("MODEL", "QUANT", "WEIGHTS", "TOTAL", "VERDICT", "SLACK", "MAX CONTEXT", "FROM")
+
+
+def context_cell(row: FitRow) -> str:
+    """`131,072`, `4,294,967,296+` (the search bound still fits) or `none`."""
+    limit = row.largest_context
+    if limit is None or limit.value is None:
+        return "none"
+    return f"{limit.value:,}" + ("+" if limit.unbounded else "")
+
+
+def table_row(row: FitRow) -> tuple[str, ...]:
+    """One line's cells; every row here has numbers."""
+    fits = bool(row.fits)
+    margin = row.slack_bytes if fits else row.overflow_bytes
+    quant = row.quantization + ("*" if row.formula == WHAT_IF_FORMULA else "")
+    cells = (
+        row.model,
+        quant,
+        format_bytes_short(row.weights_bytes or 0),
+        format_bytes_short(row.total_bytes or 0),
+        "FITS" if fits else "DOES NOT FIT",
+        ("" if fits else "-") + format_bytes_short(margin or 0),
+        context_cell(row),
+        row.where,
+    )
+    return tuple(clean_text(c) for c in cells)
+
+
+def format_table(rows: Sequence[tuple[str, ...]]) -> list[str]:
+    """Left-aligned columns two spaces apart; sizes right-aligned; the last column unpadded."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    right = {2, 3, 5, 6}
+    lines = []
+    for row in rows:
+        cells = [
+            cell.rjust(w) if i in right else cell.ljust(w)
+            for i, (cell, w) in enumerate(zip(row[:-1], widths, strict=False))
+        ]
+        lines.append(("  ".join(cells) + "  " + row[-1]).rstrip())
+    return lines
+
+
+def fit_text(rows: Sequence[FitRow], heading: Sequence[str]) -> list[str]:
+    """The whole report: heading lines, the table, the notes."""
+    ranked = [r for r in rows if r.unavailable is None]
+    missing = [r for r in rows if r.unavailable is not None]
+    lines = [clean_text(h) for h in heading]
+    lines.append("")
+    if ranked:
+        lines.extend(format_table([COLUMNS, *(table_row(r) for r in ranked)]))
+    else:
+        lines.append("no rows")
+    fitting = sum(1 for r in ranked if r.fits)
+    lines.append("")
+    lines.append(f"{fitting} of {len(ranked)} rows fit.")
+    if any(r.formula == WHAT_IF_FORMULA for r in ranked):
+        lines.append(
+            f"* {WHAT_IF_FORMULA}: vramscope's own count of the weights mlx_lm.convert -q "
+            "would write, in mlxcel's estimate; not an mlxcel figure (docs/fit.md)."
+        )
+    if missing:
+        lines.append("")
+        lines.append("Not computed:")
+        lines.extend(clean_text(f"  {r.model} {r.quantization}: {r.unavailable}") for r in missing)
+    return lines
