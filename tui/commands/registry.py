@@ -11,11 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tui.commands import calibrate, explore, inspect, measure, models, screenshot, table
+from tui.commands import calibrate, explore, fit, inspect, measure, models, screenshot, table
 
 COMMANDS: tuple[Callable[[Any], None], ...] = (
     calibrate.register,
     explore.register,
+    fit.register,
     inspect.register,
     measure.register,
     models.register,
