@@ -6,6 +6,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.backend import BACKEND_CHOICES
 from core.display_text import clean_text
@@ -14,6 +15,9 @@ from core.estimate.estimate import DEFAULT_CTX_LEN, QuantHint, parse_quant_hint
 from core.memory_size import parse_optional_memory_size
 from core.numbers import decimal_to_int
 from core.units import U64_MAX
+
+if TYPE_CHECKING:
+    from core.hub.remote import HubOptions
 
 # Durations above a week are refused: timers cannot take inf, nan or 1e308 seconds.
 MAX_DURATION_S = 7 * 24 * 3600
@@ -132,6 +136,45 @@ def add_model_source_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_hub_flags(p: argparse.ArgumentParser) -> None:
+    """`--revision`, `--offline`, `--hub-timeout`: how a repo id not on disk is read."""
+    from core.hub.remote import DEFAULT_TIMEOUT_S
+
+    p.add_argument(
+        "--revision",
+        metavar="REV",
+        default=None,
+        help="branch, tag or commit to read from the Hub (default main)",
+    )
+    p.add_argument(
+        "--offline",
+        action="store_true",
+        help="never reach the Hub: answer from what was read before (as HF_HUB_OFFLINE=1)",
+    )
+    p.add_argument(
+        "--hub-timeout",
+        type=duration_seconds("--hub-timeout"),
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"give up on a Hub request after this long (default {DEFAULT_TIMEOUT_S:g})",
+    )
+
+
+def hub_options(args: argparse.Namespace) -> HubOptions:
+    """The Hub flags as options, with progress lines on stderr."""
+    from core.hub.remote import HubOptions
+
+    def progress(line: str) -> None:
+        print(f"vramscope: {clean_text(line)}", file=sys.stderr, flush=True)
+
+    revision = args.revision
+    if revision is not None and not revision.strip():
+        raise UsageError("--revision", "is empty")
+    return HubOptions(
+        revision=revision, offline=args.offline, timeout_s=args.hub_timeout, progress=progress
+    )
+
+
 def parse_quant_flag(text: str) -> QuantHint:
     """`--quant`: mlxcel's aliases, or a one-line usage error."""
     try:
@@ -148,6 +191,12 @@ def parse_memory_limit_flag(text: str | None) -> int | None:
     if limit is None and text.strip().lower() not in ("", "0", "none"):
         raise UsageError("--memory-limit", f"'{text}' is not a size (e.g. 64GB, 512M, 1073741824)")
     return limit
+
+
+def note(lines: Sequence[str]) -> None:
+    """Print note lines (not faults: where an answer came from) to stderr."""
+    for line in lines:
+        print(f"vramscope: note: {clean_text(line)}", file=sys.stderr)
 
 
 def warn(lines: Sequence[str]) -> None:

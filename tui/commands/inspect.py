@@ -14,6 +14,9 @@ from tui.commands._calibrated import add_calibration_flags, calibrated_output, w
 from tui.commands._parallel import add_parallel_flags, parallel_plan, run_parallel
 from tui.commands.common import (
     add_estimate_flags,
+    add_hub_flags,
+    hub_options,
+    note,
     parse_memory_limit_flag,
     parse_quant_flag,
     warn,
@@ -31,9 +34,11 @@ def register(sub: Any) -> None:
     p.add_argument(
         "model",
         metavar="MODEL",
-        help="a model folder, a built-in profile name or a repo id in the local HF cache",
+        help="a model folder, a built-in profile name, a repo id in the local HF cache, "
+        "or any repo id on the Hub (config and safetensors headers only)",
     )
     add_estimate_flags(p)
+    add_hub_flags(p)
     p.add_argument("--json", action="store_true", help="print the JSON report")
     p.add_argument(
         "--verbose",
@@ -68,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
     resolved = resolve_settings(
         choice.backend, read_env(), inflight_flag=args.inflight_mb, memory_limit=memory_limit
     )
-    model = resolve_model(args.model, args.models_dir)
+    model = resolve_model(args.model, args.models_dir, hub=hub_options(args))
+    note(model.notes)
     warn(resolved.warnings + model.warnings)
     workload = Workload(
         max_tokens=args.max_tokens,
@@ -87,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
                 warn([line.strip()])
         print(to_json_pretty(report))
         return 0
-    print(format_estimate(args.model, est))
+    print(format_estimate(args.model, est, model.source))
     if not est.fits:
         print(DOES_NOT_FIT_NOTE)
     if calibrated is not None:

@@ -1,0 +1,6 @@
+"""Models read from the Hugging Face Hub: config, index and safetensors headers only.
+
+`core.hub.store` keeps what was read under `$XDG_CACHE_HOME/vramscope/hub/`;
+`core.hub.remote` reads it through huggingface_hub (imported lazily, so
+`import core` never loads it).
+"""
