@@ -49,6 +49,7 @@ from core.errors import (
 )
 from core.hub.remote import HubOptions, HubRead, hub_offline_reason, read_hub_model
 from core.hub.store import is_repo_id, store_dir
+from core.estimate.weights import WeightsSource
 from core.model.snapshot import ModelSnapshot, read_model_dir
 
 MODELS_DIR_ENV = "VRAMSCOPE_MODELS_DIR"
@@ -185,12 +186,24 @@ def _build_catalog(
             found, left = _guarded(repo_id, partial(_profile_entries, repo_id))
             entries.extend(found)
             skipped.extend(left)
+    # A Hub read leaves config.json (and the index) in the HF cache: that copy has no
+    # headers, so the stored Hub copy of the same repo answers instead.
+    from_hub = {e.name for e in entries if e.origin == ORIGIN_HUB}
+    entries = [e for e in entries if not (e.name in from_hub and _partial_copy(e))]
     unique: dict[str, CatalogEntry] = {}
     for entry in entries:  # the same folder reached twice (a link, two roots) is listed once
         key = _real(entry.path) if entry.path else f"profile:{entry.profile_id}"
         unique.setdefault(key, entry)
     return Catalog(
         tuple(sorted(unique.values(), key=_sort_key)), tuple(skipped), cache, tuple(dirs)
+    )
+
+
+def _partial_copy(entry: CatalogEntry) -> bool:
+    """An HF cache snapshot with a config but no safetensors: not the whole model."""
+    return (
+        entry.origin == ORIGIN_HF_CACHE
+        and entry.weights_source is not WeightsSource.SAFETENSORS_HEADER
     )
 
 
@@ -376,7 +389,7 @@ def _resolve(
     if cache is not None and name.count("/") == 1:
         for model in scan_hf_cache_repo(cache, name).models:
             found = cached_model_entry(model)
-            if isinstance(found, CatalogEntry):
+            if isinstance(found, CatalogEntry) and not (hub and _partial_copy(found)):
                 return found, None
     no_cached_copy = cache is None or not path_exists(cache / repo_folder_name(name))
     if not dirs and no_cached_copy and name in list_profile_ids():
