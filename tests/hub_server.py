@@ -120,9 +120,7 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:
             self._answer(body=True)
 
-        def _send(
-            self, status: int, body: bytes, headers: dict[str, str], send_body: bool
-        ) -> None:
+        def _send(self, status: int, body: bytes, headers: dict[str, str], send_body: bool) -> None:
             self.send_response(status)
             for key, value in headers.items():
                 self.send_header(key, value)

@@ -47,9 +47,9 @@ from core.errors import (
     ModelError,
     ModelNotFoundError,
 )
+from core.estimate.weights import WeightsSource
 from core.hub.remote import HubOptions, HubRead, hub_offline_reason, read_hub_model
 from core.hub.store import is_repo_id, store_dir
-from core.estimate.weights import WeightsSource
 from core.model.snapshot import ModelSnapshot, read_model_dir
 
 MODELS_DIR_ENV = "VRAMSCOPE_MODELS_DIR"

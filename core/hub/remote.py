@@ -252,7 +252,11 @@ def _hub_error(repo_id: str, revision: str, exc: BaseException) -> HubError:
     if isinstance(exc, RemoteEntryNotFoundError):
         return HubError(repo_id, "a file the repo lists is missing on the Hub")
     if isinstance(exc, SafetensorsParsingError):
-        return HubError(repo_id, f"malformed safetensors header: {_short(exc)}")
+        # "Failed to parse safetensors header for 'f' (repo 'r', revision 'c'): why. Hint."
+        text = _short(exc)
+        why = text.rsplit("): ", 1)[-1].split(". Please", 1)[0]
+        shard = text.split("'")[1] if text.count("'") >= 2 else "a shard"
+        return HubError(f"{repo_id}/{shard}", f"malformed safetensors header on the Hub: {why}")
     if isinstance(exc, HfHubHTTPError):
         status = exc.response.status_code if exc.response is not None else "?"
         return HubError(repo_id, f"the Hub answered HTTP {status}")

@@ -80,7 +80,10 @@ def test_bytes_fetched_stay_below_one_percent_of_the_weights(
 
 
 def test_answers_offline_afterwards_and_says_so(
-    hub: FakeHub, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    hub: FakeHub,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     publish(hub, tmp_path, MLX_4BIT, "test-org/qwen", "headers")
     online, _ = report(capsys, "test-org/qwen")
@@ -125,7 +128,10 @@ def test_revision_reads_that_commit(
 
 
 def test_index_only_cache_snapshots_become_usable(
-    hub: FakeHub, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    hub: FakeHub,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     publish(hub, tmp_path, SHARDED_BF16, "test-org/llama", "headers")
     first, _ = report(capsys, "test-org/llama")
