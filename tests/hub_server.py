@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 
 @dataclass
@@ -156,7 +156,29 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
         def _answer(self, body: bool) -> None:
             if hub.delay_s:
                 time.sleep(hub.delay_s)
-            path = unquote(urlsplit(self.path).path)
+            parts = urlsplit(self.path)
+            path = unquote(parts.path)
+            if path == "/api/models":  # list_models(search=..., limit=...)
+                query = parse_qs(parts.query)
+                needle = query.get("search", [""])[0].casefold()
+                limit = int(query.get("limit", ["1000"])[0])
+                found = [
+                    {
+                        "id": name,
+                        "downloads": 1234,
+                        "library_name": "transformers",
+                        "tags": ["safetensors"]
+                        if any(f.endswith(".safetensors") for f in r.files)
+                        else [],
+                        "gated": r.gated,
+                    }
+                    for name, r in sorted(hub.repos.items())
+                    if needle in name.casefold()
+                ][:limit]
+                self._send(
+                    200, json.dumps(found).encode(), {"Content-Type": "application/json"}, body
+                )
+                return
             api = _API.match(path)
             if api is not None:
                 found = self._repo(api.group(1), api.group(2) or "main", body)

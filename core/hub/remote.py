@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -128,6 +129,10 @@ def _online(timeout_s: float) -> Iterator[None]:
         enable_progress_bars,
     )
 
+    # Its retry warnings would break the one-line errors: the outcome is reported instead.
+    hub_log = logging.getLogger("huggingface_hub")
+    level = hub_log.level
+    hub_log.setLevel(logging.ERROR)
     saved = (constants.HF_HUB_OFFLINE, constants.HF_HUB_DOWNLOAD_TIMEOUT)
     bars_off = are_progress_bars_disabled()
     constants.HF_HUB_OFFLINE = False
@@ -137,6 +142,7 @@ def _online(timeout_s: float) -> Iterator[None]:
         yield
     finally:
         constants.HF_HUB_OFFLINE, constants.HF_HUB_DOWNLOAD_TIMEOUT = saved
+        hub_log.setLevel(level)
         if not bars_off:
             enable_progress_bars()
 
