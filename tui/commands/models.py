@@ -26,7 +26,8 @@ def register(sub: Any) -> None:
         "models",
         help="list the models vramscope can name",
         description="List built-in profiles, models in the Hugging Face cache and model "
-        "folders (--models-dir, VRAMSCOPE_MODELS_DIR). Reads nothing from the network.",
+        "folders (--models-dir, VRAMSCOPE_MODELS_DIR), and repos read from the Hub before. "
+        "Reads nothing from the network, except --hub QUERY.",
     )
     add_model_source_flags(p)
     p.add_argument("--json", action="store_true", help="print the catalog as JSON")
