@@ -4,3 +4,6 @@
 `core.hub.remote` reads it through huggingface_hub (imported lazily, so
 `import core` never loads it).
 """
+
+DEFAULT_TIMEOUT_S = 10.0
+"""Seconds one Hub request may take (`--hub-timeout`); here so the CLI's parser stays light."""

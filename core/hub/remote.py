@@ -29,12 +29,11 @@ from typing import Any
 from core.display_text import clean_text
 from core.errors import HeaderError, HubError, HubNotFoundError
 from core.estimate.weights import INDEX_FILE, INDEX_SIZE_CAP, has_safetensors_extension
-from core.hub import store
+from core.hub import DEFAULT_TIMEOUT_S, store
 from core.model.config import CONFIG_FILE, CONFIG_SIZE_CAP, decode_json
 from core.model.safetensors_header import HEADER_SIZE_CAP, METADATA_KEY, header_weight_bytes
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
-DEFAULT_TIMEOUT_S = 10.0
 MAX_SHARDS = 1024  # the largest real repos have a few hundred shards
 _FIRST_RANGE = 100_001  # huggingface_hub's first ranged read: bytes=0-100000
 _TRUE = {"1", "ON", "YES", "TRUE"}

@@ -15,8 +15,8 @@ from typing import Any
 
 from core.display_text import clean_text
 from core.errors import HubError
+from core.hub import DEFAULT_TIMEOUT_S
 from core.hub.remote import (
-    DEFAULT_TIMEOUT_S,
     _online,
     _unreachable,
     hub_endpoint,

@@ -12,6 +12,7 @@ from core.backend import BACKEND_CHOICES
 from core.display_text import clean_text
 from core.errors import UsageError
 from core.estimate.estimate import DEFAULT_CTX_LEN, QuantHint, parse_quant_hint
+from core.hub import DEFAULT_TIMEOUT_S
 from core.memory_size import parse_optional_memory_size
 from core.numbers import decimal_to_int
 from core.units import U64_MAX
@@ -138,8 +139,6 @@ def add_model_source_flags(p: argparse.ArgumentParser) -> None:
 
 def add_hub_flags(p: argparse.ArgumentParser) -> None:
     """`--revision`, `--offline`, `--hub-timeout`: how a repo id not on disk is read."""
-    from core.hub.remote import DEFAULT_TIMEOUT_S
-
     p.add_argument(
         "--revision",
         metavar="REV",

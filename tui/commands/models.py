@@ -9,6 +9,7 @@ from typing import Any
 from core.catalog.entry import ORIGIN_BUILTIN, ORIGIN_FOLDER, ORIGIN_HF_CACHE, Catalog, CatalogEntry
 from core.display_text import clean_text, json_safe
 from core.estimate.weights import WeightsSource
+from core.hub import DEFAULT_TIMEOUT_S
 from core.units import format_bytes_short
 from tui.commands.common import add_model_source_flags, duration_seconds, int_at_least
 
@@ -50,9 +51,9 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--hub-timeout",
         type=duration_seconds("--hub-timeout"),
-        default=10.0,
+        default=DEFAULT_TIMEOUT_S,
         metavar="SECONDS",
-        help="give up on the Hub after this long (default 10)",
+        help=f"give up on the Hub after this long (default {DEFAULT_TIMEOUT_S:g})",
     )
     p.add_argument(
         "--no-cache",
