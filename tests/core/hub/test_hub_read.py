@@ -159,3 +159,31 @@ def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def test_the_command_reads_the_hub_in_a_fresh_process(
+    hub: FakeHub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """huggingface_hub reads HF_ENDPOINT and HF_HUB_OFFLINE at import: a real process."""
+    import os
+    import subprocess
+    import sys
+
+    local = publish(hub, tmp_path, MLX_4BIT, "test-org/qwen", "headers")
+    root = Path(__file__).resolve().parents[3]
+    cmd = [sys.executable, "-m", "tui", "inspect", "test-org/qwen", "--json", *FLAGS]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=root, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "reading 1 header from the Hub" in done.stderr
+    on_disk, _ = report(capsys, str(local))
+    assert without(json.loads(done.stdout), "model", "source") == without(on_disk, "model")
+    offline = subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        env={**env, "HF_HUB_OFFLINE": "1"},
+        cwd=root,
+        timeout=120,
+    )
+    assert offline.returncode == 0 and "offline (HF_HUB_OFFLINE=1)" in offline.stderr
