@@ -67,3 +67,11 @@ def describe_os_error(exc: OSError) -> str:
 
 class ShardingError(VramscopeError):
     """A tensor- or pipeline-parallel plan mlx-lm could not run (family, sizes, heads)."""
+
+
+class HubError(ModelError):
+    """A model could not be read from the Hugging Face Hub (gated, missing, unreachable)."""
+
+
+class HubNotFoundError(HubError, ModelNotFoundError):
+    """The Hub says the repo (or the revision) does not exist."""

@@ -15,6 +15,8 @@ from core.estimate.weights import WeightsSource
 ORIGIN_BUILTIN = "built-in"
 ORIGIN_HF_CACHE = "hf-cache"
 ORIGIN_FOLDER = "folder"
+ORIGIN_HUB = "hub"
+"""Read from the Hugging Face Hub (headers only), kept in the vramscope Hub store."""
 
 
 @dataclass(frozen=True)
@@ -24,7 +26,7 @@ class CatalogEntry:
     name: str
     """Display name: the repo id for profiles and cache entries, the folder name otherwise."""
     origin: str
-    """`built-in`, `hf-cache` or `folder`."""
+    """`built-in`, `hf-cache`, `folder` or `hub`."""
     format_label: str
     """E.g. `MLX 4-bit g64`, `MLX mixed 4/6-bit g64`, `BF16`, `GPTQ 4-bit g128`."""
     weight_bytes: int
@@ -49,6 +51,9 @@ class CatalogEntry:
         if self.origin == ORIGIN_HF_CACHE and self.revision:
             at = f"{self.refs[0]} " if self.refs else ""
             return f"HF cache @ {at}{self.revision[:8]}"
+        if self.origin == ORIGIN_HUB and self.revision:
+            at = f"{self.refs[0]} " if self.refs else ""
+            return f"hub @ {at}{self.revision[:8]}"
         return {ORIGIN_BUILTIN: "built-in profile", ORIGIN_FOLDER: "folder"}.get(
             self.origin, self.origin
         )

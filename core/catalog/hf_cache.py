@@ -105,9 +105,16 @@ class CacheScan:
 
 def _import_hub() -> Any:
     # Offline before the import: the hub reads HF_HUB_OFFLINE once, at import time.
+    # The variable is put back afterwards, so the user's own setting still decides
+    # whether a Hub read (core.hub.remote) may go online.
+    unset = "HF_HUB_OFFLINE" not in os.environ
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import huggingface_hub
-    from huggingface_hub.utils import _cache_manager
+    try:
+        import huggingface_hub
+        from huggingface_hub.utils import _cache_manager
+    finally:
+        if unset:
+            os.environ.pop("HF_HUB_OFFLINE", None)
 
     return huggingface_hub, _cache_manager
 

@@ -10,6 +10,7 @@ worker thread and always get an answer.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -21,6 +22,7 @@ from core.catalog.entry import (
     ORIGIN_BUILTIN,
     ORIGIN_FOLDER,
     ORIGIN_HF_CACHE,
+    ORIGIN_HUB,
     Catalog,
     CatalogEntry,
     SkippedModel,
@@ -35,29 +37,37 @@ from core.catalog.sources import (
     cached_model_entry,
     folder_entry,
     hf_cache_entries,
+    hub_store_entries,
     models_dir_entries,
     path_exists,
     profile_entry,
 )
 from core.errors import (
+    HubNotFoundError,
     ModelError,
     ModelNotFoundError,
 )
+from core.estimate.weights import WeightsSource
+from core.hub.remote import HubOptions, HubRead, hub_offline_reason, read_hub_model
+from core.hub.store import is_repo_id, store_dir
 from core.model.snapshot import ModelSnapshot, read_model_dir
 
 MODELS_DIR_ENV = "VRAMSCOPE_MODELS_DIR"
 """Extra folders of models, separated like PATH (`os.pathsep`)."""
 
 # When several entries share a name, the one with real files wins over the profile.
-_ORIGIN_RANK = {ORIGIN_HF_CACHE: 0, ORIGIN_FOLDER: 1, ORIGIN_BUILTIN: 2}
+# A Hub copy is headers only, like a profile, and read only for names nothing else has.
+_ORIGIN_RANK = {ORIGIN_HF_CACHE: 0, ORIGIN_FOLDER: 1, ORIGIN_BUILTIN: 2, ORIGIN_HUB: 3}
 
 __all__ = [
     "MODELS_DIR_ENV",
     "ORIGIN_BUILTIN",
     "ORIGIN_FOLDER",
     "ORIGIN_HF_CACHE",
+    "ORIGIN_HUB",
     "Catalog",
     "CatalogEntry",
+    "HubOptions",
     "SkippedModel",
     "build_catalog",
     "closest_names",
@@ -112,7 +122,9 @@ def _guarded(
 
 
 def _sort_key(entry: CatalogEntry) -> tuple[int, str, str]:
-    rank = {ORIGIN_FOLDER: 0, ORIGIN_HF_CACHE: 1, ORIGIN_BUILTIN: 2}.get(entry.origin, 3)
+    rank = {ORIGIN_FOLDER: 0, ORIGIN_HF_CACHE: 1, ORIGIN_HUB: 2, ORIGIN_BUILTIN: 3}.get(
+        entry.origin, 4
+    )
     return (rank, entry.name.casefold(), str(entry.path or ""))
 
 
@@ -125,6 +137,7 @@ def build_catalog(
     env: Mapping[str, str] | None = None,
     use_cache: bool = True,
     cache_dir: Path | None = None,
+    include_hub: bool = True,
 ) -> Catalog:
     """Every model vramscope can name: folders, the HF cache, built-in profiles.
 
@@ -132,10 +145,13 @@ def build_catalog(
     folder huggingface_hub would use under `env` (default os.environ). Entries of
     unchanged folders come from the on-disk cache (`core.catalog.disk_cache`, in
     `cache_dir`, default `$XDG_CACHE_HOME/vramscope`) unless `use_cache` is False.
-    Never raises.
+    Repos read from the Hub before come from the vramscope Hub store (no network)
+    unless `include_hub` is False. Never raises.
     """
     with catalog_cache(use_cache, cache_dir):
-        return _build_catalog(models_dirs, hf_cache_dir, include_profiles, include_hf_cache, env)
+        return _build_catalog(
+            models_dirs, hf_cache_dir, include_profiles, include_hf_cache, include_hub, env
+        )
 
 
 def _build_catalog(
@@ -143,6 +159,7 @@ def _build_catalog(
     hf_cache_dir: Path | str | None,
     include_profiles: bool,
     include_hf_cache: bool,
+    include_hub: bool,
     env: Mapping[str, str] | None,
 ) -> Catalog:
     entries: list[CatalogEntry] = []
@@ -159,17 +176,34 @@ def _build_catalog(
             found, left = _guarded(str(cache), partial(hf_cache_entries, cache))
             entries.extend(found)
             skipped.extend(left)
+    if include_hub:
+        root = store_dir(env)
+        found, left = _guarded(str(root), partial(hub_store_entries, root))
+        entries.extend(found)
+        skipped.extend(left)
     if include_profiles:
         for repo_id in list_profile_ids():
             found, left = _guarded(repo_id, partial(_profile_entries, repo_id))
             entries.extend(found)
             skipped.extend(left)
+    # A Hub read leaves config.json (and the index) in the HF cache: that copy has no
+    # headers, so the stored Hub copy of the same repo answers instead.
+    from_hub = {e.name for e in entries if e.origin == ORIGIN_HUB}
+    entries = [e for e in entries if not (e.name in from_hub and _partial_copy(e))]
     unique: dict[str, CatalogEntry] = {}
     for entry in entries:  # the same folder reached twice (a link, two roots) is listed once
         key = _real(entry.path) if entry.path else f"profile:{entry.profile_id}"
         unique.setdefault(key, entry)
     return Catalog(
         tuple(sorted(unique.values(), key=_sort_key)), tuple(skipped), cache, tuple(dirs)
+    )
+
+
+def _partial_copy(entry: CatalogEntry) -> bool:
+    """An HF cache snapshot with a config but no safetensors: not the whole model."""
+    return (
+        entry.origin == ORIGIN_HF_CACHE
+        and entry.weights_source is not WeightsSource.SAFETENSORS_HEADER
     )
 
 
@@ -286,17 +320,26 @@ def match_entry(catalog: Catalog, name: str) -> CatalogEntry:
     raise ModelNotFoundError(name, _not_found_message(catalog, name))
 
 
-def _not_found_message(catalog: Catalog, name: str) -> str:
+def _not_found_message(catalog: Catalog, name: str, hub: str | None = None) -> str:
+    """Where the name was looked for, the closest names, and how to get it.
+
+    `hub` says what the Hub said (or why it was not asked); None when the caller
+    never reads the Hub.
+    """
     places = ["not a folder", "not a built-in profile"]
     if catalog.hf_cache_dir is not None:
         places.append(f"not in the HF cache ({catalog.hf_cache_dir})")
     if catalog.models_dirs:
         places.append(f"not in {', '.join(str(d) for d in catalog.models_dirs)}")
+    if hub is not None:
+        places.append(hub)
     message = "no such model: " + ", ".join(places)
     close = closest_names(name, (e.name for e in catalog.entries))
     if close:
         message += f"; closest: {', '.join(close)}"
-    if name.count("/") == 1 and not name.startswith("/"):
+    if hub is not None and "the Hub is off" in hub:
+        message += "; drop --offline / HF_HUB_OFFLINE to read it from the Hub"
+    elif hub is None and name.count("/") == 1 and not name.startswith("/"):
         message += f"; vramscope never downloads: get it with `hf download {name}`, then retry"
     else:
         message += "; `vramscope models` lists every name"
@@ -309,19 +352,33 @@ def resolve_entry(
     *,
     hf_cache_dir: Path | str | None = None,
     env: Mapping[str, str] | None = None,
+    hub: HubOptions | None = None,
 ) -> CatalogEntry:
     """The entry a MODEL argument names: a folder path, a profile name or a cached repo id.
 
     An existing path always wins and is read as a folder (ModelError if it is not
     one). Otherwise the name is matched against the catalog (see `match_entry`).
+    With `hub` options, a repo id that names nothing local (or only an unfinished
+    download, or a copy read from the Hub before) is read from the Hub
+    (`core.hub.remote`); without them the network is never touched.
     """
+    return _resolve(name, models_dirs, hf_cache_dir, env, hub)[0]
+
+
+def _resolve(
+    name: str,
+    models_dirs: Sequence[Path | str],
+    hf_cache_dir: Path | str | None,
+    env: Mapping[str, str] | None,
+    hub: HubOptions | None,
+) -> tuple[CatalogEntry, HubRead | None]:
     if not name.strip():
         raise ModelNotFoundError(
             repr(name), "empty model name; `vramscope models` lists every name"
         )
     path = _existing_path(name)
     if path is not None:
-        return folder_entry(path, name)
+        return folder_entry(path, name), None
     if _path_like(name):
         raise ModelNotFoundError(name, "no such file or folder")
     dirs = _all_models_dirs(models_dirs, env)
@@ -332,13 +389,63 @@ def resolve_entry(
     if cache is not None and name.count("/") == 1:
         for model in scan_hf_cache_repo(cache, name).models:
             found = cached_model_entry(model)
-            if isinstance(found, CatalogEntry):
-                return found
+            if isinstance(found, CatalogEntry) and not (hub and _partial_copy(found)):
+                return found, None
     no_cached_copy = cache is None or not path_exists(cache / repo_folder_name(name))
     if not dirs and no_cached_copy and name in list_profile_ids():
-        return profile_entry(name)
+        return profile_entry(name), None
     catalog = build_catalog(dirs, hf_cache_dir=cache, include_hf_cache=cache is not None, env=env)
-    return match_entry(catalog, name)
+    try:
+        entry = match_entry(catalog, name)
+    except ModelNotFoundError as exc:
+        if hub is None or not is_repo_id(name):
+            raise
+        local: ModelError = exc
+        entry = None
+    except ModelError as exc:  # only an unusable local copy (an index-only snapshot)
+        if hub is None or not is_repo_id(name) or "ambiguous" in exc.problem:
+            raise
+        local = exc
+        entry = None
+    if entry is not None and (entry.origin != ORIGIN_HUB or hub is None or entry.name != name):
+        return entry, None
+    assert hub is not None
+    return _from_hub(name, catalog, hub, env, local if entry is None else None)
+
+
+def _from_hub(
+    name: str,
+    catalog: Catalog,
+    hub: HubOptions,
+    env: Mapping[str, str] | None,
+    local: ModelError | None,
+) -> tuple[CatalogEntry, HubRead]:
+    """Read `name` from the Hub (or its stored copy) and list it as a `hub` entry."""
+    try:
+        read = read_hub_model(name, hub, env)
+    except HubNotFoundError as exc:
+        if local is not None and not isinstance(local, ModelNotFoundError):
+            raise local from None  # the local copy's reason says more than the Hub's
+        off = "--offline" if hub.offline else hub_offline_reason(env)
+        said = f"the Hub is off ({off}) and it was never read" if off else exc.problem
+        raise ModelNotFoundError(name, _not_found_message(catalog, name, said)) from None
+    for entry in hub_store_entries(read.path.parent.parent.parent)[0]:
+        if entry.name == name and entry.path == read.path:
+            return entry, read
+    found = _listed_hub_entry(read)
+    return found, read
+
+
+def _listed_hub_entry(read: HubRead) -> CatalogEntry:
+    """The entry of a stored snapshot that `refs/main` does not name (a --revision read)."""
+    from core.catalog.sources import _listed_model
+
+    result = _listed_model(read.path, read.repo_id, ORIGIN_HUB, revision=read.commit)
+    if isinstance(result, CatalogEntry):
+        return result
+    raise ModelError(
+        read.repo_id, f"read from the Hub at {read.commit[:12]} but not usable: {result.reason}"
+    )
 
 
 def entry_snapshot(entry: CatalogEntry, display: str | None = None) -> ModelSnapshot:
@@ -356,14 +463,21 @@ def resolve_model(
     *,
     hf_cache_dir: Path | str | None = None,
     env: Mapping[str, str] | None = None,
+    hub: HubOptions | None = None,
 ) -> ModelSnapshot:
     """Read the model a MODEL argument names (display = the name as typed).
 
     A folder path goes straight to `read_model_dir`, so its file-fault warnings
-    surface exactly as for any folder.
+    surface exactly as for any folder. A model read from the Hub (see
+    `resolve_entry`) carries its `source` and any offline note.
     """
     path = _existing_path(name)
     if path is not None:
         return read_model_dir(path, name)
-    entry = resolve_entry(name, models_dirs, hf_cache_dir=hf_cache_dir, env=env)
-    return entry_snapshot(entry, name)
+    entry, read = _resolve(name, models_dirs, hf_cache_dir, env, hub)
+    snap = entry_snapshot(entry, name)
+    if entry.origin == ORIGIN_HUB and entry.revision:
+        source = read.source if read is not None else f"Hugging Face Hub @ {entry.revision}"
+        notes = (read.note,) if read is not None and read.note else ()
+        snap = dataclasses.replace(snap, source=source, notes=notes)
+    return snap

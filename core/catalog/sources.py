@@ -20,6 +20,7 @@ from core.catalog.entry import (
     ORIGIN_BUILTIN,
     ORIGIN_FOLDER,
     ORIGIN_HF_CACHE,
+    ORIGIN_HUB,
     CatalogEntry,
     SkippedModel,
 )
@@ -346,6 +347,20 @@ def hf_cache_entries(cache_dir: Path) -> tuple[list[CatalogEntry], list[SkippedM
                     model.repo_id,
                 )
             )
+    return entries, skipped
+
+
+def hub_store_entries(root: Path) -> tuple[list[CatalogEntry], list[SkippedModel]]:
+    """Entries for the repos read from the Hub before (the vramscope Hub store; no network)."""
+    from core.hub.store import list_stored
+
+    entries: list[CatalogEntry] = []
+    skipped: list[SkippedModel] = []
+    for model in list_stored(root):
+        result = _listed_model(
+            model.path, model.repo_id, ORIGIN_HUB, revision=model.commit, refs=model.refs
+        )
+        _sort_into(result, entries, skipped)
     return entries, skipped
 
 

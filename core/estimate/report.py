@@ -21,12 +21,17 @@ def _line(label: str, value: str) -> str:
     return f"  {label}".ljust(_LABEL_WIDTH) + value + "\n"
 
 
-def format_estimate(display: str, est: MemoryEstimate) -> str:
-    """The `=== Memory Estimate ===` banner, line for line (every line ends in `\\n`)."""
+def format_estimate(display: str, est: MemoryEstimate, source: str | None = None) -> str:
+    """The `=== Memory Estimate ===` banner, line for line (every line ends in `\\n`).
+
+    `source` (a model read from the Hub) adds one `Source:` line under `Model:`;
+    without it the banner is mlxcel's.
+    """
     wl = est.workload
     out = [
         "=== Memory Estimate ===\n",
         _line("Model:", clean_text(display)),
+        *([_line("Source:", clean_text(source))] if source else []),
         _line("Context length:", f"{wl.max_tokens} tokens (batch = {wl.batch})"),
         _line("Quant hint:", wl.quant.text_label),
         _line("KV dtype:", wl.kv_cache_mode),
@@ -88,9 +93,11 @@ def inspect_report(model: ModelSnapshot, est: MemoryEstimate, version: str) -> d
         if family in PER_SLOT_OVERHEAD_FAMILIES and model.config is not None
         else None
     )
+    source = {"source": model.source} if model.source else {}  # only for a Hub read
     return {
         "vramscope_version": version,
         "model": model.display,
+        **source,
         "model_type": model.model_type,
         "family": family,
         "inputs": {

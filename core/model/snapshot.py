@@ -31,6 +31,10 @@ class ModelSnapshot:
     kv_arch: KvArch | None
     activation_dims: ActivationDims | None
     warnings: tuple[str, ...] = field(default=())
+    source: str | None = None
+    """Where the files came from when not from disk (`Hugging Face Hub (...), main @ <commit>`)."""
+    notes: tuple[str, ...] = field(default=())
+    """One-line notes for stderr (an answer from the Hub store while offline)."""
 
     @property
     def model_type(self) -> str | None:

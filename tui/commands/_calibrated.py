@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import UsageError
-from tui.commands.output import warn
+from tui.commands.shared.output import warn
 
 
 def add_calibration_flags(p: argparse.ArgumentParser) -> None:

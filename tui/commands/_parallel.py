@@ -13,9 +13,9 @@ from core.estimate.estimate import QuantHint
 from core.measurement.result import MeasurementFailure
 from core.parallel.plan import ParallelPlan, estimate_parallel, parse_rank_limits
 from core.parallel.sharding import ParallelKind
-from tui.commands.estimate_args import estimate_inputs
-from tui.commands.measure_args import request_from_args
-from tui.commands.output import EXIT_FAILED, ProgressLine, failure_line, warn
+from tui.commands.shared.estimate_args import estimate_inputs
+from tui.commands.shared.measure_args import request_from_args
+from tui.commands.shared.output import EXIT_FAILED, ProgressLine, failure_line, warn
 
 if TYPE_CHECKING:
     from hip_backend.ranks.launch import ParallelRun, PreparedParallel

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from core import __version__
-from tui.commands.flags import add_model_source_flags
-from tui.commands.output import warn
+from tui.commands.shared.flags import add_model_source_flags
+from tui.commands.shared.output import warn
 
 
 def register(sub: Any) -> None:

@@ -6,8 +6,8 @@ import argparse
 import sys
 from typing import Any
 
-from tui.commands.estimate_args import launch_options
-from tui.commands.flags import add_launch_flags
+from tui.commands.shared.estimate_args import launch_options
+from tui.commands.shared.flags import add_launch_flags
 
 
 def register(sub: Any) -> None:

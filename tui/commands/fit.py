@@ -16,9 +16,9 @@ from core.estimate.available import AvailableMemory
 from core.estimate.estimate import DEFAULT_CTX_LEN, Workload
 from core.estimate.fit import QUANTIZATION_CHOICES, STORED
 from core.units import format_bytes_short
-from tui.commands.estimate_args import parse_memory_limit_flag
-from tui.commands.flags import add_model_source_flags, int_at_least
-from tui.commands.output import warn
+from tui.commands.shared.estimate_args import parse_memory_limit_flag
+from tui.commands.shared.flags import add_model_source_flags, int_at_least
+from tui.commands.shared.output import warn
 from tui.model.presets import PRESETS_BY_KEY, preset_keys
 
 DEFAULT_QUANTIZATIONS = ",".join(QUANTIZATION_CHOICES)

@@ -10,9 +10,18 @@ from core.errors import UsageError
 from core.estimate.estimate import estimate
 from tui.commands._calibrated import add_calibration_flags, calibrated_output, wanted
 from tui.commands._parallel import parallel_plan, run_parallel
-from tui.commands.estimate_args import estimate_inputs, parse_memory_limit_flag, parse_quant_flag
-from tui.commands.flags import add_estimate_flags, add_parallel_flags
-from tui.commands.output import warn
+from tui.commands.shared.estimate_args import (
+    estimate_inputs,
+    parse_memory_limit_flag,
+    parse_quant_flag,
+)
+from tui.commands.shared.flags import (
+    add_estimate_flags,
+    add_hub_flags,
+    add_parallel_flags,
+    hub_options,
+)
+from tui.commands.shared.output import note, warn
 from tui.model.sizing import mlxcel_sizing, sizing_lines
 
 
@@ -26,9 +35,11 @@ def register(sub: Any) -> None:
     p.add_argument(
         "model",
         metavar="MODEL",
-        help="a model folder, a built-in profile name or a repo id in the local HF cache",
+        help="a model folder, a built-in profile name, a repo id in the local HF cache, "
+        "or any repo id on the Hub (config and safetensors headers only)",
     )
     add_estimate_flags(p)
+    add_hub_flags(p)
     p.add_argument("--json", action="store_true", help="print the JSON report")
     p.add_argument(
         "--verbose",
@@ -61,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
     memory_limit = parse_memory_limit_flag(args.memory_limit)
     inputs = estimate_inputs(args, quant, memory_limit)
     resolved = inputs.resolved
-    model = resolve_model(args.model, args.models_dir)
+    model = resolve_model(args.model, args.models_dir, hub=hub_options(args))
+    note(model.notes)
     warn(resolved.warnings + model.warnings)
     est = estimate(model, inputs.workload, resolved.settings)
     warn(est.warnings)
@@ -76,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
                 warn([line.strip()])
         print(to_json_pretty(report))
         return 0
-    print(format_estimate(args.model, est))
+    print(format_estimate(args.model, est, model.source))
     if not est.fits:
         print(DOES_NOT_FIT_NOTE)
     if calibrated is not None:

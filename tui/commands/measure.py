@@ -18,9 +18,9 @@ from core.measurement.engine import DEFAULT_ENGINE, ENGINE_CHOICES
 from core.measurement.request import DEFAULT_PROMPT_TOKENS, MAX_MEASURED_TOKENS
 from core.measurement.result import MeasuredPeak, MeasurementFailure
 from tui.commands._parallel import measure_parallel, parallel_plan
-from tui.commands.flags import add_parallel_flags, add_run_flags, int_at_least
-from tui.commands.measure_args import request_from_args
-from tui.commands.output import EXIT_FAILED, ProgressLine, failure_line
+from tui.commands.shared.flags import add_parallel_flags, add_run_flags, int_at_least
+from tui.commands.shared.measure_args import request_from_args
+from tui.commands.shared.output import EXIT_FAILED, ProgressLine, failure_line
 
 
 def register(sub: Any) -> None:

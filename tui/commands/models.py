@@ -9,8 +9,9 @@ from typing import Any
 from core.catalog.entry import ORIGIN_BUILTIN, ORIGIN_FOLDER, ORIGIN_HF_CACHE, Catalog, CatalogEntry
 from core.display_text import clean_text, json_safe
 from core.estimate.weights import WeightsSource
+from core.hub import DEFAULT_TIMEOUT_S
 from core.units import format_bytes_short
-from tui.commands.flags import add_model_source_flags
+from tui.commands.shared.flags import add_model_source_flags, duration_seconds, int_at_least
 
 _SOURCE_WORDS = {
     WeightsSource.SAFETENSORS_HEADER: "header",
@@ -26,12 +27,33 @@ def register(sub: Any) -> None:
         "models",
         help="list the models vramscope can name",
         description="List built-in profiles, models in the Hugging Face cache and model "
-        "folders (--models-dir, VRAMSCOPE_MODELS_DIR). Reads nothing from the network.",
+        "folders (--models-dir, VRAMSCOPE_MODELS_DIR), and repos read from the Hub before. "
+        "Reads nothing from the network, except --hub QUERY.",
     )
     add_model_source_flags(p)
     p.add_argument("--json", action="store_true", help="print the catalog as JSON")
     p.add_argument(
         "--verbose", "-v", action="store_true", help="also list what was skipped, and why"
+    )
+    p.add_argument(
+        "--hub",
+        metavar="QUERY",
+        default=None,
+        help="search the Hugging Face Hub instead (HfApi.list_models); `inspect` reads any result",
+    )
+    p.add_argument(
+        "--limit",
+        type=int_at_least("--limit", 1, 100),
+        default=20,
+        metavar="N",
+        help="at most N Hub results (default 20, at most 100)",
+    )
+    p.add_argument(
+        "--hub-timeout",
+        type=duration_seconds("--hub-timeout"),
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"give up on the Hub after this long (default {DEFAULT_TIMEOUT_S:g})",
     )
     p.add_argument(
         "--no-cache",
@@ -127,6 +149,8 @@ def run(args: argparse.Namespace) -> int:
     # Imported here, not with the parser: the explorer's start-up never needs it.
     from core.catalog.resolve import build_catalog
 
+    if args.hub is not None:
+        return run_hub_search(args)
     catalog = build_catalog(args.models_dir, use_cache=not args.no_cache)
     if args.json:
         print(json.dumps(json_safe(catalog_json(catalog)), indent=2, ensure_ascii=False))
@@ -149,4 +173,34 @@ def run(args: argparse.Namespace) -> int:
         print("Skipped:")
         for item in catalog.skipped:
             print(clean_text(f"  {item.location}: {item.reason}"))
+    return 0
+
+
+def run_hub_search(args: argparse.Namespace) -> int:
+    """`vramscope models --hub QUERY`: the Hub's search results as a table (or JSON)."""
+    from core.hub.search import search_hub
+
+    rows = search_hub(args.hub, args.limit, args.hub_timeout)
+    if args.json:
+        print(json.dumps([vars(r) for r in rows], indent=2, ensure_ascii=False))
+        return 0
+    header = ("NAME", "DOWNLOADS", "LIBRARY", "SAFETENSORS", "GATED")
+    table = [
+        (
+            r.repo_id,
+            "" if r.downloads is None else f"{r.downloads:,}",
+            r.library or "",
+            "yes" if r.safetensors else "no",
+            "yes" if r.gated else "",
+        )
+        for r in rows
+    ]
+    if table:
+        for line in format_table([header, *table]):
+            print(line.rstrip())
+        print()
+    print(
+        clean_text(f"{len(rows)} Hub results for {args.hub!r}")
+        + ("; `vramscope inspect NAME` reads one (config and headers only)" if rows else "")
+    )
     return 0

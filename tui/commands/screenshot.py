@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import UsageError
-from tui.commands.estimate_args import launch_options
-from tui.commands.flags import add_launch_flags
+from tui.commands.shared.estimate_args import launch_options
+from tui.commands.shared.flags import add_launch_flags
 
 DEFAULT_SIZE = (120, 40)
 PNG_WIDTH_PER_COLUMN = 12

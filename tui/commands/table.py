@@ -18,9 +18,9 @@ from core.display_text import clean_text, escape_undecodable
 from core.errors import UsageError
 from core.measurement.engine import DEFAULT_ENGINE, ENGINE_CHOICES, ENGINE_LABELS
 from core.measurement.result import MeasuredPeak, MeasurementFailure
-from tui.commands.flags import add_run_flags
-from tui.commands.measure_args import request_from_args
-from tui.commands.output import ProgressLine, failure_line
+from tui.commands.shared.flags import add_run_flags
+from tui.commands.shared.measure_args import request_from_args
+from tui.commands.shared.output import ProgressLine, failure_line
 
 if TYPE_CHECKING:
     from core.measurement.report import TableRow

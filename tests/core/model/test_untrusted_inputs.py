@@ -26,7 +26,7 @@ from core.model.config import decode_json
 from core.units import U64_MAX
 from tests.core.helpers import MINIMAL_CONFIG, safetensors_bytes
 from tui.cli import main
-from tui.commands.output import failure_line
+from tui.commands.shared.output import failure_line
 
 HUGE = "9" * 5000
 
@@ -298,7 +298,7 @@ def test_token_counts_no_run_could_finish_are_refused(
 
 
 def test_timeout_of_a_week_is_accepted() -> None:
-    from tui.commands.flags import duration_seconds
+    from tui.commands.shared.flags import duration_seconds
 
     assert duration_seconds("--timeout")("604800") == 604800.0
 

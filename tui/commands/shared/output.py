@@ -14,6 +14,12 @@ EXIT_FAILED = 1
 """The exit status of a measurement that failed (2 is a usage error)."""
 
 
+def note(lines: Sequence[str]) -> None:
+    """Print note lines (not faults: where an answer came from) to stderr."""
+    for line in lines:
+        print(f"vramscope: note: {clean_text(line)}", file=sys.stderr)
+
+
 def warn(lines: Sequence[str]) -> None:
     """Print warning lines to stderr, one line each."""
     for line in lines:

@@ -6,11 +6,16 @@ Cheap to import: the parser of every subcommand is built at each start.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.backend import BACKEND_CHOICES
+from core.display_text import clean_text
+from core.errors import UsageError
 from core.estimate.estimate import DEFAULT_CTX_LEN
+from core.hub import DEFAULT_TIMEOUT_S
 from core.measurement.engine import ATTENTION_CHOICES, EMULATE_CHOICES, FUSE_BF16_CHOICES
 from core.measurement.request import (
     DEFAULT_GEN_TOKENS,
@@ -23,6 +28,9 @@ from core.parallel.plan import MAX_RANKS
 from core.units import U64_MAX
 from tui.model.presets import preset_keys
 from tui.model.state import DEFAULT_MODEL
+
+if TYPE_CHECKING:
+    from core.hub.remote import HubOptions
 
 # Durations above a week are refused: timers cannot take inf, nan or 1e308 seconds.
 MAX_DURATION_S = 7 * 24 * 3600
@@ -263,3 +271,40 @@ def add_parallel_flags(p: argparse.ArgumentParser, measure: bool = False) -> Non
             help="with --tp/--pp: MLX's own hostfile (JSON, one host entry per rank) passed "
             "to mlx.launch instead of the loopback default",
         )
+
+
+def add_hub_flags(p: argparse.ArgumentParser) -> None:
+    """`--revision`, `--offline`, `--hub-timeout`: how a repo id not on disk is read."""
+    p.add_argument(
+        "--revision",
+        metavar="REV",
+        default=None,
+        help="branch, tag or commit to read from the Hub (default main)",
+    )
+    p.add_argument(
+        "--offline",
+        action="store_true",
+        help="never reach the Hub: answer from what was read before (as HF_HUB_OFFLINE=1)",
+    )
+    p.add_argument(
+        "--hub-timeout",
+        type=duration_seconds("--hub-timeout"),
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"give up on a Hub request after this long (default {DEFAULT_TIMEOUT_S:g})",
+    )
+
+
+def hub_options(args: argparse.Namespace) -> HubOptions:
+    """The Hub flags as options, with progress lines on stderr."""
+    from core.hub.remote import HubOptions
+
+    def progress(line: str) -> None:
+        print(f"vramscope: {clean_text(line)}", file=sys.stderr, flush=True)
+
+    revision = args.revision
+    if revision is not None and not revision.strip():
+        raise UsageError("--revision", "is empty")
+    return HubOptions(
+        revision=revision, offline=args.offline, timeout_s=args.hub_timeout, progress=progress
+    )

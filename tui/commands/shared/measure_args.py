@@ -9,7 +9,7 @@ from core.errors import UsageError
 from core.measurement.engine import DEFAULT_ENGINE
 from core.measurement.request import MeasureRequest
 from core.memory_size import parse_optional_memory_size
-from tui.commands.flags import MAX_DURATION_S
+from tui.commands.shared.flags import MAX_DURATION_S
 
 
 def memory_cap(text: str | None) -> int | None:

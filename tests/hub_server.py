@@ -1,0 +1,227 @@
+"""A Hugging Face Hub on 127.0.0.1, speaking the protocol as huggingface_hub uses it.
+
+`/api/models/{repo}` (and `/revision/{rev}`) answer the commit and the file list;
+`HEAD` and ranged `GET` on `/{repo}/resolve/{rev}/{file}` carry `X-Repo-Commit`,
+`ETag` and `Content-Length`; a gated repo answers 401 with `X-Error-Code:
+GatedRepo`, anything unknown a 404 with the hub's error code. Files are sparse:
+each is its first bytes (a safetensors header, a whole config) and zeros up to its
+size, never written anywhere. Every byte of every body is counted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import struct
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlsplit
+
+
+@dataclass
+class SparseFile:
+    """`head` followed by zeros up to `size` bytes."""
+
+    head: bytes
+    size: int
+
+    def read(self, start: int, end: int) -> bytes:
+        """Bytes [start, end] inclusive, as a range request asks."""
+        end = min(end, self.size - 1)
+        if start > end:
+            return b""
+        part = self.head[start : end + 1]
+        return part + b"\0" * (end + 1 - start - len(part))
+
+
+@dataclass
+class FakeRepo:
+    """One model repo at one commit."""
+
+    files: dict[str, SparseFile]
+    commit: str
+    gated: bool = False
+    revisions: dict[str, str] = field(default_factory=dict)
+    """Other refs (`v1.0`) and the commit each names."""
+
+
+def sparse_from_folder(folder: Path) -> dict[str, SparseFile]:
+    """The folder's files as the Hub would serve them (safetensors: the header only)."""
+    out: dict[str, SparseFile] = {}
+    for path in sorted(folder.iterdir()):
+        size = path.stat().st_size
+        if path.name.endswith(".safetensors"):
+            with path.open("rb") as fh:
+                prefix = fh.read(8)
+                (n,) = struct.unpack("<Q", prefix)
+                out[path.name] = SparseFile(prefix + fh.read(n), size)
+        else:
+            out[path.name] = SparseFile(path.read_bytes(), size)
+    return out
+
+
+def commit_of(seed: str) -> str:
+    """A stable 40-hex commit hash for a test repo."""
+    return hashlib.sha1(seed.encode()).hexdigest()
+
+
+class FakeHub:
+    """The server, its repos and what it sent."""
+
+    def __init__(self) -> None:
+        self.repos: dict[str, FakeRepo] = {}
+        self.bytes_sent = 0
+        self.requests: list[str] = []
+        self.delay_s = 0.0
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def start(self) -> FakeHub:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def add(self, repo_id: str, files: dict[str, SparseFile], **kw: object) -> FakeRepo:
+        repo = FakeRepo(files, commit_of(repo_id + json.dumps(sorted(files))), **kw)  # type: ignore[arg-type]
+        self.repos[repo_id] = repo
+        return repo
+
+    def count(self, n: int, line: str) -> None:
+        with self._lock:
+            self.bytes_sent += n
+            self.requests.append(line)
+
+
+_API = re.compile(r"/api/models/([^/]+/[^/]+?)(?:/revision/(.+))?$")
+_RESOLVE = re.compile(r"/([^/]+/[^/]+)/resolve/([^/]+)/(.+)$")
+_RANGE = re.compile(r"bytes=(\d+)-(\d*)$")
+
+
+def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            pass  # quiet: pytest shows failures, not every request
+
+        def do_HEAD(self) -> None:
+            self._answer(body=False)
+
+        def do_GET(self) -> None:
+            self._answer(body=True)
+
+        def _send(self, status: int, body: bytes, headers: dict[str, str], send_body: bool) -> None:
+            self.send_response(status)
+            for key, value in headers.items():
+                self.send_header(key, value)
+            if "Content-Length" not in headers:
+                self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if send_body:
+                self.wfile.write(body)
+                hub.count(len(body), f"{self.command} {self.path} {status}")
+            else:
+                hub.count(0, f"{self.command} {self.path} {status}")
+
+        def _error(self, status: int, code: str, message: str, send_body: bool) -> None:
+            body = json.dumps({"error": message}).encode()
+            headers = {"X-Error-Code": code, "X-Error-Message": message}
+            headers["Content-Type"] = "application/json"
+            self._send(status, body, headers, send_body)
+
+        def _repo(self, repo_id: str, rev: str, send_body: bool) -> tuple[FakeRepo, str] | None:
+            repo = hub.repos.get(repo_id)
+            if repo is None:
+                self._error(404, "RepoNotFound", "Repository not found", send_body)
+                return None
+            if repo.gated and "authorization" not in {k.lower() for k in self.headers}:
+                self._error(401, "GatedRepo", "Access to this model is restricted", send_body)
+                return None
+            commit = repo.commit if rev in ("main", repo.commit) else repo.revisions.get(rev)
+            if commit is None:
+                self._error(404, "RevisionNotFound", "Invalid rev id", send_body)
+                return None
+            return repo, commit
+
+        def _answer(self, body: bool) -> None:
+            if hub.delay_s:
+                time.sleep(hub.delay_s)
+            parts = urlsplit(self.path)
+            path = unquote(parts.path)
+            if path == "/api/models":  # list_models(search=..., limit=...)
+                query = parse_qs(parts.query)
+                needle = query.get("search", [""])[0].casefold()
+                limit = int(query.get("limit", ["1000"])[0])
+                found = [
+                    {
+                        "id": name,
+                        "downloads": 1234,
+                        "library_name": "transformers",
+                        "tags": ["safetensors"]
+                        if any(f.endswith(".safetensors") for f in r.files)
+                        else [],
+                        "gated": r.gated,
+                    }
+                    for name, r in sorted(hub.repos.items())
+                    if needle in name.casefold()
+                ][:limit]
+                self._send(
+                    200, json.dumps(found).encode(), {"Content-Type": "application/json"}, body
+                )
+                return
+            api = _API.match(path)
+            if api is not None:
+                found = self._repo(api.group(1), api.group(2) or "main", body)
+                if found is not None:
+                    repo, commit = found
+                    info = {
+                        "id": api.group(1),
+                        "modelId": api.group(1),
+                        "sha": commit,
+                        "private": False,
+                        "gated": False,
+                        "siblings": [{"rfilename": n} for n in repo.files],
+                    }
+                    data = json.dumps(info).encode()
+                    self._send(200, data, {"Content-Type": "application/json"}, body)
+                return
+            resolve = _RESOLVE.match(path)
+            if resolve is None:
+                self._error(404, "EntryNotFound", "Not found", body)
+                return
+            found = self._repo(resolve.group(1), resolve.group(2), body)
+            if found is None:
+                return
+            repo, commit = found
+            file = repo.files.get(resolve.group(3))
+            if file is None:
+                self._error(404, "EntryNotFound", "Entry not found", body)
+                return
+            headers = {
+                "X-Repo-Commit": commit,
+                "ETag": f'"{hashlib.sha1(file.head + str(file.size).encode()).hexdigest()}"',
+                "Accept-Ranges": "bytes",
+            }
+            wanted = _RANGE.match(self.headers.get("Range", "").strip())
+            if wanted is None:
+                headers["Content-Length"] = str(file.size)
+                self._send(200, file.read(0, file.size - 1) if body else b"", headers, body)
+                return
+            start = int(wanted.group(1))
+            end = int(wanted.group(2)) if wanted.group(2) else file.size - 1
+            data = file.read(start, end)
+            headers["Content-Range"] = f"bytes {start}-{start + len(data) - 1}/{file.size}"
+            headers["Content-Length"] = str(len(data))
+            self._send(206, data, headers, body)
+
+    return Handler
