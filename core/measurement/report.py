@@ -9,10 +9,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from core.display_text import clean_text
 from core.measurement.comparison import margin
 from core.measurement.engine import ENGINE_LABELS
 from core.measurement.result import MeasuredPeak, MeasurementFailure
 from core.units import format_bytes
+
+
+def md_cell(text: str) -> str:
+    """A Markdown table cell from untrusted text: control characters out (the display
+    boundary), `|` escaped so a folder name cannot open a column."""
+    return clean_text(text).replace("|", "\\|")
 
 
 def signed_bytes(n: int) -> str:
@@ -40,7 +47,7 @@ def comparison_lines(peak: MeasuredPeak) -> list[str]:
     """The estimate and the measured peak side by side, then how the run went."""
     formula = peak.estimate_backend.label
     lines = [
-        f"Model:          {peak.model}"
+        f"Model:          {clean_text(peak.model)}"
         + (f"  ({peak.family})" if peak.family else "")
         + ("  [synthetic weights]" if peak.synthetic_weights else ""),
         f"Engine:         {peak.engine_label}"
@@ -160,7 +167,7 @@ def markdown_table(rows: Sequence[TableRow], title: str, preamble: Sequence[str]
     for row in rows:
         est = f"{row.estimate_bytes:,}" if row.estimate_bytes is not None else "-"
         engine = ENGINE_LABELS.get(row.engine, row.engine)
-        lead = f"| {row.model} | {engine} | {row.context} | {_budget_cell(row)} |"
+        lead = f"| {md_cell(row.model)} | {engine} | {row.context} | {_budget_cell(row)} |"
         if isinstance(row.outcome, MeasurementFailure):
             tail = " - | - |" if gpu else ""
             out.append(f"{lead} failed: {row.outcome.kind.label} | {est} | - | - | - |{tail}")
@@ -208,7 +215,7 @@ def _engine_summary(rows: Sequence[TableRow], engine: str) -> str:
     covered = sum(1 for r in modelled if _covered(r))
     smallest = min(modelled, key=lambda r: margin(r.estimate_bytes or 0, _peak(r)).bytes)
     m = margin(smallest.estimate_bytes or 0, _peak(smallest))
-    where = f"{smallest.model}, {smallest.context} tokens" + (
+    where = f"{clean_text(smallest.model)}, {smallest.context} tokens" + (
         f", {smallest.budget_mib} MiB" if smallest.has_queue else ""
     )
     lead = (
@@ -254,7 +261,8 @@ def engines_side_by_side(rows: Sequence[TableRow]) -> list[str]:
         t_est = f"{torch_row.estimate_bytes:,}" if torch_row.estimate_bytes is not None else "-"
         x_est = f"{mlx_row.estimate_bytes:,}" if mlx_row.estimate_bytes is not None else "-"
         out.append(
-            f"| {torch_row.model} | {torch_row.context} | {_budget_cell(torch_row)} | {t:,} "
+            f"| {md_cell(torch_row.model)} | {torch_row.context} | {_budget_cell(torch_row)} "
+            f"| {t:,} "
             f"| {x:,} | {signed_bytes(t - x)} | {ratio} | {t_est} | {x_est} |"
         )
     return out

@@ -11,6 +11,7 @@ import re
 from pathlib import PurePath
 
 from core.catalog.entry import ORIGIN_FOLDER, CatalogEntry
+from core.display_text import clean_text
 
 _HF_SNAPSHOT = re.compile(r"(?:^|/)models--(?P<org>[^/]+?)--(?P<name>[^/]+)/snapshots/[^/]+/?$")
 
@@ -33,7 +34,7 @@ def short_model(name: str) -> str:
     a profile or repo id as it is."""
     repo = hf_repo_id(name)
     if repo is not None:
-        return repo
+        return clean_text(repo)
     if name.startswith(("/", ".", "~")):
-        return PurePath(name).name or name
-    return name
+        return clean_text(PurePath(name).name or name)
+    return clean_text(name)

@@ -20,6 +20,7 @@ from textual.widgets import Input, OptionList
 from textual.widgets.option_list import Option
 
 from core.catalog.entry import ORIGIN_BUILTIN, ORIGIN_FOLDER, ORIGIN_HF_CACHE, Catalog, CatalogEntry
+from core.display_text import clean_text
 from core.units import format_bytes_short
 from tui.model.names import model_arg
 from tui.model.scales import short_tokens
@@ -43,7 +44,7 @@ def entry_prompt(entry: CatalogEntry, current: bool, width: int = 40) -> Text:
     width = max(width, 20)
     first = Text(no_wrap=True, overflow="ellipsis")
     first.append("● " if current else "  ", "bold")
-    org, sep, repo = entry.name.rpartition("/")
+    org, sep, repo = clean_text(entry.name).rpartition("/")
     room = width - 2 - len(repo)
     if sep and room >= len(org) + 1:
         first.append(org + "/", "dim")
@@ -55,7 +56,7 @@ def entry_prompt(entry: CatalogEntry, current: bool, width: int = 40) -> Text:
     ctx = entry.max_position_embeddings
     ctx_label = f"{short_tokens(ctx)} ctx" if ctx else "ctx ?"
     size = format_bytes_short(entry.weight_bytes)
-    detail = f"  {entry.format_label:<15.15} {size:>10}  {ctx_label}"
+    detail = f"  {clean_text(entry.format_label):<15.15} {size:>10}  {ctx_label}"
     second = Text(detail, "dim", no_wrap=True, overflow="ellipsis")
     second.truncate(width, overflow="ellipsis")
     return Text("\n").join([first, second])
