@@ -53,3 +53,19 @@ def json_safe(value: Any) -> Any:
 def shorten(text: str, limit: int = 64) -> str:
     """At most `limit` characters, with `...` where it was cut (a 5000-digit value)."""
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+ECHO_LIMIT = 200
+"""The longest run of a user's value an error line repeats (a 100,000-character MODEL
+would otherwise be a 100 KB line)."""
+_LONG_RUN = re.compile(rf"\S{{{ECHO_LIMIT + 1},}}")
+
+
+def cap_echoes(text: str, limit: int = ECHO_LIMIT) -> str:
+    """Every run of non-space characters longer than `limit` cut, with an ellipsis and
+    its length: `aaaa… (100,000 characters)`."""
+    if len(text) <= limit:
+        return text
+    return _LONG_RUN.sub(
+        lambda m: f"{m.group()[: limit - 1]}… ({len(m.group()):,} characters)", text
+    )

@@ -64,7 +64,12 @@ class _Throttle:
 
 # What native allocators say when they cannot map memory (oneDNN says the second
 # when RLIMIT_AS stops it); only read as out-of-memory under --memory-cap.
-_CAPPED_ALLOCATION_TEXTS = ("could not create a primitive", "bad_alloc", "cannot allocate")
+_CAPPED_ALLOCATION_TEXTS = (
+    "could not create a primitive",
+    "bad_alloc",
+    "cannot allocate",
+    "thread creation failed",  # libgomp: no room for a worker thread's stack
+)
 
 
 def _is_oom(exc: BaseException, capped: bool = False) -> bool:

@@ -389,6 +389,13 @@ class MeasurementHandle:
             )
         last = next((line for line in reversed(self._stderr_tail) if line.strip()), "")
         detail = f": {last.strip()}" if last else ""
+        cap = self.prepared.request.host_memory_cap_bytes if self.prepared else None
+        if cap is not None and "thread creation failed" in last.lower():
+            # libgomp exits when RLIMIT_AS leaves no room for a worker thread's stack.
+            return MeasurementFailure(
+                FailureKind.OUT_OF_MEMORY,
+                f"an allocation failed under --memory-cap {cap} bytes{detail}",
+            )
         return MeasurementFailure(
             FailureKind.INTERNAL,
             f"the measuring process exited with status {returncode} without a result{detail}",

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from core import __version__
-from core.display_text import clean_text
+from core.display_text import cap_echoes, clean_text
 from core.errors import VramscopeError
 from tui.commands.registry import COMMANDS
 
@@ -24,7 +24,8 @@ class OneLineParser(argparse.ArgumentParser):
     """argparse with one-line errors (`vramscope inspect: error: ...`) and exit code 2."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, clean_text(f"{self.prog}: error: {message} (see --help)") + "\n")
+        line = cap_echoes(clean_text(f"{self.prog}: error: {message} (see --help)"))
+        self.exit(EXIT_USAGE, line + "\n")
 
 
 def build_parser() -> OneLineParser:
@@ -67,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # a full disk or a closed pipe shows here, not at exit
         return code
     except VramscopeError as exc:
-        print(f"vramscope: error: {clean_text(str(exc))}", file=sys.stderr)
+        print(f"vramscope: error: {cap_echoes(clean_text(str(exc)))}", file=sys.stderr)
         return EXIT_USAGE
     except MemoryError:
         print(

@@ -112,6 +112,16 @@ def test_running_out_of_memory(sweep_model: Path, synthetic: bool) -> None:
     failure_of(measure(capped, record_history=False), FailureKind.OUT_OF_MEMORY)
 
 
+@pytest.mark.parametrize("cap_bytes", [1 << 20, 1])
+def test_a_memory_cap_too_small_to_start_is_out_of_memory(tiny_llama: Path, cap_bytes: int) -> None:
+    # Under a 1 MB cap libgomp cannot map its worker threads' stacks: that is the cap
+    # refusing memory, not an internal error.
+    pytest.importorskip("torch")
+    capped = request(tiny_llama, host_memory_cap_bytes=cap_bytes)
+    failure = failure_of(measure(capped, record_history=False), FailureKind.OUT_OF_MEMORY)
+    assert "internal error" not in failure.message
+
+
 def test_a_killed_child(tiny_llama: Path) -> None:
     rec = Recorder()
     handle = start_measurement(request(tiny_llama, gen_tokens=500), rec, record_history=False)

@@ -63,15 +63,16 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
+_EXAMPLES = {"--contexts": "640,4096", "--budgets": "256,1024,4096"}
+
+
 def parse_int_list(flag: str, text: str, minimum: int) -> list[int]:
     """`640,4096` -> [640, 4096]; a usage error names the bad item."""
     values = []
     for item in text.split(","):
         item = item.strip()
         if not item.isascii() or not item.isdigit():
-            raise UsageError(
-                flag, f"'{item}' is not a whole number (give e.g. {text.split(',')[0] or 1})"
-            )
+            raise UsageError(flag, f"'{item}' is not a whole number (give e.g. {_EXAMPLES[flag]})")
         value = int(item)
         if value < minimum:
             raise UsageError(flag, f"{value} is below the minimum of {minimum}")
@@ -100,6 +101,9 @@ def run(args: argparse.Namespace) -> int:
 
     contexts = parse_int_list("--contexts", args.contexts, 1)
     budgets = parse_int_list("--budgets", args.budgets, 0)
+    if args.out is not None and not args.out.parent.is_dir():
+        # Said before any run starts; a folder that is not there is never made.
+        raise UsageError("--out", f"cannot write {args.out}: no such folder")
     engines = parse_engines(args.engine)
     for context in contexts:
         if context <= args.gen_tokens:
@@ -142,7 +146,6 @@ def run(args: argparse.Namespace) -> int:
     print(escape_undecodable(text), end="")
     if args.out is not None:
         try:
-            args.out.parent.mkdir(parents=True, exist_ok=True)
             args.out.write_text(text, encoding="utf-8")
         except OSError as exc:
             raise UsageError("--out", f"cannot write {args.out}: {exc.strerror or exc}") from None

@@ -16,7 +16,10 @@ from tui.model.state import LaunchOptions
 
 
 def parse_quant_flag(text: str) -> QuantHint:
-    """`--quant`: mlxcel's aliases, or a one-line usage error."""
+    """`--quant`: mlxcel's aliases, or a one-line usage error (an empty value too: it
+    is not the default, which is the flag left out)."""
+    if not text.strip():
+        raise UsageError("--quant", "is empty; expected one of default, fp16, int8, int4")
     try:
         return parse_quant_hint(text)
     except ValueError as exc:
