@@ -13,6 +13,7 @@ tensors of the real names, dtypes and shapes filled with random values.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -145,7 +146,11 @@ def plan_from_folder(model_dir: Path) -> WeightPlan | None:
     tensors: dict[str, StoredTensor] = {}
     missing: list[str] = []
     for path in files:
-        if path.stat().st_size == 0:
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):
+            # A FIFO or a device has size 0 too: never mistake it for a placeholder.
+            raise BadModelError(f"{path}: is not a regular file")
+        if st.st_size == 0:
             return None  # placeholder shards (index only): shapes come from the config
         file_tensors, present = _file_tensors(path)
         if not present:

@@ -112,6 +112,19 @@ def test_running_out_of_memory(sweep_model: Path, synthetic: bool) -> None:
     failure_of(measure(capped, record_history=False), FailureKind.OUT_OF_MEMORY)
 
 
+def test_a_fifo_weight_file_is_a_bad_model_not_synthetic_weights(
+    tiny_llama: Path, tmp_path: Path
+) -> None:
+    # A FIFO has size 0, like an index-only placeholder: it must not be measured with
+    # random weights and exit 0 ("no weight files").
+    folder = tmp_path / "fifo-model"
+    folder.mkdir()
+    (folder / "config.json").write_bytes((tiny_llama / "config.json").read_bytes())
+    os.mkfifo(folder / "model.safetensors")
+    failure = failure_of(measure(request(folder), record_history=False), FailureKind.BAD_MODEL)
+    assert f"{folder / 'model.safetensors'}: is not a regular file" in failure.message
+
+
 @pytest.mark.parametrize("cap_bytes", [1 << 20, 1])
 def test_a_memory_cap_too_small_to_start_is_out_of_memory(tiny_llama: Path, cap_bytes: int) -> None:
     # Under a 1 MB cap libgomp cannot map its worker threads' stacks: that is the cap
