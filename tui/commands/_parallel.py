@@ -49,7 +49,7 @@ def run_parallel(args: argparse.Namespace, quant: QuantHint) -> int:
     else:
         text = format_parallel(args.model, pe)  # family and names come from the folder
         print("".join(clean_text(line) + "\n" for line in text.splitlines()), end="")
-    return 0
+    return EXIT_FAILED if getattr(args, "check", False) and not pe.fits else 0
 
 
 def measure_parallel(args: argparse.Namespace, plan: ParallelPlan) -> int:
@@ -79,6 +79,10 @@ def measure_parallel(args: argparse.Namespace, plan: ParallelPlan) -> int:
     if not isinstance(outcome, ParallelRun):
         print(failure_line(outcome), file=sys.stderr)
         return EXIT_FAILED
+    if getattr(args, "check", False) and not all(
+        p.margin is not None and p.margin.covered for p in outcome.ranks
+    ):
+        return EXIT_FAILED  # --check: some rank's estimate does not cover its peak
     return 0
 
 

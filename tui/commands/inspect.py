@@ -21,7 +21,7 @@ from tui.commands.shared.flags import (
     add_parallel_flags,
     hub_options,
 )
-from tui.commands.shared.output import note, warn
+from tui.commands.shared.output import EXIT_FAILED, note, warn
 from tui.model.sizing import mlxcel_sizing, sizing_lines
 
 
@@ -48,6 +48,12 @@ def register(sub: Any) -> None:
         help="also print what mlxcel would size from the estimate (paged-KV auto budget, "
         "prompt-cache capacity, --recommend-quant)",
     )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1 when the estimate does not fit (every rank, with --tp/--pp), 0 when it "
+        "fits; the banner and JSON are unchanged",
+    )
     add_parallel_flags(p)
     add_calibration_flags(p)
     p.set_defaults(func=run)
@@ -68,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     if parallel_plan(args) is not None:
         if wanted(args):
             raise UsageError("--calibrated", "a calibrated estimate is single-device only")
-        return run_parallel(args, quant)
+        return run_parallel(args, quant)  # --check: exit 1 unless every rank fits
     memory_limit = parse_memory_limit_flag(args.memory_limit)
     inputs = estimate_inputs(args, quant, memory_limit)
     resolved = inputs.resolved
@@ -87,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
             if report["calibrated"] is None:
                 warn([line.strip()])
         print(to_json_pretty(report))
-        return 0
+        return check_exit(args, est.fits)
     print(format_estimate(args.model, est, model.source))
     if not est.fits:
         print(DOES_NOT_FIT_NOTE)
@@ -96,4 +102,9 @@ def run(args: argparse.Namespace) -> int:
     if args.verbose:
         sizing = mlxcel_sizing(model, resolved.settings, args.max_tokens, args.batch)
         print("\n".join(sizing_lines(sizing, resolved.settings.available)))
-    return 0
+    return check_exit(args, est.fits)
+
+
+def check_exit(args: argparse.Namespace, fits: bool) -> int:
+    """`--check`: 1 when it does not fit, so a script can branch; 0 otherwise."""
+    return EXIT_FAILED if args.check and not fits else 0

@@ -70,6 +70,12 @@ def register(sub: Any) -> None:
     add_run_flags(p)
     add_parallel_flags(p, measure=True)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1 when the estimate does not cover the measured peak (every rank, with "
+        "--tp/--pp) or the run failed, 0 when it covers; the output is unchanged",
+    )
     p.set_defaults(func=run)
 
 
@@ -98,6 +104,9 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(outcome, MeasurementFailure):
         print(failure_line(outcome), file=sys.stderr)
         return EXIT_FAILED
+    held = outcome.margin
+    if args.check and (held is None or not held.covered):
+        return EXIT_FAILED  # --check: the estimate does not cover the peak
     return 0
 
 

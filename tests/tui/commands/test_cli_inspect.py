@@ -490,3 +490,33 @@ def test_console_script_in_a_subprocess(skeleton) -> None:
     )
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+
+
+def test_a_script_can_branch_on_inspect_check(tmp_path: Path) -> None:
+    # As a user's shell script would: `if vramscope inspect MODEL --check; then ...`.
+    script = tmp_path / "fits.sh"
+    script.write_text(
+        'if "$PYTHON" -m tui inspect "$MODEL" --memory-limit "$LIMIT" --check > /dev/null\n'
+        "then echo fits; else echo 'does not fit'; fi\n"
+    )
+    root = Path(__file__).resolve().parents[3]
+    for limit, expected in (("64GB", "fits"), ("4GB", "does not fit")):
+        env = {**os.environ, "PYTHON": sys.executable, "LIMIT": limit}
+        env["MODEL"] = "mlx-community/Qwen3-30B-A3B-4bit"
+        out = subprocess.run(
+            ["sh", str(script)], cwd=root, env=env, capture_output=True, text=True, timeout=60
+        )
+        assert out.stdout.strip() == expected, out.stderr
+
+
+@pytest.mark.parametrize(("limit", "code"), [("64GB", 0), ("4GB", 1)])
+def test_inspect_check_keeps_the_output_and_sets_the_exit_code(
+    capsys, limit: str, code: int
+) -> None:
+    argv = ["inspect", "mlx-community/Qwen3-30B-A3B-4bit", "--memory-limit", limit]
+    plain = run(capsys, *argv)
+    checked = run(capsys, *argv, "--check")
+    assert plain[0] == 0 and checked[0] == code
+    assert checked[1:] == plain[1:]  # banner and warnings byte-identical
+    tp = run(capsys, *argv[:2], "--tp", "2", "--memory-limit", limit, "--check")
+    assert tp[0] == code

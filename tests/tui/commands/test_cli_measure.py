@@ -121,3 +121,15 @@ def test_table_writes_the_estimate_against_peak_table(tiny_llama: Path, tmp_path
     assert "smallest margin is" in text
     assert "ran with the bound off" in text
     assert "[2/2]" in done.stderr
+
+
+def test_measure_check_exits_1_exactly_when_the_estimate_does_not_cover(tiny_llama: Path) -> None:
+    # Budget 0 and no headroom factor: the estimate falls below this CPU peak; the
+    # default workload is covered. The exit code follows the printed verdict.
+    for extra in ([], ["--inflight-mb", "0"]):
+        proc = vramscope(
+            "measure", str(tiny_llama), "--device", "cpu", "--prompt-tokens", "32",
+            "--gen-tokens", "4", "--json", "--check", "--no-history", *extra,
+        )  # fmt: skip
+        covered = json.loads(proc.stdout)["margin"]["covered"]
+        assert proc.returncode == (0 if covered else 1), proc.stderr
