@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from textual.color import Color
 from textual.widget import Widget
 
@@ -266,3 +267,25 @@ async def test_a_digit_on_a_slider_starts_typing_in_its_box() -> None:
         await pilot.press("3", "2", "k", "enter")
         assert app.explorer.state.max_tokens == 32768
         assert isinstance(app.focused, StopSlider)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"memory_limit": 24 << 30}, {"preset": "rtx4090"}, {"backend": "cuda"}, {}],
+    ids=["memory-limit", "preset", "backend", "none"],
+)
+async def test_focus_starts_on_the_token_slider_whatever_the_flags(options: dict) -> None:
+    # `vramscope --memory-limit 24GB` started in the Available box: typing 32768 set
+    # 32 KiB available, and the arrow keys never reached the slider.
+    from tui.widgets.stop_slider import StopSlider
+
+    app = build_app(**options)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        assert isinstance(app.focused, StopSlider)
+        before = app.explorer.state.max_tokens
+        await pilot.press("right")
+        await settle(pilot)
+        assert app.explorer.state.max_tokens > before
+        if "memory_limit" in options:
+            assert app.explorer.state.memory.custom_bytes == 24 << 30

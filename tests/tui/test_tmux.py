@@ -94,3 +94,16 @@ def test_m_in_a_burst_shows_progress_then_the_measured_peak_on_the_summary(
     verdict = "✓ covered" if peak.estimate_bytes >= peak.peak_bytes else "✗ NOT covered"
     # 80 columns: the model name is cut to make room, and the engine at the end may be.
     assert f"measured {format_bytes_short(peak.peak_bytes)} {verdict}" in summary(done)
+
+
+def test_with_memory_limit_the_arrow_keys_move_the_token_slider() -> None:
+    # --memory-limit once started with focus in the Available box: the burst below
+    # typed 32 KiB available and the arrows never reached the slider.
+    with tmux_vramscope((120, 40), "--memory-limit", "24GB", "--backend", "rocm") as app:
+        screen = started(app)
+        assert "24.00 GiB" in summary(screen)
+        before = summary(screen)
+        app.burst("\x1b[C\x1b[C")  # two Right arrows in one write
+        screen = app.wait_for(lambda s: summary(s) != before, "the context to move")
+        assert "24.00 GiB" in summary(screen)
+        assert "8,192 tokens" not in summary(screen)

@@ -99,7 +99,10 @@ class MemoryField(Widget):
         key = str(event.value)
         if key == CUSTOM:
             box = self.query_one(Input)
-            box.focus()
+            if event.select.has_focus_within:
+                # A user who picks "custom" types the size next; a value set at start-up
+                # (--memory-limit) must not take the focus from the token slider.
+                box.focus()
             size = parse_optional_memory_size(box.value)
             if size is None:
                 return

@@ -93,6 +93,7 @@ def test_usage_errors_are_one_line_and_exit_2(
 def test_table_writes_the_estimate_against_peak_table(tiny_llama: Path, tmp_path: Path) -> None:
     pytest.importorskip("torch")
     out = tmp_path / "results" / "table.md"
+    out.parent.mkdir()  # --out never makes a missing folder (test_cli_messages.py)
     done = vramscope(
         "table",
         str(tiny_llama),
