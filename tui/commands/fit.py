@@ -13,11 +13,11 @@ from core.display_text import json_safe
 from core.environment import read_env, resolve_settings
 from core.errors import UsageError
 from core.estimate.available import AvailableMemory
-from core.estimate.estimate import DEFAULT_CTX_LEN, Workload
+from core.estimate.estimate import Workload
 from core.estimate.fit import QUANTIZATION_CHOICES, STORED
 from core.units import format_bytes_short
 from tui.commands.shared.estimate_args import parse_memory_limit_flag
-from tui.commands.shared.flags import add_model_source_flags, int_at_least
+from tui.commands.shared.flags import add_model_source_flags, add_workload_flags
 from tui.commands.shared.output import warn
 from tui.model.presets import PRESETS_BY_KEY, preset_keys
 
@@ -61,24 +61,7 @@ def register(sub: Any) -> None:
         default=None,
         help="ROCm in-flight budget in MiB (overrides MLX_ROCM_MAX_INFLIGHT_MB)",
     )
-    p.add_argument(
-        "--max-tokens",
-        "-n",
-        type=int_at_least("--max-tokens", 0),
-        default=DEFAULT_CTX_LEN,
-        metavar="N",
-        help=f"context length in tokens (default {DEFAULT_CTX_LEN})",
-    )
-    p.add_argument(
-        "--batch",
-        type=int_at_least("--batch", 1),
-        default=1,
-        metavar="N",
-        help="concurrent sequences (default 1)",
-    )
-    p.add_argument(
-        "--kv-cache-mode", choices=("fp16", "int8"), default="fp16", help="KV cache element type"
-    )
+    add_workload_flags(p)
     p.add_argument(
         "--quantizations",
         default=DEFAULT_QUANTIZATIONS,

@@ -9,9 +9,8 @@ from typing import Any
 from core.catalog.entry import ORIGIN_BUILTIN, ORIGIN_FOLDER, ORIGIN_HF_CACHE, Catalog, CatalogEntry
 from core.display_text import clean_text, json_safe
 from core.estimate.weights import WeightsSource
-from core.hub import DEFAULT_TIMEOUT_S
 from core.units import format_bytes_short
-from tui.commands.shared.flags import add_model_source_flags, duration_seconds, int_at_least
+from tui.commands.shared.flags import add_hub_timeout_flag, add_model_source_flags, int_at_least
 
 _SOURCE_WORDS = {
     WeightsSource.SAFETENSORS_HEADER: "header",
@@ -48,13 +47,7 @@ def register(sub: Any) -> None:
         metavar="N",
         help="at most N Hub results (default 20, at most 100)",
     )
-    p.add_argument(
-        "--hub-timeout",
-        type=duration_seconds("--hub-timeout"),
-        default=DEFAULT_TIMEOUT_S,
-        metavar="SECONDS",
-        help=f"give up on the Hub after this long (default {DEFAULT_TIMEOUT_S:g})",
-    )
+    add_hub_timeout_flag(p)
     p.add_argument(
         "--no-cache",
         action="store_true",

@@ -85,9 +85,8 @@ def duration_seconds(flag: str) -> Callable[[str], float]:
     return convert
 
 
-def add_estimate_flags(p: argparse.ArgumentParser) -> None:
-    """The flags that shape an estimate, shared by inspect, measure and screenshot."""
-    add_model_source_flags(p)
+def add_workload_flags(p: argparse.ArgumentParser) -> None:
+    """`--max-tokens`, `--batch`, `--kv-cache-mode`: what the model is asked to hold."""
     p.add_argument(
         "--max-tokens",
         "-n",
@@ -109,6 +108,12 @@ def add_estimate_flags(p: argparse.ArgumentParser) -> None:
         default="fp16",
         help="KV cache element type (default fp16)",
     )
+
+
+def add_estimate_flags(p: argparse.ArgumentParser) -> None:
+    """The flags that shape an estimate, shared by inspect, measure and screenshot."""
+    add_model_source_flags(p)
+    add_workload_flags(p)
     p.add_argument(
         "--quant",
         default="default",
@@ -273,6 +278,17 @@ def add_parallel_flags(p: argparse.ArgumentParser, measure: bool = False) -> Non
         )
 
 
+def add_hub_timeout_flag(p: argparse.ArgumentParser) -> None:
+    """`--hub-timeout SECONDS` (inspect's Hub reads, models --hub's search)."""
+    p.add_argument(
+        "--hub-timeout",
+        type=duration_seconds("--hub-timeout"),
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"give up on a Hub request after this long (default {DEFAULT_TIMEOUT_S:g})",
+    )
+
+
 def add_hub_flags(p: argparse.ArgumentParser) -> None:
     """`--revision`, `--offline`, `--hub-timeout`: how a repo id not on disk is read."""
     p.add_argument(
@@ -286,13 +302,7 @@ def add_hub_flags(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="never reach the Hub: answer from what was read before (as HF_HUB_OFFLINE=1)",
     )
-    p.add_argument(
-        "--hub-timeout",
-        type=duration_seconds("--hub-timeout"),
-        default=DEFAULT_TIMEOUT_S,
-        metavar="SECONDS",
-        help=f"give up on a Hub request after this long (default {DEFAULT_TIMEOUT_S:g})",
-    )
+    add_hub_timeout_flag(p)
 
 
 def hub_options(args: argparse.Namespace) -> HubOptions:
