@@ -19,8 +19,7 @@ def read_regular(path: Path, cap: int) -> bytes:
     `cap` means); OSError "is not a regular file" for anything else."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "is not a regular file", str(path))
+        check_regular_fd(fd, path)
         chunks: list[bytes] = []
         left = cap + 1
         while left > 0:
@@ -36,5 +35,8 @@ def read_regular(path: Path, cap: int) -> bytes:
 
 def check_regular_fd(fd: int, path: Path) -> None:
     """OSError naming `path` unless the open descriptor is a regular file."""
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    mode = os.fstat(fd).st_mode
+    if stat.S_ISDIR(mode):
+        raise OSError(errno.EISDIR, "is a directory", str(path))
+    if not stat.S_ISREG(mode):
         raise OSError(errno.EINVAL, "is not a regular file", str(path))
