@@ -24,6 +24,7 @@ from core.measurement.protocol import (
     encode_event,
 )
 from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailure
+from hip_backend.engines import engine_measure
 from hip_backend.errors import MeasureError, OutOfMemoryError
 from hip_backend.job import ChildJob
 
@@ -99,31 +100,10 @@ def _one_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
-def _cap_host_memory(cap: int) -> None:
-    """Limit further address-space growth to `cap` bytes, so an oversized CPU run fails
-    with an allocation error instead of driving the machine into swap."""
-    import resource
-
-    from hip_backend.torch_engine.peak import status_kib
-
-    size_kib = status_kib("VmSize") or 0
-    limit = size_kib * 1024 + cap
-    _, hard = resource.getrlimit(resource.RLIMIT_AS)
-    if hard != resource.RLIM_INFINITY:
-        limit = min(limit, hard)
-    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
-
-
 def measure(job: ChildJob, emit: Emit) -> MeasuredPeak:
-    """Run the job on its engine and return its peak (raises MeasureError and the
-    engine's own errors)."""
-    if job.engine == "mlx":
-        from hip_backend.mlx_engine import child as mlx_child
-
-        return mlx_child.measure(job, emit, _Throttle(emit))
-    from hip_backend.torch_engine import child as torch_child
-
-    return torch_child.measure(job, emit, _Throttle(emit))
+    """Run the job on its engine (hip_backend/engines.py) and return its peak (raises
+    MeasureError and the engine's own errors)."""
+    return engine_measure(job.request.engine)(job, emit, _Throttle(emit))
 
 
 def run_job(job: ChildJob, emit: Emit) -> None:
@@ -135,7 +115,7 @@ def run_job(job: ChildJob, emit: Emit) -> None:
     except BaseException as exc:  # the parent must get a typed line, whatever broke
         if isinstance(exc, KeyboardInterrupt | SystemExit):
             raise
-        if _is_oom(exc, capped=job.host_memory_cap_bytes is not None):
+        if _is_oom(exc, capped=job.request.host_memory_cap_bytes is not None):
             emit(MeasureFailed(MeasurementFailure(FailureKind.OUT_OF_MEMORY, _one_line(exc))))
         else:
             traceback.print_exc(file=sys.stderr)

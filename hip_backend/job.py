@@ -1,8 +1,10 @@
-"""What the parent hands the measuring child: a resolved, validated request.
+"""What the parent hands the measuring child: the request, and what the parent resolved.
 
-The launcher resolves the model name and the in-flight budget (with the
-estimate's parser) before the child starts, so the child never reads the
-environment for them and a bad name fails fast without importing torch.
+The launcher resolves the model name and the in-flight budget (with the estimate's
+parser) before the child starts, so the child never reads the environment for them
+and a bad name fails fast without importing an engine. The request itself travels
+as asked: the child checks it again the one way any request is checked
+(`MeasureRequest.__post_init__`), and reads everything else it needs from it.
 """
 
 from __future__ import annotations
@@ -11,56 +13,24 @@ import json
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from core.measurement.engine import ATTENTION_CHOICES, EMULATE_CHOICES, ENGINE_CHOICES
-from core.measurement.request import (
-    DEFAULT_GEN_TOKENS,
-    DEFAULT_PROMPT_TOKENS,
-    DEFAULT_WARMUP_TOKENS,
-    check_choice,
-)
-from hip_backend.torch_engine.inflight import DEFAULT_OP_CAP
-from hip_backend.torch_engine.workload import PREFILL_CHUNK
-
-
-def emulates_rocm(emulate: str, device_kind: str) -> bool:
-    """Whether a run on `device_kind` emulates MLX-ROCm's in-flight queue."""
-    if emulate == "auto":
-        return device_kind in ("rocm", "cpu")
-    return emulate == "rocm"
+from core.estimate.inflight import ROCM_DEFAULT_MAX_INFLIGHT_MB
+from core.measurement.request import MeasureRequest
+from hip_backend.model.bench import PREFILL_CHUNK
 
 
 @dataclass(frozen=True)
 class ChildJob:
     """One run, as the child receives it on stdin (one JSON object)."""
 
-    display: str
-    """The model as the user named it."""
+    request: MeasureRequest
+    """What to measure, as asked (its `model` is the name the result carries)."""
     folder: str | None = None
+    """The model folder the request's name resolved to, or None for a built-in profile."""
     profile_id: str | None = None
-    prompt_tokens: int = DEFAULT_PROMPT_TOKENS
-    gen_tokens: int = DEFAULT_GEN_TOKENS
-    warmup_tokens: int = DEFAULT_WARMUP_TOKENS
-    inflight_mib: int = 1024
-    device: str = "auto"
-    synthetic: bool = False
+    inflight_mib: int = ROCM_DEFAULT_MAX_INFLIGHT_MB
+    """The in-flight budget, resolved (the request's own text or the environment's)."""
     seed: int = 0
-    op_cap: int = DEFAULT_OP_CAP
     prefill_chunk: int = PREFILL_CHUNK
-    host_memory_cap_bytes: int | None = None
-    emulate: str = "auto"
-    """The in-flight queue to emulate: `rocm` (MLX-ROCm's bounded queue), `none`, or
-    `auto`: ROCm's on a ROCm device and on the CPU (the CPU run stands in for the
-    ROCm machine), none on CUDA (MLX-CUDA has no bound)."""
-    fuse_bf16: bool | None = None
-    """Model MLX-ROCm's fused BF16-scale kernel (no dequantized copy for modules with
-    BF16 scales); None: only when the ROCm queue is emulated on a ROCm device."""
-    attention: str = "auto"
-    """`mlx-fallback`, `torch-sdpa`, or `auto`: the attention MLX runs on the device
-    (hip_backend/torch_engine/attention.py)."""
-    engine: str = "torch"
-    """`torch` (hip_backend's decoder) or `mlx` (mlx-lm, hip_backend/mlx_engine/child.py)."""
-    kv_bits: int | None = None
-    """8: mlx-lm's quantized KV cache (mlx engine only); None: 16-bit K/V."""
 
     def to_json(self) -> str:
         """The stdin payload."""
@@ -68,7 +38,7 @@ class ChildJob:
 
     @classmethod
     def from_json(cls, text: str) -> ChildJob:
-        """Parse the stdin payload (ValueError on anything malformed)."""
+        """Parse the stdin payload (ValueError or TypeError on anything malformed)."""
         data: Any = json.loads(text)
         if not isinstance(data, dict):
             raise ValueError("the job is not a JSON object")
@@ -76,12 +46,14 @@ class ChildJob:
         unknown = set(data) - names
         if unknown:
             raise ValueError(f"unknown job fields: {', '.join(sorted(unknown))}")
-        job = cls(**data)
+        asked = data.get("request")
+        if not isinstance(asked, dict):
+            raise ValueError("the job names no request")
+        dirs = asked.get("models_dirs", ())
+        if not isinstance(dirs, list | tuple):
+            raise ValueError("the request's models_dirs is not a list")
+        request = MeasureRequest(**{**asked, "models_dirs": tuple(dirs)})
+        job = cls(**{**data, "request": request})
         if (job.folder is None) == (job.profile_id is None):
             raise ValueError("a job names exactly one of folder and profile_id")
-        check_choice("emulate", job.emulate, EMULATE_CHOICES)
-        check_choice("attention", job.attention, ATTENTION_CHOICES)
-        check_choice("engine", job.engine, ENGINE_CHOICES)
-        if job.kv_bits is not None and (job.engine != "mlx" or job.kv_bits not in (4, 8)):
-            raise ValueError("a quantized KV cache needs the mlx engine and 4 or 8 bits")
         return job

@@ -14,13 +14,11 @@ when the child is cancelled, killed, times out or exits without a word.
 from __future__ import annotations
 
 import collections
-import contextlib
-import os
 import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -28,14 +26,15 @@ from core.backend import Backend
 from core.catalog.resolve import resolve_entry
 from core.environment import read_env, resolve_settings
 from core.errors import UsageError, VramscopeError
-from core.estimate.estimate import EstimateSettings, MemoryEstimate, Workload, estimate
+from core.estimate.estimate import EstimateSettings, MemoryEstimate
 from core.estimate.inflight import (
     MAX_ACCEPTED_INFLIGHT_MB,
     ROCM_MAX_INFLIGHT_ENV,
     InflightBudget,
     resolve_inflight_budget,
 )
-from core.measurement.comparison import comparison_backend
+from core.measurement.comparison import expected_backend, held_against, held_against_estimate
+from core.measurement.engine import Engine
 from core.measurement.protocol import (
     MeasureEvent,
     MeasureFailed,
@@ -45,25 +44,17 @@ from core.measurement.protocol import (
 )
 from core.measurement.request import MeasureRequest
 from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailure
+from core.model.config import ModelConfig
 from core.model.snapshot import ModelSnapshot
+from hip_backend.engines import runtime
 from hip_backend.job import ChildJob
+from hip_backend.spawn import CHILD_MALLOC_ENV, CHILD_THREAD_ENV, child_env, signal_group, spawn
 
 EventCallback = Callable[[MeasureEvent], None]
 Outcome = MeasuredPeak | MeasurementFailure
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
 STDERR_TAIL_LINES = 40
 KILL_GRACE_S = 5.0
-
-# glibc keeps freed blocks below its (adaptive) mmap threshold in the heap, so the
-# resident set would remember transients long after they died. A small fixed
-# threshold hands every tensor-sized block back to the kernel when it is freed,
-# which makes the CPU peak (RSS) track live memory. Harmless for GPU runs.
-CHILD_MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": "16384", "MALLOC_TRIM_THRESHOLD_": "65536"}
-# OpenMP threads that spin while waiting stall each other when the machine is busy:
-# a CPU decode of a tiny model ran at 3.4 tokens/s with spinning, 96 with passive
-# waits, on this project's 2 shared cores under load. Memory is not affected.
-CHILD_THREAD_ENV = {"OMP_WAIT_POLICY": "PASSIVE"}
 
 
 @dataclass(frozen=True)
@@ -93,13 +84,16 @@ class PreparedMeasurement:
         An mlx run is compared with the formula of the backend it actually ran on:
         ROCm has the in-flight term, the CPU, Metal and CUDA have none.
         """
-        backend = comparison_backend(self.request.engine, device_kind)
-        if self.request.engine == "torch" and not rocm_queue and device_kind in ("cuda", "cpu"):
-            backend = Backend(device_kind)
+        backend = held_against(self.request.engine, device_kind, emulated_queue=rocm_queue)
         if self.settings is None or backend is self.settings.backend:
             return self.estimate
-        workload = Workload(max_tokens=self.request.context_tokens, kv_int8=self.request.kv_int8)
-        return estimate(self.snapshot, workload, replace(self.settings, backend=backend))
+        return held_against_estimate(
+            self.snapshot,
+            self.settings,
+            backend,
+            context_tokens=self.request.context_tokens,
+            kv_int8=self.request.kv_int8,
+        )
 
 
 def resolve_budget(inflight: str | int | None, env: dict[str, str | None]) -> InflightBudget:
@@ -114,19 +108,6 @@ def resolve_budget(inflight: str | int | None, env: dict[str, str | None]) -> In
     return InflightBudget(inflight, "request", str(inflight))
 
 
-def expected_backend(request: MeasureRequest) -> Backend:
-    """The backend a run will most likely use, decided before it starts (no runtime is
-    imported): the device asked for, or for `auto` the machine's device nodes. An mlx
-    run that lands elsewhere is compared with its own backend once it reports."""
-    if request.engine != "mlx":
-        return Backend.ROCM
-    if request.device == "auto":
-        from core.backend import detect_backend
-
-        return detect_backend().backend
-    return comparison_backend("mlx", request.device)
-
-
 def comparison_settings(
     request: MeasureRequest, budget: InflightBudget, env: dict[str, str | None]
 ) -> tuple[EstimateSettings, tuple[str, ...]]:
@@ -134,13 +115,16 @@ def comparison_settings(
 
     The torch engine applies ROCm's in-flight bound on every device, so the estimate
     it is held against is the ROCm formula (in-flight term included) everywhere. An
-    mlx run uses the formula of its expected backend (`expected_backend`). Available
-    memory plays no part in a comparison and is not probed.
+    mlx run uses the formula of its expected backend
+    (`core.measurement.comparison.expected_backend`). Available memory plays no part
+    in a comparison and is not probed.
     """
     from core.estimate.available import AvailableMemory
 
     resolved = resolve_settings(
-        expected_backend(request), env, available=AvailableMemory(0, "not used for a measurement")
+        expected_backend(request.engine, request.device),
+        env,
+        available=AvailableMemory(0, "not used for a measurement"),
     )
     settings = replace(
         resolved.settings,
@@ -171,25 +155,19 @@ def prepare(
     snapshot = entry_snapshot(entry, request.model)
     budget = resolve_budget(request.inflight, env)
     settings, notes = comparison_settings(request, budget, env)
-    workload = Workload(max_tokens=request.context_tokens, kv_int8=request.kv_int8)
-    est = estimate(snapshot, workload, settings)
+    est = held_against_estimate(
+        snapshot,
+        settings,
+        settings.backend,
+        context_tokens=request.context_tokens,
+        kv_int8=request.kv_int8,
+    )
     warning = budget.warning()
     job = ChildJob(
-        display=request.model,
+        request,
         folder=str(entry.path.resolve()) if entry.path is not None else None,
         profile_id=entry.profile_id if entry.path is None else None,
-        prompt_tokens=request.prompt_tokens,
-        gen_tokens=request.gen_tokens,
-        warmup_tokens=request.warmup_tokens,
         inflight_mib=budget.mib,
-        device=request.device,
-        synthetic=request.synthetic,
-        host_memory_cap_bytes=request.host_memory_cap_bytes,
-        engine=request.engine,
-        emulate=request.emulate,
-        attention=request.attention,
-        fuse_bf16={"on": True, "off": False}.get(request.fuse_bf16),
-        kv_bits=8 if request.kv_int8 else None,
     )
     warnings = (*notes, *snapshot.warnings, *est.warnings, *([warning] if warning else []))
     return PreparedMeasurement(request, job, budget, est, snapshot, warnings, settings)
@@ -251,8 +229,7 @@ class MeasurementHandle:
             process = self._process
         if process is not None and process.poll() is None:
             # The child leads its own process group: take any helpers down with it.
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signal.SIGKILL)
+            signal_group(process.pid)
 
     def _deliver(self, event: MeasureEvent) -> None:
         try:
@@ -275,29 +252,20 @@ class MeasurementHandle:
         self._finished.set()
 
     def _start(self, job: ChildJob, python: str, timeout: float | None) -> None:
-        env = dict(os.environ)  # MLX_* variables reach the child unchanged
-        for key, value in (CHILD_MALLOC_ENV | CHILD_THREAD_ENV).items():
-            env.setdefault(key, value)
-        if job.engine == "mlx" and self.prepared and self.prepared.request.inflight is not None:
+        overrides = {}
+        if runtime(job.request.engine).budget_from_env and job.request.inflight is not None:
             # An explicit budget (--inflight-mb) is what MLX's ROCm backend must run with;
             # the estimate it is compared with uses the same value.
-            env[ROCM_MAX_INFLIGHT_ENV] = str(job.inflight_mib)
-        # The child imports core and hip_backend from this checkout, installed or not.
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH", "")) if p
-        )
+            overrides[ROCM_MAX_INFLIGHT_ENV] = str(job.inflight_mib)
+        # MLX_* variables reach the child unchanged; it imports core and hip_backend from
+        # this checkout, installed or not.
+        env = child_env(defaults=CHILD_MALLOC_ENV | CHILD_THREAD_ENV, overrides=overrides)
         try:
-            self._process = subprocess.Popen(
+            self._process = spawn(
                 [python, "-m", "hip_backend.child"],
+                env,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                encoding="utf-8",
-                errors="replace",
-                env=env,
-                cwd=str(PROJECT_ROOT),
-                start_new_session=True,
             )
         except OSError as exc:
             self._finish(MeasurementFailure(FailureKind.INTERNAL, f"cannot start {python}: {exc}"))
@@ -349,10 +317,8 @@ class MeasurementHandle:
     def _with_estimate(self, peak: MeasuredPeak) -> MeasuredPeak:
         if self.prepared is None:
             return peak
-        held_against = self.prepared.estimate_for(
-            peak.device_kind, rocm_queue=peak.emulated_queue or peak.engine == "mlx"
-        )
-        return replace(peak, estimate_bytes=held_against.total_bytes)
+        estimate = self.prepared.estimate_for(peak.device_kind, rocm_queue=peak.emulated_queue)
+        return replace(peak, estimate_bytes=estimate.total_bytes)
 
     def _final_outcome(self, terminal: Outcome | None, returncode: int) -> Outcome:
         if isinstance(terminal, MeasuredPeak):
@@ -423,7 +389,7 @@ def start_measurement(
 
     def deliver(event: MeasureEvent) -> None:
         if record_history and isinstance(event, MeasureResult):
-            _record(event.peak)
+            record_peaks((event.peak,))
         on_event(event)
 
     if isinstance(request, PreparedMeasurement):
@@ -442,13 +408,37 @@ def start_measurement(
     return handle
 
 
-def _record(peak: MeasuredPeak) -> None:
-    from core.measurement.history import HistoryStore
+def config_refusal(engine: Engine, config: ModelConfig) -> MeasurementFailure | None:
+    """The engine's own refusal of a model, known from its config alone (no child is
+    started, no runtime imported): the torch engine's families and quantizations. None
+    when the engine would try; anything else is the run's to report, in its own words."""
+    if engine is not Engine.TORCH:
+        return None
+    from hip_backend.errors import UnsupportedModelError
+    from hip_backend.model.arch import arch_from_config
 
     try:
-        HistoryStore.default().append(peak)
-    except OSError as exc:
-        print(f"vramscope: warning: could not record the result: {exc}", file=sys.stderr)
+        arch_from_config(config)
+    except UnsupportedModelError as exc:
+        return MeasurementFailure(FailureKind.UNSUPPORTED_MODEL, str(exc))
+    except Exception:  # the launcher reports it when the run is started
+        return None
+    return None
+
+
+def record_peaks(peaks: Iterable[MeasuredPeak]) -> None:
+    """Append measured peaks to the history store, in order: what `start_measurement`
+    does with each result (unless told not to), and what a caller of
+    `run_parallel` does with a split run's ranks. A store that cannot be written is a
+    warning on stderr, never an error."""
+    from core.measurement.history import HistoryStore
+
+    store = HistoryStore.default()
+    for peak in peaks:
+        try:
+            store.append(peak)
+        except OSError as exc:
+            print(f"vramscope: warning: could not record the result: {exc}", file=sys.stderr)
 
 
 def measure(

@@ -32,14 +32,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-# The in-process passes wait like the measuring child does (launcher.CHILD_THREAD_ENV);
+# The in-process passes wait like the measuring child does (hip_backend/spawn.py: CHILD_THREAD_ENV);
 # set before torch is imported.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+from core.measurement.engine import Engine  # noqa: E402
+from core.measurement.fields import TorchFields  # noqa: E402
 from core.measurement.request import MeasureRequest  # noqa: E402
 from core.measurement.result import MeasuredPeak  # noqa: E402
-from hip_backend.launcher import measure  # noqa: E402
-from hip_backend.model.random_weights import write_random_model  # noqa: E402
+from hip_backend import measure, write_random_model  # noqa: E402
 
 LOAD_MODEL = {
     # ~0.75 GB of 4-bit words, scales and biases plus a bf16 embedding.
@@ -103,9 +104,7 @@ def bench_load(tmp: Path, runs: int) -> None:
     import torch
     from safetensors.torch import load_file
 
-    import hip_backend.torch_engine.weights as weights
-    from hip_backend.model.source import ModelSource, resolve_source
-    from hip_backend.torch_engine.loader import build_model
+    from hip_backend.torch_engine import ModelSource, build_model, kernel_choice, resolve_source
 
     folder = write_random_model(tmp / "load", LOAD_MODEL)
     path = folder / "model.safetensors"
@@ -115,11 +114,8 @@ def bench_load(tmp: Path, runs: int) -> None:
     cpu = torch.device("cpu")
 
     def ours(int4: bool = False):
-        weights.cpu_int4 = int4
-        try:
+        with kernel_choice(int4=int4):
             return build_model(resolved.arch, resolved.plan, cpu)
-        finally:
-            weights.cpu_int4 = True
 
     figures = {
         "engine, tensors ready": best_seconds(ours, runs),
@@ -147,7 +143,9 @@ def bench_load(tmp: Path, runs: int) -> None:
     print(f"  the int4 rewrite costs {rewrite:.2f}x the time to make every page resident")
 
 
-def bench_end_to_end(tmp: Path, runs: int, engine: str = "torch", bf16: bool = False) -> None:
+def bench_end_to_end(
+    tmp: Path, runs: int, engine: Engine = Engine.TORCH, bf16: bool = False
+) -> None:
     config = {k: v for k, v in TINY_MODEL.items() if k != "quantization"} if bf16 else TINY_MODEL
     name = "tiny-bf16" if bf16 else "tiny"
     folder = tmp / name
@@ -194,12 +192,18 @@ DECODE_MODEL = {
 def bench_decode(tmp: Path) -> None:
     import torch
 
-    import hip_backend.torch_engine.weights as weights
-    from hip_backend.model.source import ModelSource, resolve_source
-    from hip_backend.torch_engine.inflight import InflightQueue, LaggingEvent
-    from hip_backend.torch_engine.int4_cpu import cpu_capability, cpu_layout
-    from hip_backend.torch_engine.loader import build_model
-    from hip_backend.torch_engine.workload import run_pass, synthetic_prompt
+    from hip_backend.torch_engine import (
+        InflightQueue,
+        LaggingEvent,
+        ModelSource,
+        build_model,
+        cpu_capability,
+        cpu_layout,
+        kernel_choice,
+        resolve_source,
+        run_pass,
+        synthetic_prompt,
+    )
 
     folder = write_random_model(tmp / "decode", DECODE_MODEL)
     resolved = resolve_source(ModelSource(folder=folder))
@@ -222,20 +226,18 @@ def bench_decode(tmp: Path) -> None:
         "int4": ("torch's CPU int4 kernel (int4_cpu)", "fused", True),
     }
     for kernel, (label, few_rows, int4) in kernels.items():
-        weights.few_rows_kernel = few_rows
-        weights.cpu_int4 = int4
-        model = build_model(resolved.arch, resolved.plan, torch.device("cpu"))
-        queue = InflightQueue(1024 << 20, LaggingEvent)
-        start = time.perf_counter()
-        result = run_pass(model, queue, prompt, 128)
-        total = time.perf_counter() - start
+        with kernel_choice(few_rows=few_rows, int4=int4):
+            model = build_model(resolved.arch, resolved.plan, torch.device("cpu"))
+            queue = InflightQueue(1024 << 20, LaggingEvent)
+            start = time.perf_counter()
+            result = run_pass(model, queue, prompt, 128)
+            total = time.perf_counter() - start
         figures[kernel] = (total, 128 / result.decode_seconds, result.tokens)
         print(
             f"  {label:40s} pass {total:6.2f} s  (prefill {result.prefill_seconds:5.2f} s, "
             f"decode {128 / result.decode_seconds:6.2f} tokens/s)"
         )
         del model
-    weights.few_rows_kernel, weights.cpu_int4 = "fused", True
     (old_total, old_rate, old_tokens) = figures["sliced"]
     (new_total, new_rate, new_tokens) = figures["int4"]
     verdict = "OK" if new_total <= 10 else "OVER TARGET"
@@ -310,7 +312,7 @@ def bench_lifetimes(
             continue
         folder = write_random_model(tmp / name.replace(" ", "-").replace(",", ""), config)
         peaks = {}
-        for engine in ("torch", "mlx"):
+        for engine in (Engine.TORCH, Engine.MLX):
             request = MeasureRequest(
                 str(folder),
                 prompt_tokens=prompt_tokens,
@@ -322,8 +324,10 @@ def bench_lifetimes(
             outcome = measure(request, record_history=False)
             assert isinstance(outcome, MeasuredPeak), outcome
             peaks[engine] = outcome
-        torch_peak, mlx_peak = peaks["torch"], peaks["mlx"].peak_bytes
-        held = int(torch_peak.extra["inflight_max_held_bytes"])
+        torch_peak, mlx_peak = peaks[Engine.TORCH], peaks[Engine.MLX].peak_bytes
+        torch_fields = torch_peak.fields
+        assert isinstance(torch_fields, TorchFields)
+        held = int(torch_fields.inflight_max_held_bytes or 0)
         own = torch_peak.peak_bytes - held
         print(
             f"  | {name} | {torch_peak.peak_bytes / 1e6:.1f} MB | {held / 1e6:.1f} MB | "
@@ -349,8 +353,8 @@ def main() -> int:
         if args.only in (None, "lifetimes"):
             bench_lifetimes(Path(tmp), args.prompt_tokens, args.gen_tokens, args.model)
         if args.only in (None, "mlx"):
-            bench_end_to_end(Path(tmp), args.runs, engine="mlx", bf16=True)
-            bench_end_to_end(Path(tmp), args.runs, engine="mlx")
+            bench_end_to_end(Path(tmp), args.runs, engine=Engine.MLX, bf16=True)
+            bench_end_to_end(Path(tmp), args.runs, engine=Engine.MLX)
     return 0
 
 

@@ -19,11 +19,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from core.measurement.fields import RankFields  # noqa: E402
 from core.measurement.request import MeasureRequest  # noqa: E402
 from core.measurement.result import MeasuredPeak  # noqa: E402
 from core.parallel.plan import ParallelPlan  # noqa: E402
 from core.parallel.sharding import ParallelKind  # noqa: E402
-from hip_backend.ranks.launch import ParallelRun, prepare_parallel, run_parallel, run_single  # noqa: E402
+from hip_backend import ParallelRun, prepare_parallel, run_parallel, run_single  # noqa: E402
 
 CONFIG = {
     "model_type": "qwen2",
@@ -91,9 +92,11 @@ def main() -> int:
             for peak in outcome.ranks:
                 m = peak.margin
                 covered = "covered" if m and m.covered else "NOT covered"
+                rank = peak.fields
+                assert isinstance(rank, RankFields)
                 print(
-                    f"    rank {peak.extra['rank']}: peak {peak.peak_bytes:,} bytes, estimate "
-                    f"{peak.estimate_bytes or 0:,} ({covered}); seconds {peak.extra.get('seconds')}"
+                    f"    rank {rank.rank}: peak {peak.peak_bytes:,} bytes, estimate "
+                    f"{peak.estimate_bytes or 0:,} ({covered}); seconds {rank.seconds}"
                 )
     return 0
 

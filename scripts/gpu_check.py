@@ -35,11 +35,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from core import __version__  # noqa: E402
+from core.measurement.fields import TorchFields  # noqa: E402
 from core.measurement.request import MeasureRequest  # noqa: E402
 from core.measurement.result import MeasuredPeak  # noqa: E402
-from hip_backend.launcher import measure, prepare  # noqa: E402
-from hip_backend.model.random_weights import write_random_model  # noqa: E402
-from hip_backend.torch_engine.gpu_memory import (  # noqa: E402
+from hip_backend import measure, prepare, write_random_model  # noqa: E402
+from hip_backend.torch_engine import (  # noqa: E402
     VISIBLE_DEVICE_VARIABLES,
     pick_card,
     read_int_file,
@@ -157,7 +157,7 @@ def device_section(check: Check, torch: Any, device: Any, info: Any) -> None:
 
 
 def probe(check: Check, torch: Any, device: Any, info: Any, nbytes: int) -> None:
-    from hip_backend.torch_engine.peak import monitor_for
+    from hip_backend.torch_engine import monitor_for
 
     monitor = monitor_for(device, info.kind, info.total_bytes, info.bus_id, info.index)
     monitor.start()
@@ -183,8 +183,7 @@ def probe(check: Check, torch: Any, device: Any, info: Any, nbytes: int) -> None
 def sdpa_peaks(check: Check, torch: Any, device: Any, info: Any, shape: dict[str, int]) -> None:
     import torch.nn.functional as F
 
-    from hip_backend.torch_engine.device import math_sdpa_scratch_bytes, sdpa_backend
-    from hip_backend.torch_engine.peak import monitor_for
+    from hip_backend.torch_engine import math_sdpa_scratch_bytes, monitor_for, sdpa_backend
 
     heads, kv, dim, chunk = shape["heads"], shape["kv_heads"], shape["head_dim"], shape["chunk"]
     check.say(f"q [1, {heads}, {chunk}, {dim}], k/v [1, {kv}, S, {dim}]")
@@ -214,7 +213,7 @@ def sdpa_peaks(check: Check, torch: Any, device: Any, info: Any, shape: dict[str
 
 
 def run_ahead(check: Check, torch: Any, device: Any, size: int, ops: int) -> None:
-    from hip_backend.torch_engine.device import event_factory
+    from hip_backend.torch_engine import event_factory
 
     record = event_factory(device)
     a = torch.randn(size, size, device=device, dtype=torch.float16)
@@ -278,21 +277,24 @@ def model_runs(check: Check, plan: dict[str, Any], device_choice: str, tmp: Path
                     f"| {context} | {budget} | FAILED {outcome.kind.value}: {outcome.message} |"
                 )
                 continue
-            extra = outcome.extra
+            fields = outcome.fields
+            assert isinstance(fields, TorchFields)
             margin = outcome.margin
             check.say(
                 f"| {context} | {budget} | {mib(outcome.peak_bytes)} | "
                 f"{mib(outcome.reserved_peak_bytes)} | {mib(outcome.device_used_delta_bytes)} | "
-                f"{mib(extra['inflight_max_held_bytes'])} | {extra['inflight_commits']} | "
-                f"{extra['inflight_waits']} | {outcome.prefill_tokens_per_s:,.0f} | "
+                f"{mib(fields.inflight_max_held_bytes)} | {fields.inflight_commits} | "
+                f"{fields.inflight_waits} | {outcome.prefill_tokens_per_s:,.0f} | "
                 f"{outcome.decode_tokens_per_s:,.1f} | {mib(outcome.estimate_bytes)} | "
                 f"{'yes' if margin is not None and margin.covered else 'no'} |"
             )
             last = outcome
     if "last" in locals():
+        last_fields = last.fields
+        sdpa = last_fields.sdpa_backend if isinstance(last_fields, TorchFields) else None
         check.say(
             f"device-used source: {last.device_used_source}; SDPA kernels: "
-            f"{last.extra.get('sdpa_backend')}; MLX-ROCm's in-flight queue emulated "
+            f"{sdpa}; MLX-ROCm's in-flight queue emulated "
             f"({last.device_kind}{', where MLX has none' if last.device_kind == 'cuda' else ''})"
         )
 
@@ -305,8 +307,8 @@ def main() -> int:
     args = parser.parse_args()
     import torch
 
-    from hip_backend.errors import MeasureError
-    from hip_backend.torch_engine.device import select_device, warm_up_kernels
+    from hip_backend import MeasureError
+    from hip_backend.torch_engine import select_device, warm_up_kernels
 
     torch.set_grad_enabled(False)
     plan = DRY if args.dry_run else FULL

@@ -30,8 +30,7 @@ sys.path.insert(0, str(ROOT))
 from core.measurement.report import TableRow, markdown_table  # noqa: E402
 from core.measurement.request import MeasureRequest  # noqa: E402
 from core.measurement.result import MeasuredPeak, MeasurementFailure  # noqa: E402
-from hip_backend.launcher import measure, prepare  # noqa: E402
-from hip_backend.model.random_weights import write_random_model  # noqa: E402
+from hip_backend import measure, prepare, write_random_model  # noqa: E402
 
 TIME_BUDGET_S = 300.0
 SMALL_MODEL = {

@@ -15,10 +15,11 @@ from core.backend import Backend
 from core.calibration.fit import fit_rows
 from core.calibration.record import Calibration
 from core.calibration.rows import CalibrationRow, row_from_estimate
+from core.measurement.engine import Engine
 
 DATA_FILE = Path(__file__).resolve().parent / "data" / "gfx1151_rocm.csv"
 BUILTIN_DEVICE = "gfx1151"
-BUILTIN_ENGINE = "mlx"
+BUILTIN_ENGINE: str = Engine.MLX
 """mlxcel's bench runs MLX itself; its peak is MLX's `get_peak_memory()`."""
 
 

@@ -1,26 +1,64 @@
-"""Which estimate a measured peak is held against, and by how much it covers it."""
+"""Which estimate a measured peak is held against, and by how much it covers it.
+
+The one rule (`held_against`), applied to each engine's spec: a run that emulated
+MLX-ROCm's in-flight queue is held against ROCm's formula (in-flight term included)
+on any device; any other run against the formula of the device it ran on, where the
+engine has one (the torch engine: CUDA and the CPU; MLX: ROCm, CUDA, Metal and the
+CPU), else ROCm's. The launcher attaches that estimate to a result, the explorer
+recomputes it for a past run, and both take it with `held_against_estimate`.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-from core.backend import Backend
+from core.backend import Backend, detect_backend
+from core.measurement.engine import Engine
 
-_DEVICE_BACKENDS = {"rocm": "rocm", "cuda": "cuda", "metal": "metal", "cpu": "cpu"}
+if TYPE_CHECKING:
+    from core.estimate.estimate import EstimateSettings, MemoryEstimate
+    from core.model.snapshot import ModelSnapshot
 
 
-def comparison_backend(engine: str, device_kind: str) -> Backend:
-    """The estimate formula a peak is held against.
-
-    A torch run that emulates MLX-ROCm's in-flight queue is compared with the ROCm
-    formula (in-flight term included) on any device (`MeasuredPeak.estimate_backend`
-    handles a torch run without the queue). An mlx peak is compared with the formula
-    of the backend it ran on: the CPU, Metal and CUDA have no in-flight term; ROCm
-    (and a GPU of unknown kind) has it.
-    """
-    if engine != "mlx":
+def held_against(engine: Engine, device_kind: str, *, emulated_queue: bool) -> Backend:
+    """The estimate formula a peak of `engine` on `device_kind` is held against."""
+    spec = engine.spec
+    if emulated_queue and spec.emulates_rocm_queue:
         return Backend.ROCM
-    return Backend(_DEVICE_BACKENDS.get(device_kind, "rocm"))
+    if device_kind in spec.own_formula_devices:
+        return Backend(device_kind)
+    return Backend.ROCM
+
+
+def expected_backend(engine: Engine, device: str) -> Backend:
+    """The formula a run will most likely be held against, decided before it starts (no
+    runtime is imported): ROCm's for an engine that emulates its queue; else the device
+    asked for, or for `auto` the machine's device nodes (a run that lands elsewhere is
+    held against its own device's formula once it reports)."""
+    if engine.spec.emulates_rocm_queue:
+        return held_against(engine, device, emulated_queue=True)
+    if device == "auto":
+        return detect_backend().backend
+    return held_against(engine, device, emulated_queue=False)
+
+
+def held_against_estimate(
+    snapshot: ModelSnapshot,
+    settings: EstimateSettings,
+    backend: Backend,
+    *,
+    context_tokens: int,
+    kv_int8: bool,
+) -> MemoryEstimate:
+    """The estimate a peak is compared with: the run's context P + G, batch 1, its KV
+    cache, under `settings` (the run's budget) with `backend`'s formula."""
+    from core.estimate.estimate import Workload, estimate
+
+    workload = Workload(max_tokens=context_tokens, kv_int8=kv_int8)
+    if backend is not settings.backend:
+        settings = replace(settings, backend=backend)
+    return estimate(snapshot, workload, settings)
 
 
 @dataclass(frozen=True)

@@ -1,20 +1,162 @@
-"""The measuring engines and their choices: vramscope's torch decoder (`hip_backend`,
-emulating MLX-ROCm's in-flight queue) and real MLX through mlx-lm (the ground truth)."""
+"""The measuring engines: one `Engine` value each, and what each declares (`EngineSpec`).
+
+- `Engine.TORCH`: vramscope's torch decoder (hip_backend/torch_engine), emulating
+  MLX-ROCm's in-flight queue;
+- `Engine.MLX`: real MLX through mlx-lm (hip_backend/mlx_engine), the ground truth.
+
+A spec says, in core's terms and without importing the engine: its label, its options
+(the choices a request makes for it, checked once, by `check_options`), the estimate
+formula its peaks are held against (`core.measurement.comparison.held_against` applies
+it), and its result fields (`core.measurement.fields`). An engine's value is the name
+the CLI, the JSON and the history use (`torch`, `mlx`); `Engine` is a `StrEnum`, so it
+is written and printed as that name.
+
+A third engine: a member here with its spec in `ENGINE_SPECS`, its subpackage under
+hip_backend/, and its line in hip_backend/engines.py.
+"""
 
 from __future__ import annotations
 
-ENGINE_CHOICES = ("torch", "mlx")
-DEFAULT_ENGINE = "torch"
-ENGINE_LABELS = {"torch": "torch engine", "mlx": "MLX (mlx-lm)"}
-EMULATE_CHOICES = ("auto", "rocm", "none")
-"""The torch engine's in-flight queue: MLX-ROCm's (`rocm`), none, or `auto` (ROCm's on
-ROCm and the CPU, none on CUDA, where MLX has no bound)."""
-ATTENTION_CHOICES = ("auto", "mlx-fallback", "torch-sdpa")
-"""The torch engine's attention: MLX's unfused fallback (scores materialised, what MLX
-runs on the CPU and on ROCm), torch's fused SDPA (like MLX's CUDA kernels), or `auto`
-(the one MLX runs on the measured backend)."""
-ATTENTION_LABELS = {"mlx-fallback": "MLX's unfused attention", "torch-sdpa": "torch's SDPA"}
-"""How a result names the attention a torch run ran (`extra["attention"]`)."""
-FUSE_BF16_CHOICES = ("auto", "on", "off")
-"""The torch engine's model of MLX-ROCm's fused BF16-scale quantized kernel (no
-dequantized copy): `auto` on a ROCm device with the queue emulated."""
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from core.measurement.fields import MlxFields, TorchFields
+
+
+def check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
+    """ValueError naming `name` and its choices unless `value` is one of them."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}")
+
+
+class Engine(enum.StrEnum):
+    """Which engine measures a run (its value is its name: `torch`, `mlx`)."""
+
+    TORCH = "torch"
+    MLX = "mlx"
+
+    @property
+    def spec(self) -> EngineSpec:
+        """What this engine declares."""
+        return ENGINE_SPECS[self]
+
+    @property
+    def label(self) -> str:
+        """The engine in words, for a table cell or a status line."""
+        return self.spec.label
+
+    @classmethod
+    def named(cls, value: object) -> Engine:
+        """The engine a name (or an Engine) stands for; ValueError naming the choices."""
+        if isinstance(value, Engine):
+            return value
+        check_choice("engine", value, ENGINE_NAMES)
+        return cls(str(value))
+
+
+ENGINE_CHOICES: tuple[Engine, ...] = tuple(Engine)
+"""Every engine, in the order the explorer and the palette offer them."""
+ENGINE_NAMES: tuple[str, ...] = tuple(e.value for e in Engine)
+"""Their names (`--engine`'s choices)."""
+DEFAULT_ENGINE = Engine.TORCH
+
+
+@dataclass(frozen=True)
+class EngineOption:
+    """A choice a request makes for one engine (a `MeasureRequest` field of that name)."""
+
+    name: str
+    choices: tuple[str, ...]
+    doc: str
+    default: str = "auto"
+    labels: Mapping[str, str] = field(default_factory=dict)
+    """How a result names the choice that ran."""
+
+
+EMULATE = EngineOption(
+    "emulate",
+    ("auto", "rocm", "none"),
+    "The torch engine's in-flight queue: MLX-ROCm's (`rocm`), none, or `auto` (ROCm's on "
+    "ROCm and the CPU, none on CUDA, where MLX has no bound).",
+)
+ATTENTION = EngineOption(
+    "attention",
+    ("auto", "mlx-fallback", "torch-sdpa"),
+    "The torch engine's attention: MLX's unfused fallback (scores materialised, what MLX "
+    "runs on the CPU and on ROCm), torch's fused SDPA (like MLX's CUDA kernels), or `auto` "
+    "(the one MLX runs on the measured backend).",
+    labels={"mlx-fallback": "MLX's unfused attention", "torch-sdpa": "torch's SDPA"},
+)
+FUSE_BF16 = EngineOption(
+    "fuse_bf16",
+    ("auto", "on", "off"),
+    "The torch engine's model of MLX-ROCm's fused BF16-scale quantized kernel (no "
+    "dequantized copy): `auto` on a ROCm device with the queue emulated.",
+)
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    """What an engine declares."""
+
+    label: str
+    """The engine in words (`torch engine`, `MLX (mlx-lm)`)."""
+    fields: type[TorchFields] | type[MlxFields]
+    """What its results record beside the common fields (`MeasuredPeak.extra`)."""
+    result_fields: tuple[str, ...]
+    """The `MeasuredPeak` fields only this engine fills."""
+    options: tuple[EngineOption, ...] = ()
+    emulates_rocm_queue: bool = False
+    """It emulates MLX-ROCm's in-flight queue: a run that did is held against ROCm's
+    formula (in-flight term included) wherever it ran."""
+    own_formula_devices: frozenset[str] = frozenset()
+    """The devices whose own formula holds a run without a queue (others: ROCm's)."""
+    int8_kv: bool = False
+    """It measures an 8-bit KV cache (the estimate's int8 KV mode)."""
+    ranks: bool = False
+    """It measures a load split over ranks (`--tp N`, `--pp N`)."""
+
+
+ENGINE_SPECS: Mapping[Engine, EngineSpec] = {
+    Engine.TORCH: EngineSpec(
+        label="torch engine",
+        fields=TorchFields,
+        result_fields=(
+            "torch_version",
+            "runtime_version",
+            "reserved_peak_bytes",
+            "device_used_delta_bytes",
+            "device_used_source",
+        ),
+        options=(EMULATE, ATTENTION, FUSE_BF16),
+        emulates_rocm_queue=True,
+        own_formula_devices=frozenset({"cuda", "cpu"}),
+    ),
+    Engine.MLX: EngineSpec(
+        label="MLX (mlx-lm)",
+        fields=MlxFields,
+        result_fields=("mlx_version", "mlx_lm_version", "active_bytes", "cache_bytes"),
+        own_formula_devices=frozenset({"rocm", "cuda", "metal", "cpu"}),
+        int8_kv=True,
+        ranks=True,
+    ),
+}
+
+
+def engine_options() -> tuple[EngineOption, ...]:
+    """Every engine's options (each a `MeasureRequest` field)."""
+    return tuple(option for e in Engine for option in e.spec.options)
+
+
+def check_options(engine: Engine, values: Mapping[str, object]) -> None:
+    """The one check of the engines' options: every value is one of its option's choices,
+    and another engine's option is left at its default. ValueError otherwise."""
+    for owner in Engine:
+        for option in owner.spec.options:
+            value = values.get(option.name, option.default)
+            check_choice(option.name, value, option.choices)
+            if owner is not engine and value != option.default:
+                raise ValueError(
+                    f"{option.name} is an option of the {owner.label}, not of {engine.label}"
+                )

@@ -1,7 +1,9 @@
-"""Text for measured peaks: the side-by-side comparison and the sweep table.
+"""Text for measured peaks: the words about one peak, the side-by-side comparison and
+the sweep table.
 
 Pure formatting over `core.measurement` values, shared by `vramscope measure`,
-`vramscope table` and scripts/gpu_table.py.
+`vramscope table`, scripts/gpu_table.py and the explorer (tui/render/measure_text.py
+lays these words out in its panel and history screen).
 """
 
 from __future__ import annotations
@@ -11,9 +13,12 @@ from dataclasses import dataclass
 
 from core.display_text import clean_text
 from core.measurement.comparison import margin
-from core.measurement.engine import ENGINE_LABELS
+from core.measurement.engine import DEFAULT_ENGINE, Engine
 from core.measurement.result import MeasuredPeak, MeasurementFailure
 from core.units import format_bytes
+
+MLX_PEAK = "MLX peak memory"
+"""What the mlx engine's peak counts: MLX's own peak of its allocations."""
 
 
 def md_cell(text: str) -> str:
@@ -27,10 +32,15 @@ def signed_bytes(n: int) -> str:
     return f"{n:+,}"
 
 
+def device_words(peak: MeasuredPeak) -> str:
+    """The device the run measured on: `rocm AMD Radeon 8060S (gfx1151)`."""
+    return f"{peak.device_kind} {peak.device_name}" + (f" ({peak.arch})" if peak.arch else "")
+
+
 def device_line(peak: MeasuredPeak) -> str:
     """The device and the runtime that measured on it."""
-    text = f"{peak.device_kind} {peak.device_name}" + (f" ({peak.arch})" if peak.arch else "")
-    if peak.engine == "mlx":
+    text = device_words(peak)
+    if peak.engine is Engine.MLX:
         return text + f", mlx {peak.mlx_version}, mlx-lm {peak.mlx_lm_version}"
     text += f", torch {peak.torch_version}"
     if peak.runtime_version:
@@ -38,9 +48,20 @@ def device_line(peak: MeasuredPeak) -> str:
     return text
 
 
-def budget_text(peak: MeasuredPeak) -> str:
+def budget_text(peak: MeasuredPeak, label: str = "in-flight budget") -> str:
     """The in-flight budget the run used, or that its runtime has none."""
-    return peak.missing_queue or f"in-flight budget {peak.budget_words}"
+    return peak.missing_queue or f"{label} {peak.budget_words}"
+
+
+def peak_what(peak: MeasuredPeak) -> str:
+    """What the headline peak is, in a few words (it depends on the engine and device)."""
+    if peak.engine is Engine.MLX:
+        return MLX_PEAK
+    if peak.device_kind in ("rocm", "cuda"):
+        return "allocator peak"
+    if peak.device_kind == "cpu":
+        return "RSS over baseline"
+    return peak.peak_kind
 
 
 def comparison_lines(peak: MeasuredPeak) -> list[str]:
@@ -101,12 +122,15 @@ class TableRow:
     budget_mib: int
     estimate_bytes: int | None
     outcome: MeasuredPeak | MeasurementFailure
-    requested_engine: str = "torch"
-    """The engine asked for (a measured row names its own: `engine`)."""
+    requested_engine: Engine = DEFAULT_ENGINE
+    """The engine asked for (a measured row names its own: `engine`); a name is taken."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "requested_engine", Engine.named(self.requested_engine))
 
     @property
-    def engine(self) -> str:
-        """`torch` or `mlx`: the peak's own engine, else the one asked for."""
+    def engine(self) -> Engine:
+        """The peak's own engine, else the one asked for."""
         if isinstance(self.outcome, MeasuredPeak):
             return self.outcome.engine
         return self.requested_engine
@@ -114,12 +138,11 @@ class TableRow:
     @property
     def has_queue(self) -> bool:
         """Whether the run had an in-flight queue: the torch engine's emulated one
-        (unless it ran without, as on CUDA by default); MLX's only on ROCm."""
+        (unless it ran without, as on CUDA by default); MLX's only on ROCm. A failed run
+        is counted as having one when its engine emulates one."""
         if not isinstance(self.outcome, MeasuredPeak):
-            return self.engine != "mlx"
-        if self.engine != "mlx":
-            return self.outcome.emulated_queue
-        return self.outcome.device_kind == "rocm"
+            return self.engine.spec.emulates_rocm_queue
+        return self.outcome.missing_queue is None
 
     @property
     def modelled(self) -> bool:
@@ -166,7 +189,7 @@ def markdown_table(rows: Sequence[TableRow], title: str, preamble: Sequence[str]
     out += [head, rule]
     for row in rows:
         est = f"{row.estimate_bytes:,}" if row.estimate_bytes is not None else "-"
-        engine = ENGINE_LABELS.get(row.engine, row.engine)
+        engine = row.engine.label
         lead = f"| {md_cell(row.model)} | {engine} | {row.context} | {_budget_cell(row)} |"
         if isinstance(row.outcome, MeasurementFailure):
             tail = " - | - |" if gpu else ""
@@ -189,13 +212,13 @@ def markdown_table(rows: Sequence[TableRow], title: str, preamble: Sequence[str]
     return "\n".join(out) + "\n"
 
 
-def _engines(rows: Sequence[TableRow]) -> list[str]:
+def _engines(rows: Sequence[TableRow]) -> list[Engine]:
     return list(dict.fromkeys(r.engine for r in rows))
 
 
 def summary_line(rows: Sequence[TableRow]) -> str:
     """Per engine: how many rows the estimate models and covers, and the smallest margin."""
-    engines = _engines(rows) or ["torch"]
+    engines = _engines(rows) or [DEFAULT_ENGINE]
     parts = [_engine_summary([r for r in rows if r.engine == e], e) for e in engines]
     off = [r for r in rows if not r.modelled and _covered(r) is not None]
     failed = sum(1 for r in rows if isinstance(r.outcome, MeasurementFailure))
@@ -207,9 +230,9 @@ def summary_line(rows: Sequence[TableRow]) -> str:
     return text
 
 
-def _engine_summary(rows: Sequence[TableRow], engine: str) -> str:
+def _engine_summary(rows: Sequence[TableRow], engine: Engine) -> str:
     modelled = [r for r in rows if r.modelled and _covered(r) is not None]
-    mlx = engine == "mlx"
+    mlx = engine is Engine.MLX
     if not modelled:
         return "No MLX row was measured." if mlx else "No row with the bound on was measured."
     covered = sum(1 for r in modelled if _covered(r))
@@ -236,12 +259,12 @@ def engines_side_by_side(rows: Sequence[TableRow]) -> list[str]:
     mlx_rows = {
         (r.model, r.context): r
         for r in rows
-        if r.engine == "mlx" and isinstance(r.outcome, MeasuredPeak)
+        if r.engine is Engine.MLX and isinstance(r.outcome, MeasuredPeak)
     }
     pairs = [
         (r, mlx_rows[(r.model, r.context)])
         for r in rows
-        if r.engine == "torch"
+        if r.engine is Engine.TORCH
         and isinstance(r.outcome, MeasuredPeak)
         and (r.model, r.context) in mlx_rows
     ]

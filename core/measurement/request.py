@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from core.measurement.engine import (
-    ATTENTION_CHOICES,
     DEFAULT_ENGINE,
-    EMULATE_CHOICES,
-    ENGINE_CHOICES,
-    FUSE_BF16_CHOICES,
+    Engine,
+    check_choice,
+    check_options,
+    engine_options,
 )
 
 DEFAULT_PROMPT_TOKENS = 512
@@ -21,19 +21,15 @@ MAX_MEASURED_TOKENS = 1 << 24
 model's trained context); past it a measurement would only run for days."""
 
 
-def check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
-    """ValueError naming `name` and its choices unless `value` is one of them."""
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(choices)}")
-
-
 @dataclass(frozen=True)
 class MeasureRequest:
     """What to measure: a model as the user named it and the bench workload.
 
     The estimate shown beside the peak is computed for the same model at context
     `prompt_tokens + gen_tokens`, batch 1, fp16 KV, with this run's in-flight
-    budget and mlxcel's ROCm formula (the engine applies ROCm's bound on every device).
+    budget and the formula the engine's peaks are held against
+    (`core.measurement.comparison`: ROCm's for the torch engine, which applies ROCm's
+    bound on every device).
     """
 
     model: str
@@ -59,17 +55,18 @@ class MeasureRequest:
     so a CPU run that would not fit fails as out of memory instead of swapping."""
     timeout_s: float | None = None
     """Kill the run after this many seconds (None: no limit)."""
-    engine: str = DEFAULT_ENGINE
-    """`torch` (vramscope's decoder) or `mlx` (mlx-lm in the child)."""
+    engine: Engine = DEFAULT_ENGINE
+    """`Engine.TORCH` (vramscope's decoder) or `Engine.MLX` (mlx-lm in the child); a name
+    is taken too."""
     emulate: str = "auto"
-    """The torch engine's in-flight queue, one of EMULATE_CHOICES."""
+    """The torch engine's option `core.measurement.engine.EMULATE`."""
     attention: str = "auto"
-    """The torch engine's attention, one of ATTENTION_CHOICES."""
+    """The torch engine's option `core.measurement.engine.ATTENTION`."""
     fuse_bf16: str = "auto"
-    """The torch engine's fused BF16-scale kernel model, one of FUSE_BF16_CHOICES."""
+    """The torch engine's option `core.measurement.engine.FUSE_BF16`."""
     kv_int8: bool = False
-    """Measure with an 8-bit KV cache (mlx-lm's quantized cache; the mlx engine only) and
-    compare with the estimate's int8 KV mode."""
+    """Measure with an 8-bit KV cache (mlx-lm's quantized cache; an engine whose spec has
+    `int8_kv`) and compare with the estimate's int8 KV mode."""
 
     def __post_init__(self) -> None:
         for name in ("prompt_tokens", "gen_tokens", "warmup_tokens"):
@@ -81,14 +78,16 @@ class MeasureRequest:
         if self.prompt_tokens < 1:
             raise ValueError("prompt_tokens must be at least 1")
         check_choice("device", self.device, DEVICE_CHOICES)
-        check_choice("engine", self.engine, ENGINE_CHOICES)
-        check_choice("emulate", self.emulate, EMULATE_CHOICES)
-        check_choice("attention", self.attention, ATTENTION_CHOICES)
-        check_choice("fuse_bf16", self.fuse_bf16, FUSE_BF16_CHOICES)
-        if self.engine == "mlx" and (self.attention, self.fuse_bf16) != ("auto", "auto"):
-            raise ValueError("--attention and --fuse-bf16 choose the torch engine's kernels")
-        if self.kv_int8 and self.engine != "mlx":
-            raise ValueError("an int8 KV cache is measured by the mlx engine only (--engine mlx)")
+        object.__setattr__(self, "engine", Engine.named(self.engine))
+        check_options(self.engine, self.options)
+        if self.kv_int8 and not self.engine.spec.int8_kv:
+            which = " or ".join(e.value for e in Engine if e.spec.int8_kv)
+            raise ValueError(f"an int8 KV cache is measured by the {which} engine only")
+
+    @property
+    def options(self) -> dict[str, object]:
+        """The engines' options as asked (`core.measurement.engine.engine_options`)."""
+        return {option.name: getattr(self, option.name) for option in engine_options()}
 
     @property
     def context_tokens(self) -> int:

@@ -13,8 +13,9 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
 from core.backend import Backend
-from core.measurement.comparison import Margin, comparison_backend, margin
-from core.measurement.engine import ATTENTION_LABELS, DEFAULT_ENGINE, ENGINE_LABELS
+from core.measurement.comparison import Margin, held_against, margin
+from core.measurement.engine import ATTENTION, DEFAULT_ENGINE, ENGINE_NAMES, Engine
+from core.measurement.fields import RankFields, RunFields, TorchFields
 from core.measurement.request import DEFAULT_WARMUP_TOKENS
 
 
@@ -106,6 +107,7 @@ class MeasuredPeak:
     timestamp: str = ""
     vramscope_version: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    """The engine's own fields as written (`fields` reads them typed)."""
     warmup_tokens: int = DEFAULT_WARMUP_TOKENS
     """Decode tokens of the warm-up pass that ran before the measured pass."""
     weights_bytes: int | None = None
@@ -114,9 +116,9 @@ class MeasuredPeak:
     """Where `device_used_delta_bytes` came from (sysfs, amdsmi, cudaMemGetInfo)."""
     family: str | None = None
     """The decoder family the engine ran (`llama`, `qwen3_moe`, ...)."""
-    engine: str = DEFAULT_ENGINE
-    """Which engine produced the peak: `torch` or `mlx` (see ENGINE_CHOICES). Records
-    written before engines existed are torch's."""
+    engine: Engine = DEFAULT_ENGINE
+    """Which engine produced the peak (a name is taken too). Records written before
+    engines existed are torch's."""
     mlx_version: str | None = None
     """`mlx.core.__version__` of an mlx run."""
     mlx_lm_version: str | None = None
@@ -128,31 +130,43 @@ class MeasuredPeak:
     kv_cache_mode: str = "fp16"
     """`fp16`, or `int8` (mlx-lm's 8-bit quantized KV cache; mlx engine only)."""
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "engine", Engine.named(self.engine))
+
     @property
     def engine_label(self) -> str:
         """Which engine, in words, for a table cell or a status line."""
-        return ENGINE_LABELS.get(self.engine, self.engine)
+        return self.engine.label
+
+    @property
+    def fields(self) -> RunFields:
+        """The engine's own fields (`extra`), typed: a rank's when the run was one."""
+        if self.engine is Engine.MLX and RankFields.KEY in self.extra:
+            return RankFields.from_extra(self.extra)
+        return self.engine.spec.fields.from_extra(self.extra)
 
     @property
     def emulated_queue(self) -> bool:
         """True for a torch run that emulated MLX-ROCm's in-flight queue (ROCm, the CPU,
         or `--emulate rocm`; records from before the choice existed always did)."""
-        return self.engine != "mlx" and self.extra.get("inflight_emulation", "rocm") == "rocm"
+        fields = self.fields
+        return isinstance(fields, TorchFields) and fields.emulated_queue
 
     @property
     def attention_label(self) -> str | None:
         """The attention a torch run ran, in words; None for an mlx run (MLX ran its own)
         and for records from before the choice existed."""
-        kind = self.extra.get("attention") if self.engine != "mlx" else None
-        return ATTENTION_LABELS.get(str(kind), str(kind)) if kind else None
+        fields = self.fields
+        kind = fields.attention if isinstance(fields, TorchFields) else None
+        return ATTENTION.labels.get(kind, kind) if kind else None
 
     @property
     def missing_queue(self) -> str | None:
         """Why the run had no in-flight queue ("no in-flight queue (MLX on cpu)"), or
         None when it had one (its budget is `inflight_mib`, 0 with the bound off)."""
-        if self.engine == "mlx" and self.device_kind != "rocm":
+        if self.engine is Engine.MLX and self.device_kind != "rocm":
             return f"no in-flight queue (MLX on {self.device_kind})"
-        if self.engine != "mlx" and not self.emulated_queue:
+        if self.engine is Engine.TORCH and not self.emulated_queue:
             return f"no in-flight queue emulated (torch on {self.device_kind})"
         return None
 
@@ -163,24 +177,22 @@ class MeasuredPeak:
 
     @property
     def estimate_backend(self) -> Backend:
-        """The backend whose formula this peak is held against (`comparison_backend`,
-        and for a torch run without the emulated queue its own device's)."""
-        if self.engine != "mlx" and not self.emulated_queue and self.device_kind in ("cuda", "cpu"):
-            return Backend(self.device_kind)
-        return comparison_backend(self.engine, self.device_kind)
+        """The backend whose formula this peak is held against
+        (`core.measurement.comparison.held_against`)."""
+        return held_against(self.engine, self.device_kind, emulated_queue=self.emulated_queue)
 
     @property
     def counted(self) -> str:
         """The engine and what its peak counts, in one phrase: "MLX peak
         (mx.get_peak_memory), cpu" or "torch engine, RSS over baseline, emulating
         MLX-ROCm's in-flight queue"."""
-        if self.engine == "mlx":
+        if self.engine is Engine.MLX:
             return self.peak_kind
         what = "RSS over baseline" if self.device_kind == "cpu" else "allocator peak"
         queue = (
             "emulating MLX-ROCm's in-flight queue" if self.emulated_queue else "no in-flight queue"
         )
-        return f"torch engine, {what}, {queue}"
+        return f"{self.engine.label}, {what}, {queue}"
 
     @property
     def context_tokens(self) -> int:
@@ -214,6 +226,8 @@ _NON_NEGATIVE = frozenset(
 
 
 _CHECKED_TYPES = frozenset({"bool", "int", "float", "str", "None"})
+_AS_JSON = {"Engine": "str"}
+"""Field types written as a JSON type (an Engine as its name)."""
 
 
 def _type_ok(value: Any, hint: str) -> bool:
@@ -254,8 +268,13 @@ def checked_peak(result: dict[str, Any]) -> MeasuredPeak:
                 raise TypeError(f"'{f.name}' is missing")
             continue
         value = result[f.name]
-        if not _type_ok(value, str(f.type)):
-            raise TypeError(f"'{f.name}' is {json.dumps(value)[:40]}, not {f.type}")
+        hint = _AS_JSON.get(str(f.type), str(f.type))
+        if not _type_ok(value, hint):
+            raise TypeError(f"'{f.name}' is {json.dumps(value)[:40]}, not {hint}")
+        if str(f.type) == "Engine" and value not in ENGINE_NAMES:
+            raise TypeError(
+                f"'{f.name}' is {json.dumps(value)[:40]}, not one of {', '.join(ENGINE_NAMES)}"
+            )
         if f.name in _NON_NEGATIVE and value < 0:
             raise TypeError(f"'{f.name}' is negative")
     return MeasuredPeak.from_dict(result)

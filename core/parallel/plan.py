@@ -25,7 +25,7 @@ The single-device estimate (core/estimate/estimate.py) is untouched.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 from core.errors import ShardingError
 from core.estimate.activation import ActivationDims
@@ -73,11 +73,10 @@ class ParallelPlan:
 
 
 @dataclass(frozen=True)
-class RankEstimate:
-    """One rank's terms (as a single-device estimate of what it holds) and its share."""
+class RankShare:
+    """What one rank holds, independent of the workload."""
 
     rank: int
-    estimate: MemoryEstimate
     sharded_weight_bytes: int
     """Bytes of the tensors split across ranks that this rank holds."""
     replicated_weight_bytes: int
@@ -94,6 +93,21 @@ class RankEstimate:
     `mx.eval(model.parameters())` reads each tensor whole before slicing it, plus
     two copies of the largest slice (concatenate, contiguous). PP: its own weights
     (only its layers are evaluated)."""
+    activation_dims: ActivationDims | None
+
+
+@dataclass(frozen=True)
+class RankEstimate(RankShare):
+    """A rank's share with its estimate for one workload: its terms as a single-device
+    estimate of what it holds."""
+
+    estimate: MemoryEstimate
+
+    @classmethod
+    def of(cls, share: RankShare, estimate: MemoryEstimate) -> RankEstimate:
+        """The share's estimate."""
+        held = {f.name: getattr(share, f.name) for f in fields(RankShare)}
+        return cls(**held, estimate=estimate)
 
     @property
     def peak_bytes(self) -> int:
@@ -215,20 +229,6 @@ def _rank_estimate(
 
 
 @dataclass(frozen=True)
-class RankShare:
-    """What one rank holds, independent of the workload."""
-
-    rank: int
-    sharded_weight_bytes: int
-    replicated_weight_bytes: int
-    layers: tuple[int, int] | None
-    kv_heads: int | None
-    kv_arch: KvArch
-    load_peak_bytes: int
-    activation_dims: ActivationDims | None
-
-
-@dataclass(frozen=True)
 class ParallelSplit:
     """A model split by mlx-lm's rules: read the tensors once, then size any workload."""
 
@@ -335,18 +335,7 @@ def estimate_split(
             available[share.rank],
             model,
         )
-        out.append(
-            RankEstimate(
-                share.rank,
-                est,
-                share.sharded_weight_bytes,
-                share.replicated_weight_bytes,
-                share.layers,
-                share.kv_heads,
-                share.kv_arch,
-                share.load_peak_bytes,
-            )
-        )
+        out.append(RankEstimate.of(share, est))
     return ParallelEstimate(
         split.plan, split.family, tuple(out), estimate(model, workload, settings)
     )

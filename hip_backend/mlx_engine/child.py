@@ -1,6 +1,6 @@
 """The `mlx` engine inside the measuring child: mlx-lm loads the model, MLX counts.
 
-`python -m hip_backend.child` runs this for a job whose `engine` is `mlx`, with the
+`python -m hip_backend.child` runs this for a job whose engine is `Engine.MLX`, with the
 same JSON-lines protocol, progress, notices and typed failures as the torch engine.
 The peak is MLX's own: mx.get_peak_memory(), reset right before the load (for
 synthetic weights: right after they were filled, since their random generation is
@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from core import __version__
+from core.measurement.engine import Engine
+from core.measurement.fields import MlxFields
 from core.measurement.protocol import MeasureEvent, MeasureFailed, MeasureNotice
 from core.measurement.result import MeasuredPeak
 from hip_backend.errors import OutOfMemoryError, UnsupportedModelError
@@ -87,6 +89,8 @@ def measure(job: ChildJob, emit: Emit, progress: Progress) -> MeasuredPeak:
     )
     from hip_backend.model.source import ModelSource, load_source_config, plan_weights
 
+    asked = job.request
+    kv_bits = 8 if asked.kv_int8 else None
     versions = import_mlx()
     import mlx.core as mx
 
@@ -94,14 +98,14 @@ def measure(job: ChildJob, emit: Emit, progress: Progress) -> MeasuredPeak:
 
     source = ModelSource(Path(job.folder) if job.folder else None, job.profile_id)
     config = load_source_config(source)
-    planned = plan_weights(source, config, force_synthetic=job.synthetic)
+    planned = plan_weights(source, config, force_synthetic=asked.synthetic)
     raw_config = dict(config.root)
     model_classes(raw_config)  # an unsupported family fails before anything is allocated
     synthetic = planned.synthetic
     if synthetic:
         reason = planned.plan.reason if planned.plan is not None else planned.reason
         emit(MeasureNotice(f"synthetic weights: {reason}"))
-    device = select_device(job.device)
+    device = select_device(asked.device)
     emit(
         MeasureNotice(
             f"device: {device.kind} {device.name}"
@@ -109,7 +113,7 @@ def measure(job: ChildJob, emit: Emit, progress: Progress) -> MeasuredPeak:
             + f", mlx {versions.mlx}, mlx-lm {versions.mlx_lm}"
         )
     )
-    cap = _MemoryCap(job.host_memory_cap_bytes, emit) if job.host_memory_cap_bytes else None
+    cap = _MemoryCap(asked.host_memory_cap_bytes, emit) if asked.host_memory_cap_bytes else None
     if cap is not None and planned.plan is not None:
         cap.check(planned.plan.total_bytes, "the weights")
 
@@ -132,10 +136,10 @@ def measure(job: ChildJob, emit: Emit, progress: Progress) -> MeasuredPeak:
             figures = run_workload(
                 model,
                 vocab_size=_vocab_size(config.root, config.text),
-                prompt_tokens=job.prompt_tokens,
-                gen_tokens=job.gen_tokens,
-                warmup_tokens=job.warmup_tokens,
-                kv_bits=job.kv_bits,
+                prompt_tokens=asked.prompt_tokens,
+                gen_tokens=asked.gen_tokens,
+                warmup_tokens=asked.warmup_tokens,
+                kv_bits=kv_bits,
                 seed=job.seed,
                 chunk=job.prefill_chunk,
                 progress=progress,
@@ -158,14 +162,14 @@ def measure(job: ChildJob, emit: Emit, progress: Progress) -> MeasuredPeak:
         )
     del model
     return MeasuredPeak(
-        model=job.display,
+        model=asked.model,
         device_kind=device.kind,
         device_name=device.name,
         peak_bytes=figures.peak_bytes,
         peak_kind=peak_kind(device.kind),
         inflight_mib=job.inflight_mib if device.kind == "rocm" else 0,
-        prompt_tokens=job.prompt_tokens,
-        gen_tokens=job.gen_tokens,
+        prompt_tokens=asked.prompt_tokens,
+        gen_tokens=asked.gen_tokens,
         synthetic_weights=synthetic,
         load_seconds=round(load_seconds, 4),
         prefill_tokens_per_s=round(figures.prefill_tokens_per_s, 2),
@@ -174,19 +178,19 @@ def measure(job: ChildJob, emit: Emit, progress: Progress) -> MeasuredPeak:
         arch=device.arch,
         timestamp=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         vramscope_version=__version__,
-        extra={
-            "generated_tokens": figures.measured.tokens[:16],
-            "mlx_memory_limit_bytes": int(mx.get_memory_limit()),
-        },
-        warmup_tokens=job.warmup_tokens,
+        extra=MlxFields(
+            generated_tokens=figures.measured.tokens[:16],
+            mlx_memory_limit_bytes=int(mx.get_memory_limit()),
+        ).to_extra(),
+        warmup_tokens=asked.warmup_tokens,
         weights_bytes=held,
         family=config.family,
-        engine="mlx",
+        engine=Engine.MLX,
         mlx_version=versions.mlx,
         mlx_lm_version=versions.mlx_lm,
         active_bytes=figures.active_bytes,
         cache_bytes=figures.cache_bytes,
-        kv_cache_mode="int8" if job.kv_bits == 8 else "fp16",
+        kv_cache_mode="int8" if asked.kv_int8 else "fp16",
     )
 
 

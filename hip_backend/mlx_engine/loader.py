@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from hip_backend.errors import BadModelError, NoDeviceError, NoMlxError, UnsupportedModelError
+from hip_backend.host import cpu_name
 from hip_backend.model.manifest import WeightPlan
 
 INSTALL_HINT = "install it with: pip install 'vramscope[mlx]'"
@@ -127,8 +128,6 @@ def _gpu_kind(mx: Any, info: dict[str, Any]) -> str:
 def select_device(choice: str) -> MlxDevice:
     """Make `auto`, `cpu`, `cuda` or `rocm` MLX's default device (NoDeviceError if absent)."""
     import mlx.core as mx
-
-    from hip_backend.torch_engine.device import cpu_name
 
     gpu_ok = mx.is_available(mx.gpu)
     if choice == "cpu" or (choice == "auto" and not gpu_ok):

@@ -31,10 +31,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from hip_backend.torch_engine.workload import WARMUP_PROMPT_TOKENS, synthetic_prompt
+from core.measurement.request import DEFAULT_WARMUP_TOKENS
+from hip_backend.model.bench import PREFILL_CHUNK, WARMUP_PROMPT_TOKENS, synthetic_prompt
 
-PREFILL_CHUNK = 512
-"""Largest prefill step (mlx-lm's `prefill_step_size`); mlxcel's bench uses the same."""
 KV_GROUP_SIZE = 64
 
 PhaseProgress = Callable[[str, int, int], None]
@@ -151,7 +150,7 @@ def run_workload(
     vocab_size: int,
     prompt_tokens: int,
     gen_tokens: int,
-    warmup_tokens: int = 20,
+    warmup_tokens: int = DEFAULT_WARMUP_TOKENS,
     kv_bits: int | None = None,
     seed: int = 0,
     chunk: int = PREFILL_CHUNK,

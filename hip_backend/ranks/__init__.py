@@ -1,2 +1,3 @@
-"""Multi-rank MLX runs: the parent side under `mlx.launch` (`launch`), one rank's run
-(`rank`) and MLX's own hostfile, checked up front (`hostfile`)."""
+"""Multi-rank MLX runs: the parent side under `mlx.launch` (`launch`), the job every
+rank reads (`job`), one rank's run (`rank`) and MLX's own hostfile, checked up front
+(`hostfile`)."""

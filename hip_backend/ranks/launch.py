@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import os
 import random
 import re
 import shutil
@@ -38,11 +37,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from core.backend import Backend, detect_backend
+from core.backend import Backend
 from core.catalog.resolve import resolve_entry
 from core.environment import read_env, resolve_settings
 from core.estimate.available import AvailableMemory
 from core.estimate.estimate import Workload
+from core.measurement.comparison import expected_backend
+from core.measurement.engine import Engine
 from core.measurement.protocol import (
     MeasureEvent,
     MeasureFailed,
@@ -54,9 +55,10 @@ from core.measurement.request import MeasureRequest
 from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailure
 from core.parallel.plan import ParallelEstimate, ParallelPlan, estimate_parallel
 from core.parallel.source import resolve_parallel_model
-from hip_backend.launcher import CHILD_MALLOC_ENV, PROJECT_ROOT, resolve_budget
+from hip_backend.launcher import resolve_budget
 from hip_backend.ranks.hostfile import RingHostfile
-from hip_backend.ranks.rank import RANK_FILE, SINGLE_FILE, RankJob
+from hip_backend.ranks.job import RANK_FILE, SINGLE_FILE, RankJob
+from hip_backend.spawn import CHILD_MALLOC_ENV, PROJECT_ROOT, child_env, kill_group, spawn
 
 EventCallback = Callable[[MeasureEvent], None]
 POLL_S = 0.1
@@ -90,15 +92,6 @@ class ParallelRun:
 ParallelOutcome = ParallelRun | MeasurementFailure
 
 
-def _backend_for(device: str) -> Backend:
-    """The estimate's backend for the MLX device the ranks will use."""
-    if device == "cpu":
-        return Backend.CPU
-    if device in ("rocm", "cuda"):
-        return Backend(device)
-    return detect_backend().backend
-
-
 def prepare_parallel(
     request: MeasureRequest,
     plan: ParallelPlan,
@@ -110,7 +103,7 @@ def prepare_parallel(
     dirs = [Path(d) for d in request.models_dirs]
     entry = resolve_entry(request.model, dirs)
     model, tensors = resolve_parallel_model(request.model, dirs)
-    backend = _backend_for(request.device)
+    backend = expected_backend(Engine.MLX, request.device)  # the ranks run MLX
     budget = resolve_budget(request.inflight, env)
     resolved = resolve_settings(
         backend, env, available=AvailableMemory(0, "not used for a measurement")
@@ -212,46 +205,6 @@ class ParallelHandle:
         return self._cancel.is_set()
 
 
-GROUP_GONE_S = 5.0
-
-
-def _kill_group(pgid: int | None) -> None:
-    """SIGKILL every process of the run's group and wait (at most GROUP_GONE_S) until none
-    is left alive: the ranks are mlx.launch's children, which `wait()` does not reap, and
-    a killed process lingers a few milliseconds after the signal is sent."""
-    if pgid is None:
-        return
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-    deadline = time.monotonic() + GROUP_GONE_S
-    while _group_alive(pgid) and time.monotonic() < deadline:
-        time.sleep(0.01)
-
-
-def _group_alive(pgid: int) -> bool:
-    """Whether a process of the group is still alive (zombies, which hold no memory and
-    run nothing, do not count where /proc tells them apart)."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return True
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            state, _ppid, group = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:3]
-        except (OSError, ValueError):
-            continue
-        if int(group) == pgid and state != "Z":
-            return True
-    return False
-
-
 def _read_events(path: Path) -> list[MeasureEvent]:
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
@@ -285,21 +238,16 @@ def run_parallel(
         job_file.write_text(job.to_json(), encoding="utf-8")
         hostfile = prepared.hostfile
         port = free_port_block(hostfile.ports if hostfile else prepared.plan.ranks)
-        env = dict(os.environ)
-        env["TMPDIR"] = str(tmp)
+        # mlx.launch hands the ranks PYTHONPATH itself (--env); its pid and host files
+        # go to our folder.
+        env = child_env(overrides={"TMPDIR": str(tmp)}, import_path=False)
         tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         start = time.monotonic()
-        process = subprocess.Popen(
+        process = spawn(
             mlx_launch_command(python, prepared.plan.ranks, port, job_file, hostfile),
-            stdin=subprocess.DEVNULL,
+            env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            env=env,
-            cwd=str(PROJECT_ROOT),
-            start_new_session=True,
         )
         handle.pgid = process.pid
         reader = threading.Thread(target=_drain, args=(process.stdout, tail), daemon=True)
@@ -323,7 +271,7 @@ def run_parallel(
             seen = len(events)
             time.sleep(POLL_S)
         wall = time.monotonic() - start
-        _kill_group(process.pid)
+        kill_group(process.pid)
         process.wait()
         reader.join(2.0)
         if stop is FailureKind.CANCELLED:
@@ -337,7 +285,7 @@ def run_parallel(
         return MeasurementFailure(FailureKind.INTERNAL, f"cannot launch the ranks: {exc}")
     finally:
         if process is not None:
-            _kill_group(process.pid)
+            kill_group(process.pid)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(5.0)
         shutil.rmtree(tmp, ignore_errors=True)
@@ -418,24 +366,13 @@ def run_single(
     try:
         job_file = tmp / "job.json"
         job_file.write_text(replace(prepared.job, out_dir=str(tmp)).to_json(), encoding="utf-8")
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH", "")) if p
-        )
-        process = subprocess.Popen(
-            [python, "-m", "hip_backend.ranks.rank", "--single", str(job_file)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-            cwd=str(PROJECT_ROOT),
-            start_new_session=True,
+        process = spawn(
+            [python, "-m", "hip_backend.ranks.rank", "--single", str(job_file)], child_env()
         )
         try:
             _, err = process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            _kill_group(process.pid)
+            kill_group(process.pid)
             process.wait()
             return MeasurementFailure(FailureKind.TIMEOUT, f"the single run ran past {timeout:g} s")
         events = _read_events(tmp / SINGLE_FILE)

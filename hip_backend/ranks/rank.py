@@ -20,16 +20,16 @@ run a split load is compared with.
 from __future__ import annotations
 
 import datetime
-import json
 import platform
 import sys
 import time
 import traceback
-from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import IO, Any
 
 from core import __version__
+from core.measurement.engine import Engine
+from core.measurement.fields import RankFields
 from core.measurement.protocol import (
     MeasureEvent,
     MeasureFailed,
@@ -38,46 +38,9 @@ from core.measurement.protocol import (
     encode_event,
 )
 from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailure
+from hip_backend.ranks.job import RANK_FILE, SINGLE_FILE, RankJob
 
 _STARTED = time.perf_counter()
-RANK_FILE = "rank-{rank}.jsonl"
-SINGLE_FILE = "single.jsonl"
-
-
-@dataclass(frozen=True)
-class RankJob:
-    """What every rank reads from the job file."""
-
-    display: str
-    kind: str
-    """`tp` or `pp`."""
-    ranks: int
-    out_dir: str
-    folder: str | None = None
-    profile_id: str | None = None
-    synthetic: bool = False
-    """Random weights of the real names, shapes and dtypes (no weights on disk, or asked)."""
-    prompt_tokens: int = 512
-    gen_tokens: int = 128
-    warmup_tokens: int = 20
-    seed: int = 0
-
-    def to_json(self) -> str:
-        """The job file's text."""
-        return json.dumps(asdict(self))
-
-    @classmethod
-    def from_json(cls, text: str) -> RankJob:
-        """Parse a job file (ValueError on anything malformed)."""
-        data: Any = json.loads(text)
-        if not isinstance(data, dict) or set(data) - {f.name for f in fields(cls)}:
-            raise ValueError("not a rank job")
-        job = cls(**data)
-        if job.kind not in ("tp", "pp") or (job.folder is None) == (job.profile_id is None):
-            raise ValueError("a rank job needs kind tp|pp and exactly one of folder, profile_id")
-        if job.profile_id is not None and not job.synthetic:
-            raise ValueError("a built-in profile has no weights: synthetic only")
-        return job
 
 
 class _RankOut:
@@ -97,7 +60,7 @@ def _lazy_model(job: RankJob) -> Any:
     engine)."""
     from mlx_lm.utils import load_model
 
-    from hip_backend.mlx_engine.loader import build_synthetic
+    from hip_backend.mlx_engine import build_synthetic
     from hip_backend.model.source import ModelSource, load_source_config, plan_weights
 
     if not job.synthetic:
@@ -148,8 +111,7 @@ def run_rank(job: RankJob, single: bool = False) -> int:
     """
     import mlx.core as mx
 
-    from hip_backend.mlx_engine.loader import import_mlx
-    from hip_backend.mlx_engine.workload import reset_peak, run_workload
+    from hip_backend.mlx_engine import import_mlx, reset_peak, run_workload
 
     versions = import_mlx()  # before the ring is up: it takes seconds (torch kept out)
 
@@ -211,21 +173,21 @@ def run_rank(job: RankJob, single: bool = False) -> int:
                     runtime_version=f"mlx {versions.mlx}, mlx-lm {versions.mlx_lm}",
                     timestamp=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                     vramscope_version=__version__,
-                    extra={
-                        "parallel": job.kind if group is not None else None,
-                        "rank": rank,
-                        "ranks": size,
-                        "layers": layers,
-                        "seconds": {
+                    extra=RankFields(
+                        parallel=job.kind if group is not None else None,
+                        rank=rank,
+                        ranks=size,
+                        layers=layers,
+                        seconds={
                             "import": round(imported - _STARTED, 3),
                             "join": round(joined - imported, 3),
                             "load": round(load_s, 3),
                             "workload": round(ran - t0 - load_s, 3),
                         },
-                    },
+                    ).to_extra(),
                     warmup_tokens=job.warmup_tokens,
                     weights_bytes=int(weights),
-                    engine="mlx",
+                    engine=Engine.MLX,
                 )
             )
         )

@@ -14,14 +14,16 @@ from __future__ import annotations
 import datetime
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from core import __version__
+from core.measurement.fields import TorchFields
 from core.measurement.protocol import MeasureEvent, MeasureNotice
 from core.measurement.result import MeasuredPeak
-from hip_backend.job import ChildJob, emulates_rocm
+from hip_backend.job import ChildJob
+from hip_backend.torch_engine.inflight import emulates_rocm
 
 if TYPE_CHECKING:
     from hip_backend.model.arch import ArchSpec
@@ -29,6 +31,10 @@ if TYPE_CHECKING:
 
 Emit = Callable[[MeasureEvent], None]
 Progress = Callable[[str, int, int], None]
+T = TypeVar("T")
+_FUSE_BF16 = {"on": True, "off": False}
+"""The request's `fuse_bf16` (`core.measurement.engine.FUSE_BF16`); `auto` decides by
+the device and the queue."""
 
 
 def measure(job: ChildJob, emit: Emit, progress: Progress) -> MeasuredPeak:
@@ -37,13 +43,14 @@ def measure(job: ChildJob, emit: Emit, progress: Progress) -> MeasuredPeak:
     from hip_backend.torch_engine.device import import_torch, select_device, unsupported_device
     from hip_backend.torch_engine.loader import plan_modules
 
+    asked = job.request
     source = ModelSource(Path(job.folder) if job.folder else None, job.profile_id)
-    resolved = resolve_source(source, force_synthetic=job.synthetic)
+    resolved = resolve_source(source, force_synthetic=asked.synthetic)
     plan_modules(resolved.arch, resolved.plan)  # a broken folder fails before torch loads
     if resolved.plan.synthetic:
         emit(MeasureNotice(f"synthetic weights: {resolved.plan.reason}"))
     torch = import_torch()
-    device, info = select_device(job.device)
+    device, info = select_device(asked.device)
     torch.set_grad_enabled(False)
     try:
         return _run(job, emit, progress, resolved, device, info)
@@ -57,7 +64,8 @@ def measure(job: ChildJob, emit: Emit, progress: Progress) -> MeasuredPeak:
 def _run(
     job: ChildJob, emit: Emit, progress: Progress, resolved: Any, device: Any, info: DeviceInfo
 ) -> MeasuredPeak:
-    from hip_backend.child import _cap_host_memory
+    from hip_backend.host import cap_host_memory
+    from hip_backend.model.bench import WARMUP_PROMPT_TOKENS, synthetic_prompt
     from hip_backend.torch_engine.attention import ATTENTION_NOTES, FUSED, attention_kind
     from hip_backend.torch_engine.device import (
         allocator_settings,
@@ -68,18 +76,19 @@ def _run(
     from hip_backend.torch_engine.inflight import InflightQueue
     from hip_backend.torch_engine.loader import build_model
     from hip_backend.torch_engine.peak import monitor_for
-    from hip_backend.torch_engine.workload import WARMUP_PROMPT_TOKENS, run_pass, synthetic_prompt
+    from hip_backend.torch_engine.workload import run_pass
 
-    if job.host_memory_cap_bytes is not None:
+    asked = job.request
+    if asked.host_memory_cap_bytes is not None:
         if device.type == "cpu":
-            _cap_host_memory(job.host_memory_cap_bytes)
+            cap_host_memory(asked.host_memory_cap_bytes)
         else:  # a GPU runtime reserves address space far beyond any useful cap
             emit(MeasureNotice("the memory cap applies to CPU runs only; ignored on the GPU"))
     where = f" ({info.arch})" if info.arch else ""
     if info.bus_id:
         where += f" at {info.bus_id}"
     emit(MeasureNotice(f"device: {info.kind} {info.name}{where}"))
-    emulated = emulates_rocm(job.emulate, info.kind)
+    emulated = emulates_rocm(asked.emulate, info.kind)
     if not emulated:
         emit(
             MeasureNotice(
@@ -87,13 +96,13 @@ def _run(
                 f"{info.kind.upper()}); compared with the {info.kind.upper()} estimate"
             )
         )
-    fuse_bf16 = job.fuse_bf16 if job.fuse_bf16 is not None else emulated and info.kind == "rocm"
+    fuse_bf16 = _FUSE_BF16.get(asked.fuse_bf16, emulated and info.kind == "rocm")
     arch: ArchSpec = resolved.arch
     dtype = getattr(torch_module(), _float_dtype_name(arch))
-    chunk = min(job.prefill_chunk, max(1, job.prompt_tokens))
+    chunk = min(job.prefill_chunk, max(1, asked.prompt_tokens))
 
     warm_up_kernels(device)
-    attention = attention_kind(info.kind) if job.attention == "auto" else job.attention
+    attention = attention_kind(info.kind) if asked.attention == "auto" else asked.attention
     emit(MeasureNotice(f"attention: {ATTENTION_NOTES[attention]}"))
     sdpa = warm_up_real_shapes(device, arch, dtype, chunk, attention)
     monitor = monitor_for(device, info.kind, info.total_bytes, info.bus_id, info.index)
@@ -111,18 +120,16 @@ def _run(
     fused_modules = model.fuse_bf16_scales() if fuse_bf16 else 0
     model.attention = attention
 
-    queue = InflightQueue(
-        job.inflight_mib << 20, event_factory(device), job.op_cap, emulate=emulated
-    )
+    queue = InflightQueue(job.inflight_mib << 20, event_factory(device), emulate=emulated)
     vocab = arch.vocab_size
     warm_prompt = synthetic_prompt(
-        vocab, min(WARMUP_PROMPT_TOKENS, job.prompt_tokens), job.seed + 1
+        vocab, min(WARMUP_PROMPT_TOKENS, asked.prompt_tokens), job.seed + 1
     )
     run_pass(
         model,
         queue,
         warm_prompt,
-        job.warmup_tokens,
+        asked.warmup_tokens,
         phase="warmup ",
         progress=progress,
         chunk=job.prefill_chunk,
@@ -130,39 +137,42 @@ def _run(
     measured = run_pass(
         model,
         queue,
-        synthetic_prompt(vocab, job.prompt_tokens, job.seed),
-        job.gen_tokens,
+        synthetic_prompt(vocab, asked.prompt_tokens, job.seed),
+        asked.gen_tokens,
         progress=progress,
         chunk=job.prefill_chunk,
     )
     figures = monitor.stop()
-    prefill_rate = job.prompt_tokens / measured.prefill_seconds if measured.prefill_seconds else 0.0
-    decode_rate = job.gen_tokens / measured.decode_seconds if measured.decode_seconds else 0.0
-    extra: dict[str, Any] = {
-        "inflight_emulation": "rocm" if emulated else "none",
-        "inflight_commits": queue.stats.commits,
-        "inflight_waits": queue.stats.waits,
-        "inflight_max_committed_bytes": queue.stats.max_committed_bytes,
-        "inflight_max_held_bytes": queue.stats.max_held_bytes,
-        "ops": queue.stats.ops,
-        "fused_bf16_modules": fused_modules,
-        "attention": model.attention,
-        "sdpa_backend": sdpa if model.attention == FUSED else {},
-        "generated_tokens": measured.tokens[:16],
-        **figures.extra,
-    }
-    settings = allocator_settings(dict(os.environ))
-    if settings:
-        extra["allocator_settings"] = settings
+    prefill_rate = (
+        asked.prompt_tokens / measured.prefill_seconds if measured.prefill_seconds else 0.0
+    )
+    decode_rate = asked.gen_tokens / measured.decode_seconds if measured.decode_seconds else 0.0
+    readings = figures.extra
+    fields = TorchFields(
+        inflight_emulation="rocm" if emulated else "none",
+        inflight_commits=queue.stats.commits,
+        inflight_waits=queue.stats.waits,
+        inflight_max_committed_bytes=queue.stats.max_committed_bytes,
+        inflight_max_held_bytes=queue.stats.max_held_bytes,
+        ops=queue.stats.ops,
+        fused_bf16_modules=fused_modules,
+        attention=model.attention,
+        sdpa_backend=sdpa if model.attention == FUSED else {},
+        generated_tokens=measured.tokens[:16],
+        drm_vram_delta_bytes=_reading(readings, "drm_vram_delta_bytes", int),
+        drm_gtt_delta_bytes=_reading(readings, "drm_gtt_delta_bytes", int),
+        pci_bus_id=_reading(readings, "pci_bus_id", str),
+        allocator_settings=allocator_settings(dict(os.environ)) or None,
+    )
     return MeasuredPeak(
-        model=job.display,
+        model=asked.model,
         device_kind=info.kind,
         device_name=info.name,
         peak_bytes=figures.peak_bytes,
         peak_kind=figures.peak_kind,
         inflight_mib=job.inflight_mib if emulated else 0,
-        prompt_tokens=job.prompt_tokens,
-        gen_tokens=job.gen_tokens,
+        prompt_tokens=asked.prompt_tokens,
+        gen_tokens=asked.gen_tokens,
         synthetic_weights=resolved.plan.synthetic,
         load_seconds=round(load_seconds, 4),
         prefill_tokens_per_s=round(prefill_rate, 2),
@@ -174,12 +184,18 @@ def _run(
         device_used_delta_bytes=figures.device_used_delta_bytes,
         timestamp=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         vramscope_version=__version__,
-        extra=extra,
-        warmup_tokens=job.warmup_tokens,
+        extra=fields.to_extra(),
+        warmup_tokens=asked.warmup_tokens,
         weights_bytes=model.weights_bytes,
         device_used_source=figures.device_used_source,
         family=arch.family,
     )
+
+
+def _reading(readings: Mapping[str, int | str], key: str, kind: type[T]) -> T | None:
+    """One of the peak monitor's further readings, when it took it."""
+    value = readings.get(key)
+    return value if isinstance(value, kind) else None
 
 
 def torch_module() -> Any:

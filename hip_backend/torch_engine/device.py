@@ -6,13 +6,13 @@ A ROCm build of torch exposes HIP devices through the `torch.cuda` API, with
 
 from __future__ import annotations
 
-import platform
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hip_backend.errors import NoDeviceError, NoTorchError, UnsupportedDeviceError
+from hip_backend.host import cpu_name
 from hip_backend.torch_engine import int4_cpu
 from hip_backend.torch_engine.inflight import Event, LaggingEvent
 from hip_backend.torch_engine.quant import quantized_matmul
@@ -53,17 +53,6 @@ def import_torch() -> Any:
             "install it with: pip install 'vramscope[measure]'"
         ) from None
     return torch
-
-
-def cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "CPU"
 
 
 def select_device(choice: str) -> tuple[torch.device, DeviceInfo]:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hip_backend.host import status_kib
 from hip_backend.torch_engine.gpu_memory import (
     normalize_bus_id,
     pick_card,
@@ -75,18 +76,6 @@ class _Sampler(threading.Thread):
         self.join(timeout=2.0)
         self.sample()
         return self.maximum
-
-
-def status_kib(field: str) -> int | None:
-    """A `/proc/self/status` field in KiB (VmRSS, VmHWM, VmSize), or None."""
-    try:
-        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
-            for line in fh:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
 
 
 def current_rss() -> int | None:

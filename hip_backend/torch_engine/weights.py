@@ -14,6 +14,8 @@ A float module is used as stored.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -43,6 +45,22 @@ slower on the CPU). Kept for scripts/bench_measure.py's before/after comparison.
 cpu_int4 = True
 """Convert 4-bit CPU modules to torch's int4 kernel at load (`int4_cpu.py`); off keeps
 every module in MLX's layout (scripts/bench_measure.py's before/after comparison)."""
+
+
+@contextmanager
+def kernel_choice(*, few_rows: str = "fused", int4: bool = True) -> Iterator[None]:
+    """Build and run models with these kernels inside the block (`few_rows_kernel`,
+    `cpu_int4`; scripts/bench_measure.py's before/after comparison); the ones in force
+    before come back on exit."""
+    global few_rows_kernel, cpu_int4
+    if few_rows not in FEW_ROWS_KERNELS:
+        raise ValueError(f"few_rows must be one of {', '.join(FEW_ROWS_KERNELS)}")
+    saved = few_rows_kernel, cpu_int4
+    few_rows_kernel, cpu_int4 = few_rows, int4
+    try:
+        yield
+    finally:
+        few_rows_kernel, cpu_int4 = saved
 
 
 @dataclass

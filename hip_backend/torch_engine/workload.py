@@ -1,5 +1,6 @@
-"""mlxcel's bench workload: a warm-up pass, then a measured pass of P prompt tokens
-and G greedy decode tokens.
+"""mlxcel's bench workload on the torch decoder: a warm-up pass, then a measured pass of
+P prompt tokens and G greedy decode tokens (the constants and the prompt are both
+engines': hip_backend/model/bench.py).
 
 Prefill runs in chunks of at most 512 tokens, each followed by a host sync (mlx-lm
 evaluates the cache after every chunk); every decode step reads its token on the
@@ -13,16 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from hip_backend.model.bench import PREFILL_CHUNK
 from hip_backend.torch_engine.decoder import DecoderModel
 from hip_backend.torch_engine.device import synchronize
 from hip_backend.torch_engine.inflight import InflightQueue
 
 if TYPE_CHECKING:
     import torch
-
-PREFILL_CHUNK = 512
-WARMUP_PROMPT_TOKENS = 8
-"""Length of the warm-up prompt (mlxcel's bench warms up on a short chat prompt)."""
 
 PhaseProgress = Callable[[str, int, int], None]
 
@@ -34,16 +32,6 @@ class PassResult:
     tokens: list[int]
     prefill_seconds: float
     decode_seconds: float
-
-
-def synthetic_prompt(vocab_size: int, length: int, seed: int) -> list[int]:
-    """Deterministic token ids spread over the vocabulary (memory does not depend on them)."""
-    state = seed * 2654435761 + 12345
-    out = []
-    for _ in range(length):
-        state = (state * 6364136223846793005 + 1442695040888963407) % (1 << 64)
-        out.append((state >> 33) % vocab_size)
-    return out
 
 
 def _tensor(ids: list[int], device: torch.device) -> torch.Tensor:

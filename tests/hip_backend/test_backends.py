@@ -17,10 +17,9 @@ import pytest
 from core.measurement.protocol import MeasureFailed, decode_event, encode_event
 from core.measurement.request import MeasureRequest
 from core.measurement.result import FailureKind, MeasuredPeak
-from hip_backend.job import emulates_rocm
 from hip_backend.launcher import measure, prepare
 from hip_backend.torch_engine.device import DeviceInfo, unsupported_device
-from hip_backend.torch_engine.inflight import InflightQueue, LaggingEvent
+from hip_backend.torch_engine.inflight import InflightQueue, LaggingEvent, emulates_rocm
 
 ROCM = DeviceInfo("rocm", "AMD Radeon 8060S", "gfx1151", "2.13.0+rocm7.1", "7.1.25424", bus_id=None)
 CUDA = DeviceInfo("cuda", "NVIDIA H200", "sm_90", "2.13.0+cu128", "12.8")

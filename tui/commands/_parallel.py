@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING, Any
 from core import __version__
 from core.display_text import clean_text, json_safe
 from core.estimate.estimate import QuantHint
-from core.measurement.result import MeasurementFailure
+from core.measurement.engine import Engine
+from core.measurement.fields import RankFields
+from core.measurement.result import MeasuredPeak, MeasurementFailure
 from core.parallel.plan import ParallelPlan, estimate_parallel, parse_rank_limits
 from core.parallel.sharding import ParallelKind
 from tui.commands.shared.estimate_args import estimate_inputs
@@ -18,7 +20,7 @@ from tui.commands.shared.measure_args import request_from_args
 from tui.commands.shared.output import EXIT_FAILED, ProgressLine, failure_line, warn
 
 if TYPE_CHECKING:
-    from hip_backend.ranks.launch import ParallelRun, PreparedParallel
+    from hip_backend import ParallelRun, PreparedParallel
 
 
 def parallel_plan(args: argparse.Namespace) -> ParallelPlan | None:
@@ -56,8 +58,7 @@ def measure_parallel(args: argparse.Namespace, plan: ParallelPlan) -> int:
     """`vramscope measure MODEL --engine mlx --tp N | --pp N`: one row per rank."""
     import json
 
-    from hip_backend.ranks.hostfile import read_hostfile
-    from hip_backend.ranks.launch import ParallelRun, prepare_parallel, run_parallel
+    from hip_backend import ParallelRun, prepare_parallel, read_hostfile, record_peaks, run_parallel
 
     hostfile = read_hostfile(args.hostfile, plan.ranks) if args.hostfile is not None else None
     request = request_from_args(args, args.model, args.prompt_tokens)
@@ -67,10 +68,7 @@ def measure_parallel(args: argparse.Namespace, plan: ParallelPlan) -> int:
     outcome = run_parallel(prepared, progress)
     progress.clear()
     if isinstance(outcome, ParallelRun) and not args.no_history:
-        from hip_backend.launcher import _record
-
-        for peak in outcome.ranks:
-            _record(peak)
+        record_peaks(outcome.ranks)
     if args.json:
         doc = json_safe(parallel_measure_json(prepared, outcome))
         print(json.dumps(doc, indent=2, ensure_ascii=False))
@@ -140,7 +138,7 @@ def parallel_measure_json(
     """The `--json` document: the plan, then one entry per rank (or the failure)."""
     doc: dict[str, Any] = {
         "parallel": {"kind": prepared.plan.kind.value, "ranks": prepared.plan.ranks},
-        "engine": "mlx",
+        "engine": Engine.MLX,
         "launcher": launcher_text(prepared),
         "estimate_backend": prepared.backend.value,
         "single_device_estimate_bytes": prepared.estimate.single.total_bytes,
@@ -155,7 +153,7 @@ def parallel_measure_json(
         m = peak.margin
         ranks.append(
             {
-                "rank": peak.extra.get("rank"),
+                "rank": _rank(peak),
                 "estimate_bytes": peak.estimate_bytes,
                 "measured": peak.to_dict(),
                 "margin": None
@@ -165,3 +163,8 @@ def parallel_measure_json(
         )
     doc["ranks"] = ranks
     return doc
+
+
+def _rank(peak: MeasuredPeak) -> int | None:
+    fields = peak.fields
+    return fields.rank if isinstance(fields, RankFields) else None

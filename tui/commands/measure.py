@@ -14,7 +14,7 @@ from typing import Any
 
 from core.display_text import clean_text, json_safe
 from core.errors import UsageError
-from core.measurement.engine import DEFAULT_ENGINE, ENGINE_CHOICES
+from core.measurement.engine import DEFAULT_ENGINE, ENGINE_NAMES, Engine
 from core.measurement.request import DEFAULT_PROMPT_TOKENS, MAX_MEASURED_TOKENS
 from core.measurement.result import MeasuredPeak, MeasurementFailure
 from tui.commands._parallel import measure_parallel, parallel_plan
@@ -55,7 +55,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--engine",
-        choices=ENGINE_CHOICES,
+        choices=ENGINE_NAMES,
         default=DEFAULT_ENGINE,
         help="torch: vramscope's decoder emulating MLX-ROCm (pip install 'vramscope[measure]'); "
         "mlx: real MLX through mlx-lm (pip install 'vramscope[mlx]') (default torch)",
@@ -82,13 +82,13 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Measure one model and print the comparison."""
     from core.measurement.report import comparison_lines
-    from hip_backend.launcher import measure, prepare
+    from hip_backend import measure, prepare
 
     plan = parallel_plan(args)
     if plan is None and args.hostfile is not None:
         raise UsageError("--hostfile", "places the ranks of --tp N or --pp N; give one of them")
     if plan is not None:
-        if args.engine != "mlx":
+        if not Engine.named(args.engine).spec.ranks:
             raise UsageError(f"--{plan.kind.value}", "measures ranks with --engine mlx only")
         return measure_parallel(args, plan)
     request = request_from_args(args, args.model, args.prompt_tokens)
@@ -111,7 +111,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def outcome_json(
-    outcome: MeasuredPeak | MeasurementFailure, estimate_bytes: int, engine: str = DEFAULT_ENGINE
+    outcome: MeasuredPeak | MeasurementFailure,
+    estimate_bytes: int,
+    engine: Engine = DEFAULT_ENGINE,
 ) -> dict[str, Any]:
     """The `--json` document: the engine and what its peak counts, the estimate it is
     held against (the run's backend formula for mlx, ROCm's for torch), the margin."""

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from core.display_text import clean_text, escape_undecodable
 from core.errors import UsageError
-from core.measurement.engine import DEFAULT_ENGINE, ENGINE_CHOICES, ENGINE_LABELS
+from core.measurement.comparison import expected_backend
+from core.measurement.engine import DEFAULT_ENGINE, ENGINE_NAMES, Engine
 from core.measurement.result import MeasuredPeak, MeasurementFailure
 from tui.commands.shared.flags import add_run_flags
 from tui.commands.shared.measure_args import request_from_args
@@ -80,24 +81,24 @@ def parse_int_list(flag: str, text: str, minimum: int) -> list[int]:
     return values
 
 
-def parse_engines(text: str) -> list[str]:
-    """`mlx,torch` -> ["mlx", "torch"] (each once, in the order given)."""
-    engines = []
+def parse_engines(text: str) -> list[Engine]:
+    """`mlx,torch` -> [Engine.MLX, Engine.TORCH] (each once, in the order given)."""
+    engines: list[Engine] = []
     for item in text.split(","):
         name = item.strip().lower()
-        if name not in ENGINE_CHOICES:
+        if name not in ENGINE_NAMES:
             raise UsageError(
-                "--engine", f"'{item.strip()}' is not an engine (give {', '.join(ENGINE_CHOICES)})"
+                "--engine", f"'{item.strip()}' is not an engine (give {', '.join(ENGINE_NAMES)})"
             )
-        if name not in engines:
-            engines.append(name)
+        if Engine(name) not in engines:
+            engines.append(Engine(name))
     return engines
 
 
 def run(args: argparse.Namespace) -> int:
     """Measure every combination, then print (and write) the table."""
     from core.measurement.report import TableRow, markdown_table
-    from hip_backend.launcher import expected_backend, measure, prepare
+    from hip_backend import measure, prepare
 
     contexts = parse_int_list("--contexts", args.contexts, 1)
     budgets = parse_int_list("--budgets", args.budgets, 0)
@@ -117,7 +118,10 @@ def run(args: argparse.Namespace) -> int:
             for engine in engines:
                 base = request_from_args(args, model, context - args.gen_tokens, engine)
                 # MLX has an in-flight queue only on ROCm: elsewhere one run per context.
-                has_queue = engine == "torch" or expected_backend(base).has_inflight_reserve
+                has_queue = (
+                    engine.spec.emulates_rocm_queue
+                    or expected_backend(engine, base.device).has_inflight_reserve
+                )
                 for budget in budgets if has_queue else budgets[:1]:
                     request = replace(base, inflight=budget)
                     plans.append((model, context, budget, engine, has_queue, prepare(request)))
@@ -158,16 +162,16 @@ def preamble(rows: list[TableRow], args: argparse.Namespace) -> list[str]:
 
     date = datetime.date.today().isoformat()
     engines = list(dict.fromkeys(r.engine for r in rows)) or [DEFAULT_ENGINE]
-    names = " and ".join(ENGINE_LABELS.get(e, e) for e in engines)
+    names = " and ".join(e.label for e in engines)
     lines = [f"Measured {date} with {names}."]
     for engine in engines:
         first = next(
-            (r.outcome for r in rows if r.engine == engine and isinstance(r.outcome, MeasuredPeak)),
+            (r.outcome for r in rows if r.engine is engine and isinstance(r.outcome, MeasuredPeak)),
             None,
         )
         if first is None:
             continue
-        label = ENGINE_LABELS.get(engine, engine)
+        label = engine.label
         lines.append(f"{label}: {device_line(first)}; peak: {first.counted}.")
         if first.peak_kind != first.counted:
             lines.append(f"{label} peak, exactly: {first.peak_kind}.")
@@ -176,7 +180,7 @@ def preamble(rows: list[TableRow], args: argparse.Namespace) -> list[str]:
                 f"{label} weights: synthetic (random values of the real shapes and dtypes)."
             )
     estimate = "mlxcel's ROCm formula at the context with the row's budget"
-    if "mlx" in engines:
+    if Engine.MLX in engines:
         estimate = (
             f"for the torch engine, {estimate}; for MLX, the formula of the backend it ran "
             "on (no in-flight term on the CPU, Metal and CUDA)"

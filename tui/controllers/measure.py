@@ -15,6 +15,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 
 from core.catalog.entry import CatalogEntry
+from core.measurement.engine import Engine
 from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailure
 from core.model.snapshot import ModelSnapshot
 from tui.controllers.measure_run import MeasureEventMessage, MeasureRun
@@ -27,20 +28,13 @@ TICK_S = 0.5
 """How often the seconds of a run in flight are repainted."""
 
 
-def unsupported(engine: str, snapshot: ModelSnapshot | None) -> MeasurementFailure | None:
-    """The torch engine's own refusal of a model family, known from the config alone."""
-    if engine != "torch" or snapshot is None or snapshot.config is None:
+def unsupported(engine: Engine, snapshot: ModelSnapshot | None) -> MeasurementFailure | None:
+    """The engine's own refusal of a model family, known from the config alone."""
+    if snapshot is None or snapshot.config is None:
         return None
-    from hip_backend.errors import UnsupportedModelError
-    from hip_backend.model.arch import arch_from_config  # no torch: the config check only
+    from hip_backend import config_refusal  # no torch: the config check only
 
-    try:
-        arch_from_config(snapshot.config)
-    except UnsupportedModelError as exc:
-        return MeasurementFailure(FailureKind.UNSUPPORTED_MODEL, str(exc))
-    except Exception:  # anything else is the launcher's to report, with its own words
-        return None
-    return None
+    return config_refusal(engine, snapshot.config)
 
 
 class MeasureController:

@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-ENGINE_MARKS = {"torch": "◆", "mlx": "●"}
-"""A measured peak's mark on the chart, by the engine that measured it."""
-MEASURED_MARK = ENGINE_MARKS["torch"]
+from core.measurement.engine import DEFAULT_ENGINE, Engine
 
-Point = tuple[int, int, str]
+ENGINE_MARKS = {Engine.TORCH: "◆", Engine.MLX: "●"}
+"""A measured peak's mark on the chart, by the engine that measured it."""
+MEASURED_MARK = ENGINE_MARKS[DEFAULT_ENGINE]
+
+Point = tuple[int, int, Engine]
 """A measured peak: (context P + G, bytes, engine)."""
 
 Totals = Callable[[Sequence[int]], list[int]]

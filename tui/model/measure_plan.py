@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from core.catalog.entry import CatalogEntry
+from core.measurement.engine import Engine
 from core.measurement.request import DEFAULT_GEN_TOKENS, MeasureRequest
 from tui.model.state import ExplorerState
 
@@ -47,8 +48,9 @@ def measure_request(
     """The bench workload at the state's context, budget and estimate knobs, device auto.
 
     The in-flight budget is the slider's whatever the backend on screen: the engine
-    applies ROCm's bound on every device. KV dtype int8 is measured by the mlx engine
-    (mlx-lm's 8-bit cache); the torch engine runs 16-bit K/V only.
+    applies ROCm's bound on every device. KV dtype int8 is measured by an engine that
+    measures it (the mlx engine: mlx-lm's 8-bit cache); the torch engine runs 16-bit K/V
+    only.
     """
     prompt, gen = split_context(state.max_tokens)
     return MeasureRequest(
@@ -61,7 +63,7 @@ def measure_request(
         headroom_factor=state.headroom_factor,
         activation_mult=state.activation_mult,
         engine=state.engine,
-        kv_int8=state.kv_int8 and state.engine == "mlx",
+        kv_int8=state.kv_int8 and Engine.named(state.engine).spec.int8_kv,
     )
 
 

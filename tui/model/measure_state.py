@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from core.measurement.comparison import margin
+from core.measurement.engine import DEFAULT_ENGINE, Engine
 from core.measurement.protocol import (
     MeasureEvent,
     MeasureFailed,
@@ -48,7 +49,7 @@ _PHASES = {
 }
 
 
-def progress_label(progress: MeasureProgress | None, engine: str = "torch") -> str:
+def progress_label(progress: MeasureProgress | None, engine: Engine = DEFAULT_ENGINE) -> str:
     """`prefill chunk 3/8`, `decode token 40/128`; `starting…` before the first step."""
     if progress is None:
         return f"starting: importing {engine}…"

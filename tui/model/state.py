@@ -18,7 +18,7 @@ from core.estimate.available import AvailableMemory
 from core.estimate.estimate import DEFAULT_CTX_LEN, EstimateSettings, QuantHint, Workload
 from core.estimate.headroom import DEFAULT_HEADROOM_FACTOR
 from core.estimate.inflight import ROCM_DEFAULT_MAX_INFLIGHT_MB
-from core.measurement.engine import DEFAULT_ENGINE
+from core.measurement.engine import DEFAULT_ENGINE, Engine
 from core.units import format_bytes_short
 from tui.model.presets import CUSTOM, DETECTED, PRESETS_BY_KEY
 
@@ -64,8 +64,8 @@ class ExplorerState:
     inflight_mib: int = ROCM_DEFAULT_MAX_INFLIGHT_MB
     backend: Backend = Backend.ROCM
     memory: MemoryChoice = field(default_factory=MemoryChoice)
-    engine: str = DEFAULT_ENGINE
-    """What `m` measures with: `torch` or `mlx` (`core.measurement.engine.ENGINE_CHOICES`)."""
+    engine: Engine = DEFAULT_ENGINE
+    """What `m` measures with (`core.measurement.engine.ENGINE_CHOICES`)."""
     devices: int = 1
     """Ranks of a split MLX load (1 = one device; up to 8)."""
     split: str = "tp"

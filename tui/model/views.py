@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Protocol
 
 from core.catalog.entry import CatalogEntry
 from core.estimate.available import AvailableMemory
-from core.estimate.estimate import EstimateSettings, MemoryEstimate, Workload, estimate
+from core.estimate.estimate import EstimateSettings, MemoryEstimate, estimate
 from core.estimate.solve import largest_fitting_context, largest_fitting_inflight
 from core.estimate.weights import WeightsSource
+from core.measurement.comparison import held_against_estimate
 from core.measurement.history import HistoryRead
 from core.measurement.result import MeasuredPeak
 from core.model.snapshot import ModelSnapshot
@@ -106,13 +107,17 @@ def peak_estimate(
     """The estimate for a measured run: context P + G, the run's in-flight budget and KV
     cache, and the formula of the backend the run is held against (`estimate_backend`:
     ROCm's for a torch run that emulated its queue, the device's own for an MLX run on
-    the CPU, Metal or CUDA), as the launcher and `vramscope measure` compare it.
+    the CPU, Metal or CUDA), as the launcher and `vramscope measure` compare it
+    (`core.measurement.comparison.held_against_estimate`).
     """
-    settings = replace(
-        state.settings(available), backend=peak.estimate_backend, inflight_mib=peak.inflight_mib
-    )
-    workload = Workload(max_tokens=peak.context_tokens, kv_int8=peak.kv_cache_mode == "int8")
-    return estimate(snapshot, workload, settings).total_bytes
+    settings = replace(state.settings(available), inflight_mib=peak.inflight_mib)
+    return held_against_estimate(
+        snapshot,
+        settings,
+        peak.estimate_backend,
+        context_tokens=peak.context_tokens,
+        kv_int8=peak.kv_cache_mode == "int8",
+    ).total_bytes
 
 
 def estimate_for(

@@ -1,8 +1,8 @@
 """The measurement history as rows for the history screen, and its Markdown export.
 
-Pure over `core.measurement.result.MeasuredPeak` records. The export is the "Estimate
-against peak" table of `vramscope table` (`core.measurement.report.markdown_table`),
-imported only when a table is written.
+Pure over `core.measurement.result.MeasuredPeak` records, in the words of
+`core.measurement.report`. The export is the "Estimate against peak" table of
+`vramscope table` (`core.measurement.report.markdown_table`).
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.measurement.report import TableRow, markdown_table, peak_what
 from core.measurement.result import MeasuredPeak
 from core.units import format_bytes_short
 from tui.model.names import short_model
-from tui.render.measure_text import peak_what
 
 EXPORT_TITLE = "Estimate against peak"
 EXPORT_FILE = "vramscope-estimate-against-peak.md"
@@ -111,8 +111,6 @@ def history_row(peak: MeasuredPeak) -> HistoryRow:
 
 def export_markdown(records: Sequence[MeasuredPeak]) -> str:
     """`vramscope table`'s "Estimate against peak" Markdown for these runs, in this order."""
-    from core.measurement.report import TableRow, markdown_table
-
     rows = [
         TableRow(short_model(r.model), r.context_tokens, r.inflight_mib, r.estimate_bytes, r)
         for r in records

@@ -1,7 +1,8 @@
 """Words for a measurement: its progress, its result beside the estimate, its failure.
 
 Pure Rich text over `core.measurement` values; the measured panel and the history
-screen paint what these return.
+screen paint what these return. The words about a peak itself (what it counts, its
+device, its queue) are `core.measurement.report`'s, shared with the CLI.
 """
 
 from __future__ import annotations
@@ -11,14 +12,13 @@ from rich.text import Text
 
 from core.backend import Backend
 from core.measurement.comparison import margin
+from core.measurement.report import budget_text, device_words, peak_what
 from core.measurement.request import MeasureRequest
 from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailure
 from core.units import format_bytes_short
 from tui.model.names import short_model
 
 LABEL_WIDTH = 16
-MLX_PEAK = "MLX peak memory"
-"""What the mlx engine's peak counts: MLX's own peak of its allocations."""
 COVERED = "✓ covered"
 NOT_COVERED = "✗ NOT covered"
 
@@ -64,17 +64,6 @@ def running_rows(request: MeasureRequest, seconds: float) -> Rows:
     ]
 
 
-def peak_what(peak: MeasuredPeak) -> str:
-    """What the headline peak is, in a few words (it depends on the engine and device)."""
-    if peak.engine == "mlx":
-        return MLX_PEAK
-    if peak.device_kind in ("rocm", "cuda"):
-        return "allocator peak"
-    if peak.device_kind == "cpu":
-        return "RSS over baseline"
-    return peak.peak_kind
-
-
 def result_rows(peak: MeasuredPeak, estimate_bytes: int) -> Rows:
     """Peak, estimate and margin (short size and exact bytes, in columns) with ✓ / ✗, then
     the run: its workload, device and speed."""
@@ -100,9 +89,7 @@ def result_rows(peak: MeasuredPeak, estimate_bytes: int) -> Rows:
     style = "bold green" if m.covered else "bold red"
     verdict = Text(f"{cells[2]}  {m.percent:+.1f}%  ", style)
     verdict.append(COVERED if m.covered else NOT_COVERED, style)
-    device = f"{peak.device_kind} {peak.device_name}" + (f" ({peak.arch})" if peak.arch else "")
-    queue = peak.missing_queue or f"in-flight {peak.budget_words}"
-    run_parts = [queue, peak.attention_label, device]
+    run_parts = [budget_text(peak, "in-flight"), peak.attention_label, device_words(peak)]
     run = (
         f"pp{peak.prompt_tokens} + tg{peak.gen_tokens}, batch 1, {peak.kv_cache_mode} KV, "
         + " · ".join(part for part in run_parts if part)

@@ -16,7 +16,7 @@ from core.display_text import clean_text
 from core.errors import UsageError
 from core.estimate.estimate import DEFAULT_CTX_LEN
 from core.hub import DEFAULT_TIMEOUT_S
-from core.measurement.engine import ATTENTION_CHOICES, EMULATE_CHOICES, FUSE_BF16_CHOICES
+from core.measurement.engine import ATTENTION, EMULATE, FUSE_BF16
 from core.measurement.request import (
     DEFAULT_GEN_TOKENS,
     DEFAULT_WARMUP_TOKENS,
@@ -198,14 +198,14 @@ def add_run_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--emulate",
-        choices=EMULATE_CHOICES,
+        choices=EMULATE.choices,
         default="auto",
         help="torch engine: emulate MLX-ROCm's in-flight queue (rocm) or not (none); auto "
         "emulates it on ROCm and the CPU, not on CUDA, where MLX has none (default auto)",
     )
     p.add_argument(
         "--attention",
-        choices=ATTENTION_CHOICES,
+        choices=ATTENTION.choices,
         default="auto",
         help="torch engine: MLX's unfused attention, which holds an H x L x S score matrix "
         "(mlx-fallback: what MLX runs on the CPU and ROCm) or torch's fused SDPA "
@@ -213,7 +213,7 @@ def add_run_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--fuse-bf16",
-        choices=FUSE_BF16_CHOICES,
+        choices=FUSE_BF16.choices,
         default="auto",
         help="torch engine: model MLX-ROCm's fused kernel for BF16-scale quantized matmuls "
         "(no dequantized weight copy); auto: on a ROCm GPU with the queue emulated "

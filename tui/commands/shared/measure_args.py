@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from core.errors import UsageError
-from core.measurement.engine import DEFAULT_ENGINE
+from core.measurement.engine import ATTENTION, DEFAULT_ENGINE, EMULATE, FUSE_BF16, Engine
 from core.measurement.request import MeasureRequest
 from core.memory_size import parse_optional_memory_size
 from tui.commands.shared.flags import MAX_DURATION_S
@@ -32,20 +32,20 @@ def check_timeout(value: float | None) -> float | None:
 
 
 def request_from_args(
-    args: argparse.Namespace, model: str, prompt_tokens: int, engine: str | None = None
+    args: argparse.Namespace, model: str, prompt_tokens: int, engine: Engine | None = None
 ) -> MeasureRequest:
     """A MeasureRequest from the shared flags (`engine` overrides `--engine`: a `table`
     row, whose torch-only flags leave its mlx rows alone)."""
     table_row = engine is not None
-    engine = engine or str(getattr(args, "engine", DEFAULT_ENGINE))
+    engine = engine or Engine.named(getattr(args, "engine", DEFAULT_ENGINE))
     kv_int8 = getattr(args, "kv_cache_mode", "fp16") == "int8"
-    if kv_int8 and engine != "mlx":
+    if kv_int8 and not engine.spec.int8_kv:
         raise UsageError("--kv-cache-mode", "int8 is measured by --engine mlx only")
     torch_only = {"--attention": args.attention, "--fuse-bf16": args.fuse_bf16}
     for flag, value in torch_only.items():
-        if engine == "mlx" and value != "auto" and not table_row:
+        if engine is not Engine.TORCH and value != "auto" and not table_row:
             raise UsageError(flag, "chooses a torch engine kernel; --engine mlx runs MLX's own")
-    mlx = engine == "mlx"
+    torch = engine is Engine.TORCH  # the torch engine's options reach its requests only
     return MeasureRequest(
         model=model,
         prompt_tokens=prompt_tokens,
@@ -58,8 +58,8 @@ def request_from_args(
         host_memory_cap_bytes=memory_cap(args.memory_cap),
         timeout_s=check_timeout(args.timeout),
         engine=engine,
-        emulate=str(getattr(args, "emulate", "auto")),
-        attention="auto" if mlx else str(args.attention),
-        fuse_bf16="auto" if mlx else str(args.fuse_bf16),
+        emulate=str(getattr(args, "emulate", "auto")) if torch else EMULATE.default,
+        attention=str(args.attention) if torch else ATTENTION.default,
+        fuse_bf16=str(args.fuse_bf16) if torch else FUSE_BF16.default,
         kv_int8=kv_int8,
     )

@@ -1,0 +1,169 @@
+"""What each engine records beside the common fields of a result, typed.
+
+`MeasuredPeak.extra` is the JSON object these are written as (history lines, the
+child's result line, `--json`); its encoding is theirs: `to_extra()` writes the keys
+in the order a run has always written them, and `from_extra()` reads any record,
+old ones included (a key a record lacks takes its default, one this version does not
+know is left in `extra`). The engine's spec names its type
+(`core.measurement.engine.EngineSpec.fields`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _ints(value: Any) -> list[int]:
+    return [v for v in value if _int(v) is not None] if isinstance(value, list) else []
+
+
+def _texts(value: Any) -> dict[str, str]:
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): str(v) for k, v in value.items()}
+
+
+@dataclass(frozen=True)
+class EngineFields:
+    """Shared encoding of the typed fields: dataclass fields in key order."""
+
+    OPTIONAL: ClassVar[frozenset[str]] = frozenset()
+    """Keys written only when set (None is left out, not written as null)."""
+
+    def to_extra(self) -> dict[str, Any]:
+        """The JSON object of `MeasuredPeak.extra`."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is None and f.name in self.OPTIONAL:
+                continue
+            out[f.name] = value
+        return out
+
+
+@dataclass(frozen=True)
+class TorchFields(EngineFields):
+    """The torch engine's own readings: its emulated queue, its kernels, the device."""
+
+    OPTIONAL: ClassVar[frozenset[str]] = frozenset(
+        {"drm_vram_delta_bytes", "drm_gtt_delta_bytes", "pci_bus_id", "allocator_settings"}
+    )
+
+    inflight_emulation: str = "rocm"
+    """`rocm` (MLX-ROCm's queue emulated) or `none`; records from before the choice
+    existed always emulated it."""
+    inflight_commits: int | None = None
+    inflight_waits: int | None = None
+    inflight_max_committed_bytes: int | None = None
+    inflight_max_held_bytes: int | None = None
+    ops: int | None = None
+    fused_bf16_modules: int | None = None
+    attention: str | None = None
+    """The attention the run ran (`mlx-fallback`, `torch-sdpa`); None in records from
+    before the choice existed."""
+    sdpa_backend: dict[str, str] = field(default_factory=dict)
+    """The SDPA kernel torch picked per call shape (fused attention only)."""
+    generated_tokens: list[int] = field(default_factory=list)
+    """The first greedy tokens of the measured pass."""
+    drm_vram_delta_bytes: int | None = None
+    """This process's amdgpu DRM VRAM rise (ROCm, from fdinfo)."""
+    drm_gtt_delta_bytes: int | None = None
+    """This process's amdgpu DRM GTT rise (ROCm, from fdinfo)."""
+    pci_bus_id: str | None = None
+    """The GPU's PCI bus id, when known."""
+    allocator_settings: dict[str, str] | None = None
+    """PYTORCH_HIP_ALLOC_CONF / PYTORCH_CUDA_ALLOC_CONF, when set."""
+
+    @property
+    def emulated_queue(self) -> bool:
+        """True when the run emulated MLX-ROCm's in-flight queue."""
+        return self.inflight_emulation == "rocm"
+
+    @classmethod
+    def from_extra(cls, extra: Mapping[str, Any]) -> TorchFields:
+        """The fields of a record (any record: a missing key takes its default)."""
+        attention = extra.get("attention")
+        settings = extra.get("allocator_settings")
+        return cls(
+            inflight_emulation=str(extra.get("inflight_emulation", "rocm")),
+            inflight_commits=_int(extra.get("inflight_commits")),
+            inflight_waits=_int(extra.get("inflight_waits")),
+            inflight_max_committed_bytes=_int(extra.get("inflight_max_committed_bytes")),
+            inflight_max_held_bytes=_int(extra.get("inflight_max_held_bytes")),
+            ops=_int(extra.get("ops")),
+            fused_bf16_modules=_int(extra.get("fused_bf16_modules")),
+            attention=str(attention) if attention else None,
+            sdpa_backend=_texts(extra.get("sdpa_backend")),
+            generated_tokens=_ints(extra.get("generated_tokens")),
+            drm_vram_delta_bytes=_int(extra.get("drm_vram_delta_bytes")),
+            drm_gtt_delta_bytes=_int(extra.get("drm_gtt_delta_bytes")),
+            pci_bus_id=_str(extra.get("pci_bus_id")),
+            allocator_settings=_texts(settings) if isinstance(settings, dict) else None,
+        )
+
+
+@dataclass(frozen=True)
+class MlxFields(EngineFields):
+    """The mlx engine's own readings of a single-device run."""
+
+    generated_tokens: list[int] = field(default_factory=list)
+    """The first greedy tokens of the measured pass."""
+    mlx_memory_limit_bytes: int | None = None
+    """mx.get_memory_limit() during the run."""
+
+    @classmethod
+    def from_extra(cls, extra: Mapping[str, Any]) -> MlxFields:
+        """The fields of a record (any record: a missing key takes its default)."""
+        return cls(
+            generated_tokens=_ints(extra.get("generated_tokens")),
+            mlx_memory_limit_bytes=_int(extra.get("mlx_memory_limit_bytes")),
+        )
+
+
+@dataclass(frozen=True)
+class RankFields(EngineFields):
+    """One rank of a split MLX load (hip_backend/ranks), or the single run beside it."""
+
+    parallel: str | None = None
+    """`tp` or `pp`; None for the single-device run a split is compared with."""
+    rank: int | None = None
+    ranks: int | None = None
+    """The group's size (1 for the single run)."""
+    layers: list[int] | None = None
+    """[start, end) of the rank's layers under PP; None otherwise."""
+    seconds: dict[str, float] = field(default_factory=dict)
+    """Where the rank's time went: import, join, load, workload."""
+
+    KEY: ClassVar[str] = "rank"
+    """The key that tells a rank's record from a single-device mlx run's."""
+
+    @classmethod
+    def from_extra(cls, extra: Mapping[str, Any]) -> RankFields:
+        """The fields of a record (any record: a missing key takes its default)."""
+        layers = extra.get("layers")
+        seconds = extra.get("seconds")
+        return cls(
+            parallel=_str(extra.get("parallel")),
+            rank=_int(extra.get("rank")),
+            ranks=_int(extra.get("ranks")),
+            layers=_ints(layers) if isinstance(layers, list) else None,
+            seconds=(
+                {str(k): float(v) for k, v in seconds.items() if isinstance(v, int | float)}
+                if isinstance(seconds, dict)
+                else {}
+            ),
+        )
+
+
+RunFields = TorchFields | MlxFields | RankFields
+"""The typed fields of any engine's result."""

@@ -1,0 +1,46 @@
+"""The machine the measuring child runs on, as both engines read it: this process's
+`/proc/self/status`, the CPU's name, and the cap on its address-space growth.
+
+Standard library only; nothing here imports an engine.
+"""
+
+from __future__ import annotations
+
+import platform
+
+
+def status_kib(field: str) -> int | None:
+    """A `/proc/self/status` field in KiB (VmRSS, VmHWM, VmSize), or None."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def cpu_name() -> str:
+    """The CPU's model name (`/proc/cpuinfo`), else what `platform` knows."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "CPU"
+
+
+def cap_host_memory(cap: int) -> None:
+    """Limit further address-space growth to `cap` bytes, so an oversized CPU run fails
+    with an allocation error instead of driving the machine into swap."""
+    import resource
+
+    size_kib = status_kib("VmSize") or 0
+    limit = size_kib * 1024 + cap
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
