@@ -27,6 +27,7 @@ from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailur
 from hip_backend.engines import engine_measure
 from hip_backend.errors import MeasureError, OutOfMemoryError
 from hip_backend.job import ChildJob
+from hip_backend.parent_watch import watch_parent
 
 Emit = Callable[[MeasureEvent], None]
 PROGRESS_INTERVAL_S = 0.1
@@ -127,6 +128,7 @@ def run_job(job: ChildJob, emit: Emit) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: job JSON on stdin, event lines on stdout."""
+    watch_parent()  # gone with the vramscope that started it, whatever killed that
     emit = _ProtocolOut()
     try:
         job = ChildJob.from_json(sys.stdin.read())

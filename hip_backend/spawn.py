@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from hip_backend.parent_watch import PARENT_ENV, parent_token
+
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 """The checkout whose core and hip_backend a child imports, installed or not."""
 
@@ -49,6 +51,7 @@ def child_env(
     for key, value in (defaults or {}).items():
         env.setdefault(key, value)
     env.update(overrides or {})
+    env[PARENT_ENV] = parent_token()  # the child dies with this process (parent_watch)
     if import_path:
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH", "")) if p

@@ -56,6 +56,7 @@ from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailur
 from core.parallel.plan import ParallelEstimate, ParallelPlan, estimate_parallel
 from core.parallel.source import resolve_parallel_model
 from hip_backend.launcher import resolve_budget
+from hip_backend.parent_watch import PARENT_ENV, parent_token
 from hip_backend.ranks.hostfile import RingHostfile
 from hip_backend.ranks.job import RANK_FILE, SINGLE_FILE, RankJob
 from hip_backend.spawn import CHILD_MALLOC_ENV, PROJECT_ROOT, child_env, kill_group, spawn
@@ -172,6 +173,7 @@ def mlx_launch_command(
         str(PROJECT_ROOT),
         "--env",
         f"PYTHONPATH={PROJECT_ROOT}",
+        f"--env={PARENT_ENV}={parent_token()}",  # each rank dies with this process
         *[f"--env={k}={v}" for k, v in CHILD_MALLOC_ENV.items()],
         "--",
         "-m",

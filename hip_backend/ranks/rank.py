@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime
 import platform
+import shutil
 import sys
 import time
 import traceback
@@ -38,6 +39,7 @@ from core.measurement.protocol import (
     encode_event,
 )
 from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailure
+from hip_backend.parent_watch import watch_parent
 from hip_backend.ranks.job import RANK_FILE, SINGLE_FILE, RankJob
 
 _STARTED = time.perf_counter()
@@ -210,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m hip_backend.ranks.rank [--single] JOB.json", file=sys.stderr)
         return 2
     job = RankJob.from_json(Path(args[0]).read_text(encoding="utf-8"))
+    # Dies with the vramscope that launched mlx.launch; the scratch folder goes with it.
+    watch_parent(cleanup=lambda: shutil.rmtree(job.out_dir, ignore_errors=True))
     return run_rank(job, single)
 
 
