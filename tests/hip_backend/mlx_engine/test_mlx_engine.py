@@ -369,8 +369,7 @@ def test_an_int8_kv_cache_is_mlx_lm_s_quantized_cache(mlx_model_dir: Path) -> No
     ref = reference.result()
     assert isinstance(peak, MeasuredPeak), peak
     assert peak.kv_cache_mode == "int8"
-    tolerance = TOLERANCE_BY_MODEL.get(name, TOLERANCE)
-    assert abs(peak.peak_bytes - ref.peak_bytes) <= tolerance * ref.peak_bytes, (peak, ref)
+    assert abs(peak.peak_bytes - ref.peak_bytes) <= TOLERANCE * ref.peak_bytes, (peak, ref)
     int8 = prepare(request(folder, kv_int8=True)).estimate
     fp16 = prepare(request(folder)).estimate
     assert peak.estimate_bytes == int8.total_bytes
