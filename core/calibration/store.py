@@ -18,7 +18,7 @@ from typing import Any
 
 from core.calibration.record import Calibration
 from core.display_text import clean_text
-from core.errors import describe_os_error
+from core.errors import OversizedFileError, describe_os_error
 from core.measurement.history import state_dir
 from core.model.config import decode_json, read_small_file
 
@@ -53,6 +53,8 @@ def read_store(path: Path, origin: str = "user") -> StoreRead:
         return StoreRead()
     except OSError as exc:
         return _ignored(path, describe_os_error(exc))
+    except OversizedFileError as exc:  # read_small_file refuses models; here: ignored
+        return _ignored(path, exc.problem)
     try:
         data: Any = decode_json(raw, CALIBRATION_FILE)
         cals = _decode(data, origin)

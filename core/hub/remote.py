@@ -32,6 +32,7 @@ from core.estimate.weights import INDEX_FILE, INDEX_SIZE_CAP, has_safetensors_ex
 from core.hub import DEFAULT_TIMEOUT_S, store
 from core.model.config import CONFIG_FILE, CONFIG_SIZE_CAP, decode_json
 from core.model.safetensors_header import HEADER_SIZE_CAP, METADATA_KEY, header_weight_bytes
+from core.regular_file import read_regular
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 MAX_SHARDS = 1024  # the largest real repos have a few hundred shards
@@ -349,10 +350,10 @@ def _download_small(
         endpoint=api.endpoint,
         etag_timeout=options.timeout_s,
     )
-    path = Path(local)
-    if path.stat().st_size > cap:
+    data = read_regular(Path(local), cap)  # never blocks on a FIFO swapped in
+    if len(data) > cap:
         raise HubError(repo_id, f"{name} is over the {cap}-byte cap")
-    return path.read_bytes()
+    return data
 
 
 def _header_json(repo_id: str, shard: str, meta: Any) -> bytes:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from core.catalog.disk_cache import cache_dir
 from core.catalog.hf_cache import repo_folder_name
+from core.regular_file import read_regular
 
 COMMIT_RE = re.compile(r"[0-9a-f]{40}")
 # Repo ids as the Hub allows them: `org/name`, letters, digits, `-_.`, no `--` or `..`.
@@ -66,7 +67,7 @@ def lookup(root: Path, repo_id: str, revision: str) -> StoredModel | None:
     if commit is None:
         ref = _ref_file(root, repo_id, revision)
         try:
-            text = ref.read_text(encoding="ascii").strip() if ref is not None else ""
+            text = _read_ref(ref) if ref is not None else ""
         except (OSError, ValueError):
             return None
         commit = text if COMMIT_RE.fullmatch(text) else None
@@ -134,7 +135,7 @@ def list_stored(root: Path) -> list[StoredModel]:
         try:
             for ref in (repo / "refs").rglob("*"):
                 if ref.is_file() and not ref.name.startswith("."):
-                    commit = ref.read_text(encoding="ascii").strip()
+                    commit = _read_ref(ref)
                     refs.setdefault(commit, []).append(str(ref.relative_to(repo / "refs")))
         except (OSError, ValueError):
             pass
@@ -149,3 +150,8 @@ def _mtime(path: Path) -> float:
         return path.stat().st_mtime
     except OSError:
         return 0.0
+
+
+def _read_ref(ref: Path) -> str:
+    """A ref file's commit (a regular file of a few bytes; never blocks on a FIFO)."""
+    return read_regular(ref, 256)[:256].decode("ascii").strip()

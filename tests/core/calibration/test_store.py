@@ -11,7 +11,7 @@ import pytest
 from core.calibration.builtin import builtin_calibration
 from core.calibration.record import Calibration
 from core.calibration.select import choose
-from core.calibration.store import merged, read_store, write_store
+from core.calibration.store import SIZE_CAP, merged, read_store, write_store
 
 
 def user_copy(**changes: object) -> Calibration:
@@ -86,3 +86,12 @@ def test_the_user_s_calibration_comes_before_the_builtin_one() -> None:
     # the most specific user calibration wins when a device is named, the latest otherwise
     assert choose([mine, whole], "rocm", device="gfx1151") is mine
     assert choose([mine, whole], "rocm") is whole
+
+
+def test_an_oversized_file_is_ignored_with_one_warning_not_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "calibration.json"
+    with path.open("wb") as fh:
+        fh.truncate(SIZE_CAP + 1)  # sparse
+    got = read_store(path)
+    assert got.calibrations == ()
+    assert len(got.warnings) == 1 and "over vramscope's" in got.warnings[0]
