@@ -26,6 +26,7 @@ from core.measurement.protocol import (
 from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailure
 from hip_backend.engines import engine_measure
 from hip_backend.errors import MeasureError, OutOfMemoryError
+from hip_backend.host import CAPPED_ALLOCATION_TEXTS
 from hip_backend.job import ChildJob
 from hip_backend.parent_watch import watch_parent
 
@@ -64,20 +65,10 @@ class _Throttle:
         self.emit(MeasureProgress(phase, done, total, detail))
 
 
-# What native allocators say when they cannot map memory (oneDNN says the second
-# when RLIMIT_AS stops it); only read as out-of-memory under --memory-cap.
-_CAPPED_ALLOCATION_TEXTS = (
-    "could not create a primitive",
-    "bad_alloc",
-    "cannot allocate",
-    "thread creation failed",  # libgomp: no room for a worker thread's stack
-)
-
-
 def _is_oom(exc: BaseException, capped: bool = False) -> bool:
     if isinstance(exc, MemoryError | OutOfMemoryError):
         return True
-    if capped and any(t in str(exc).lower() for t in _CAPPED_ALLOCATION_TEXTS):
+    if capped and any(t in str(exc).lower() for t in CAPPED_ALLOCATION_TEXTS):
         return True
     torch = sys.modules.get("torch")
     oom_type = getattr(torch, "OutOfMemoryError", None) if torch is not None else None

@@ -8,6 +8,16 @@ from __future__ import annotations
 
 import platform
 
+# What native allocators say when they cannot map memory (oneDNN says the second
+# when RLIMIT_AS stops it, libgomp the last when a thread stack cannot be mapped);
+# only read as out-of-memory under --memory-cap, by the child and by the launcher.
+CAPPED_ALLOCATION_TEXTS = (
+    "could not create a primitive",
+    "bad_alloc",
+    "cannot allocate",
+    "thread creation failed",  # libgomp: no room for a worker thread's stack
+)
+
 
 def status_kib(field: str) -> int | None:
     """A `/proc/self/status` field in KiB (VmRSS, VmHWM, VmSize), or None."""

@@ -47,6 +47,7 @@ from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailur
 from core.model.config import ModelConfig
 from core.model.snapshot import ModelSnapshot
 from hip_backend.engines import runtime
+from hip_backend.host import CAPPED_ALLOCATION_TEXTS
 from hip_backend.job import ChildJob
 from hip_backend.spawn import CHILD_MALLOC_ENV, CHILD_THREAD_ENV, child_env, signal_group, spawn
 
@@ -356,8 +357,9 @@ class MeasurementHandle:
         last = next((line for line in reversed(self._stderr_tail) if line.strip()), "")
         detail = f": {last.strip()}" if last else ""
         cap = self.prepared.request.host_memory_cap_bytes if self.prepared else None
-        if cap is not None and "thread creation failed" in last.lower():
-            # libgomp exits when RLIMIT_AS leaves no room for a worker thread's stack.
+        if cap is not None and any(t in last.lower() for t in CAPPED_ALLOCATION_TEXTS):
+            # Native code that exits (libgomp with no room for a thread's stack) rather
+            # than raising: the cap refusing memory, as in the child's own check.
             return MeasurementFailure(
                 FailureKind.OUT_OF_MEMORY,
                 f"an allocation failed under --memory-cap {cap} bytes{detail}",

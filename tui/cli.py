@@ -82,20 +82,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Writing the answer failed (ENOSPC on `> /dev/full`, EPIPE, EACCES on --out):
         # one line naming where, never a traceback. Errors reading inputs are
         # VramscopeErrors above; an OSError that reaches here is an output one.
-        _quiet_stdout(sys)
+        _quiet_stdout()
         where = exc.filename if exc.filename else "stdout"
         reason = exc.strerror or type(exc).__name__
         print(f"vramscope: error: cannot write {clean_text(str(where))}: {reason}", file=sys.stderr)
         return EXIT_USAGE
 
 
-def _quiet_stdout(sys: object) -> None:
+def _quiet_stdout() -> None:
     """Point stdout at /dev/null so the interpreter's last flush of the unwritten
     buffer does not print its own error after ours."""
     import os
+    import sys
 
-    stdout = getattr(sys, "stdout", None)
     with contextlib.suppress(OSError, ValueError, AttributeError):
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, stdout.fileno())  # type: ignore[union-attr]
+        os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
