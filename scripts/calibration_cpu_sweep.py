@@ -104,7 +104,7 @@ def main() -> int:
                    "--warmup-tokens", "8", "--timeout", "600", "--out", str(table)]  # fmt: skip
         subprocess.run(command, cwd=ROOT, env=env, check=False)
         read = HistoryStore(Path(tmp) / "state" / "vramscope" / HISTORY_FILE).read()
-        records = records_from_history(read.results)
+        records, _ = records_from_history(read.results)
         rows, warnings = rows_from_records(
             records, lambda name: read_model_dir(Path(name)), skip_unresolved=True
         )

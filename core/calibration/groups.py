@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from core.calibration.fit import CalibrationRefused, fit_rows
-from core.calibration.record import Calibration
+from core.calibration.record import DEFAULT_TARGET, Calibration
 from core.calibration.rows import CalibrationRow
 
 GroupKey = tuple[str | None, str, str | None]
@@ -35,6 +35,7 @@ def calibrate_groups(
     backend: str | None = None,
     device: str | None = None,
     fitted_at: str = "",
+    target: str = DEFAULT_TARGET,
 ) -> list[GroupResult]:
     """Fit every (engine, backend, device) group of the rows the filters keep."""
     groups: dict[GroupKey, list[CalibrationRow]] = {}
@@ -50,7 +51,7 @@ def calibrate_groups(
             out.append(GroupResult(key, len(members), None, str(exc)))
             continue
         cal = Calibration.from_fit(
-            fit, engine=key[0], backend=key[1], device=key[2], fitted_at=fitted_at
+            fit, engine=key[0], backend=key[1], device=key[2], fitted_at=fitted_at, target=target
         )
         out.append(GroupResult(key, len(members), cal))
     return out

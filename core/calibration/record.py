@@ -17,7 +17,15 @@ from core.calibration.fit import (
 
 DEFAULT_TARGET = "mlx_peak"
 """The figure fitted by default: MLX's peak (`mx.get_peak_memory()`), as in mlxcel's rows."""
-TARGET_LABELS = {"mlx_peak": "MLX's peak (mx.get_peak_memory)", "peak": "the recorded peak"}
+TARGET_LABELS = {
+    "mlx_peak": "MLX's peak (mx.get_peak_memory)",
+    "active_plus_cache": "MLX's active + cache peak (freed-buffer cache included)",
+    "os_peak": "the process's OS peak (VmHWM on the CPU, its device memory on ROCm)",
+    "peak": "the recorded peak",
+}
+"""What a calibration can fit (`calibrate --target`); `peak` is only read, from old files."""
+TARGETS = ("mlx_peak", "active_plus_cache", "os_peak")
+"""The figures `calibrate --target` picks from, each recorded by `measure` (mlx engine)."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +81,11 @@ class Calibration:
     def total_bytes(self, weights: int, kv: int, inflight: int) -> int:
         """The calibrated total for a workload whose mlxcel terms are given."""
         return predict(weights, kv, inflight, self.fixed_bytes, self.margin_basis_points)
+
+    @property
+    def target_words(self) -> str:
+        """What the calibration fitted, in words."""
+        return TARGET_LABELS.get(self.target, self.target)
 
     @property
     def device_words(self) -> str:

@@ -46,6 +46,7 @@ def calibration_lines(cal: Calibration) -> list[str]:
     who = key_words((cal.engine, cal.backend, cal.device))
     return [
         f"Calibrated (vramscope): {clean_text(who)}, {runs(cal.runs)} of {len(cal.models)} models",
+        f"  Fitted to:     {cal.target_words}",
         f"  Form:          W + {cal.kv_factor} x KV + in-flight "
         f"{_signed_bytes(cal.fixed_bytes)} fixed ({cal.fixed_bytes} bytes), "
         f"then + {cal.margin_basis_points / 100:g}% margin",
@@ -87,7 +88,8 @@ def calibrated_line(cal: Calibration, est: MemoryEstimate) -> str:
     cv = cal.cross_validated.vramscope
     return clean_text(
         f"  Calibrated (vramscope, {cal.runs} runs on {cal.device_words}): "
-        f"{format_bytes(total)}, {verdict}  ({_origin_words(cal)}; held-out runs "
+        f"{format_bytes(total)}, {verdict}  ({_origin_words(cal)}; fitted to "
+        f"{cal.target_words}; held-out runs "
         f"{cv.covered} of {cv.rows} covered, median overshoot {percent(cv.median_overshoot)})"
     )
 

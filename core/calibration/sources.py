@@ -1,7 +1,9 @@
 """Measured runs to fit on: a CSV file or the measurement history, made into rows.
 
-A CSV has the columns `model, context, inflight_mib, backend, peak_bytes` and optional
-`engine, device, batch, kv_cache_mode`; lines starting with `#` are comments. Models are
+A CSV has the columns `model, context, inflight_mib, backend, peak_bytes` (MLX's peak)
+and optional `engine, device, batch, kv_cache_mode, active_plus_cache_peak_bytes,
+os_peak_bytes`; lines starting with `#` are comments. The target (`calibrate --target`)
+picks which peak column is fitted. Models are
 resolved as `inspect` resolves them, and each row's terms are mlxcel's estimate for its
 workload with mlxcel's default factors (the environment is not read, so a calibration
 is the same wherever it is fitted).
@@ -29,7 +31,20 @@ from core.units import U64_MAX
 
 CSV_SIZE_CAP = 16 * 2**20
 REQUIRED = ("model", "context", "inflight_mib", "backend", "peak_bytes")
-OPTIONAL = ("engine", "device", "batch", "kv_cache_mode")
+OPTIONAL = (
+    "engine",
+    "device",
+    "batch",
+    "kv_cache_mode",
+    "active_plus_cache_peak_bytes",
+    "os_peak_bytes",
+)
+TARGET_FIELDS = {
+    "mlx_peak": "peak_bytes",
+    "active_plus_cache": "active_plus_cache_peak_bytes",
+    "os_peak": "os_peak_bytes",
+}
+"""What each target fits: a MeasuredPeak field (history), the CSV column of that name."""
 BACKENDS = ("rocm", "cuda", "metal", "cpu")
 MAX_INFLIGHT_MIB = U64_MAX >> 20
 
@@ -73,8 +88,9 @@ def _text(value: str | None, where: str, column: str) -> str | None:
     return text or None
 
 
-def parse_csv(data: str, name: str) -> list[RunRecord]:
-    """The runs of a CSV text; CalibrationInputError naming the first bad cell."""
+def parse_csv(data: str, name: str, target: str = "mlx_peak") -> list[RunRecord]:
+    """The runs of a CSV text, each with the target's peak; CalibrationInputError naming
+    the first bad cell (or the target's missing column)."""
     lines = [ln for ln in data.splitlines() if not ln.lstrip().startswith("#")]
     reader = csv.DictReader(io.StringIO("\n".join(lines)))
     header = [h.strip() for h in reader.fieldnames or []]
@@ -86,6 +102,11 @@ def parse_csv(data: str, name: str) -> list[RunRecord]:
         raise CalibrationInputError(
             f"{name}: unknown column '{clean_text(unknown[0])}' "
             f"(known: {', '.join(REQUIRED + OPTIONAL)})"
+        )
+    column = TARGET_FIELDS[target]
+    if column not in header:
+        raise CalibrationInputError(
+            f"{name}: --target {target} needs the column '{column}', which the file lacks"
         )
     reader.fieldnames = header
     out = []
@@ -113,7 +134,7 @@ def parse_csv(data: str, name: str) -> list[RunRecord]:
                 context=_int(cell["context"], where, "context", 1),
                 inflight_mib=_int(cell["inflight_mib"], where, "inflight_mib", 0, MAX_INFLIGHT_MIB),
                 backend=backend,
-                peak_bytes=_int(cell["peak_bytes"], where, "peak_bytes", 1),
+                peak_bytes=_int(cell[column], where, column, 1),
                 where=where,
                 engine=_text(cell.get("engine"), where, "engine"),
                 device=_text(cell.get("device"), where, "device"),
@@ -124,8 +145,8 @@ def parse_csv(data: str, name: str) -> list[RunRecord]:
     return out
 
 
-def read_csv(path: Path) -> list[RunRecord]:
-    """The runs of a CSV file (regular, at most 16 MiB, UTF-8)."""
+def read_csv(path: Path, target: str = "mlx_peak") -> list[RunRecord]:
+    """The runs of a CSV file (regular, at most 16 MiB, UTF-8), with the target's peak."""
     name = clean_text(str(path))
     try:
         raw = read_small_file(path, CSV_SIZE_CAP)
@@ -136,16 +157,25 @@ def read_csv(path: Path) -> list[RunRecord]:
     except UnicodeDecodeError as exc:
         raise CalibrationInputError(f"{name}: not UTF-8 (byte {exc.start})") from None
     try:
-        return parse_csv(text, name)
+        return parse_csv(text, name, target)
     except csv.Error as exc:
         raise CalibrationInputError(f"{name}: not a CSV file ({exc})") from None
 
 
-def records_from_history(peaks: Iterable[MeasuredPeak]) -> list[RunRecord]:
-    """The runs of the measurement history (each measured on its own device)."""
+def records_from_history(
+    peaks: Iterable[MeasuredPeak], target: str = "mlx_peak"
+) -> tuple[list[RunRecord], int]:
+    """The runs of the measurement history (each measured on its own device) with the
+    target's figure, and how many records lack it (older runs, other engines)."""
     out = []
+    lacking = 0
+    field_name = TARGET_FIELDS[target]
     for n, p in enumerate(peaks, start=1):
         if p.device_kind not in BACKENDS or p.peak_bytes <= 0:
+            continue
+        value = getattr(p, field_name)
+        if not isinstance(value, int) or value <= 0:
+            lacking += 1
             continue
         out.append(
             RunRecord(
@@ -153,14 +183,14 @@ def records_from_history(peaks: Iterable[MeasuredPeak]) -> list[RunRecord]:
                 context=max(1, p.prompt_tokens + p.gen_tokens),
                 inflight_mib=min(p.inflight_mib, MAX_INFLIGHT_MIB),
                 backend=p.device_kind,
-                peak_bytes=p.peak_bytes,
+                peak_bytes=value,
                 where=f"history:{n}",
                 engine=p.engine,
                 device=p.arch or p.device_name or None,
                 kv_cache_mode=p.kv_cache_mode,
             )
         )
-    return out
+    return out, lacking
 
 
 def rows_from_records(

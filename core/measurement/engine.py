@@ -136,7 +136,15 @@ ENGINE_SPECS: Mapping[Engine, EngineSpec] = {
     Engine.MLX: EngineSpec(
         label="MLX (mlx-lm)",
         fields=MlxFields,
-        result_fields=("mlx_version", "mlx_lm_version", "active_bytes", "cache_bytes"),
+        result_fields=(
+            "mlx_version",
+            "mlx_lm_version",
+            "active_bytes",
+            "cache_bytes",
+            "active_plus_cache_peak_bytes",
+            "os_peak_bytes",
+            "os_peak_source",
+        ),
         own_formula_devices=frozenset({"rocm", "cuda", "metal", "cpu"}),
         int8_kv=True,
         ranks=True,

@@ -100,6 +100,14 @@ def comparison_lines(peak: MeasuredPeak) -> list[str]:
             f"At the end:     {format_bytes(peak.active_bytes)} active, "
             f"{format_bytes(peak.cache_bytes)} in MLX's buffer cache"
         )
+    if peak.active_plus_cache_peak_bytes is not None:
+        lines.append(
+            f"Active + cache: {format_bytes(peak.active_plus_cache_peak_bytes)} "
+            "(MLX's largest active + freed-buffer cache, sampled at every step)"
+        )
+    if peak.os_peak_bytes is not None:
+        source = f" ({clean_text(peak.os_peak_source)})" if peak.os_peak_source else ""
+        lines.append(f"OS peak:        {format_bytes(peak.os_peak_bytes)}{source}")
     if peak.reserved_peak_bytes is not None:
         lines.append(f"Reserved peak:  {format_bytes(peak.reserved_peak_bytes)}")
     if peak.device_used_delta_bytes is not None:

@@ -129,6 +129,15 @@ class MeasuredPeak:
     """mx.get_cache_memory() at the end of an mlx run (freed buffers MLX keeps for reuse)."""
     kv_cache_mode: str = "fp16"
     """`fp16`, or `int8` (mlx-lm's 8-bit quantized KV cache; mlx engine only)."""
+    active_plus_cache_peak_bytes: int | None = None
+    """The largest mx.get_active_memory() + mx.get_cache_memory() of an mlx run, sampled
+    after the load, every prefill chunk and every token: what MLX held from the system,
+    freed-buffer cache included (hip_backend/mlx_engine/footprint.py). None in records
+    from before it was recorded."""
+    os_peak_bytes: int | None = None
+    """The process's own peak as the OS counts it (`os_peak_source` says how: VmHWM on
+    the CPU, the process's amdgpu memory on ROCm); None where the device has none."""
+    os_peak_source: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "engine", Engine.named(self.engine))

@@ -94,6 +94,7 @@ def measure(job: ChildJob, emit: Emit, progress: Progress) -> MeasuredPeak:
     versions = import_mlx()
     import mlx.core as mx
 
+    from hip_backend.mlx_engine.footprint import Footprint
     from hip_backend.mlx_engine.workload import reset_peak, run_workload, weights_bytes
 
     source = ModelSource(Path(job.folder) if job.folder else None, job.profile_id)
@@ -130,6 +131,8 @@ def measure(job: ChildJob, emit: Emit, progress: Progress) -> MeasuredPeak:
             assert job.folder is not None
             model = load_real(Path(job.folder), raw_config)
         load_seconds = time.perf_counter() - started
+        footprint = Footprint(device.kind)
+        footprint.sample()  # the load's buffers, before the workload's first clear
         progress("load", 1, 1)
         held = weights_bytes(model)
         try:
@@ -143,6 +146,7 @@ def measure(job: ChildJob, emit: Emit, progress: Progress) -> MeasuredPeak:
                 seed=job.seed,
                 chunk=job.prefill_chunk,
                 progress=progress,
+                sample=footprint.sample,
             )
         except (RuntimeError, ValueError) as exc:
             # MLX names kernels a backend lacks ("[GatherMM::eval] Currently only
@@ -161,6 +165,7 @@ def measure(job: ChildJob, emit: Emit, progress: Progress) -> MeasuredPeak:
             f"{cap.cap:,} bytes"
         )
     del model
+    os_peak = footprint.os_peak()  # VmHWM read at the end, in this process
     return MeasuredPeak(
         model=asked.model,
         device_kind=device.kind,
@@ -191,6 +196,9 @@ def measure(job: ChildJob, emit: Emit, progress: Progress) -> MeasuredPeak:
         active_bytes=figures.active_bytes,
         cache_bytes=figures.cache_bytes,
         kv_cache_mode="int8" if asked.kv_int8 else "fp16",
+        active_plus_cache_peak_bytes=footprint.held_peak,
+        os_peak_bytes=os_peak.bytes if os_peak is not None else None,
+        os_peak_source=os_peak.source if os_peak is not None else None,
     )
 
 

@@ -38,6 +38,8 @@ KV_GROUP_SIZE = 64
 
 PhaseProgress = Callable[[str, int, int], None]
 """`progress(phase, done, total)`: phase is `prefill` / `decode`, prefixed `warmup `."""
+Sample = Callable[[], None]
+"""Called after every prefill chunk and every decoded token (mlx_engine/footprint.py)."""
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,7 @@ def run_pass(
     chunk: int = PREFILL_CHUNK,
     phase: str = "",
     progress: PhaseProgress | None = None,
+    sample: Sample | None = None,
 ) -> PassFigures:
     """Prefill `prompt` and decode `gen_tokens` greedy tokens from a fresh prompt cache."""
     import mlx.core as mx
@@ -110,6 +113,8 @@ def run_pass(
         raise ValueError("the prompt needs at least one token")
 
     def on_prompt(done: int, total: int) -> None:
+        if sample is not None:  # before mlx-lm clears the cache after the chunk
+            sample()
         if progress is not None:
             progress(f"{phase}prefill", done, total)
 
@@ -134,6 +139,8 @@ def run_pass(
             prefill_seconds = time.perf_counter() - started
             started = time.perf_counter()
         tokens.append(int(token))
+        if sample is not None:  # before mlx-lm's periodic clear of the cache
+            sample()
         if progress is not None:
             progress(f"{phase}decode", len(tokens), gen_tokens)
     mx.synchronize()
@@ -155,6 +162,7 @@ def run_workload(
     seed: int = 0,
     chunk: int = PREFILL_CHUNK,
     progress: PhaseProgress | None = None,
+    sample: Sample | None = None,
 ) -> WorkloadFigures:
     """The warm-up pass, then the measured pass; MLX's counters read at the end.
 
@@ -172,6 +180,7 @@ def run_workload(
         chunk=chunk,
         phase="warmup ",
         progress=progress,
+        sample=sample,
     )
     measured = run_pass(
         model,
@@ -180,8 +189,11 @@ def run_workload(
         kv_bits=kv_bits,
         chunk=chunk,
         progress=progress,
+        sample=sample,
     )
     mx.synchronize()
+    if sample is not None:
+        sample()
     return WorkloadFigures(
         peak_bytes=int(mx.get_peak_memory()),
         active_bytes=int(mx.get_active_memory()),

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from core import __version__
+from core.calibration.record import DEFAULT_TARGET, TARGET_LABELS, TARGETS
 from tui.commands.shared.flags import add_model_source_flags
 from tui.commands.shared.output import warn
 
@@ -41,6 +42,14 @@ def register(sub: Any) -> None:
         "--backend", choices=("rocm", "cuda", "metal", "cpu"), help="only runs on this backend"
     )
     p.add_argument("--device", metavar="NAME", help="only runs on this device (e.g. gfx1151)")
+    p.add_argument(
+        "--target",
+        choices=TARGETS,
+        default=DEFAULT_TARGET,
+        help="the recorded figure to fit: MLX's peak (mx.get_peak_memory, the default, "
+        "what mlxcel's published rows are), MLX's active + cache peak, or the process's OS "
+        "peak (VmHWM on the CPU, its device memory on ROCm)",
+    )
     p.add_argument("--json", action="store_true", help="print the fit as JSON")
     add_model_source_flags(p)
     p.set_defaults(func=run)
@@ -64,15 +73,22 @@ def run(args: argparse.Namespace) -> int:
         return resolve_model(name, args.models_dir)
 
     if args.rows is not None:
-        records = read_csv(args.rows)
+        records = read_csv(args.rows, args.target)
         source = clean_text(str(args.rows))
         rows, warnings = rows_from_records(records, resolve, skip_unresolved=False)
     else:
         history = HistoryStore.default()
         read = history.read()
         warn(read.warnings)
-        records = records_from_history(read.results)
+        records, lacking = records_from_history(read.results, args.target)
         source = clean_text(str(history.path))
+        if lacking:
+            warn(
+                [
+                    f"{source}: left out {lacking} run(s) that did not record "
+                    f"{TARGET_LABELS[args.target]} (older runs, or not the mlx engine)"
+                ]
+            )
         rows, warnings = rows_from_records(records, resolve, skip_unresolved=True)
     warn(warnings)
     if not rows:
@@ -80,7 +96,12 @@ def run(args: argparse.Namespace) -> int:
         return 2
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     results = calibrate_groups(
-        rows, engine=args.engine, backend=args.backend, device=args.device, fitted_at=stamp
+        rows,
+        engine=args.engine,
+        backend=args.backend,
+        device=args.device,
+        fitted_at=stamp,
+        target=args.target,
     )
     if not results:
         print(
@@ -102,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
         doc = {
             "vramscope_version": __version__,
             "source": source,
+            "target": args.target,
             "saved_to": str(path) if fitted else None,
             "calibrations": [c.to_dict() for c in fitted],
             "refused": [refused_json(r) for r in results if r.calibration is None],

@@ -127,3 +127,36 @@ def test_no_runs_at_all_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "calibrate")
     assert (code, out) == (2, "")
     assert err.startswith("vramscope: error: no measured runs to calibrate on in ")
+
+
+def test_target_picks_the_csv_column_it_fits_and_the_fit_names_it(
+    tmp_path: Path, state_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = builtin_csv(tmp_path).read_text().splitlines()
+    extra = 300_000_000  # every run's OS peak 300 MB above MLX's
+    lines = [rows[0] + ",os_peak_bytes"] + [f"{r},{int(r.split(',')[4]) + extra}" for r in rows[1:]]
+    path = tmp_path / "footprint.csv"
+    path.write_text("\n".join(lines) + "\n")
+    code, out, err = run(capsys, "calibrate", "--rows", str(path), "--target", "os_peak")
+    assert (code, err) == (0, "")
+    assert "  Fitted to:     the process's OS peak" in out
+    (cal,) = json.loads((state_home / "vramscope" / "calibration.json").read_text())["calibrations"]
+    assert cal["target"] == "os_peak"
+    assert cal["form"]["fixed_bytes"] == builtin_calibration().fixed_bytes + extra
+    code, out, err = run(capsys, "calibrate", "--rows", str(path), "--json")
+    assert json.loads(out)["calibrations"][0]["target"] == "mlx_peak"
+    assert json.loads(out)["calibrations"][0]["form"]["fixed_bytes"] == (
+        builtin_calibration().fixed_bytes
+    )
+
+
+def test_a_target_whose_column_the_csv_lacks_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = builtin_csv(tmp_path)
+    code, out, err = run(capsys, "calibrate", "--rows", str(path), "--target", "active_plus_cache")
+    assert (code, out) == (2, "")
+    assert err == (
+        f"vramscope: error: {path}: --target active_plus_cache needs the column "
+        "'active_plus_cache_peak_bytes', which the file lacks\n"
+    )
