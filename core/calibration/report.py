@@ -12,6 +12,7 @@ from core.calibration.groups import GroupResult, key_words
 from core.calibration.record import Calibration
 from core.display_text import clean_text
 from core.estimate.estimate import MemoryEstimate
+from core.estimate.fit import FitRow
 from core.units import format_bytes, format_bytes_short
 
 
@@ -129,4 +130,35 @@ def calibrated_json(cal: Calibration, est: MemoryEstimate) -> dict[str, Any]:
         "origin": cal.origin,
         "form": d["form"],
         "cross_validated": d["cross_validated"],
+    }
+
+
+def row_calibrated_total(cal: Calibration, row: FitRow) -> int | None:
+    """vramscope's calibrated total for a `fit` row (None when the row has no numbers);
+    a stored row's terms are inspect's, so this is `inspect --calibrated`'s total."""
+    if row.weights_bytes is None or row.kv_bytes is None or row.inflight_bytes is None:
+        return None
+    return cal.total_bytes(row.weights_bytes, row.kv_bytes, row.inflight_bytes)
+
+
+def calibration_words(cal: Calibration) -> str:
+    """`vramscope, 18 runs on gfx1151, fitted to MLX's peak (...), built-in, ...`."""
+    return clean_text(
+        f"vramscope, {cal.runs} runs on {cal.device_words}, fitted to {cal.target_words}, "
+        f"{_origin_words(cal)}"
+    )
+
+
+def calibration_json(cal: Calibration) -> dict[str, Any]:
+    """Which calibration, for a JSON document whose rows carry calibrated totals."""
+    return {
+        "backend": cal.backend,
+        "engine": cal.engine,
+        "device": cal.device,
+        "target": cal.target,
+        "origin": cal.origin,
+        "runs": cal.runs,
+        "models": list(cal.models),
+        "fixed_bytes": cal.fixed_bytes,
+        "fitted_at": cal.fitted_at,
     }

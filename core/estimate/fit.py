@@ -74,6 +74,10 @@ class FitRow:
     largest_context: FitLimit | None
     unavailable: str | None = None
     """Why there is no number (the what-if's rule does not apply), else None."""
+    kv_bytes: int | None = None
+    """mlxcel's KV term of the row's estimate (vramscope's calibrated total uses it)."""
+    inflight_bytes: int | None = None
+    """mlxcel's in-flight term of the row's estimate."""
 
     @property
     def largest_context_tokens(self) -> int | None:
@@ -137,6 +141,8 @@ def _row(
         slack_bytes=est.slack_bytes,
         overflow_bytes=est.overflow_bytes,
         largest_context=largest_context(snapshot, workload, settings),
+        kv_bytes=est.kv_bytes,
+        inflight_bytes=est.backend_inflight_bytes,
     )
 
 

@@ -71,13 +71,22 @@ def _candidates(choice: str | None) -> list[Any]:
     return [*read.calibrations, builtin_calibration()]
 
 
-def calibrated_output(args: argparse.Namespace, est: Any, backend: str) -> tuple[str, Any]:
-    """The line under the banner, and the `calibrated` JSON value (None when no match)."""
-    from core.calibration.report import calibrated_json, calibrated_line, no_calibration_line
+def chosen_calibration(args: argparse.Namespace, backend: str) -> Any:
+    """The calibration the flags pick for `backend` (None when none matches)."""
     from core.calibration.select import choose
 
     device, engine = args.calibration_device, args.calibration_engine
-    cal = choose(_candidates(args.calibration), backend, engine, device)
+    return choose(_candidates(args.calibration), backend, engine, device)
+
+
+def calibrated_output(args: argparse.Namespace, est: Any, backend: str) -> tuple[str, Any]:
+    """The line under the banner, and the `calibrated` JSON value (None when no match)."""
+    from core.calibration.report import calibrated_json, calibrated_line, no_calibration_line
+
+    cal = chosen_calibration(args, backend)
     if cal is None:
-        return no_calibration_line(backend, device, engine), None
+        return (
+            no_calibration_line(backend, args.calibration_device, args.calibration_engine),
+            None,
+        )
     return calibrated_line(cal, est), calibrated_json(cal, est)

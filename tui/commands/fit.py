@@ -16,6 +16,7 @@ from core.estimate.available import AvailableMemory
 from core.estimate.estimate import Workload
 from core.estimate.fit import QUANTIZATION_CHOICES, STORED
 from core.units import format_bytes_short
+from tui.commands._calibrated import add_calibration_flags, chosen_calibration, wanted
 from tui.commands.shared.estimate_args import parse_memory_limit_flag
 from tui.commands.shared.flags import add_model_source_flags, add_workload_flags
 from tui.commands.shared.output import warn
@@ -70,6 +71,7 @@ def register(sub: Any) -> None:
         f"(default {DEFAULT_QUANTIZATIONS})",
     )
     p.add_argument("--json", action="store_true", help='print {"rows": [...], "inputs": {...}}')
+    add_calibration_flags(p)
     p.add_argument(
         "--no-cache",
         action="store_true",
@@ -129,11 +131,12 @@ def device_json(device: DeviceMemory | None) -> dict[str, Any] | None:
 
 def run(args: argparse.Namespace) -> int:
     """`vramscope fit`: the ranked table (or JSON)."""
+    from core.calibration.report import calibration_json
     from core.catalog.fit_models import fit_reader
     from core.catalog.resolve import build_catalog
     from core.errors import VramscopeError
     from core.estimate.fit import model_rows, rank_rows
-    from tui.render.fit_table import fit_text
+    from tui.render.fit_table import CalibratedColumn, fit_text
 
     quantizations = parse_quantizations(args.quantizations)
     choice = resolve_backend(args.backend)
@@ -163,6 +166,12 @@ def run(args: argparse.Namespace) -> int:
                 continue
             rows.extend(model_rows(model, quantizations, workload, settings))
     ranked = rank_rows(rows)
+    column = None
+    if wanted(args):
+        backend = settings.backend.value
+        column = CalibratedColumn(
+            chosen_calibration(args, backend), settings.available.bytes, backend
+        )
     inputs = {
         "memory_limit": args.memory_limit,
         "preset": args.preset,
@@ -178,11 +187,14 @@ def run(args: argparse.Namespace) -> int:
         "hf_cache_dir": str(catalog.hf_cache_dir) if catalog.hf_cache_dir else None,
         "device": device_json(device),
     }
+    if column is not None:  # vramscope's own, after every key fit always wrote
+        cal = column.calibration
+        inputs["calibration"] = calibration_json(cal) if cal is not None else None
     if args.json:
         document = {
             "vramscope_version": __version__,
             "inputs": inputs,
-            "rows": [row.json() for row in ranked],
+            "rows": [_row_json(row, column) for row in ranked],
         }
         print(json.dumps(json_safe(document), indent=2, ensure_ascii=False))
         return 0
@@ -194,5 +206,20 @@ def run(args: argparse.Namespace) -> int:
     ]
     if device is not None:
         heading.insert(0, device_line(device))
-    print("\n".join(fit_text(ranked, heading)))
+    print("\n".join(fit_text(ranked, heading, column)))
     return 0
+
+
+def _row_json(row: Any, column: Any) -> dict[str, Any]:
+    """A row of `fit --json`; with `--calibrated`, vramscope's total and verdict after
+    every key of the row (null where no calibration applies)."""
+    from core.calibration.report import row_calibrated_total
+
+    out: dict[str, Any] = row.json()
+    if column is None:
+        return out
+    cal = column.calibration
+    total = row_calibrated_total(cal, row) if cal is not None else None
+    out["calibrated_total_bytes"] = total
+    out["calibrated_fits"] = total <= column.available_bytes if total is not None else None
+    return out

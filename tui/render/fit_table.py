@@ -3,12 +3,42 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
+from core.calibration.record import Calibration
+from core.calibration.report import calibration_words, no_calibration_line, row_calibrated_total
 from core.display_text import clean_text
 from core.estimate.fit import WHAT_IF_FORMULA, FitRow
 from core.units import format_bytes_short
 
 COLUMNS = ("MODEL", "QUANT", "WEIGHTS", "TOTAL", "VERDICT", "SLACK", "MAX CONTEXT", "FROM")
+CALIBRATED_COLUMN = "CALIBRATED (vramscope)"
+
+
+@dataclass(frozen=True)
+class CalibratedColumn:
+    """`fit --calibrated`: the calibration that applies (None: none does) and the memory
+    its verdict is held against."""
+
+    calibration: Calibration | None
+    available_bytes: int
+    backend: str
+
+    def cell(self, row: FitRow) -> str:
+        """`17.81 GiB fits`, `19.2 GiB DOES NOT FIT`, or `none` (no calibration applies)."""
+        total = row_calibrated_total(self.calibration, row) if self.calibration else None
+        if total is None:
+            return "none"
+        verdict = "fits" if total <= self.available_bytes else "DOES NOT FIT"
+        return f"{format_bytes_short(total)} {verdict}"
+
+    def note(self) -> str:
+        """What the column is, under the table."""
+        if self.calibration is None:
+            return "CALIBRATED:" + no_calibration_line(self.backend, None).removeprefix(
+                "  Calibrated (vramscope):"
+            )
+        return f"CALIBRATED: {calibration_words(self.calibration)}; not mlxcel's figure."
 
 
 def context_cell(row: FitRow) -> str:
@@ -51,14 +81,20 @@ def format_table(rows: Sequence[tuple[str, ...]]) -> list[str]:
     return lines
 
 
-def fit_text(rows: Sequence[FitRow], heading: Sequence[str]) -> list[str]:
+def fit_text(
+    rows: Sequence[FitRow], heading: Sequence[str], calibrated: CalibratedColumn | None = None
+) -> list[str]:
     """The whole report: heading lines, the table, the notes."""
     ranked = [r for r in rows if r.unavailable is None]
     missing = [r for r in rows if r.unavailable is not None]
     lines = [clean_text(h) for h in heading]
     lines.append("")
     if ranked:
-        lines.extend(format_table([COLUMNS, *(table_row(r) for r in ranked)]))
+        table = [COLUMNS, *(table_row(r) for r in ranked)]
+        if calibrated is not None:  # before FROM, which stays last and unpadded
+            cells = [CALIBRATED_COLUMN, *(calibrated.cell(r) for r in ranked)]
+            table = [(*t[:-1], c, t[-1]) for t, c in zip(table, cells, strict=True)]
+        lines.extend(format_table(table))
     else:
         lines.append("no rows")
     fitting = sum(1 for r in ranked if r.fits)
@@ -69,6 +105,8 @@ def fit_text(rows: Sequence[FitRow], heading: Sequence[str]) -> list[str]:
             f"* {WHAT_IF_FORMULA}: vramscope's own count of the weights mlx_lm.convert -q "
             "would write, in mlxcel's estimate; not an mlxcel figure (docs/fit.md)."
         )
+    if calibrated is not None:
+        lines.append(clean_text(calibrated.note()))
     if missing:
         lines.append("")
         lines.append("Not computed:")

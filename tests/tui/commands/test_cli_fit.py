@@ -207,3 +207,53 @@ def test_stored_only_gives_one_row_per_model(capsys: pytest.CaptureFixture[str])
     rows = fit_json(capsys, "--quantizations", "stored", "--memory-limit", "24GB")["rows"]
     assert sorted(r["model"] for r in rows) == sorted(list_profile_ids())
     assert {r["quantization"] for r in rows} == {"stored"}
+
+
+def test_calibrated_column_is_inspect_s_calibrated_total_row_by_row(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    flags = ["--memory-limit", "24GB", "--backend", "rocm", "--max-tokens", "640"]
+    doc = fit_json(capsys, *flags, "--quantizations", "stored", "--calibrated")
+    assert doc["inputs"]["calibration"]["origin"] == "builtin"
+    assert doc["inputs"]["calibration"]["target"] == "mlx_peak"
+    rows = doc["rows"]
+    assert len(rows) == len(list_profile_ids())
+    verdicts = set()
+    for row in rows:
+        code, out, err = run(capsys, "inspect", row["model"], *flags, "--json", "--calibrated")
+        assert (code, err) == (0, ""), row["model"]
+        calibrated = json.loads(out)["calibrated"]
+        assert row["calibrated_total_bytes"] == calibrated["total_bytes"], row["model"]
+        assert row["calibrated_fits"] is calibrated["fits"], row["model"]
+        verdicts.add(row["calibrated_fits"])
+        # mlxcel's total and verdict stay beside it, inspect's to the byte.
+        assert (row["total_bytes"], row["fits"]) == (
+            json.loads(out)["total_bytes"],
+            json.loads(out)["fits"],
+        )
+    assert verdicts == {True, False}
+    code, text, _ = run(capsys, "fit", *flags, "--quantizations", "stored", "--calibrated")
+    lines = text.splitlines()
+    header = next(ln for ln in lines if ln.startswith("MODEL "))
+    assert "CALIBRATED (vramscope)" in header
+    for row in rows:
+        (line,) = [ln for ln in lines if ln.startswith(row["model"] + " ")]
+        words = "fits" if row["calibrated_fits"] else "DOES NOT FIT"
+        assert f" {words} " in line[header.index("CALIBRATED") :]
+    assert any(ln.startswith("CALIBRATED: vramscope, 18 runs on gfx1151") for ln in lines)
+
+
+def test_calibrated_rows_without_a_calibration_say_so(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    flags = ["--memory-limit", "24GB", "--backend", "cpu", "--quantizations", "stored"]
+    doc = fit_json(capsys, *flags, "--calibrated")
+    assert doc["inputs"]["calibration"] is None
+    assert {r["calibrated_total_bytes"] for r in doc["rows"]} == {None}
+    assert {r["calibrated_fits"] for r in doc["rows"]} == {None}
+    code, text, _ = run(capsys, "fit", *flags, "--calibrated")
+    assert code == 0
+    assert "CALIBRATED: no calibration for cpu; mlxcel's estimate only" in text
+    plain = fit_json(capsys, *flags)
+    assert "calibration" not in plain["inputs"]
+    assert all("calibrated_total_bytes" not in r for r in plain["rows"])
