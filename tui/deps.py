@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.backend import Backend, BackendChoice, detect_backend
 from core.catalog.entry import Catalog, CatalogEntry
@@ -21,6 +22,19 @@ from core.estimate.available import MEMORY_LIMIT_ENV, AvailableMemory, resolve_a
 from core.measurement.history import HistoryStore
 from core.model.snapshot import ModelSnapshot
 from tui.controllers.measure_run import StartMeasurement, start_with_hip_backend
+
+if TYPE_CHECKING:  # core.calibration is imported by the read itself, on a worker thread
+    from core.calibration.record import Calibration
+
+
+CalibrationCandidates = tuple[tuple["Calibration", ...], tuple[str, ...]]
+"""Calibrations to choose from, and warnings about the file they came from."""
+
+
+def _default_candidates() -> CalibrationCandidates:
+    from core.calibration.select import default_candidates
+
+    return default_candidates()
 
 
 @dataclass(frozen=True)
@@ -46,6 +60,12 @@ class AppDeps:
     history: Callable[[], HistoryStore | None] = HistoryStore.default
     """The measurement history the launcher appends to (None: none is kept); read in a
     worker thread."""
+    calibrations: Callable[[], CalibrationCandidates] = lambda: ((), ())
+    """vramscope's calibrations to choose from, and a warning about the file (worker
+    thread): none unless given; the command line passes the user's and the built-in
+    one (`core.calibration.select.default_candidates`, as `inspect --calibrated`)."""
+    calibration_store: Callable[[], Path | None] = lambda: None
+    """Where recalibrating after `m` saves (None: the user's calibration file)."""
 
 
 # core.catalog.resolve (folders, the HF cache, built-in profiles, the disk cache) is imported
@@ -85,6 +105,7 @@ def default_deps(models_dirs: Sequence[Path] = ()) -> AppDeps:
             backend, env_limit=env.get(MEMORY_LIMIT_ENV)
         ),
         env=env,
+        calibrations=_default_candidates,
     )
 
 

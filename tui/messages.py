@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
@@ -16,6 +17,10 @@ from core.catalog.entry import Catalog, CatalogEntry
 from core.estimate.available import AvailableMemory
 from core.measurement.history import HistoryRead
 from core.model.snapshot import ModelSnapshot
+
+if TYPE_CHECKING:  # the calibration code is imported by the reads, on worker threads
+    from core.calibration.record import Calibration
+    from core.calibration.run import CalibrateRun
 
 
 @dataclass(frozen=True)
@@ -82,6 +87,24 @@ class HistoryLoaded(Message):
         super().__init__()
         self.path = path
         self.history = history
+
+
+class CalibrationsRead(Message):
+    """vramscope's calibrations to choose from, and warnings about their file."""
+
+    def __init__(self, calibrations: tuple[Calibration, ...], warnings: tuple[str, ...]) -> None:
+        super().__init__()
+        self.calibrations = calibrations
+        self.warnings = warnings
+
+
+class Recalibrated(Message):
+    """A recalibration from the history finished: what it fitted and refused, or the one
+    line why it could not run."""
+
+    def __init__(self, outcome: CalibrateRun | str) -> None:
+        super().__init__()
+        self.outcome = outcome
 
 
 def reading_text(name: str) -> str:

@@ -5,15 +5,17 @@ Every figure here is vramscope's and says so; mlxcel's banner is never touched.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.calibration.fit import Figures
 from core.calibration.groups import GroupResult, key_words
 from core.calibration.record import Calibration
 from core.display_text import clean_text
 from core.estimate.estimate import MemoryEstimate
-from core.estimate.fit import FitRow
 from core.units import format_bytes, format_bytes_short
+
+if TYPE_CHECKING:
+    from core.estimate.fit import FitRow
 
 
 def percent(x: float) -> str:

@@ -40,3 +40,13 @@ def choose(
         return (c.origin != "builtin", specific, c.fitted_at)
 
     return max(found, key=rank)
+
+
+def default_candidates() -> tuple[tuple[Calibration, ...], tuple[str, ...]]:
+    """The calibrations `inspect --calibrated` and the explorer choose from: your own
+    (the latest `vramscope calibrate`) before the built-in one, and the store's warning."""
+    from core.calibration.builtin import builtin_calibration
+    from core.calibration.store import default_path, read_store
+
+    read = read_store(default_path())
+    return (*read.calibrations, builtin_calibration()), read.warnings

@@ -52,7 +52,7 @@ def wanted(args: argparse.Namespace) -> bool:
 
 def _candidates(choice: str | None) -> list[Any]:
     from core.calibration.builtin import builtin_calibration
-    from core.calibration.store import default_path, read_store
+    from core.calibration.store import read_store
 
     if choice == "builtin":
         return [builtin_calibration()]
@@ -66,9 +66,11 @@ def _candidates(choice: str | None) -> list[Any]:
                 "--calibration", f"{choice}: not a usable calibration file ({read.problem})"
             )
         return list(read.calibrations)
-    read = read_store(default_path())
-    warn(read.warnings)
-    return [*read.calibrations, builtin_calibration()]
+    from core.calibration.select import default_candidates
+
+    cals, warnings = default_candidates()
+    warn(warnings)
+    return list(cals)
 
 
 def chosen_calibration(args: argparse.Namespace, backend: str) -> Any:

@@ -10,12 +10,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from core import __version__
-from core.calibration.record import DEFAULT_TARGET, TARGET_LABELS, TARGETS
+from core.calibration.record import DEFAULT_TARGET, TARGETS
 from tui.commands.shared.flags import add_model_source_flags
 from tui.commands.shared.output import warn
 
@@ -57,88 +56,49 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """`vramscope calibrate`: fit, save, print."""
-    from core.calibration.groups import calibrate_groups
     from core.calibration.report import calibration_lines, refused_json, refused_line
-    from core.calibration.sources import (
-        read_csv,
-        records_from_history,
-        rows_from_records,
-    )
-    from core.calibration.store import default_path, merged, read_store, write_store
+    from core.calibration.run import CannotSave, NothingToCalibrate, calibrate
     from core.catalog.resolve import resolve_model
     from core.display_text import clean_text
-    from core.measurement.history import HistoryStore
 
     def resolve(name: str) -> Any:
         return resolve_model(name, args.models_dir)
 
-    if args.rows is not None:
-        records = read_csv(args.rows, args.target)
-        source = clean_text(str(args.rows))
-        rows, warnings = rows_from_records(records, resolve, skip_unresolved=False)
-    else:
-        history = HistoryStore.default()
-        read = history.read()
-        warn(read.warnings)
-        records, lacking = records_from_history(read.results, args.target)
-        source = clean_text(str(history.path))
-        if lacking:
-            warn(
-                [
-                    f"{source}: left out {lacking} run(s) that did not record "
-                    f"{TARGET_LABELS[args.target]} (older runs, or not the mlx engine)"
-                ]
-            )
-        rows, warnings = rows_from_records(records, resolve, skip_unresolved=True)
-    warn(warnings)
-    if not rows:
-        print(f"vramscope: error: no measured runs to calibrate on in {source}", file=sys.stderr)
-        return 2
-    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    results = calibrate_groups(
-        rows,
-        engine=args.engine,
-        backend=args.backend,
-        device=args.device,
-        fitted_at=stamp,
-        target=args.target,
-    )
-    if not results:
-        print(
-            f"vramscope: error: no run in {source} matches --engine/--backend/--device",
-            file=sys.stderr,
+    try:
+        done = calibrate(
+            resolve,
+            __version__,
+            rows_file=args.rows,
+            target=args.target,
+            engine=args.engine,
+            backend=args.backend,
+            device=args.device,
         )
+    except (NothingToCalibrate, CannotSave) as exc:
+        print(f"vramscope: error: {exc}", file=sys.stderr)
         return 2
-    fitted = [r.calibration for r in results if r.calibration is not None]
-    path = default_path()
-    if fitted:
-        old = read_store(path)
-        warn(old.warnings)
-        try:
-            write_store(path, merged(old.calibrations, fitted), __version__)
-        except OSError as exc:
-            print(f"vramscope: error: {path}: cannot save ({exc.strerror or exc})", file=sys.stderr)
-            return 2
+    warn(done.warnings)
+    fitted = done.fitted
     if args.json:
         doc = {
             "vramscope_version": __version__,
-            "source": source,
+            "source": done.source,
             "target": args.target,
-            "saved_to": str(path) if fitted else None,
+            "saved_to": str(done.saved_to) if done.saved_to else None,
             "calibrations": [c.to_dict() for c in fitted],
-            "refused": [refused_json(r) for r in results if r.calibration is None],
+            "refused": [refused_json(r) for r in done.results if r.calibration is None],
         }
         print(json.dumps(doc, indent=2, allow_nan=False))
     else:
-        for r in results:
+        for r in done.results:
             if r.calibration is None:
                 print(refused_line(r))
             else:
                 print("\n".join(calibration_lines(r.calibration)))
-        if fitted:
-            print(f"Saved {len(fitted)} calibration(s) to {clean_text(str(path))}")
+        if done.saved_to is not None:
+            print(f"Saved {len(fitted)} calibration(s) to {clean_text(str(done.saved_to))}")
     if not fitted:
-        for r in results:
+        for r in done.results:
             print(f"vramscope: error: {refused_line(r)}", file=sys.stderr)
         return 2
     return 0

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 from textual.screen import Screen
@@ -31,17 +31,24 @@ from core.catalog.entry import Catalog, CatalogEntry
 from core.errors import VramscopeError
 from core.estimate.available import AvailableMemory
 from core.measurement.history import HistoryRead
+from core.measurement.result import MeasuredPeak
 from core.model.snapshot import ModelSnapshot
 from tui.deps import AppDeps
 from tui.messages import (
     AvailableRead,
+    CalibrationsRead,
     CatalogRead,
     FailedModel,
     HistoryLoaded,
     LoadedModel,
     ModelRead,
     ModelReading,
+    Recalibrated,
 )
+
+if TYPE_CHECKING:
+    from core.calibration.record import Calibration
+    from core.calibration.run import CalibrateRun
 
 TICK_S = 0.5
 """How often the seconds of a read in flight are repainted."""
@@ -91,7 +98,9 @@ class Loader:
         self.entry: CatalogEntry | None = None
         self.snapshot: ModelSnapshot | None = None
         self.failure: FailedModel | None = None
-        self.waiting = {"catalog", "available", "model", "history"}
+        self.calibrations: tuple[Calibration, ...] = ()
+        """vramscope's calibrations to choose from (`deps.calibrations`), once read."""
+        self.waiting = {"catalog", "available", "model", "history", "calibrations"}
         self.loading_since = 0.0
         self._request = 0
         self._ticker: Timer | None = None
@@ -149,6 +158,7 @@ class Loader:
         # frames at once held the model's answer back by 50-60 ms.
         self._run("history", self._read_history, after_model=True)
         self._run("catalog", lambda: CatalogRead(self._build_catalog()), after_model=True)
+        self._run("calibrations", self._read_calibrations, after_model=True)
         self._screen.call_after_refresh(self.start_held_reads)
 
     def start_held_reads(self) -> None:
@@ -167,6 +177,15 @@ class Loader:
     def read_history(self) -> None:
         """(Re-)read the measurement history."""
         self._run("history", self._read_history)
+
+    def read_calibrations(self) -> None:
+        """(Re-)read the calibrations to choose from."""
+        self._run("calibrations", self._read_calibrations)
+
+    def recalibrate(self, peak: MeasuredPeak) -> None:
+        """Fit the history's runs of `peak`'s engine, backend and device, as `vramscope
+        calibrate --engine E --backend B --device D` does, and save the fit."""
+        self._run("recalibrate", lambda: Recalibrated(self._recalibrate(peak)))
 
     def read_model(self, name: str, entry: CatalogEntry | None, *, first: bool = False) -> None:
         """Read a model; an answer to an older request is dropped when it arrives.
@@ -224,6 +243,15 @@ class Loader:
         self.history_path, self.history = message.path, message.history
         self.waiting.discard("history")
 
+    def take_calibrations(self, message: CalibrationsRead) -> None:
+        """Keep the calibrations."""
+        self.calibrations = message.calibrations
+        self.waiting.discard("calibrations")
+
+    def take_recalibrated(self) -> None:
+        """A recalibration answered."""
+        self.waiting.discard("recalibrate")
+
     @property
     def problem(self) -> str:
         """Why the model on screen could not be read ("" when it could)."""
@@ -260,6 +288,36 @@ class Loader:
             return HistoryLoaded(store.path, store.read())
         except Exception as exc:  # the reader skips damaged lines; this is anything else
             return HistoryLoaded(None, HistoryRead(warnings=[f"cannot read the history: {exc}"]))
+
+    def _read_calibrations(self) -> CalibrationsRead:
+        try:
+            calibrations, warnings = self.deps.calibrations()
+            return CalibrationsRead(calibrations, warnings)
+        except Exception as exc:  # the store turns a bad file into a warning; this is anything else
+            return CalibrationsRead((), (f"cannot read the calibrations: {exc}",))
+
+    def _recalibrate(self, peak: MeasuredPeak) -> CalibrateRun | str:
+        from core import __version__
+        from core.calibration.run import calibrate
+
+        deps = self.deps
+        try:
+            store = deps.history()
+            if store is None:
+                return "no measurement history is kept, so there is nothing to calibrate on"
+            return calibrate(
+                lambda name: deps.load_snapshot(deps.resolve_entry(name)),
+                __version__,
+                history=store,
+                engine=peak.engine.value,
+                backend=peak.device_kind,
+                device=peak.arch or peak.device_name or None,
+                store_path=deps.calibration_store(),
+            )
+        except VramscopeError as exc:
+            return str(exc)
+        except Exception as exc:  # a recalibration that breaks must not take the app down
+            return f"cannot recalibrate: {type(exc).__name__}: {exc}"
 
     def _read_model(self, name: str, entry: CatalogEntry | None) -> LoadedModel | FailedModel:
         started = self.deps.clock()

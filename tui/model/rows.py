@@ -8,12 +8,17 @@ exists only when the term is non-zero.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from core.estimate.available import AvailableMemory
 from core.estimate.estimate import MemoryEstimate
 from core.estimate.solve import FitLimit
 from core.units import format_bytes_short, sat_sub
+
+if TYPE_CHECKING:
+    from core.calibration.record import Calibration
 
 INFLIGHT_OFF_HINT = "off: unbounded in-flight set, not modelled"
 
@@ -51,6 +56,22 @@ class Verdict:
 
 
 @dataclass(frozen=True)
+class CalibratedVerdict:
+    """vramscope's calibrated total beside mlxcel's, as `inspect --calibrated` prints it."""
+
+    line: str
+    """`Calibrated (vramscope, 18 runs on gfx1151): 17.81 GiB (...), fits  (...)`:
+    `core.calibration.report.calibrated_line`, to the character."""
+    total_bytes: int
+    fits: bool
+
+    @property
+    def label(self) -> str:
+        """`FITS` or `DOES NOT FIT`."""
+        return "FITS" if self.fits else "DOES NOT FIT"
+
+
+@dataclass(frozen=True)
 class EstimateView:
     """Everything the breakdown shows for one estimate."""
 
@@ -61,6 +82,15 @@ class EstimateView:
     warnings: tuple[str, ...] = ()
     sizing: str = ""
     """What mlxcel would size from this estimate (`tui.model.sizing.sizing_line`)."""
+    calibrated: CalibratedVerdict | None = None
+    """vramscope's calibrated total and verdict, when a calibration applies."""
+    held_against_calibrated: bool = False
+    """The verdict shown (colour, summary) is the calibrated one (`v`); mlxcel's otherwise."""
+
+    @property
+    def calibrated_basis(self) -> bool:
+        """True when the verdict on show is vramscope's calibrated one."""
+        return self.held_against_calibrated and self.calibrated is not None
 
 
 TERM_KEYS = ("weights", "kv", "activation", "overhead", "inflight")
@@ -104,6 +134,21 @@ def breakdown_rows(est: MemoryEstimate, available: AvailableMemory) -> list[Brea
     rows.append(BreakdownRow("total", "Total estimate", est.total_bytes, ""))
     rows.append(BreakdownRow("available", "Available", est.available_bytes, available.source))
     return rows
+
+
+def calibrated_verdict(
+    calibrations: Sequence[Calibration], est: MemoryEstimate, backend: str
+) -> CalibratedVerdict | None:
+    """The calibrated verdict for the estimate's backend, chosen as `inspect --calibrated`
+    chooses (your latest calibration before the built-in one); None when none applies."""
+    from core.calibration.report import calibrated_line, calibrated_total
+    from core.calibration.select import choose
+
+    cal = choose(calibrations, backend)
+    if cal is None:
+        return None
+    total = calibrated_total(cal, est)
+    return CalibratedVerdict(calibrated_line(cal, est).strip(), total, total <= est.available_bytes)
 
 
 def verdict(est: MemoryEstimate) -> Verdict:

@@ -73,6 +73,9 @@ class ExplorerState:
     device_memory: str = ""
     """Each rank's available memory as typed in the Devices row (`24GB,16GB`: one size
     per device, or one for all); blank gives every rank the Available value."""
+    calibrated_verdict: bool = False
+    """`v`: hold the verdict (its colour, the summary line) against vramscope's calibrated
+    total instead of mlxcel's, when a calibration applies; mlxcel's is the default."""
 
     def workload(self) -> Workload:
         """The estimate's workload."""
@@ -184,4 +187,6 @@ def next_value(state: ExplorerState, name: str) -> object:
         return BACKEND_ORDER[(BACKEND_ORDER.index(state.backend) + 1) % len(BACKEND_ORDER)]
     if name == "devices":
         return state.devices % MAX_DEVICES + 1
+    if name == "calibrated_verdict":
+        return not state.calibrated_verdict
     raise ValueError(f"no cycling key for {name}")

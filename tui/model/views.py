@@ -29,6 +29,7 @@ from tui.model.rows import (
     INFLIGHT_OFF_HINT,
     EstimateView,
     breakdown_rows,
+    calibrated_verdict,
     context_limit_text,
     inflight_limit_text,
     verdict,
@@ -39,6 +40,7 @@ from tui.model.split_words import launch_command, memory_limit_text, with_plan_f
 from tui.model.state import ExplorerState
 
 if TYPE_CHECKING:  # a split's view: core.parallel.plan is imported with the first split
+    from core.calibration.record import Calibration
     from tui.model.parallel_view import ParallelView
 
 
@@ -57,8 +59,10 @@ def build_views(
     available: AvailableMemory,
     trained: int | None,
     points: tuple[Point, ...] = (),
+    calibrations: Sequence[Calibration] = (),
 ) -> ExplorerViews:
-    """The estimate, the breakdown with both limits, and the chart's data (with `points`,
+    """The estimate, the breakdown with both limits and (when one of `calibrations`
+    applies) vramscope's calibrated verdict, and the chart's data (with `points`,
     measured peaks)."""
     settings = state.settings(available)
     workload = state.workload()
@@ -74,6 +78,10 @@ def build_views(
         ),
         warnings=(*snapshot.warnings, *est.warnings),
         sizing=_sizing(snapshot, settings, state),
+        calibrated=calibrated_verdict(calibrations, est, state.backend.value)
+        if calibrations
+        else None,
+        held_against_calibrated=state.calibrated_verdict,
     )
 
     def totals(contexts: Sequence[int]) -> list[int]:
@@ -241,11 +249,15 @@ class ScreenWords:
         )
 
     def summary(
-        self, est: MemoryEstimate | None, split: ParallelView | str | None = None
+        self,
+        est: MemoryEstimate | None,
+        split: ParallelView | str | None = None,
+        view: EstimateView | None = None,
     ) -> Summary:
         """The summary line for this estimate (None: reading or failed); with several
         devices, the plan's verdict and its fullest rank (`split`: the ranks' view, or
-        why the model cannot be split), never the one-device figure."""
+        why the model cannot be split), never the one-device figure; with `view` held
+        against the calibrated verdict (`v`), vramscope's calibrated total and verdict."""
         name = self.name + (" (weights: analytical estimate)" if self.analytical else "")
         if est is None:
             return Summary(name, self.problem or "reading…", activity=self.activity)
@@ -261,6 +273,17 @@ class ScreenWords:
             f"{short_tokens(self.max_tokens)} · {format_bytes_short(est.total_bytes)}"
             f" of {format_bytes_short(est.available_bytes)}"
         )
+        if view is not None and view.calibrated_basis and view.calibrated is not None:
+            cal = view.calibrated
+            total = format_bytes_short(cal.total_bytes)
+            of = format_bytes_short(est.available_bytes)
+            detail = (
+                f"{self.max_tokens:,} tokens · vramscope calibrated {total} of {of}"
+                f" (mlxcel's {format_bytes_short(est.total_bytes)})"
+            )
+            short = f"{short_tokens(self.max_tokens)} · calibrated {total} of {of}"
+            label = f"{cal.label} (calibrated)"
+            return Summary(name, detail, short, cal.fits, label, self.activity)
         v = verdict(est)
         return Summary(name, detail, short, v.fits, v.label, self.activity)
 

@@ -29,11 +29,13 @@ from tui.controllers.measure_run import MeasureEventMessage
 from tui.deps import AppDeps
 from tui.messages import (
     AvailableRead,
+    CalibrationsRead,
     CatalogRead,
     FailedModel,
     HistoryLoaded,
     ModelRead,
     ModelReading,
+    Recalibrated,
     reading_text,
 )
 from tui.model.names import model_arg
@@ -80,6 +82,8 @@ class ExplorerScreen(FocusKeys):
         Binding("C", "copy('mlxcel')", "Copy mlxcel", show=False),
         Binding("m", "measure", "Measure"),
         Binding("H", "history", "History", show=False),
+        Binding("v", "cycle('calibrated_verdict')", "Verdict basis", show=False),
+        Binding("R", "recalibrate", "Recalibrate", show=False),
         Binding("escape", "escape", "Cancel / back to sliders", show=False),
         # From a text box, at once: keys sent with the Escape (`/llama` Esc `k`) are
         # already on their way to the focused widget when a plain binding would run.
@@ -106,6 +110,8 @@ class ExplorerScreen(FocusKeys):
         self.estimate: MemoryEstimate | None = None
         self.ranks: RanksController | None = None
         """The split's panel, from the first time Devices > 1 (core.parallel.plan with it)."""
+        self.recalibrate_from: MeasuredPeak | None = None
+        """The last new peak of `m`: `R` recalibrates its engine, backend and device."""
 
     def compose(self) -> ComposeResult:
         self.add_layout_class()
@@ -174,7 +180,14 @@ class ExplorerScreen(FocusKeys):
         views, self.estimate = None, None
         if loader.snapshot is not None and available is not None:
             try:
-                views = build_views(loader.snapshot, state, available, words.trained, words.points)
+                views = build_views(
+                    loader.snapshot,
+                    state,
+                    available,
+                    words.trained,
+                    words.points,
+                    loader.calibrations,
+                )
             except Exception as exc:  # a model no test foresaw: say so in place, keep running
                 breakdown.show_error(f"cannot estimate this model: {type(exc).__name__}: {exc}")
         elif loader.snapshot is not None:
@@ -192,7 +205,11 @@ class ExplorerScreen(FocusKeys):
         chart.border_title = words.chart_title(views.estimate if views else None)
         chart.border_subtitle = words.chart_subtitle
         chart.show(views.chart if views else None)
-        self.query_one(SummaryLine).show(words.summary(views.estimate if views else None, split))
+        self.query_one(SummaryLine).show(
+            words.summary(
+                views.estimate if views else None, split, views.breakdown if views else None
+            )
+        )
 
     # --- reads ---------------------------------------------------------------------
 
@@ -251,6 +268,55 @@ class ExplorerScreen(FocusKeys):
     def _measured(self, new_peak: bool) -> None:
         if new_peak:
             self.loader.read_history()  # the launcher has appended the result
+            peak = self.measure.state.measured
+            if peak is not None:
+                self.recalibrate_from = peak
+                self.notify(
+                    f"R: recalibrate {peak.engine.value} on {peak.device_kind} from the "
+                    "measurement history, this run included (as vramscope calibrate)",
+                    title="Measured",
+                    timeout=10,
+                )
+        self.recompute()
+
+    def action_recalibrate(self) -> None:
+        """Fit vramscope's calibration again from the history, the last run included."""
+        peak = self.recalibrate_from
+        if peak is None:
+            self.notify("measure a run first (m); R then recalibrates from the history")
+            return
+        self.notify("recalibrating from the measurement history…", timeout=3)
+        self.loader.recalibrate(peak)
+
+    def on_recalibrated(self, message: Recalibrated) -> None:
+        from core.calibration.groups import key_words
+        from core.calibration.report import refused_line, runs
+
+        self.loader.take_recalibrated()
+        outcome = message.outcome
+        if isinstance(outcome, str):
+            self.notify(outcome, title="Not recalibrated", severity="error", timeout=10)
+            return
+        for warning in outcome.warnings:
+            self.notify(warning, severity="warning", timeout=10)
+        for result in outcome.results:
+            cal = result.calibration
+            if cal is None:
+                self.notify(refused_line(result), title="Not recalibrated", severity="error")
+            else:
+                who = key_words((cal.engine, cal.backend, cal.device))
+                self.notify(
+                    f"{who}: {runs(cal.runs)} of {len(cal.models)} models, fixed part "
+                    f"{cal.fixed_bytes:,} bytes",
+                    title="Recalibrated (vramscope)",
+                    timeout=10,
+                )
+        self.loader.read_calibrations()
+
+    def on_calibrations_read(self, message: CalibrationsRead) -> None:
+        self.loader.take_calibrations(message)
+        for warning in message.warnings:
+            self.notify(warning, severity="warning", timeout=10)
         self.recompute()
 
     def action_history(self) -> None:

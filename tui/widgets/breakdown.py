@@ -34,6 +34,7 @@ def _shape(view: EstimateView) -> tuple[object, ...]:
         len(view.inflight_limit),
         len(view.sizing),
         view.warnings,
+        len(view.calibrated.line) if view.calibrated else None,
     )
 
 
@@ -210,9 +211,7 @@ class Breakdown(Widget):
                 add(row, stacked_bar(parts, available, bar_w, over), bold=True)
             else:
                 add(row, Text("━" * bar_w, self._style("available")))
-        badge = "fits" if view.verdict.fits else "over"
-        out.append(f" {view.verdict.label} ", self._style(badge))
-        out.append(f"  {view.verdict.text}\n")
+        self._verdicts(out, view, width)
         for label, value in (
             ("Largest context that fits    ", view.context_limit),
             ("Largest in-flight that fits  ", view.inflight_limit),
@@ -225,6 +224,32 @@ class Breakdown(Widget):
                 out.append(piece + "\n")
         out.right_crop(1)  # the last newline
         return out
+
+    def _verdicts(self, out: Text, view: EstimateView, width: int) -> None:
+        """mlxcel's verdict; with a calibration, vramscope's under it and which one the
+        colour (and the summary line) is held against. The other badge is muted."""
+        muted = self._style("muted")
+        cal = view.calibrated
+        on_cal = view.calibrated_basis
+
+        def badge(label: str, fits: bool, held: bool) -> None:
+            out.append(f" {label} ", self._style("fits" if fits else "over") if held else muted)
+
+        badge(view.verdict.label, view.verdict.fits, not on_cal)
+        out.append(f"  {view.verdict.text}")
+        if cal is None:
+            out.append("\n")
+            return
+        out.append("  (mlxcel)\n", muted)
+        lead = len(cal.label) + 4
+        badge(cal.label, cal.fits, on_cal)
+        for i, piece in enumerate(textwrap.wrap(cal.line, max(20, width - lead))):
+            out.append(("  " if i == 0 else " " * lead) + piece + "\n")
+        held = "vramscope's calibrated total" if on_cal else "mlxcel's estimate"
+        other = "mlxcel's" if on_cal else "the calibrated one"
+        words = f"Verdict held against {held} (v: against {other})"
+        for piece in textwrap.wrap(words, max(20, width)):
+            out.append(piece + "\n", muted)
 
 
 def _wrapped(text: str, width: int, style: Style) -> list[Text]:

@@ -1,0 +1,104 @@
+"""One calibration run, as `vramscope calibrate` and the explorer's recalibrate (`R`
+after `m`) both do it: read the runs, fit each (engine, backend, device), save the fits.
+
+Nothing here prints; the caller shows the warnings, the fits and the refusals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from core.calibration.groups import GroupResult, calibrate_groups
+from core.calibration.record import DEFAULT_TARGET, TARGET_LABELS, Calibration
+from core.calibration.sources import read_csv, records_from_history, rows_from_records
+from core.calibration.store import default_path, merged, read_store, write_store
+from core.display_text import clean_text
+from core.errors import VramscopeError
+from core.measurement.history import HistoryStore
+from core.model.snapshot import ModelSnapshot
+
+
+class NothingToCalibrate(VramscopeError):
+    """No run to fit on, or none the filters keep; the message says where."""
+
+
+class CannotSave(VramscopeError):
+    """The calibration file cannot be written; the message names it."""
+
+
+@dataclass(frozen=True)
+class CalibrateRun:
+    """What one run fitted, refused and saved."""
+
+    source: str
+    results: tuple[GroupResult, ...]
+    saved_to: Path | None
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def fitted(self) -> tuple[Calibration, ...]:
+        """The calibrations fitted (and saved)."""
+        return tuple(r.calibration for r in self.results if r.calibration is not None)
+
+
+def calibrate(
+    resolve: Callable[[str], ModelSnapshot],
+    version: str,
+    *,
+    rows_file: Path | None = None,
+    history: HistoryStore | None = None,
+    target: str = DEFAULT_TARGET,
+    engine: str | None = None,
+    backend: str | None = None,
+    device: str | None = None,
+    store_path: Path | None = None,
+) -> CalibrateRun:
+    """Fit the runs of `rows_file` (else the history) and save what fitted.
+
+    CalibrationInputError for a bad runs file, NothingToCalibrate when no run is left,
+    CannotSave when the calibration file cannot be written.
+    """
+    warnings: list[str] = []
+    if rows_file is not None:
+        records = read_csv(rows_file, target)
+        source = clean_text(str(rows_file))
+        rows, skipped = rows_from_records(records, resolve, skip_unresolved=False)
+    else:
+        store = history if history is not None else HistoryStore.default()
+        read = store.read()
+        warnings.extend(read.warnings)
+        records, lacking = records_from_history(read.results, target)
+        source = clean_text(str(store.path))
+        if lacking:
+            warnings.append(
+                f"{source}: left out {lacking} run(s) that did not record "
+                f"{TARGET_LABELS[target]} (older runs, or not the mlx engine)"
+            )
+        rows, skipped = rows_from_records(records, resolve, skip_unresolved=True)
+    warnings.extend(skipped)
+    if not rows:
+        raise NothingToCalibrate(f"no measured runs to calibrate on in {source}")
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    results = calibrate_groups(
+        rows, engine=engine, backend=backend, device=device, fitted_at=stamp, target=target
+    )
+    if not results:
+        raise NothingToCalibrate(f"no run in {source} matches --engine/--backend/--device")
+    fitted = [r.calibration for r in results if r.calibration is not None]
+    path = store_path if store_path is not None else default_path()
+    if fitted:
+        old = read_store(path)
+        warnings.extend(old.warnings)
+        try:
+            write_store(path, merged(old.calibrations, fitted), version)
+        except OSError as exc:
+            raise CannotSave(f"{path}: cannot save ({exc.strerror or exc})") from None
+    return CalibrateRun(source, tuple(results), path if fitted else None, tuple(warnings))
+
+
+def refusals(results: Sequence[GroupResult]) -> list[GroupResult]:
+    """The groups that were not fitted."""
+    return [r for r in results if r.calibration is None]
