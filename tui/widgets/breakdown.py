@@ -236,11 +236,11 @@ class Breakdown(Widget):
             out.append(f" {label} ", self._style("fits" if fits else "over") if held else muted)
 
         badge(view.verdict.label, view.verdict.fits, not on_cal)
-        out.append(f"  {view.verdict.text}")
         if cal is None:
-            out.append("\n")
+            out.append(f"  {view.verdict.text}\n")
             return
-        out.append("  (mlxcel)\n", muted)
+        out.append("  mlxcel: ", muted)
+        out.append(f"{view.verdict.text}\n")
         lead = len(cal.label) + 4
         badge(cal.label, cal.fits, on_cal)
         for i, piece in enumerate(textwrap.wrap(cal.line, max(20, width - lead))):
