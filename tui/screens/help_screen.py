@@ -24,6 +24,8 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("c  C", "copy the vramscope / mlxcel command line"),
     ("m", "measure the model on screen (again: cancel)"),
     ("H", "measurement history; e there exports the table"),
+    ("v", "verdict held against mlxcel's estimate ⇄ vramscope's calibrated"),
+    ("R", "after m: recalibrate from the history, the new run included"),
     ("Ctrl+P", "command palette: backends, budgets, presets, copy"),
     ("Esc", "cancel a measurement, else back to the token slider"),
     ("?  q", "this help / quit"),
