@@ -25,7 +25,8 @@ def sortable(label: str) -> str:
 def explorer_commands(
     screen: ExplorerScreen, show_help: Callable[[], None]
 ) -> Iterator[SystemCommand]:
-    """Backends, KV dtypes, in-flight budgets, memory presets, copy, measuring, history, help."""
+    """Backends, KV dtypes, in-flight budgets, memory presets, copy, measuring, history,
+    the verdict's basis, recalibrating, help."""
     for backend in Backend:
         yield SystemCommand(
             f"Backend: {backend.label}",
@@ -68,6 +69,16 @@ def explorer_commands(
     yield SystemCommand("Cancel the measurement", "kill the run in flight", screen.measure.cancel)
     yield SystemCommand(
         "Measurement history (H)", "past runs; export the table", screen.action_history
+    )
+    yield SystemCommand(
+        "Verdict held against: mlxcel's estimate ⇄ vramscope's calibrated total (v)",
+        "which verdict is coloured and answers in the summary line",
+        partial(screen.action_cycle, "calibrated_verdict"),
+    )
+    yield SystemCommand(
+        "Recalibrate from the history (R)",
+        "after m: vramscope calibrate for that run's engine, backend and device",
+        screen.action_recalibrate,
     )
     for engine in ENGINE_CHOICES:
         yield SystemCommand(
