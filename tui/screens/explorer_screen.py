@@ -20,6 +20,7 @@ from textual.reactive import reactive
 from textual.widgets import Footer
 
 from core.backend import BackendChoice
+from core.display_text import clean_text
 from core.estimate.available import AvailableMemory
 from core.estimate.estimate import MemoryEstimate
 from core.measurement.result import MeasuredPeak
@@ -271,7 +272,7 @@ class ExplorerScreen(FocusKeys):
             peak = self.measure.state.measured
             if peak is not None:
                 self.recalibrate_from = peak
-                self.notify(
+                self._tell(
                     f"R: recalibrate {peak.engine.value} on {peak.device_kind} from the "
                     "measurement history, this run included (as vramscope calibrate)",
                     title="Measured",
@@ -283,9 +284,9 @@ class ExplorerScreen(FocusKeys):
         """Fit vramscope's calibration again from the history, the last run included."""
         peak = self.recalibrate_from
         if peak is None:
-            self.notify("measure a run first (m); R then recalibrates from the history")
+            self._tell("measure a run first (m); R then recalibrates from the history")
             return
-        self.notify("recalibrating from the measurement history…", timeout=3)
+        self._tell("recalibrating from the measurement history…", timeout=3)
         self.loader.recalibrate(peak)
 
     def on_recalibrated(self, message: Recalibrated) -> None:
@@ -295,17 +296,17 @@ class ExplorerScreen(FocusKeys):
         self.loader.take_recalibrated()
         outcome = message.outcome
         if isinstance(outcome, str):
-            self.notify(outcome, title="Not recalibrated", severity="error", timeout=10)
+            self._tell(outcome, title="Not recalibrated", severity="error", timeout=10)
             return
         for warning in outcome.warnings:
-            self.notify(warning, severity="warning", timeout=10)
+            self._tell(warning, severity="warning", timeout=10)
         for result in outcome.results:
             cal = result.calibration
             if cal is None:
-                self.notify(refused_line(result), title="Not recalibrated", severity="error")
+                self._tell(refused_line(result), title="Not recalibrated", severity="error")
             else:
                 who = key_words((cal.engine, cal.backend, cal.device))
-                self.notify(
+                self._tell(
                     f"{who}: {runs(cal.runs)} of {len(cal.models)} models, fixed part "
                     f"{cal.fixed_bytes:,} bytes",
                     title="Recalibrated (vramscope)",
@@ -316,8 +317,13 @@ class ExplorerScreen(FocusKeys):
     def on_calibrations_read(self, message: CalibrationsRead) -> None:
         self.loader.take_calibrations(message)
         for warning in message.warnings:
-            self.notify(warning, severity="warning", timeout=10)
+            self._tell(warning, severity="warning", timeout=10)
         self.recompute()
+
+    def _tell(self, message: str, **kw: Any) -> None:
+        """A notification of words that may hold a model's or a device's name: cleaned,
+        and never read as Textual markup (a `[` in a name stays text)."""
+        self.notify(clean_text(message), markup=False, **kw)
 
     def action_history(self) -> None:
         """Show the past runs (re-read from the file in the background)."""
