@@ -180,3 +180,17 @@ def test_calibrate_fits_the_figure_its_target_names(
     assert shown.returncode == 0, shown.stderr
     (line,) = [ln for ln in shown.stdout.splitlines() if "Calibrated (vramscope" in ln]
     assert "fitted to the process's OS peak" in line
+
+
+def test_a_gpu_run_never_reports_the_host_s_vmhwm_as_its_os_peak() -> None:
+    from hip_backend.mlx_engine.footprint import VM_HWM_SOURCE, Footprint
+
+    cpu, rocm, cuda = Footprint("cpu"), Footprint("rocm"), Footprint("cuda")
+    for f in (cpu, rocm, cuda):
+        f.sample()  # real MLX counters; this process holds no amdgpu DRM client
+        assert f.samples == 1 and f.held_peak >= 0
+    cpu_peak = cpu.os_peak()
+    assert cpu_peak is not None and cpu_peak.source == VM_HWM_SOURCE and cpu_peak.bytes > 0
+    # On a GPU the figure is the device's memory or nothing, never the host's RSS.
+    assert rocm.drm_peak is None and rocm.os_peak() is None
+    assert cuda.os_peak() is None
