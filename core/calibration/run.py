@@ -6,7 +6,7 @@ Nothing here prints; the caller shows the warnings, the fits and the refusals.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -95,10 +95,6 @@ def calibrate(
         try:
             write_store(path, merged(old.calibrations, fitted), version)
         except OSError as exc:
-            raise CannotSave(f"{path}: cannot save ({exc.strerror or exc})") from None
+            where = clean_text(str(path))
+            raise CannotSave(f"{where}: cannot save ({exc.strerror or exc})") from None
     return CalibrateRun(source, tuple(results), path if fitted else None, tuple(warnings))
-
-
-def refusals(results: Sequence[GroupResult]) -> list[GroupResult]:
-    """The groups that were not fitted."""
-    return [r for r in results if r.calibration is None]
