@@ -7,8 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from core.calibration.fit import CalibrationRefused, fit_rows
-from core.calibration.record import DEFAULT_TARGET, Calibration
+from core.calibration.record import Calibration
 from core.calibration.rows import CalibrationRow
+from core.calibration.targets import DEFAULT_TARGET
 
 GroupKey = tuple[str | None, str, str | None]
 """(engine, backend, device); None: not named by the runs."""

@@ -12,9 +12,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from core.calibration.groups import GroupResult, calibrate_groups
-from core.calibration.record import DEFAULT_TARGET, TARGET_LABELS, Calibration
+from core.calibration.record import Calibration
 from core.calibration.sources import read_csv, records_from_history, rows_from_records
 from core.calibration.store import default_path, merged, read_store, write_store
+from core.calibration.targets import DEFAULT_TARGET, TARGET_LABELS
 from core.display_text import clean_text
 from core.errors import VramscopeError
 from core.measurement.history import HistoryStore

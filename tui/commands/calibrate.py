@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from core import __version__
-from core.calibration.record import DEFAULT_TARGET, TARGETS
+from core.calibration.targets import DEFAULT_TARGET, TARGETS
 from tui.commands.shared.flags import add_model_source_flags
 from tui.commands.shared.output import warn
 
