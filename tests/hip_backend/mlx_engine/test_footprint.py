@@ -194,3 +194,13 @@ def test_a_gpu_run_never_reports_the_host_s_vmhwm_as_its_os_peak() -> None:
     # On a GPU the figure is the device's memory or nothing, never the host's RSS.
     assert rocm.drm_peak is None and rocm.os_peak() is None
     assert cuda.os_peak() is None
+
+
+def test_the_order_of_the_three_figures_holds_for_every_model(
+    three_runs: list[MeasuredPeak],
+) -> None:
+    # A 4-bit llama, a bf16 llama and an f16 gemma-2: the same order each time.
+    for run in three_runs:
+        held, os_peak = run.active_plus_cache_peak_bytes, run.os_peak_bytes
+        assert held is not None and os_peak is not None, run.model
+        assert os_peak >= held >= run.peak_bytes, run
