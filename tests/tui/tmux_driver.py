@@ -8,6 +8,7 @@ typing fast does not. Here the whole string goes to the terminal at once
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -90,18 +91,26 @@ def tmux_vramscope(
     if shutil.which("tmux") is None:
         pytest.skip("tmux is not installed")
     name = f"vramscope-tui-test-{uuid.uuid4().hex[:8]}"
-    command = " ".join([sys.executable, "-m", "tui", "explore", *args])
+    width, height = size
+    app_command = shlex.join([sys.executable, "-m", "tui", "explore", *args])
+    # Under load a fresh server has been seen to hand the pane tmux's default 80x24
+    # first: the app then drew at that size. The shell waits (at most 10 s) until the
+    # pane has the size asked for, then becomes the app.
+    command = (
+        f'i=0; while [ "$(stty size)" != "{height} {width}" ] && [ $i -lt 200 ]; '
+        f"do sleep 0.05; i=$((i+1)); done; exec {app_command}"
+    )
     full_env = {**os.environ, "TERM": "xterm-256color", **(env or {})}
     full_env.pop("TMUX", None)
-    width, height = size
     session = ["new-session", "-d", "-s", name, "-x", str(width), "-y", str(height)]
     subprocess.run(
-        ["tmux", "-L", name, "-f", os.devnull, *session, "-c", str(ROOT), command],
+        ["tmux", "-L", name, "-f", os.devnull, *session, "-c", str(ROOT), "sh", "-c", command],
         check=True,
         env=full_env,
         timeout=30,
     )
     app = TmuxApp(name)
+    app.resize(width, height)  # the size again, in case the pane began at the default
     try:
         yield app
     finally:
