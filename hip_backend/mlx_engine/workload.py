@@ -138,6 +138,8 @@ def run_pass(
         if prefill_seconds is None:  # the first token is the prompt's: prefill is done
             prefill_seconds = time.perf_counter() - started
             started = time.perf_counter()
+            if progress is not None:
+                progress(f"{phase}decode", 0, gen_tokens)
         tokens.append(int(token))
         if sample is not None:  # before mlx-lm's periodic clear of the cache
             sample()

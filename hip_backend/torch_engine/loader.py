@@ -289,6 +289,8 @@ def build_model(
     modules_plan = plan_modules(arch, plan)
     torch.manual_seed(seed)
     filler = _Filler(device, sum(m.pieces for m in modules_plan), progress)
+    if progress is not None:  # the load has started (the parent times it from here)
+        progress(0, filler.total)
     modules: dict[str, Any] = {}
     try:
         for mp in modules_plan:

@@ -58,17 +58,25 @@ def run_pass(
     chunks = [prompt[i : i + chunk] for i in range(0, len(prompt), chunk)]
     started = time.perf_counter()
     logits = None
-    for index, piece in enumerate(chunks):
+    # Progress in tokens (as mlx-lm's prompt callback counts), from 0 so that the
+    # parent sees each phase start.
+    if progress is not None:
+        progress(f"{phase}prefill", 0, len(prompt))
+    prefilled = 0
+    for piece in chunks:
         logits = model.forward(_tensor(piece, device), caches, queue)
         queue.sync()
+        prefilled += len(piece)
         if progress is not None:
-            progress(f"{phase}prefill", index + 1, len(chunks))
+            progress(f"{phase}prefill", prefilled, len(prompt))
     assert logits is not None
     next_token = int(logits[0].argmax().item())
     synchronize(device)
     prefill_seconds = time.perf_counter() - started
     tokens = [next_token]
     started = time.perf_counter()
+    if progress is not None:
+        progress(f"{phase}decode", 0, gen_tokens)
     for step in range(gen_tokens):
         # Each decode step runs the last token, so the cache ends at P + G positions:
         # the context the estimate is taken at.

@@ -96,7 +96,7 @@ def test_progress_words() -> None:
     assert progress_label(None) == "starting: importing torch…"
     assert progress_label(MeasureProgress("load", 3, 53)) == "loading tensors 3/53"
     assert progress_label(MeasureProgress("warmup decode", 5, 20)) == "warm-up decode token 5/20"
-    assert progress_label(MeasureProgress("prefill", 2, 8)) == "prefill chunk 2/8"
+    assert progress_label(MeasureProgress("prefill", 2, 8)) == "prefill token 2/8"
     assert progress_label(MeasureProgress("decode", 40, 128)) == "decode token 40/128"
     assert progress_label(MeasureProgress("new phase", 1, 2)) == "new phase 1/2"
     assert short_model("/models/tiny-llama-4bit") == "tiny-llama-4bit"

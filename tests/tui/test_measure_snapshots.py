@@ -73,7 +73,7 @@ def test_measure_in_progress(snap_compare: Any) -> None:
         await settle(pilot)
         await pilot.press("m")
         panel = app.explorer.query_one(MeasuredPanel)
-        await wait_for(pilot, lambda: "prefill chunk 8/16" in panel.text, "the progress")
+        await wait_for(pilot, lambda: "prefill token 8/16" in panel.text, "the progress")
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=WIDE, run_before=run_before)

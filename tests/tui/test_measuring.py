@@ -71,7 +71,7 @@ async def test_m_measures_the_model_on_screen_and_shows_progress_then_the_margin
         handle = launcher.handles[0]
         handle.emit(MeasureNotice("device: rocm Radeon 8060S (gfx1151)"))
         handle.emit(MeasureProgress("prefill", 4, 16))
-        await wait_for(pilot, lambda: "prefill chunk 4/16" in panel(app).text, "progress")
+        await wait_for(pilot, lambda: "prefill token 4/16" in panel(app).text, "progress")
         assert "device: rocm Radeon 8060S" in panel(app).text
         assert panel(app).query_one("#measured-bar").percentage == 0.25
 

@@ -183,7 +183,7 @@ async def test_m_shows_its_progress_in_the_summary_at_80x24() -> None:
         await pilot.press("m")
         await wait_for(pilot, launcher.started.is_set, "the launcher to be called")
         launcher.handles[0].emit(MeasureProgress("prefill", 4, 16))
-        await wait_for(pilot, lambda: "prefill chunk 4/16" in summary(app), "progress")
+        await wait_for(pilot, lambda: "prefill token 4/16" in summary(app), "progress")
         assert "measuring (torch)" in summary(app)
         await pilot.press("m")
         await wait_for(pilot, lambda: "measuring" not in summary(app), "the cancel")

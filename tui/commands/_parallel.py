@@ -64,7 +64,7 @@ def measure_parallel(args: argparse.Namespace, plan: ParallelPlan) -> int:
     request = request_from_args(args, args.model, args.prompt_tokens)
     prepared = prepare_parallel(request, plan, hostfile=hostfile)  # refusals: exit 2
     warn(prepared.warnings)
-    progress = ProgressLine(enabled=False if args.json else None)
+    progress = ProgressLine(enabled=False if args.json or args.quiet else None)
     outcome = run_parallel(prepared, progress)
     progress.clear()
     if isinstance(outcome, ParallelRun) and not args.no_history:

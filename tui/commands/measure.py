@@ -20,7 +20,8 @@ from core.measurement.result import MeasuredPeak, MeasurementFailure
 from tui.commands._parallel import measure_parallel, parallel_plan
 from tui.commands.shared.flags import add_parallel_flags, add_run_flags, int_at_least
 from tui.commands.shared.measure_args import request_from_args
-from tui.commands.shared.output import EXIT_FAILED, ProgressLine, failure_line
+from tui.commands.shared.output import EXIT_FAILED, failure_line, warn
+from tui.commands.shared.run_progress import phase_view
 
 
 def register(sub: Any) -> None:
@@ -32,7 +33,10 @@ def register(sub: Any) -> None:
         "and G greedy decode tokens) in a child process on a ROCm or CUDA GPU or the "
         "CPU, and print the measured peak beside the estimate at context P + G. "
         "--engine mlx loads the model with mlx-lm and reports MLX's own peak "
-        "(mx.get_peak_memory); the torch engine emulates MLX-ROCm's in-flight queue.",
+        "(mx.get_peak_memory); the torch engine emulates MLX-ROCm's in-flight queue. "
+        "Progress goes to stderr: a live display of load, prefill and decode (tokens "
+        "done of total, tokens/s) on a terminal, one line per phase as it starts and "
+        "ends otherwise; --quiet turns it off. stdout is only the result.",
     )
     p.add_argument(
         "model",
@@ -93,9 +97,14 @@ def run(args: argparse.Namespace) -> int:
         return measure_parallel(args, plan)
     request = request_from_args(args, args.model, args.prompt_tokens)
     prepared = prepare(request)  # a model that does not resolve is a usage error (exit 2)
-    progress = ProgressLine(enabled=False if args.json else None)
-    outcome = measure(prepared, progress, record_history=not args.no_history)
-    progress.clear()
+    if args.quiet:  # the launcher hands them over as notices, which --quiet drops
+        warn(prepared.warnings)
+    progress = phase_view(request.engine, quiet=args.quiet)
+    progress.begin()
+    try:
+        outcome = measure(prepared, progress, record_history=not args.no_history)
+    finally:  # also on Ctrl-C: the live display gives the terminal back
+        progress.close()
     if args.json:
         document = outcome_json(outcome, prepared.estimate.total_bytes, request.engine)
         print(json.dumps(json_safe(document), indent=2, ensure_ascii=False))

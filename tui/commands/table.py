@@ -21,7 +21,8 @@ from core.measurement.engine import DEFAULT_ENGINE, ENGINE_NAMES, Engine
 from core.measurement.result import MeasuredPeak, MeasurementFailure
 from tui.commands.shared.flags import add_run_flags
 from tui.commands.shared.measure_args import request_from_args
-from tui.commands.shared.output import ProgressLine, failure_line
+from tui.commands.shared.output import failure_line, warn
+from tui.commands.shared.run_progress import phase_view
 
 if TYPE_CHECKING:
     from core.measurement.report import TableRow
@@ -37,7 +38,8 @@ def register(sub: Any) -> None:
         help="measure models over contexts and in-flight budgets; write the table",
         description="Measure each MODEL at each context and in-flight budget (prompt "
         "tokens = context - gen tokens) and print an 'Estimate against peak' table in "
-        "Markdown, as on mlxcel's results page.",
+        "Markdown, as on mlxcel's results page. Before each run a [k/n] line, then its "
+        "phases (as measure shows them) on stderr; --quiet turns both off.",
     )
     p.add_argument("models", nargs="+", metavar="MODEL", help="model folders or profile names")
     p.add_argument(
@@ -126,18 +128,24 @@ def run(args: argparse.Namespace) -> int:
                     request = replace(base, inflight=budget)
                     plans.append((model, context, budget, engine, has_queue, prepare(request)))
     rows: list[TableRow] = []
-    progress = ProgressLine()
     for index, (model, context, budget, engine, has_queue, prepared) in enumerate(plans, 1):
-        progress.clear()
         where = f", {budget} MiB" if has_queue else ""
-        print(
-            clean_text(
-                f"vramscope: [{index}/{len(plans)}] {model} at {context} tokens{where}, {engine}"
-            ),
-            file=sys.stderr,
-        )
-        outcome = measure(prepared, progress, record_history=not args.no_history)
-        progress.clear()
+        if not args.quiet:
+            print(
+                clean_text(
+                    f"vramscope: [{index}/{len(plans)}] {model} at {context} tokens{where}, "
+                    f"{engine}"
+                ),
+                file=sys.stderr,
+            )
+        else:  # the launcher hands them over as notices, which --quiet drops
+            warn(prepared.warnings)
+        progress = phase_view(engine, quiet=args.quiet)
+        progress.begin()
+        try:
+            outcome = measure(prepared, progress, record_history=not args.no_history)
+        finally:  # also on Ctrl-C: the live display gives the terminal back
+            progress.close()
         if isinstance(outcome, MeasurementFailure):
             print(failure_line(outcome), file=sys.stderr)
         held_against = (

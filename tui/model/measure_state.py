@@ -42,15 +42,15 @@ class Run(Protocol):
 
 _PHASES = {
     "load": "loading tensors",
-    "warmup prefill": "warm-up prefill chunk",
+    "warmup prefill": "warm-up prefill token",
     "warmup decode": "warm-up decode token",
-    "prefill": "prefill chunk",
+    "prefill": "prefill token",
     "decode": "decode token",
 }
 
 
 def progress_label(progress: MeasureProgress | None, engine: Engine = DEFAULT_ENGINE) -> str:
-    """`prefill chunk 3/8`, `decode token 40/128`; `starting…` before the first step."""
+    """`prefill token 256/512`, `decode token 40/128`; `starting…` before the first step."""
     if progress is None:
         return f"starting: importing {engine}…"
     words = _PHASES.get(progress.phase.strip(), progress.phase.strip())

@@ -176,6 +176,13 @@ def add_launch_flags(p: argparse.ArgumentParser) -> None:
 def add_run_flags(p: argparse.ArgumentParser) -> None:
     """Flags shared by `measure` and `table`."""
     p.add_argument(
+        "--quiet",
+        action="store_true",
+        help="show no progress on stderr (on a terminal a live display of load, prefill and "
+        "decode with tokens/s; otherwise one line per phase as it starts and ends, with its "
+        "seconds), nor the child's notices; warnings and errors still show",
+    )
+    p.add_argument(
         "--gen-tokens",
         type=int_at_least("--gen-tokens", 0, MAX_MEASURED_TOKENS),
         default=DEFAULT_GEN_TOKENS,
