@@ -16,6 +16,7 @@ from core import __version__
 from core.display_text import cap_echoes, clean_text
 from core.errors import VramscopeError
 from tui.commands.registry import COMMANDS
+from tui.commands.shared.signals import exit_status
 
 EXIT_USAGE = 2
 
@@ -76,8 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt as exc:  # Ctrl-C; SIGTERM too, inside measure and table
+        return exit_status(exc)
     except OSError as exc:
         # Writing the answer failed (ENOSPC on `> /dev/full`, EPIPE, EACCES on --out):
         # one line naming where, never a traceback. Errors reading inputs are

@@ -22,6 +22,7 @@ from tui.commands.shared.flags import add_parallel_flags, add_run_flags, int_at_
 from tui.commands.shared.measure_args import request_from_args
 from tui.commands.shared.output import EXIT_FAILED, failure_line, warn
 from tui.commands.shared.run_progress import phase_view
+from tui.commands.shared.signals import sigterm_as_interrupt
 
 
 def register(sub: Any) -> None:
@@ -84,7 +85,12 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Measure one model and print the comparison."""
+    """Measure one model and print the comparison (SIGTERM stops it as Ctrl-C does)."""
+    with sigterm_as_interrupt():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from core.measurement.report import comparison_lines
     from hip_backend import measure, prepare
 

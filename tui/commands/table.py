@@ -23,6 +23,7 @@ from tui.commands.shared.flags import add_run_flags
 from tui.commands.shared.measure_args import request_from_args
 from tui.commands.shared.output import failure_line, warn
 from tui.commands.shared.run_progress import phase_view
+from tui.commands.shared.signals import sigterm_as_interrupt
 
 if TYPE_CHECKING:
     from core.measurement.report import TableRow
@@ -98,7 +99,13 @@ def parse_engines(text: str) -> list[Engine]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Measure every combination, then print (and write) the table."""
+    """Measure every combination, then print (and write) the table (SIGTERM stops it
+    as Ctrl-C does)."""
+    with sigterm_as_interrupt():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from core.measurement.report import TableRow, markdown_table
     from hip_backend import measure, prepare
 

@@ -1,0 +1,108 @@
+"""SIGTERM stops `vramscope measure` and `table` as Ctrl-C (SIGINT) does (#16): the
+real command, signalled mid-run, stops its child itself (reaped, its group gone),
+removes its scratch folder, says where the run stopped and exits 128 + the signal."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.hip_backend.test_dies_with_parent import GRACE_S, descendants_of, with_kill
+from tests.tui.commands.test_cli_measure import ROOT
+
+LONG = ["--device", "cpu", "--prompt-tokens", "8192", "--gen-tokens", "512", "--no-history"]
+
+
+def start(args: list[str], tmpdir: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tui", *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, "TMPDIR": str(tmpdir)},
+    )
+
+
+def signal_when(process: subprocess.Popen[str], line_start: str, sig: int) -> list[str]:
+    """Read stderr until a line starting `line_start`, send `sig`; every stderr line."""
+    assert process.stderr is not None
+    seen = []
+    for line in process.stderr:
+        seen.append(line.rstrip("\n"))
+        if line.startswith(line_start):
+            time.sleep(0.3)  # well inside the phase
+            os.kill(process.pid, sig)
+            break
+    else:
+        pytest.fail(f"the run never reached {line_start!r}: {seen}")
+    seen += process.stderr.read().splitlines()
+    return seen
+
+
+@pytest.mark.parametrize(
+    ("sig", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"]
+)
+def test_measure_stops_cleanly_on_the_signal(
+    tiny_llama: Path, tmp_path: Path, sig: int, status: int
+) -> None:
+    pytest.importorskip("torch")
+    process = start(["measure", str(tiny_llama), *LONG], tmp_path)
+    try:
+        lines = signal_when(process, "vramscope: prefill: started", sig)
+        assert process.wait(30) == status
+        # The command closed the run itself: its last phase stopped, no traceback.
+        assert any(line.startswith("vramscope: prefill: stopped after") for line in lines)
+        assert not any("Traceback" in line for line in lines), lines
+        assert process.stdout is not None and process.stdout.read() == ""
+        time.sleep(GRACE_S)
+        assert descendants_of(process.pid) == []
+        assert list(tmp_path.iterdir()) == []
+    finally:
+        with_kill(process)
+
+
+def test_table_stops_at_sigterm_without_running_the_rest(tiny_llama: Path, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    args = ["table", str(tiny_llama), "--contexts", "8704,9216", "--budgets", "64"]
+    args += ["--gen-tokens", "512", "--device", "cpu", "--no-history"]
+    process = start(args, tmp_path)
+    try:
+        lines = signal_when(process, "vramscope: prefill: started", signal.SIGTERM)
+        assert process.wait(30) == 143
+        assert not any(line.startswith("vramscope: [2/2]") for line in lines)
+        assert process.stdout is not None and process.stdout.read() == ""  # no table
+        time.sleep(GRACE_S)
+        assert descendants_of(process.pid) == []
+    finally:
+        with_kill(process)
+
+
+def test_a_two_rank_run_stops_at_sigterm_and_removes_its_scratch(
+    tiny_llama: Path, tmp_path: Path
+) -> None:
+    args = ["measure", str(tiny_llama), "--engine", "mlx", "--tp", "2", *LONG]
+    process = start(args, tmp_path)
+    try:
+        deadline = time.monotonic() + 120
+        while len(descendants_of(process.pid)) < 2:  # both ranks started
+            assert process.poll() is None, "the command ended before its ranks started"
+            assert time.monotonic() < deadline, "the ranks never started"
+            time.sleep(0.1)
+        time.sleep(1.0)
+        assert [p.name[:16] for p in tmp_path.iterdir()] == ["vramscope-ranks-"]
+        os.kill(process.pid, signal.SIGTERM)
+        assert process.wait(30) == 143
+        assert list(tmp_path.iterdir()) == []  # removed by the command, at once
+        assert process.stderr is not None and "Traceback" not in process.stderr.read()
+        time.sleep(GRACE_S)
+        assert descendants_of(process.pid) == []
+    finally:
+        with_kill(process)
