@@ -18,7 +18,21 @@
    in bf16 and in MLX 4-bit (MLX's CPU 4-bit kernels are far slower than its bf16
    GEMM). Target: under 10 s.
 
-    python scripts/bench_measure.py [--runs 5] [--only load|e2e|decode|lifetimes|mlx]
+5. Fidelity, like with like: the torch engine with its in-flight emulation off
+   (`--emulate none`; MLX's CPU backend has no in-flight queue) against the mlx
+   engine on the same model folders and workloads (a bf16 llama and a 4-bit
+   qwen3_moe, 1024x8), both peaks and their ratio per shape from the same run
+   (`--out FILE.md` keeps the table). The default pp128/tg32 takes about 3 minutes
+   here; pp512/tg128 (`--workloads 512/128`) about 13, nearly all of it MLX's CPU
+   4-bit MoE kernels.
+6. Buffers: one 512-token prefill chunk of the same models in-process, counted by
+   each engine's own allocator-level counter (the torch engine's live tensor storages,
+   through a dispatch mode; MLX's mx.get_peak_memory), for the whole chunk and per
+   attention and MoE block (`--buffers-out FILE.md`).
+
+    python scripts/bench_measure.py [--runs 5] [--only load|e2e|decode|fidelity|buffers|mlx]
+        [--workloads 128/32] [--model NAME] [--out FILE.md]
+        [--chunk 512] [--buffers-out FILE.md]
 """
 
 from __future__ import annotations
@@ -296,52 +310,258 @@ LIFETIME_MODELS = {
 }
 
 
-def bench_lifetimes(
-    tmp: Path, prompt_tokens: int, gen_tokens: int, only: str | None = None
-) -> None:
-    """The engine's peak minus its largest in-flight holding against real MLX's peak
-    (`--engine mlx`: mlx-lm's generate_step in a child of its own, mx.get_peak_memory)."""
+def bench_fidelity(
+    tmp: Path, workloads: list[tuple[int, int]], only: str | None = None
+) -> list[str]:
+    """Like with like: the torch engine with its in-flight emulation off
+    (`--emulate none`: tensors live as long as torch keeps them, nothing held for an
+    emulated queue; MLX's CPU backend has no in-flight queue either) against the mlx
+    engine (mlx-lm's generate_step, mx.get_peak_memory), same model folder, same
+    workload, both through the launcher in children of their own, in this run.
+
+    The torch engine's CPU peak is its process's resident-set rise over the load
+    (VmHWM), MLX's is its allocator's counter: the table names both. Returns the
+    Markdown lines it printed."""
+    lines = [
+        "| model | workload | torch engine, --emulate none (RSS rise) | MLX (mx.get_peak_memory) "
+        "| torch / MLX | torch - MLX | weights, torch / MLX | peak - weights, torch / MLX |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
     print(
-        f"peak against real MLX on the CPU (pp{prompt_tokens}/tg{gen_tokens}, warm-up 20 "
-        "tokens, budget 1024 MiB; MB = 10^6 bytes)"
+        "peak against real MLX on the CPU, like with like (warm-up 20 tokens; the torch "
+        "engine with --emulate none, MLX-CPU has no in-flight queue; MB = 10^6 bytes)"
     )
-    print("  | model | engine peak | max in-flight held | peak - held | MLX peak | ratio |")
-    print("  |---|---:|---:|---:|---:|---:|")
+    for line in lines:
+        print(f"  {line}")
     for name, config in LIFETIME_MODELS.items():
         if only is not None and only not in name:
             continue
-        folder = write_random_model(tmp / name.replace(" ", "-").replace(",", ""), config)
-        peaks = {}
-        for engine in (Engine.TORCH, Engine.MLX):
-            request = MeasureRequest(
-                str(folder),
-                prompt_tokens=prompt_tokens,
-                gen_tokens=gen_tokens,
-                device="cpu",
-                engine=engine,
-                inflight=1024,
+        folder = tmp / name.replace(" ", "-").replace(",", "")
+        if not folder.exists():
+            write_random_model(folder, config)
+        for prompt_tokens, gen_tokens in workloads:
+            peaks: dict[Engine, MeasuredPeak] = {}
+            for engine in (Engine.TORCH, Engine.MLX):
+                request = MeasureRequest(
+                    str(folder),
+                    prompt_tokens=prompt_tokens,
+                    gen_tokens=gen_tokens,
+                    device="cpu",
+                    engine=engine,
+                    emulate="none" if engine is Engine.TORCH else "auto",
+                )
+                outcome = measure(request, record_history=False)
+                assert isinstance(outcome, MeasuredPeak), outcome
+                peaks[engine] = outcome
+            torch_fields = peaks[Engine.TORCH].fields
+            assert isinstance(torch_fields, TorchFields)
+            assert torch_fields.inflight_emulation == "none", torch_fields
+            ours, theirs = peaks[Engine.TORCH].peak_bytes, peaks[Engine.MLX].peak_bytes
+            held = (peaks[Engine.TORCH].weights_bytes or 0, peaks[Engine.MLX].weights_bytes or 0)
+            line = (
+                f"| {name} | pp{prompt_tokens}/tg{gen_tokens} | {ours / 1e6:.1f} MB | "
+                f"{theirs / 1e6:.1f} MB | {ours / theirs:.3f} | {(ours - theirs) / 1e6:+.1f} MB "
+                f"| {held[0] / 1e6:.1f} / {held[1] / 1e6:.1f} MB | {(ours - held[0]) / 1e6:.1f} "
+                f"/ {(theirs - held[1]) / 1e6:.1f} MB |"
             )
-            outcome = measure(request, record_history=False)
-            assert isinstance(outcome, MeasuredPeak), outcome
-            peaks[engine] = outcome
-        torch_peak, mlx_peak = peaks[Engine.TORCH], peaks[Engine.MLX].peak_bytes
-        torch_fields = torch_peak.fields
-        assert isinstance(torch_fields, TorchFields)
-        held = int(torch_fields.inflight_max_held_bytes or 0)
-        own = torch_peak.peak_bytes - held
-        print(
-            f"  | {name} | {torch_peak.peak_bytes / 1e6:.1f} MB | {held / 1e6:.1f} MB | "
-            f"{own / 1e6:.1f} MB | {mlx_peak / 1e6:.1f} MB | {own / mlx_peak:.3f} |"
-        )
+            lines.append(line)
+            print(f"  {line}", flush=True)
+    return lines
+
+
+def _torch_live_bytes(baseline: set[int]):  # -> TorchDispatchMode
+    """A dispatch mode counting the bytes of tensor storages alive (torch's CPU
+    allocator keeps no statistics): every op's output storage counts once, from the op
+    that made it until the last tensor on it dies. Storages in `baseline` (the
+    weights) never count. `now`, `peak`: bytes."""
+    import weakref
+
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+
+    class LiveBytes(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.refs: dict[int, list[int]] = {}
+            self.now = 0
+            self.peak = 0
+
+        def _drop(self, ptr: int) -> None:
+            entry = self.refs[ptr]
+            entry[1] -= 1
+            if entry[1] == 0:
+                self.now -= entry[0]
+                del self.refs[ptr]
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            for t in tree_flatten(out)[0]:
+                if not isinstance(t, torch.Tensor):
+                    continue
+                storage = t.untyped_storage()
+                ptr, size = storage.data_ptr(), storage.nbytes()
+                if ptr == 0 or ptr in baseline:
+                    continue
+                entry = self.refs.get(ptr)
+                if entry is None:
+                    entry = self.refs[ptr] = [size, 0]
+                    self.now += size
+                    self.peak = max(self.peak, self.now)
+                entry[1] += 1
+                weakref.finalize(t, self._drop, ptr)
+            return out
+
+    return LiveBytes()
+
+
+def _torch_buffers(folder: Path, prompt_tokens: int) -> dict[str, int]:
+    """The torch engine (`--emulate none`, nothing held for a queue) on one prefill
+    chunk of `prompt_tokens`: the most bytes alive over the weights in the whole
+    forward, and the most each kind of block adds over what was alive at its start."""
+    import torch
+
+    from hip_backend.torch_engine import (
+        InflightQueue,
+        LaggingEvent,
+        ModelSource,
+        build_model,
+        decoder,
+        resolve_source,
+        synthetic_prompt,
+    )
+    from hip_backend.torch_engine.decoder import DecoderModel
+
+    torch.set_grad_enabled(False)
+    resolved = resolve_source(ModelSource(folder=folder))
+    model = build_model(resolved.arch, resolved.plan, torch.device("cpu"))
+    baseline = {t.untyped_storage().data_ptr() for t in engine_tensors(model)}
+    queue = InflightQueue(0, LaggingEvent, emulate=False)
+    prompt = synthetic_prompt(resolved.arch.vocab_size, prompt_tokens, 0)
+    tokens = torch.tensor([prompt], dtype=torch.long)
+    tracker = _torch_live_bytes(baseline)
+    figures: dict[str, int] = {}
+
+    def measured(name: str, fn):
+        def run(*args, **kwargs):
+            before, outer = tracker.now, tracker.peak
+            tracker.peak = before
+            out = fn(*args, **kwargs)
+            figures[name] = max(figures.get(name, 0), tracker.peak - before)
+            tracker.peak = max(outer, tracker.peak)
+            return out
+
+        return run
+
+    originals = {"_attention": DecoderModel._attention, "_moe": DecoderModel._moe}
+    DecoderModel._attention = measured("attention block", DecoderModel._attention)
+    DecoderModel._moe = measured("MoE block", DecoderModel._moe)
+    dense = decoder.swiglu_mlp
+    decoder.swiglu_mlp = measured("MLP block", dense)  # also each routed expert's MLP
+    try:
+        with tracker:
+            logits = model.forward(tokens, model.new_cache(queue), queue)
+            del logits
+    finally:
+        for name, method in originals.items():
+            setattr(DecoderModel, name, method)
+        decoder.swiglu_mlp = dense
+    figures["whole chunk (over the weights)"] = tracker.peak
+    return figures
+
+
+def _mlx_buffers(folder: Path, prompt_tokens: int):  # -> Iterator[tuple[str, int]]
+    """mlx-lm on the same chunk, each figure as it is measured: the first layer's
+    attention and MLP (or MoE) block evaluated alone on a random input (the most each
+    adds over what was alive at its start; MLX's CPU 4-bit MoE kernels are slow, so one
+    layer, not eight), then mx.get_peak_memory over the weights for the whole chunk,
+    evaluated as generate_step does (the caches only: the chunk's logits are never
+    computed; the torch engine computes the last position's only)."""
+    import mlx.core as mx
+    from mlx_lm.models.cache import make_prompt_cache
+    from mlx_lm.utils import load_model
+
+    from hip_backend.torch_engine import synthetic_prompt
+
+    model, config = load_model(folder, lazy=False, strict=True)
+    layer = model.model.layers[0]
+    dtype = layer.input_layernorm.weight.dtype
+    x = mx.random.normal((1, prompt_tokens, config["hidden_size"])).astype(dtype)
+    mx.eval(x)
+
+    def added(run) -> int:  # bytes the call adds at most over what is alive before it
+        mx.clear_cache()
+        mx.reset_peak_memory()
+        before = mx.get_active_memory()
+        out = run()
+        mx.eval(out)
+        return mx.get_peak_memory() - before
+
+    cache = make_prompt_cache(model)
+    yield "attention block", added(lambda: layer.self_attn(x, mask="causal", cache=cache[0]))
+    name = "MoE block" if config["model_type"] == "qwen3_moe" else "MLP block"
+    yield name, added(lambda: layer.mlp(x))
+    del cache
+    prompt = synthetic_prompt(config["vocab_size"], prompt_tokens, 0)
+    tokens = mx.array([prompt], dtype=mx.uint32)
+    mx.clear_cache()
+    mx.reset_peak_memory()
+    weights = mx.get_active_memory()
+    cache = make_prompt_cache(model)
+    model(tokens, cache=cache)
+    mx.eval([c.state for c in cache])
+    yield "whole chunk (over the weights)", mx.get_peak_memory() - weights
+
+
+def bench_buffers(tmp: Path, prompt_tokens: int, only: str | None = None) -> list[str]:
+    """Where the two engines' bytes go on one prefill chunk, counted by each one's own
+    allocator-level counter (not the process's resident set): the torch engine with
+    --emulate none (its live tensor storages) against mlx-lm (mx.get_peak_memory)."""
+    lines = [
+        f"| model | what (one {prompt_tokens}-token prefill chunk, fresh cache) | torch engine, "
+        "--emulate none (live tensor bytes) | MLX (mx.get_peak_memory) | torch / MLX |",
+        "|---|---|---:|---:|---:|",
+    ]
+    print(f"buffers of one {prompt_tokens}-token prefill chunk on the CPU (MB = 10^6 bytes)")
+    for line in lines:
+        print(f"  {line}")
+    for name, config in LIFETIME_MODELS.items():
+        if only is not None and only not in name:
+            continue
+        folder = tmp / name.replace(" ", "-").replace(",", "")
+        if not folder.exists():
+            write_random_model(folder, config)
+        ours = _torch_buffers(folder, prompt_tokens)
+        for what, b in _mlx_buffers(folder, prompt_tokens):
+            a = ours[what]
+            line = f"| {name} | {what} | {a / 1e6:.1f} MB | {b / 1e6:.1f} MB | {a / b:.3f} |"
+            lines.append(line)
+            print(f"  {line}", flush=True)
+    return lines
+
+
+def parse_workloads(text: str) -> list[tuple[int, int]]:
+    """`512/128,128/32` -> [(512, 128), (128, 32)]: P/G pairs."""
+    pairs = []
+    for item in text.split(","):
+        p, _, g = item.partition("/")
+        pairs.append((int(p), int(g)))
+    return pairs
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--only", choices=("load", "e2e", "decode", "lifetimes", "mlx"))
-    parser.add_argument("--prompt-tokens", type=int, default=512, help="P of the MLX comparison")
-    parser.add_argument("--gen-tokens", type=int, default=128, help="G of the MLX comparison")
+    parser.add_argument("--only", choices=("load", "e2e", "decode", "fidelity", "buffers", "mlx"))
+    parser.add_argument(
+        "--workloads",
+        default="128/32",
+        help="P/G pairs of the MLX comparison (default 128/32; 512/128 takes ~13 min here)",
+    )
     parser.add_argument("--model", help="only the MLX comparison's models whose name has this")
+    parser.add_argument("--out", type=Path, help="write the MLX comparison's table here (Markdown)")
+    parser.add_argument("--chunk", type=int, default=512, help="prefill tokens of --only buffers")
+    parser.add_argument("--buffers-out", type=Path, help="write the buffers table here")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="vramscope-bench-measure-") as tmp:
         if args.only in (None, "load"):
@@ -350,8 +570,14 @@ def main() -> int:
             bench_end_to_end(Path(tmp), args.runs)
         if args.only in (None, "decode"):
             bench_decode(Path(tmp))
-        if args.only in (None, "lifetimes"):
-            bench_lifetimes(Path(tmp), args.prompt_tokens, args.gen_tokens, args.model)
+        if args.only in (None, "fidelity"):
+            lines = bench_fidelity(Path(tmp), parse_workloads(args.workloads), args.model)
+            if args.out is not None:
+                args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        if args.only in (None, "buffers"):
+            lines = bench_buffers(Path(tmp), args.chunk, args.model)
+            if args.buffers_out is not None:
+                args.buffers_out.write_text("\n".join(lines) + "\n", encoding="utf-8")
         if args.only in (None, "mlx"):
             bench_end_to_end(Path(tmp), args.runs, engine=Engine.MLX, bf16=True)
             bench_end_to_end(Path(tmp), args.runs, engine=Engine.MLX)
