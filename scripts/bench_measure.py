@@ -426,15 +426,17 @@ def _torch_buffers(folder: Path, prompt_tokens: int) -> dict[str, int]:
         LaggingEvent,
         ModelSource,
         build_model,
-        decoder,
         resolve_source,
         synthetic_prompt,
     )
-    from hip_backend.torch_engine.decoder import DecoderModel
 
     torch.set_grad_enabled(False)
     resolved = resolve_source(ModelSource(folder=folder))
     model = build_model(resolved.arch, resolved.plan, torch.device("cpu"))
+    # The blocks are timed by wrapping the model's own class and module (scripts reach
+    # the engine through its package only).
+    DecoderModel = type(model)
+    decoder = sys.modules[DecoderModel.__module__]
     baseline = {t.untyped_storage().data_ptr() for t in engine_tensors(model)}
     queue = InflightQueue(0, LaggingEvent, emulate=False)
     prompt = synthetic_prompt(resolved.arch.vocab_size, prompt_tokens, 0)
