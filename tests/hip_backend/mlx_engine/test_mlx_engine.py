@@ -236,7 +236,10 @@ def test_without_mlx_the_engine_is_a_one_line_error(tiny_llama: Path, tmp_path: 
     done = vramscope("measure", str(tiny_llama), *WORKLOAD_FLAGS, env=env)
     assert done.returncode == 1
     assert done.stdout == ""
-    (line,) = done.stderr.strip().splitlines()
+    # The run's progress (no terminal: a line per phase), then the one error line.
+    started, stopped, line = done.stderr.strip().splitlines()
+    assert started == "vramscope: engine start (mlx): started"
+    assert stopped.startswith("vramscope: engine start (mlx): stopped after ")
     assert line.startswith("vramscope: error: measurement failed (mlx is not installed): ")
     assert "pip install 'vramscope[mlx]'" in line
 
