@@ -111,7 +111,9 @@ async def test_enter_refuses_an_invalid_entry_and_escape_restores_the_value_befo
         tokens = field(app, "tokens")
         assert app.explorer.state.max_tokens == 8192
         assert tokens.input.value == "5000000000"
-        assert tokens.typed_note == "at most 4,294,967,296 tokens (2^32) · Esc restores 8192"
+        assert tokens.typed_note == (
+            "must be at most 4,294,967,296 tokens, got '5000000000' · Esc restores 8192"
+        )
         assert breakdown_text(app) == before
         burst(app, "\x1b")
         await handled(pilot)

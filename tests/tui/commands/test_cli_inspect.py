@@ -164,7 +164,7 @@ def test_defaults_match_mlxcel(skeleton, capsys) -> None:
     [
         (["--batch", "0"], "--batch: must be at least 1"),
         (["--batch", "two"], "--batch: expected an integer"),
-        (["--max-tokens", "-1"], "--max-tokens/-n: must be at least 0"),
+        (["--max-tokens", "-1"], "--max-tokens/-n: must not be negative, got '-1'"),
         (["--kv-cache-mode", "turbo4"], "--kv-cache-mode: invalid choice"),
         (["--quant", "turbo3"], "--quant: unknown value 'turbo3'"),
         (["--backend", "vulkan"], "--backend: invalid choice"),

@@ -11,7 +11,9 @@ from core.backend import resolve_backend
 from core.environment import ResolvedSettings, read_env, resolve_settings
 from core.errors import UsageError
 from core.estimate.estimate import QuantHint, Workload, parse_quant_hint
-from core.memory_size import parse_optional_memory_size
+from core.numbers import rust_trim
+from core.value_grammar import Refused, read_byte_size
+from tui.commands.shared.output import warn
 from tui.model.state import LaunchOptions
 
 
@@ -27,12 +29,24 @@ def parse_quant_flag(text: str) -> QuantHint:
 
 
 def parse_memory_limit_flag(text: str | None) -> int | None:
-    """`--memory-limit`: a size, or 0/none for "not set"; anything else is a usage error."""
-    if text is None:
+    """`--memory-limit`: a size in `core.value_grammar`'s forms, or "not set" (None).
+
+    `none`, and a size of 0 as mlxcel's preflight reads `MLXCEL_MEMORY_LIMIT=0`, mean
+    "not set": the variable or this machine decides; a 0 says so in one warning line
+    (it is never a limit of 0 bytes). Anything else is a one-line usage error."""
+    if text is None or rust_trim(text).lower() == "none":
         return None
-    limit = parse_optional_memory_size(text)
-    if limit is None and text.strip().lower() not in ("", "0", "none"):
-        raise UsageError("--memory-limit", f"'{text}' is not a size (e.g. 64GB, 512M, 1073741824)")
+    limit = read_byte_size(text)
+    if isinstance(limit, Refused):
+        raise UsageError("--memory-limit", limit.reason)
+    if limit == 0:
+        warn(
+            [
+                f"--memory-limit {rust_trim(text)} means not set (as MLXCEL_MEMORY_LIMIT=0 "
+                "does): available memory comes from MLXCEL_MEMORY_LIMIT or this machine"
+            ]
+        )
+        return None
     return limit
 
 
