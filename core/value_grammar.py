@@ -71,7 +71,8 @@ def _scaled(
     if not text.strip():
         return _refused(f"is empty; expected {kind}, e.g. {example}")
     if len(text.strip()) > _MAX_CHARS:
-        return _refused(f"'{_shown(text)}' is too long to be {kind}")
+        head, length = _shown(text)[:24], len(text.strip())
+        return _refused(f"'{head}…' ({length:,} characters) is too long to be {kind}")
     m = _FORM.fullmatch(text.strip().lower())
     if m is None:
         return _refused(f"'{_shown(text)}' is not {kind} (e.g. {example})")
