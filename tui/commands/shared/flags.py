@@ -182,11 +182,19 @@ def add_launch_flags(p: argparse.ArgumentParser) -> None:
         f"(default {DEFAULT_MODEL})",
     )
     add_estimate_flags(p)
+    add_preset_flag(p)
+
+
+def add_preset_flag(p: argparse.ArgumentParser) -> None:
+    """`--preset NAME`: a device's available memory and, unless --backend is given, its
+    backend (CUDA for an NVIDIA card, ROCm for an AMD one, Metal for Apple silicon)."""
     p.add_argument(
         "--preset",
         choices=preset_keys(),
         default=None,
-        help="available memory of a device preset (MLX's limit on that device)",
+        help="available memory of a device preset (MLX's limit on that device); also its "
+        "backend (NVIDIA: cuda, AMD: rocm, Apple: metal) unless --backend is given; "
+        "not with --memory-limit",
     )
 
 
