@@ -306,6 +306,11 @@ async def test_a_config_only_folder_is_marked_as_an_analytical_estimate(
         await settle(pilot)
         assert "(weights: analytical estimate)" in summary(app)
         assert "analytical estimate from config.json" in breakdown_text(app)
+        # mlxcel's 1442 GiB is kept, and the warning above the terms gives vramscope's count.
+        words = " ".join(breakdown_text(app).split())
+        assert "⚠ weights: mlxcel's analytical count from config.json, 1442.27 GiB" in words
+        assert "vramscope's own count from the config's shapes (512 experts," in words
+        assert "is 147.22 GiB (158078668800 bytes): 9.80x" in words
 
 
 async def test_the_breakdown_bytes_have_separators() -> None:
