@@ -70,7 +70,7 @@ def test_memory_limit_takes_binary_sizes(capsys, llama: str, text: str, size: in
             "(x1024) (see --help)",
         ),
         (
-            ["--memory-limit=-24GB"],
+            ["--memory-limit", "-24GB"],  # joined to its flag, not read as an option
             "vramscope: error: --memory-limit: must not be negative, got '-24GB'",
         ),
         (
@@ -140,7 +140,8 @@ def test_per_rank_limits_take_the_same_forms(capsys) -> None:
     ("flags", "fault"),
     [
         (["--memory-cap", "0"], "--memory-cap: must be more than 0 bytes, got '0'"),
-        (["--memory-cap=-8GB"], "--memory-cap: must not be negative, got '-8GB'"),
+        (["--memory-cap", "-8GB"], "--memory-cap: must not be negative, got '-8GB'"),
+        (["--memory-cap=-.5G"], "--memory-cap: must not be negative, got '-.5G'"),
         (["--prompt-tokens", "-5"], "--prompt-tokens: must not be negative, got '-5'"),
         (["--gen-tokens", "17m"], "--gen-tokens: must be at most 16,777,216 tokens, got '17m'"),
     ],
