@@ -43,7 +43,7 @@ class VramscopeApp(App[None]):
         self.deps = deps
         self.options = options
         self.machine = deps.detect_backend()
-        self.start = choose_backend(options.backend, self.machine)
+        self.start = choose_backend(options.backend, self.machine, options.preset)
         self.initial, self.env_warnings = initial_state(options, deps.env, self.start)
         self.measured = measured
         self._first_frame_out = False

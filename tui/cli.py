@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import re
 from collections.abc import Sequence
 from typing import NoReturn
 
@@ -43,6 +44,37 @@ def build_parser() -> OneLineParser:
     return parser
 
 
+_VALUE_FLAGS = frozenset(
+    [
+        "--memory-limit",
+        "--memory-cap",
+        "--max-tokens",
+        "-n",
+        "--prompt-tokens",
+        "--gen-tokens",
+        "--warmup-tokens",
+        "--batch",
+        "--inflight-mb",
+        "--tp",
+        "--pp",
+    ]
+)
+_SIGNED = re.compile(r"-[0-9.]")
+
+
+def join_signed_values(words: list[str]) -> list[str]:
+    """`--memory-limit -24GB` as `--memory-limit=-24GB`: argparse takes a word that starts
+    with `-` and is not a plain number for a flag, and would refuse the value unnamed
+    ("expected one argument"); joined, the value's own parser refuses it by name."""
+    out: list[str] = []
+    for word in words:
+        if out and out[-1] in _VALUE_FLAGS and _SIGNED.match(word):
+            out[-1] = f"{out[-1]}={word}"
+        else:
+            out.append(word)
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `vramscope` console script."""
     import sys
@@ -57,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     if words and words[0].startswith("-") and words[0] not in ("-h", "--help", "--version"):
         words = ["explore", *words]  # `vramscope --models-dir X` is the explorer's flag
-    args = parser.parse_args(words)
+    args = parser.parse_args(join_signed_values(words))
     try:
         if args.command is None:
             # No subcommand opens the explorer in a terminal; piped, it prints the help.

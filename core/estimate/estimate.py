@@ -132,6 +132,15 @@ class MemoryEstimate:
         return self.kv.bytes
 
     @property
+    def shown_overhead_bytes(self) -> int:
+        """The banner's `Allocator ovhd:` and the JSON `allocator_overhead_bytes`:
+        `headroom_bytes` - A - I, as mlxcel prints it (O, unless O + A + I saturated)."""
+        return sat_sub(
+            sat_sub(self.runtime_headroom_bytes, self.activation_bytes),
+            self.backend_inflight_bytes,
+        )
+
+    @property
     def fits(self) -> bool:
         """`total <= available`."""
         return self.total_bytes <= self.available_bytes

@@ -12,7 +12,7 @@ from core.estimate.downstream import paged_v2_workspace_reserve_bytes
 from core.estimate.estimate import MemoryEstimate, kv_bytes_per_token
 from core.model.config import PER_SLOT_OVERHEAD_FAMILIES
 from core.model.snapshot import ModelSnapshot
-from core.units import format_bytes, sat_sub
+from core.units import format_bytes
 
 _LABEL_WIDTH = 19  # values start at column 20
 
@@ -51,15 +51,9 @@ def format_estimate(display: str, est: MemoryEstimate, source: str | None = None
             "≤512 prefill tokens × (hidden+intermediate) + logits)",
         )
     )
-    overhead_shown = sat_sub(
-        sat_sub(est.runtime_headroom_bytes, est.activation_bytes), est.backend_inflight_bytes
-    )
-    out.append(
-        _line(
-            "Allocator ovhd:",
-            f"{format_bytes(overhead_shown)}  (factor {est.headroom_factor:.2f}x on weights+kv)",
-        )
-    )
+    overhead = format_bytes(est.shown_overhead_bytes)
+    factor = f"(factor {est.headroom_factor:.2f}x on weights+kv)"
+    out.append(_line("Allocator ovhd:", f"{overhead}  {factor}"))
     if est.backend_inflight_bytes > 0:
         out.append(
             f"  Backend in-flight: {format_bytes(est.backend_inflight_bytes)}  "
@@ -85,7 +79,8 @@ DOES_NOT_FIT_NOTE = (
 
 
 def inspect_report(model: ModelSnapshot, est: MemoryEstimate, version: str) -> dict[str, Any]:
-    """The JSON report as an ordered dict, keys in mlxcel's `InspectReport` order."""
+    """The JSON report as an ordered dict, keys in mlxcel's `InspectReport` order, with
+    vramscope's own beside them (`source` for a Hub read, `allocator_overhead_bytes`)."""
     wl = est.workload
     family = model.family
     per_slot = (
@@ -119,6 +114,9 @@ def inspect_report(model: ModelSnapshot, est: MemoryEstimate, version: str) -> d
         "activation_bytes": est.activation_bytes,
         "backend_inflight_bytes": est.backend_inflight_bytes,
         "headroom_bytes": est.runtime_headroom_bytes,
+        # vramscope's own, beside mlxcel's headroom_bytes (= O + A + I): O alone, the
+        # banner's `Allocator ovhd:` figure (docs/estimate.md).
+        "allocator_overhead_bytes": est.shown_overhead_bytes,
         "headroom_factor": est.headroom_factor,
         "budget_bytes": est.available_bytes,
         "total_bytes": est.total_bytes,

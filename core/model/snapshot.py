@@ -16,7 +16,13 @@ from core.display_text import clean_text
 from core.errors import ConfigError, ModelError, ModelNotFoundError, describe_os_error
 from core.estimate.activation import ActivationDims
 from core.estimate.kv_cache import KvArch, classify_kv_arch
-from core.estimate.weights import WeightsTerm, resolve_weight_bytes, weights_from_config
+from core.estimate.shape_count import analytical_warning
+from core.estimate.weights import (
+    WeightsSource,
+    WeightsTerm,
+    resolve_weight_bytes,
+    weights_from_config,
+)
 from core.model.config import CONFIG_FILE, ModelConfig, load_config
 
 
@@ -62,6 +68,10 @@ def snapshot_from_config(
             f"{display}/{CONFIG_FILE}: not unsigned integers, so read as absent (as mlxcel "
             f"does): {', '.join(mistyped)}",
         )
+    if config is not None and weights.source is WeightsSource.ANALYTICAL_CONFIG:
+        # mlxcel's bytes stay; one line when its MoE- and dtype-blind count looks far off.
+        far_off = analytical_warning(config, weights.bytes)
+        warnings += (far_off,) if far_off else ()
     return ModelSnapshot(
         display=display,
         config=config,

@@ -31,7 +31,6 @@ from core.errors import ShardingError
 from core.estimate.activation import ActivationDims
 from core.estimate.estimate import EstimateSettings, MemoryEstimate, Workload, estimate, estimate_of
 from core.estimate.kv_cache import KvArch, KvGroup, KvKind, attn_dims
-from core.memory_size import parse_optional_memory_size
 from core.model.config import NUM_HEADS_KEYS, get_u64
 from core.model.safetensors_header import tensor_bytes
 from core.model.snapshot import ModelSnapshot
@@ -48,6 +47,7 @@ from core.parallel.sharding import (
     tensor_rule,
 )
 from core.units import sat_add, sat_sub
+from core.value_grammar import Refused, read_byte_size
 
 Tensor = tuple[str, str, tuple[int, ...]]
 MAX_RANKS = 8
@@ -178,11 +178,9 @@ def parse_rank_limits(text: str | None, ranks: int) -> list[int] | None:
     parts = [p.strip() for p in text.split(",")]
     sizes: list[int] = []
     for part in parts:
-        size = parse_optional_memory_size(part)
-        if not size:
-            raise ShardingError(
-                f"--memory-limit: '{part}' is not a size (e.g. 24GB, 512M, 1073741824)"
-            )
+        size = read_byte_size(part, minimum=1)  # vramscope's grammar, as the one-size flag
+        if isinstance(size, Refused):
+            raise ShardingError(f"--memory-limit: {size.reason}")
         sizes.append(size)
     if len(sizes) == 1:
         return sizes * ranks

@@ -173,7 +173,9 @@ async def test_an_invalid_typed_value_is_marked_and_changes_nothing() -> None:
         assert box.has_class("-invalid")
         # "1" was a live preview; "1x" is not a value, so the value from before typing stands.
         assert app.explorer.state.inflight_mib == 1024
-        assert field.typed_note == "not a size in MiB (e.g. 512, 1G, 1.5GiB)"
+        assert field.typed_note == (
+            "'x' is not a unit: use K, M, G or T (x1024), alone or with B or iB"
+        )
         await pilot.press("enter")  # refused: the box keeps the text and says why
         assert field.typing and box.value == "1x"
         assert "Esc restores 1024" in field.typed_note

@@ -131,7 +131,7 @@ def test_command_lines_reproduce_the_state() -> None:
     available = PRESETS_BY_KEY["gfx1151"].available()
     assert vramscope_command(state, available, LLAMA) == (
         f"vramscope inspect {LLAMA} --max-tokens 8192 --backend rocm --inflight-mb 1024 "
-        "--memory-limit 82463372083"
+        "--preset gfx1151"
     )
     assert mlxcel_command(state, available, LLAMA) == (
         "MLX_ROCM_MAX_INFLIGHT_MB=1024 MLXCEL_MEMORY_LIMIT=82463372083 "

@@ -58,6 +58,21 @@ def test_bursts_apply_whole_values_and_refuse_invalid_ones() -> None:
         assert "factor 1.20x" in screen
 
 
+def test_a_burst_of_minus_5_is_refused_and_32k_is_32768_tokens() -> None:
+    # `-` once fell through the slider and `5` started the entry: -5 became 5 tokens.
+    with tmux_vramscope((120, 40), *ARGS) as app:
+        started(app)
+        app.burst("t-5\r")
+        app.wait_for(
+            lambda s: "must not be negative, got '-5'" in s and "8,192 tokens" in summary(s),
+            "the refusal, with 8,192 tokens kept",
+        )
+        app.key("Escape")  # alone: an Escape in a burst reads as Alt with the next key
+        app.wait_for(lambda s: "must not be negative" not in s, "the entry closed")
+        app.burst("t32k\r")
+        app.wait_for(lambda s: "32,768 tokens" in summary(s), "32k = 32,768 tokens")
+
+
 def test_at_60x20_the_verdict_total_model_quit_and_help_are_in_view() -> None:
     with tmux_vramscope((60, 20), *ARGS) as app:
         screen = started(app)

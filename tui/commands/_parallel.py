@@ -15,9 +15,14 @@ from core.measurement.fields import RankFields
 from core.measurement.result import MeasuredPeak, MeasurementFailure
 from core.parallel.plan import ParallelPlan, estimate_parallel, parse_rank_limits
 from core.parallel.sharding import ParallelKind
-from tui.commands.shared.estimate_args import estimate_inputs
+from tui.commands.shared.estimate_args import (
+    check_preset,
+    estimate_inputs,
+    parse_memory_limit_flag,
+)
 from tui.commands.shared.measure_args import request_from_args
 from tui.commands.shared.output import EXIT_FAILED, ProgressLine, failure_line, warn
+from tui.model.presets import PRESETS_BY_KEY
 
 if TYPE_CHECKING:
     from hip_backend import ParallelRun, PreparedParallel
@@ -40,7 +45,12 @@ def run_parallel(args: argparse.Namespace, quant: QuantHint) -> int:
 
     plan = parallel_plan(args)
     assert plan is not None
-    limits = parse_rank_limits(args.memory_limit, plan.ranks)
+    text = args.memory_limit
+    if text is not None and "," not in text and parse_memory_limit_flag(text) is None:
+        text = None  # `none`, or a 0 that said so in its warning line
+    limits = parse_rank_limits(text, plan.ranks)
+    if (preset := check_preset(args)) is not None:
+        limits = [PRESETS_BY_KEY[preset].bytes] * plan.ranks  # every rank is that device
     inputs = estimate_inputs(args, quant)  # the limits are per rank
     model, tensors = resolve_parallel_model(args.model, args.models_dir)
     warn(inputs.resolved.warnings + model.warnings)

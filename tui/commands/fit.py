@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from core import __version__
-from core.backend import BACKEND_CHOICES, Backend, resolve_backend
+from core.backend import BACKEND_CHOICES, Backend
 from core.device.memory import MEMORY_CHOICES, DeviceMemory, device_available
 from core.display_text import json_safe
 from core.environment import read_env, resolve_settings
@@ -17,7 +17,7 @@ from core.estimate.estimate import Workload
 from core.estimate.fit import QUANTIZATION_CHOICES, STORED
 from core.units import format_bytes_short
 from tui.commands._calibrated import add_calibration_flags, chosen_calibration, wanted
-from tui.commands.shared.estimate_args import parse_memory_limit_flag
+from tui.commands.shared.estimate_args import backend_choice, parse_memory_limit_flag
 from tui.commands.shared.flags import add_model_source_flags, add_workload_flags
 from tui.commands.shared.output import warn
 from tui.model.presets import PRESETS_BY_KEY, preset_keys
@@ -139,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
     from tui.render.fit_table import CalibratedColumn, fit_text
 
     quantizations = parse_quantizations(args.quantizations)
-    choice = resolve_backend(args.backend)
+    choice = backend_choice(args)  # a preset's device's backend unless --backend is given
     memory_limit, available, device = _available(args, choice.backend)
     if device is not None:
         warn(device.notes)

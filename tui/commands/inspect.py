@@ -19,6 +19,7 @@ from tui.commands.shared.flags import (
     add_estimate_flags,
     add_hub_flags,
     add_parallel_flags,
+    add_preset_flag,
     hub_options,
 )
 from tui.commands.shared.output import EXIT_FAILED, note, warn
@@ -39,6 +40,7 @@ def register(sub: Any) -> None:
         "or any repo id on the Hub (config and safetensors headers only)",
     )
     add_estimate_flags(p)
+    add_preset_flag(p)
     add_hub_flags(p)
     p.add_argument("--json", action="store_true", help="print the JSON report")
     p.add_argument(

@@ -18,7 +18,7 @@ from core.measurement.engine import DEFAULT_ENGINE, ENGINE_NAMES, Engine
 from core.measurement.request import DEFAULT_PROMPT_TOKENS, MAX_MEASURED_TOKENS
 from core.measurement.result import MeasuredPeak, MeasurementFailure
 from tui.commands._parallel import measure_parallel, parallel_plan
-from tui.commands.shared.flags import add_parallel_flags, add_run_flags, int_at_least
+from tui.commands.shared.flags import add_parallel_flags, add_run_flags, token_count
 from tui.commands.shared.measure_args import request_from_args
 from tui.commands.shared.output import EXIT_FAILED, failure_line, warn
 from tui.commands.shared.run_progress import phase_view
@@ -46,7 +46,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--prompt-tokens",
-        type=int_at_least("--prompt-tokens", 1, MAX_MEASURED_TOKENS),
+        type=token_count("--prompt-tokens", 1, MAX_MEASURED_TOKENS),
         default=DEFAULT_PROMPT_TOKENS,
         metavar="P",
         help=f"synthetic prompt tokens of the measured pass (default {DEFAULT_PROMPT_TOKENS})",

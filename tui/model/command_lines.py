@@ -2,8 +2,9 @@
 
 `vramscope inspect ...` prints the same banner here; the `mlxcel inspect ...`
 line, with `MLX_ROCM_MAX_INFLIGHT_MB` in front on ROCm, is what to run on the
-machine itself. Every value that differs from the defaults is spelled out, and
-available memory that is not detected becomes an exact byte count.
+machine itself. Every value that differs from the defaults is spelled out;
+available memory from a preset is `--preset NAME` for vramscope (mlxcel has no
+presets: its line gets the exact byte count), and a typed size an exact byte count.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from core.estimate.available import MEMORY_LIMIT_ENV, AvailableMemory
 from core.estimate.estimate import QuantHint
 from core.estimate.headroom import DEFAULT_HEADROOM_FACTOR, HEADROOM_FACTOR_ENV
 from core.estimate.inflight import ROCM_MAX_INFLIGHT_ENV
-from tui.model.presets import DETECTED
+from tui.model.presets import DETECTED, PRESETS_BY_KEY
 from tui.model.state import ExplorerState
 
 
@@ -61,6 +62,8 @@ def vramscope_command(
     limit = _limit(state, available)
     if rank_limits is not None:
         words += ["--memory-limit", rank_limits]
+    elif state.memory.key in PRESETS_BY_KEY:
+        words += ["--preset", state.memory.key]
     elif limit is not None:
         words += ["--memory-limit", str(limit)]
     return _join(_env_prefix(state), words)

@@ -5,12 +5,17 @@ memory, `core.estimate.available.mlx_device_limit`), which is what mlxcel compar
 total against; on gfx1151 with 96 GiB of VRAM that is the 76.80 GiB of
 mlxcel's worked example. Apple presets are the unified memory size, mlxcel's
 `hw.memsize` step.
+
+Each preset also names its device's backend (an NVIDIA card CUDA, an AMD card ROCm,
+Apple silicon Metal): `--preset` selects it unless `--backend` is given, so
+`--preset rtx4090` no longer keeps ROCm's 1 GiB in-flight reserve.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.backend import Backend, BackendChoice
 from core.estimate.available import AvailableMemory, mlx_device_limit
 from core.units import GIB
 
@@ -28,19 +33,26 @@ class MemoryPreset:
     bytes: int
     source: str
     """Where the number comes from, for the header and the Available row."""
+    backend: Backend
+    """The backend mlxcel is built for on that device."""
 
     def available(self) -> AvailableMemory:
         """The preset as the estimate's available memory."""
         return AvailableMemory(self.bytes, f"{self.label} preset ({self.source})")
 
 
-def _gpu(key: str, label: str, gib: int) -> MemoryPreset:
-    return MemoryPreset(key, f"{label} {gib} GiB", mlx_device_limit(gib * GIB), "MLX limit: 80%")
+def _gpu(key: str, label: str, gib: int, backend: Backend = Backend.ROCM) -> MemoryPreset:
+    limit = mlx_device_limit(gib * GIB)
+    return MemoryPreset(key, f"{label} {gib} GiB", limit, "MLX limit: 80%", backend)
 
 
 def _apple(gb: int) -> MemoryPreset:
     return MemoryPreset(
-        f"apple-{gb}", f"Apple M-series {gb} GB", gb * GIB, "unified memory, hw.memsize"
+        f"apple-{gb}",
+        f"Apple M-series {gb} GB",
+        gb * GIB,
+        "unified memory, hw.memsize",
+        Backend.METAL,
     )
 
 
@@ -50,8 +62,8 @@ PRESETS: tuple[MemoryPreset, ...] = (
     _gpu("w7900", "Radeon PRO W7900", 48),
     _gpu("r9700", "Radeon AI PRO R9700", 32),
     _gpu("rx7900xtx", "Radeon RX 7900 XTX", 24),
-    _gpu("h100", "NVIDIA H100", 80),
-    _gpu("rtx4090", "GeForce RTX 4090", 24),
+    _gpu("h100", "NVIDIA H100", 80, Backend.CUDA),
+    _gpu("rtx4090", "GeForce RTX 4090", 24, Backend.CUDA),
     *(_apple(gb) for gb in (16, 24, 32, 36, 48, 64, 96, 128, 192, 512)),
 )
 
@@ -61,3 +73,11 @@ PRESETS_BY_KEY = {p.key: p for p in PRESETS}
 def preset_keys() -> tuple[str, ...]:
     """Every preset key (the `--preset` choices)."""
     return tuple(PRESETS_BY_KEY)
+
+
+def preset_backend(flag: str, preset: str | None) -> BackendChoice | None:
+    """The backend `--preset` selects where `--backend` is `auto`; None otherwise (the
+    flag, or this machine's, decides)."""
+    if flag != "auto" or preset is None or preset not in PRESETS_BY_KEY:
+        return None
+    return BackendChoice(PRESETS_BY_KEY[preset].backend, False, f"chosen by --preset {preset}")

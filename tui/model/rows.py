@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from core.estimate.available import AvailableMemory
 from core.estimate.estimate import MemoryEstimate
 from core.estimate.solve import FitLimit
-from core.units import format_bytes_short, sat_sub
+from core.units import format_bytes_short
 
 if TYPE_CHECKING:
     from core.calibration.record import Calibration
@@ -103,9 +103,6 @@ def breakdown_rows(est: MemoryEstimate, available: AvailableMemory) -> list[Brea
     if est.kv.available and est.kv.per_token_bytes > 0:
         b = est.kv.per_token_bytes
         per_token = f"{format_bytes_short(b)} ({b:,} bytes) per token at steady state, same dtype"
-    overhead_shown = sat_sub(
-        sat_sub(est.runtime_headroom_bytes, est.activation_bytes), est.backend_inflight_bytes
-    )
     rows = [
         BreakdownRow("weights", "Weights", est.weights_bytes, est.weights_source.text_label),
         BreakdownRow("kv", "KV cache", est.kv.bytes, est.kv.detail, per_token),
@@ -118,7 +115,7 @@ def breakdown_rows(est: MemoryEstimate, available: AvailableMemory) -> list[Brea
         BreakdownRow(
             "overhead",
             "Allocator ovhd",
-            overhead_shown,
+            est.shown_overhead_bytes,
             f"factor {est.headroom_factor:.2f}x on weights+kv",
         ),
     ]

@@ -8,7 +8,7 @@ model snapshot and the detected available memory. Nothing here does I/O.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from core.backend import Backend, BackendChoice
@@ -20,7 +20,7 @@ from core.estimate.headroom import DEFAULT_HEADROOM_FACTOR
 from core.estimate.inflight import ROCM_DEFAULT_MAX_INFLIGHT_MB
 from core.measurement.engine import DEFAULT_ENGINE, Engine
 from core.units import format_bytes_short
-from tui.model.presets import CUSTOM, DETECTED, PRESETS_BY_KEY
+from tui.model.presets import CUSTOM, DETECTED, PRESETS_BY_KEY, preset_backend
 
 DEFAULT_MODEL = "mlx-community/Meta-Llama-3.1-8B-Instruct-4bit"
 """The model of mlxcel's worked example."""
@@ -76,6 +76,8 @@ class ExplorerState:
     calibrated_verdict: bool = False
     """`v`: hold the verdict (its colour, the summary line) against vramscope's calibrated
     total instead of mlxcel's, when a calibration applies; mlxcel's is the default."""
+    backend_pinned: bool = False
+    """`--backend` was given: picking a preset leaves the backend alone."""
 
     def workload(self) -> Workload:
         """The estimate's workload."""
@@ -110,14 +112,17 @@ class LaunchOptions:
     models_dirs: tuple[Path, ...] = ()
 
 
-def choose_backend(flag: str, machine: BackendChoice) -> BackendChoice:
-    """The starting backend: the flag, else this machine's; ROCm when no GPU is found.
+def choose_backend(flag: str, machine: BackendChoice, preset: str | None = None) -> BackendChoice:
+    """The starting backend: the flag, else the preset's device's, else this machine's;
+    ROCm when no GPU is found.
 
     With no GPU the choice falls on ROCm so the in-flight reserve, the term this
     tool exists to show, is on screen; the header says it was chosen.
     """
     if flag != "auto":
         return BackendChoice(Backend(flag), False, "chosen with --backend")
+    if (by_preset := preset_backend(flag, preset)) is not None:
+        return by_preset
     if machine.backend is Backend.CPU:
         return BackendChoice(Backend.ROCM, False, "chosen: no GPU detected")
     return machine
@@ -147,8 +152,19 @@ def initial_state(
         inflight_mib=resolved.inflight.mib,
         backend=start.backend,
         memory=memory,
+        backend_pinned=options.backend != "auto",
     )
     return state, resolved.warnings
+
+
+def with_memory(state: ExplorerState, choice: MemoryChoice) -> ExplorerState:
+    """The state with another source of available memory: a preset also selects its
+    device's backend (CUDA for an NVIDIA card, ROCm for an AMD one), unless `--backend`
+    was given."""
+    preset = PRESETS_BY_KEY.get(choice.key)
+    if preset is None or state.backend_pinned:
+        return replace(state, memory=choice)
+    return replace(state, memory=choice, backend=preset.backend)
 
 
 def backend_status(current: Backend, start: BackendChoice, machine: BackendChoice) -> str:

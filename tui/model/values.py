@@ -2,22 +2,23 @@
 
 A reading is the value, or a one-line reason why the text is not one; the box
 applies only values, and shows the reason where the hint goes. Token counts
-take `32k`, `1.5k`, `128K` (x1024); MiB fields take `1G` / `1.5GiB` (x1024: the
-field is in MiB, so G means GiB); plain numbers in the in-flight box go through
-`MLX_ROCM_MAX_INFLIGHT_MB`'s own parser and the headroom factor through mlxcel's
-float rules.
+and sizes read in `core.value_grammar`, the grammar the CLI flags use (`32k`,
+`1.5k`, `128K` with k = 1024; `1G` / `1.5GiB` in the MiB field, binary units); plain
+numbers in the in-flight box go through `MLX_ROCM_MAX_INFLIGHT_MB`'s own parser
+(the value feeds mlxcel's formula) and the headroom factor through mlxcel's float
+rules.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
 
 from core.estimate.inflight import MAX_ACCEPTED_INFLIGHT_MB, parse_inflight_mb
 from core.estimate.solve import CONTEXT_SEARCH_LIMIT
 from core.numbers import parse_rust_f64, rust_trim
+from core.units import MIB
+from core.value_grammar import Refused, read_byte_size, read_token_count
 
 MAX_BATCH = 4096
 MAX_FACTOR = 100.0
@@ -25,41 +26,30 @@ MAX_FACTOR = 100.0
 Reading = float | str
 """A value (int or float), or why the text is not one."""
 
-_SCALED = re.compile(r"(?P<num>\d[\d,_]*(?:\.\d+)?|\.\d+)\s*(?P<unit>[a-z]*)", re.ASCII)
-_TOKEN_UNITS = {"": 1, "k": 1024, "m": 1024**2}
-_MIB_UNITS = {"m": 1, "mb": 1, "mib": 1, "g": 1024, "gb": 1024, "gib": 1024}
 
-
-def _scaled(text: str, units: dict[str, int], what: str) -> int | str:
-    """`1.5k` -> 1536: a number with an optional unit, which must come out whole."""
-    m = _SCALED.fullmatch(text.strip().lower())
-    if m is None or m.group("unit") not in units:
-        return f"not {what}"
-    try:
-        value = Decimal(m.group("num").replace(",", "").replace("_", "")) * units[m.group("unit")]
-    except InvalidOperation:
-        return f"not {what}"
-    if value != value.to_integral_value():
-        return f"{m.group('num')}{m.group('unit')} is not a whole number"
-    return int(value)
+def _reading(value: int | Refused) -> Reading:
+    return value.reason if isinstance(value, Refused) else value
 
 
 def read_tokens(text: str) -> Reading:
     """A token count: `8192`, `8,192`, `32k`, `1.5k` (x1024); 0 up to 2^32."""
     if not text.strip():
         return "type a token count, e.g. 8192 or 32k"
-    value = _scaled(text, _TOKEN_UNITS, "a token count (e.g. 8192, 32k, 1.5k)")
-    if isinstance(value, int) and value > CONTEXT_SEARCH_LIMIT:
-        return f"at most {CONTEXT_SEARCH_LIMIT:,} tokens (2^32)"
-    return value
+    return _reading(read_token_count(text, 0, CONTEXT_SEARCH_LIMIT))
 
 
 def read_inflight(text: str) -> Reading:
     """MiB: the overlay's own grammar for a number, or a size with M or G (GiB) in it."""
     if not text.strip():
         return "type a budget in MiB, e.g. 1024 or 1G; 0 turns the bound off"
+    value: Reading
     if any(c.isalpha() for c in text):
-        value = _scaled(text, _MIB_UNITS, "a size in MiB (e.g. 512, 1G, 1.5GiB)")
+        size = read_byte_size(text)
+        value = _reading(size)
+        if isinstance(size, int) and size % MIB:
+            value = f"'{text.strip()}' is not a whole number of MiB"
+        elif isinstance(size, int):
+            value = size // MIB
     else:
         parsed = parse_inflight_mb(text)
         value = parsed if parsed is not None else "not a whole number of MiB (e.g. 512, 1G)"

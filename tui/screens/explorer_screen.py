@@ -41,7 +41,7 @@ from tui.messages import (
 )
 from tui.model.names import model_arg
 from tui.model.scales import token_stops
-from tui.model.state import ExplorerState, next_value
+from tui.model.state import ExplorerState, MemoryChoice, next_value, with_memory
 from tui.model.views import build_views, screen_words
 from tui.screens.focus_keys import FocusKeys
 from tui.widgets.breakdown import Breakdown
@@ -158,6 +158,10 @@ class ExplorerScreen(FocusKeys):
     def update(self, **changes: Any) -> None:
         """Change some fields of the state (the palette's entry point)."""
         self.state = replace(self.state, **changes)
+
+    def use_memory(self, choice: MemoryChoice) -> None:
+        """Another source of available memory (the palette's): a preset brings its backend."""
+        self.state = with_memory(self.state, choice)
 
     def on_controls_changed(self, message: Controls.Changed) -> None:
         # The change, not `message.state`: a key or a palette command may have changed

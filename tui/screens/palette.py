@@ -51,7 +51,7 @@ def explorer_commands(
         yield SystemCommand(
             f"Available memory: {sortable(preset.label)}",
             preset.source,
-            partial(screen.update, memory=MemoryChoice(preset.key)),
+            partial(screen.use_memory, MemoryChoice(preset.key)),
         )
     yield SystemCommand(
         "Copy the vramscope command",

@@ -21,7 +21,7 @@ from textual.widgets import Input, Label
 from core.measurement.engine import ENGINE_CHOICES
 from tui.model.scales import BATCH_STOPS, FACTOR_STOPS, INFLIGHT_STOPS, token_stops
 from tui.model.split_words import DEVICE_CHOICES, SPLITS
-from tui.model.state import BACKEND_ORDER, ExplorerState
+from tui.model.state import BACKEND_ORDER, ExplorerState, with_memory
 from tui.model.values import BATCH, FACTOR, INFLIGHT, TOKENS
 from tui.model.views import inflight_hint, tokens_hint
 from tui.widgets.memory_field import MemoryField
@@ -227,4 +227,4 @@ class Controls(Widget):
     def _memory(self, event: MemoryField.Changed) -> None:
         event.stop()
         choice = event.choice
-        self._post(lambda s: replace(s, memory=choice))
+        self._post(lambda s: with_memory(s, choice))

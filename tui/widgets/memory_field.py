@@ -1,7 +1,10 @@
-"""Available memory: detected, a device preset, or a size typed in mlxcel's grammar.
+"""Available memory: detected, a device preset, or a typed size.
 
-Typing a valid size (`64GB`, `512M`, `1073741824`) switches the picker to
-"typed size"; picking a preset shows its exact limit in the box.
+Typing a valid size in `core.value_grammar`'s forms (`24GB`, `24GiB`, `512M`,
+`1073741824`; binary units, as the `--memory-limit` flag reads them) switches the
+picker to "typed size"; a text that is not one is refused with its reason on the
+line below, and the estimate keeps the last size. Picking a preset shows its exact
+limit in the box.
 """
 
 from __future__ import annotations
@@ -11,11 +14,11 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.widget import Widget
-from textual.widgets import Input, Label, Select
+from textual.widgets import Input, Label, Select, Static
 
 from core.estimate.available import AvailableMemory
-from core.memory_size import parse_optional_memory_size
 from core.units import format_bytes_short
+from core.value_grammar import Refused, read_byte_size
 from tui.model.presets import CUSTOM, DETECTED, PRESETS, PRESETS_BY_KEY
 from tui.model.state import MemoryChoice
 
@@ -38,6 +41,8 @@ class MemoryField(Widget):
         & .field-label { width: 14; }
         & Select { width: 1fr; }
         & Input { width: 12; height: 1; margin-left: 1; }
+        & .field-hint { height: auto; padding-left: 14; color: $error; display: none; }
+        & .field-hint.-shown { display: block; }
     }
     """
 
@@ -59,6 +64,7 @@ class MemoryField(Widget):
             yield Label("Available", classes="field-label")
             yield Select(_options(None), value=self.choice.key, allow_blank=False, compact=True)
             yield Input(self._size_text(), placeholder="size, e.g. 64GB", compact=True)
+        yield Static("", classes="field-hint", markup=False)
 
     def _size_text(self) -> str:
         if self.choice.key == CUSTOM:
@@ -92,6 +98,12 @@ class MemoryField(Widget):
             with box.prevent(Input.Changed):
                 box.value = self._size_text()
             box.remove_class("-invalid")
+            self._show_reason("")
+
+    def _show_reason(self, reason: str) -> None:
+        hint = self.query_one(".field-hint", Static)
+        hint.update(reason)
+        hint.set_class(bool(reason), "-shown")
 
     @on(Select.Changed)
     def _picked(self, event: Select.Changed) -> None:
@@ -103,8 +115,8 @@ class MemoryField(Widget):
                 # A user who picks "custom" types the size next; a value set at start-up
                 # (--memory-limit) must not take the focus from the token slider.
                 box.focus()
-            size = parse_optional_memory_size(box.value)
-            if size is None:
+            size = read_byte_size(box.value, minimum=1)
+            if isinstance(size, Refused):
                 return
             self.choice = MemoryChoice(CUSTOM, size)
         else:
@@ -115,10 +127,14 @@ class MemoryField(Widget):
     @on(Input.Changed)
     def _typed(self, event: Input.Changed) -> None:
         event.stop()
-        size = parse_optional_memory_size(event.value)
-        event.input.set_class(size is None, "-invalid")
-        if size is None:
+        size = read_byte_size(event.value, minimum=1)
+        event.input.set_class(isinstance(size, Refused), "-invalid")
+        if isinstance(size, Refused):
+            # 0 is no limit to compare against: "This machine" is the detected one.
+            zero = "; pick This machine to detect it" if "more than 0 " in size.reason else ""
+            self._show_reason(f"Available {size.reason}{zero}")
             return
+        self._show_reason("")
         self.choice = MemoryChoice(CUSTOM, size)
         select: Select[str] = self.query_one(Select)
         with select.prevent(Select.Changed):

@@ -31,6 +31,9 @@ from tui.model.scales import position_of
 from tui.model.values import ValueSpec
 from tui.widgets.stop_slider import StopSlider
 
+_ENTRY_STARTS = "-+."
+"""Besides digits, the keys that begin a typed value on a slider (`-5`, `.5k`)."""
+
 
 class ValueInput(Input):
     """The exact-value box."""
@@ -258,9 +261,12 @@ class SliderField(Widget):
             self.screen.set_focus(self.slider)
 
     def key_from_slider(self, event: events.Key) -> bool:
-        """A key on the slider: a digit starts an entry; while one is open, keys edit it."""
+        """A key on the slider: a digit, sign or point starts an entry; while one is
+        open, keys edit it. (`-5` is read whole and refused as negative, never as 5.)"""
         if not self.typing:
-            if event.character is None or not event.character.isdigit():
+            if event.character is None or not (
+                event.character.isdigit() or event.character in _ENTRY_STARTS
+            ):
                 return False
             self.begin_typing()
             self._edit(event.character)

@@ -116,7 +116,7 @@ def test_quant_hint_aliases() -> None:
     assert "default" in QuantHint.DEFAULT.text_label
 
 
-KEYS = [
+MLXCEL_KEYS = [
     "vramscope_version",
     "model",
     "model_type",
@@ -136,6 +136,9 @@ KEYS = [
     "total_bytes",
     "fits",
 ]
+"""mlxcel's `InspectReport` keys, in its order (its first key renamed)."""
+KEYS = [*MLXCEL_KEYS]
+KEYS.insert(KEYS.index("headroom_bytes") + 1, "allocator_overhead_bytes")  # vramscope's own
 
 
 def test_json_report_keys_and_values(llama) -> None:  # type: ignore[no-untyped-def]
@@ -143,6 +146,7 @@ def test_json_report_keys_and_values(llama) -> None:  # type: ignore[no-untyped-
     text = to_json_pretty(inspect_report(llama, est, "0.1.0"))
     data = json.loads(text)
     assert list(data) == KEYS
+    assert [k for k in data if k != "allocator_overhead_bytes"] == MLXCEL_KEYS
     assert list(data["inputs"]) == ["max_tokens", "batch", "kv_cache_mode", "quant"]
     assert data["inputs"] == {
         "max_tokens": 640,
@@ -155,6 +159,7 @@ def test_json_report_keys_and_values(llama) -> None:  # type: ignore[no-untyped-
     assert data["kv_bytes_per_token"] == {"fp16": 131_072, "int8": 65_536, "turbo4": None}
     assert data["backend_inflight_bytes"] == 1 << 30
     assert data["headroom_bytes"] == 923_613_593 + 38_005_248 + (1 << 30)
+    assert data["allocator_overhead_bytes"] == 923_613_593  # the banner's Allocator ovhd
     assert (
         data["weights_bytes"] + data["kv_bytes_total"] + data["headroom_bytes"]
         == data["total_bytes"]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from core.units import GIB
+from core.units import GIB, format_bytes
 from tests.core.estimate.test_report import WORKED_EXAMPLE
 from tests.core.helpers import (
     GFX1151_LIMIT,
@@ -113,6 +113,29 @@ def test_env_knobs_and_their_warnings(skeleton, capsys, monkeypatch) -> None:
     assert "DOES NOT FIT" in out and out.rstrip().endswith("unless `--force` is set.")
 
 
+@pytest.mark.parametrize(
+    ("factor", "backend"), [(None, "rocm"), ("1.5", "cpu"), ("1e10", "rocm"), ("0.5", "rocm")]
+)
+def test_allocator_overhead_bytes_is_the_banners_figure(
+    skeleton, capsys, monkeypatch, factor: str | None, backend: str
+) -> None:
+    # 1e10 saturates O + A + I at 2^64 - 1: the banner then shows headroom - A - I, not O.
+    if factor is not None:
+        monkeypatch.setenv("MLXCEL_HEADROOM_FACTOR", factor)
+    folder = str(skeleton(LLAMA_4BIT, "index-only"))
+    flags = ["--max-tokens", "640", "--backend", backend, "--memory-limit", "64GB"]
+    _, banner, _ = run(capsys, "inspect", folder, *flags)
+    _, out, _ = run(capsys, "inspect", folder, *flags, "--json")
+    data = json.loads(out)
+    shown = data["allocator_overhead_bytes"]
+    assert f"  Allocator ovhd:  {format_bytes(shown)}  (factor" in banner
+    assert (
+        shown == data["headroom_bytes"] - data["activation_bytes"] - data["backend_inflight_bytes"]
+    )
+    keys = list(data)
+    assert keys[keys.index("headroom_bytes") + 1] == "allocator_overhead_bytes"
+
+
 def test_memory_limit_flag_beats_env(skeleton, capsys, monkeypatch) -> None:
     folder = str(skeleton(LLAMA_4BIT, "index-only"))
     monkeypatch.setenv("MLXCEL_MEMORY_LIMIT", "512MB")
@@ -164,7 +187,7 @@ def test_defaults_match_mlxcel(skeleton, capsys) -> None:
     [
         (["--batch", "0"], "--batch: must be at least 1"),
         (["--batch", "two"], "--batch: expected an integer"),
-        (["--max-tokens", "-1"], "--max-tokens/-n: must be at least 0"),
+        (["--max-tokens", "-1"], "--max-tokens/-n: must not be negative, got '-1'"),
         (["--kv-cache-mode", "turbo4"], "--kv-cache-mode: invalid choice"),
         (["--quant", "turbo3"], "--quant: unknown value 'turbo3'"),
         (["--backend", "vulkan"], "--backend: invalid choice"),

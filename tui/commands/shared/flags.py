@@ -26,6 +26,7 @@ from core.measurement.request import (
 from core.numbers import decimal_to_int
 from core.parallel.plan import MAX_RANKS
 from core.units import U64_MAX
+from core.value_grammar import Refused, read_token_count
 from tui.model.presets import preset_keys
 from tui.model.state import DEFAULT_MODEL
 
@@ -64,6 +65,20 @@ def int_at_least(flag: str, minimum: int, maximum: int = U64_MAX) -> Callable[[s
     return convert
 
 
+def token_count(flag: str, minimum: int, maximum: int = U64_MAX) -> Callable[[str], int]:
+    """An argparse type: a token count in `core.value_grammar`'s forms (`8192`, `32k`,
+    `1.5k`, `128K`; k = 1024, as the explorer's boxes read it) in [`minimum`, `maximum`]."""
+
+    def convert(text: str) -> int:
+        value = read_token_count(text, minimum, maximum)
+        if isinstance(value, Refused):
+            raise argparse.ArgumentTypeError(value.reason)
+        return value
+
+    convert.__name__ = flag
+    return convert
+
+
 def duration_seconds(flag: str) -> Callable[[str], float]:
     """An argparse type: a finite number of seconds in (0, MAX_DURATION_S]."""
 
@@ -90,10 +105,10 @@ def add_workload_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--max-tokens",
         "-n",
-        type=int_at_least("--max-tokens", 0),
+        type=token_count("--max-tokens", 0),
         default=DEFAULT_CTX_LEN,
         metavar="N",
-        help=f"context length in tokens (default {DEFAULT_CTX_LEN})",
+        help=f"context length in tokens: 8192, 32k, 1.5k (k = 1024) (default {DEFAULT_CTX_LEN})",
     )
     p.add_argument(
         "--batch",
@@ -138,7 +153,9 @@ def add_estimate_flags(p: argparse.ArgumentParser) -> None:
         "--memory-limit",
         metavar="SIZE",
         default=None,
-        help="available memory, e.g. 64GB, 512M or bytes; beats MLXCEL_MEMORY_LIMIT",
+        help="available memory: 24GB, 24GiB, 512M or bytes (binary units: G = GB = GiB = "
+        "2^30, as MLXCEL_MEMORY_LIMIT reads them); 0 or none = not set; beats "
+        "MLXCEL_MEMORY_LIMIT",
     )
 
 
@@ -165,11 +182,19 @@ def add_launch_flags(p: argparse.ArgumentParser) -> None:
         f"(default {DEFAULT_MODEL})",
     )
     add_estimate_flags(p)
+    add_preset_flag(p)
+
+
+def add_preset_flag(p: argparse.ArgumentParser) -> None:
+    """`--preset NAME`: a device's available memory and, unless --backend is given, its
+    backend (CUDA for an NVIDIA card, ROCm for an AMD one, Metal for Apple silicon)."""
     p.add_argument(
         "--preset",
         choices=preset_keys(),
         default=None,
-        help="available memory of a device preset (MLX's limit on that device)",
+        help="available memory of a device preset (MLX's limit on that device); also its "
+        "backend (NVIDIA: cuda, AMD: rocm, Apple: metal) unless --backend is given; "
+        "not with --memory-limit",
     )
 
 
@@ -184,14 +209,14 @@ def add_run_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--gen-tokens",
-        type=int_at_least("--gen-tokens", 0, MAX_MEASURED_TOKENS),
+        type=token_count("--gen-tokens", 0, MAX_MEASURED_TOKENS),
         default=DEFAULT_GEN_TOKENS,
         metavar="G",
         help=f"greedy decode tokens of the measured pass (default {DEFAULT_GEN_TOKENS})",
     )
     p.add_argument(
         "--warmup-tokens",
-        type=int_at_least("--warmup-tokens", 0, MAX_MEASURED_TOKENS),
+        type=token_count("--warmup-tokens", 0, MAX_MEASURED_TOKENS),
         default=DEFAULT_WARMUP_TOKENS,
         metavar="N",
         help=f"decode tokens of the warm-up pass (default {DEFAULT_WARMUP_TOKENS})",

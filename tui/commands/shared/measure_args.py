@@ -8,17 +8,17 @@ from pathlib import Path
 from core.errors import UsageError
 from core.measurement.engine import ATTENTION, DEFAULT_ENGINE, EMULATE, FUSE_BF16, Engine
 from core.measurement.request import MeasureRequest
-from core.memory_size import parse_optional_memory_size
+from core.value_grammar import Refused, read_byte_size
 from tui.commands.shared.flags import MAX_DURATION_S
 
 
 def memory_cap(text: str | None) -> int | None:
-    """`--memory-cap`: a size, or a usage error."""
+    """`--memory-cap`: a size above 0 in `core.value_grammar`'s forms, or a usage error."""
     if text is None:
         return None
-    cap = parse_optional_memory_size(text)
-    if cap is None:
-        raise UsageError("--memory-cap", f"'{text}' is not a size (e.g. 8GB, 512M)")
+    cap = read_byte_size(text, minimum=1)
+    if isinstance(cap, Refused):
+        raise UsageError("--memory-cap", cap.reason)
     return cap
 
 

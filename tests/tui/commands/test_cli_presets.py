@@ -1,0 +1,75 @@
+"""`--preset`: a device's available memory and, unless --backend is given, its backend
+(`inspect`, `fit`, `explore`)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from core.units import GIB
+from tests.core.helpers import LLAMA_4BIT
+from tui.cli import main
+from tui.model.presets import PRESETS_BY_KEY
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def inspect_json(capsys, *flags: str) -> dict[str, object]:
+    code, out, err = run(capsys, "inspect", LLAMA_4BIT, "--json", "--max-tokens", "640", *flags)
+    assert (code, err) == (0, ""), err
+    return dict(json.loads(out))
+
+
+@pytest.mark.parametrize(
+    ("preset", "inflight"),
+    [("rtx4090", 0), ("h100", 0), ("gfx1151", GIB), ("rx7900xtx", GIB), ("apple-64", 0)],
+)
+def test_inspect_preset_selects_the_cards_backend(capsys, preset: str, inflight: int) -> None:
+    data = inspect_json(capsys, "--preset", preset)
+    assert data["budget_bytes"] == PRESETS_BY_KEY[preset].bytes
+    assert data["backend_inflight_bytes"] == inflight  # ROCm's reserve on AMD cards only
+
+
+def test_inspect_preset_banner_has_no_in_flight_line_on_an_nvidia_card(capsys) -> None:
+    code, out, _ = run(capsys, "inspect", LLAMA_4BIT, "--preset", "rtx4090")
+    assert code == 0
+    assert "Backend in-flight" not in out
+    assert "  Available:       19.20 GiB (20615843020 bytes)\n" in out
+
+
+def test_an_explicit_backend_beats_the_presets(capsys) -> None:
+    data = inspect_json(capsys, "--preset", "rtx4090", "--backend", "rocm")
+    assert data["backend_inflight_bytes"] == GIB
+    assert data["budget_bytes"] == PRESETS_BY_KEY["rtx4090"].bytes
+
+
+def test_preset_and_memory_limit_together_are_refused(capsys) -> None:
+    code, out, err = run(
+        capsys, "inspect", LLAMA_4BIT, "--preset", "rtx4090", "--memory-limit", "24GB"
+    )
+    assert (code, out) == (2, "")
+    assert err == (
+        "vramscope: error: --preset: sets the available memory; give it or --memory-limit\n"
+    )
+
+
+def test_inspect_tp_with_a_preset_gives_every_rank_that_device(capsys) -> None:
+    data = inspect_json(capsys, "--preset", "rtx4090", "--tp", "2")
+    ranks = data["ranks"]
+    assert isinstance(ranks, list)
+    assert [r["budget_bytes"] for r in ranks] == [PRESETS_BY_KEY["rtx4090"].bytes] * 2
+    assert all(r["backend_inflight_bytes"] == 0 for r in ranks)
+
+
+def test_fit_preset_selects_the_cards_backend(capsys) -> None:
+    code, out, _ = run(capsys, "fit", "--json", "--preset", "h100", "--quantizations", "stored")
+    assert code == 0
+    assert json.loads(out)["inputs"]["backend"] == "cuda"
