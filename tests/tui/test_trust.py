@@ -311,7 +311,7 @@ async def test_the_breakdown_bytes_have_separators() -> None:
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
         assert "4,517,404,672" in breakdown_text(app)
-        assert "(74,642,249,216 bytes) of headroom" in breakdown_text(app)
+        assert "(74,642,249,216 bytes) free" in breakdown_text(app)
 
 
 def test_the_history_names_a_cache_snapshot_by_its_repo_id() -> None:
