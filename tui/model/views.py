@@ -23,7 +23,7 @@ from core.units import format_bytes_short
 from tui.model.chart_data import ENGINE_MARKS, MEASURED_MARK, ChartData, Point
 from tui.model.command_lines import mlxcel_command, vramscope_command
 from tui.model.measure_plan import model_names
-from tui.model.measure_state import Measurements, PanelView, result_words
+from tui.model.measure_state import Measurements, PanelView, result_words, run_differences
 from tui.model.names import model_arg
 from tui.model.rows import (
     INFLIGHT_OFF_HINT,
@@ -327,6 +327,8 @@ def screen_words(
     names = model_names(state, entry, snapshot.display if snapshot else None)
     points = chart_points(measurements.runs(loaded.history.results), names, state)
     panel = measurements.panel(names, estimate_for(state, snapshot, available), now)
+    if panel.peak is not None:
+        panel = replace(panel, differs=run_differences(panel.peak, state))
     arg = model_arg(entry) if entry is not None else state.model
     vramscope, second = (
         vramscope_command(state, available, arg),
