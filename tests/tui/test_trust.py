@@ -324,6 +324,9 @@ def test_the_history_names_a_cache_snapshot_by_its_repo_id() -> None:
     export = export_markdown([peak(model=path, engine="mlx", peak_kind="mx.get_peak_memory()")])
     assert "mlx-community/Qwen3-0.6B-4bit" in export and "0123abcd" not in export
     assert "mlx: mx.get_peak_memory()" in export
+    # An MLX run on the CPU is held against the CPU formula, and the row says so.
+    assert "| MLX (mlx-lm) | CPU | fp16 | 640 |" in export  # budget: n/a (no queue)
+    assert "ROCm formula at" not in export
 
 
 async def test_history_numbers_are_right_aligned(tmp_path: Any) -> None:
