@@ -138,6 +138,7 @@ class ExplorerScreen(FocusKeys):
 
     def on_mount(self) -> None:
         self.query_one("#estimate").border_title = "Estimate"
+        self.query_one(ModelList).hub_enabled = self.deps.read_hub is not None
         self.loader.read_all(self.state.model)
         self.query_one(Breakdown).show_loading(reading_text(self.state.model))
         self.recompute()
@@ -218,12 +219,19 @@ class ExplorerScreen(FocusKeys):
         loader = self.loader
         if not loader.take_model(message):
             return  # a newer pick is on its way
+        models = self.query_one(ModelList)
+        failure = ""
         if isinstance(message.result, FailedModel):
-            self.query_one(Breakdown).show_error(message.result.message)
+            failure = message.result.message
+            self.query_one(Breakdown).show_error(failure)
         else:
             stops = token_stops(loader.trained_context)
             self.query_one(Controls).field("tokens").set_stops(stops)
-            self.query_one(ModelList).set_current(self.state.model)
+            models.set_current(self.state.model)
+        if loader.answered_hub:
+            models.hub_done(loader.answered_hub, failure)
+            if not failure:
+                loader.read_catalog()  # the store has it now: the list shows it, marked hub
         self.recompute()
 
     def on_model_reading(self, message: ModelReading) -> None:
@@ -255,6 +263,13 @@ class ExplorerScreen(FocusKeys):
         self.query_one(ModelList).set_current(name)
         self.loader.read_model(name, message.entry)
         self.query_one(Breakdown).show_loading(reading_text(name))
+        self.update(model=name)
+
+    def on_model_list_hub_requested(self, message: ModelList.HubRequested) -> None:
+        name = message.repo_id
+        self.query_one(ModelList).hub_started(name)
+        self.loader.read_model(name, None, hub=True)  # a worker thread: keys keep working
+        self.query_one(Breakdown).show_loading(f"Reading {name} from the Hub…")
         self.update(model=name)
 
     # --- measuring (m, H) ----------------------------------------------------------
