@@ -13,7 +13,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 KEYS: tuple[tuple[str, str], ...] = (
-    ("Tab  Shift+Tab", "next / previous control"),
+    ("Tab Shift+Tab", "next / previous control"),
     ("← →", "slider one stop down / up; pick an option"),
     ("PgDn PgUp", "slider several stops; Home End: its ends"),
     ("0-9 on a slider", "type an exact value; Enter applies"),
@@ -25,14 +25,14 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("s", "TP/PP: tensor parallel ⇄ pipeline parallel"),
     ("w", "Measure with: the engine m runs (torch ⇄ mlx)"),
     ("/", "filter the Models; ↓ into the list, Enter picks or reads org/name from the Hub"),
-    ("c  C", "Copy cmd: the vramscope / mlxcel command line"),
+    ("c C", "Copy cmd: the vramscope / mlxcel command line"),
     ("m", "Measure the model on screen (again: cancel)"),
     ("H", "measurement History; e there exports the table"),
     ("v", "verdict against mlxcel's ⇄ the calibrated total"),
     ("R", "after m: recalibrate from the history"),
     ("Ctrl+P", "command palette: every control, backend, budget, preset, device count"),
     ("Esc", "cancel a measurement, else back to the token slider"),
-    ("?  q", "this Help / Quit"),
+    ("? q", "this Help / Quit"),
 )
 
 CONTROLS: tuple[tuple[str, str], ...] = (

@@ -104,12 +104,12 @@ def explorer_commands(
             partial(screen.update, devices=n),
         )
     yield SystemCommand(
-        "Split: TP, tensor parallel",
+        "TP/PP: TP, tensor parallel",
         "every rank holds a slice of every layer (mlx-lm shard)",
         partial(screen.update, split="tp"),
     )
     yield SystemCommand(
-        "Split: PP, pipeline parallel",
+        "TP/PP: PP, pipeline parallel",
         "each rank holds a run of whole layers (mlx-lm pipeline)",
         partial(screen.update, split="pp"),
     )

@@ -130,12 +130,16 @@ class SummaryLine(Static):
             return Text("")
         badge = f" {s.verdict} " if s.verdict else ""
         activity = f" · {s.activity}" if s.activity else ""
-        detail = s.detail
         lead = len(badge) + 1 if badge else 0
-        # The short detail once the long one leaves too little for the model's own name.
-        own = len(s.name.partition("/")[2] or s.name) + 2
-        if s.short and lead + len(detail) + 3 + min(len(s.name), own) + len(activity) > width:
-            detail = s.short
+        # The longest detail that leaves the model's own name whole: the full words, then
+        # `8K · 7.28 GiB of 76.80 GiB`, then `8K · 7.28 GiB` (the top line names the
+        # available memory); the shortest one when none does.
+        own = min(len(s.name), len(s.name.partition("/")[2] or s.name) + 2)
+        details = [d for d in (s.detail, s.short, s.tiny) if d]
+        detail = next(
+            (d for d in details if lead + len(d) + 3 + own + len(activity) <= width),
+            details[-1],
+        )
         room = max(12, width - lead - len(detail) - 3 - len(activity))
         name = fit_name(s.name, room)  # the org goes first, the model's own name stays
         text = Text(no_wrap=True, overflow="ellipsis")
