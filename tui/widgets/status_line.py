@@ -9,6 +9,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from core.backend import Backend, BackendChoice
+from core.display_text import clean_text
 from core.estimate.available import AvailableMemory
 from tui.model.names import fit_name
 from tui.model.state import available_status, backend_status, backend_status_short
@@ -141,7 +142,8 @@ class SummaryLine(Static):
             details[-1],
         )
         room = max(12, width - lead - len(detail) - 3 - len(activity))
-        name = fit_name(s.name, room)  # the org goes first, the model's own name stays
+        # Untrusted (a folder's name): cleaned, then the org goes first, the own name stays.
+        name = fit_name(clean_text(s.name), room)
         text = Text(no_wrap=True, overflow="ellipsis")
         if badge:
             style = "summary--fits" if s.fits else "summary--over"
