@@ -146,7 +146,7 @@ async def test_at_60x20_the_answer_and_quit_and_help_stay_in_view() -> None:
         line = app.screen.query_one(SummaryLine)
         assert 0 <= line.region.y < 20 and line.region.right <= 60
         text = widget_lines(line)[0].strip()
-        assert text.startswith("FITS  8K · 7.28 GiB of 76.80 GiB · mlx-community/")
+        assert text == "FITS  8K · 7.28 GiB · …/Meta-Llama-3.1-8B-Instruct-4bit"
         footer = app.screen.query_one(Footer)
         assert footer.region.bottom == 20
         in_view = {
