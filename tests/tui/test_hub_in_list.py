@@ -80,6 +80,7 @@ async def test_a_typed_repo_id_is_read_from_the_hub_listed_as_hub_and_kept(
         assert rows(app)[0] == f"↓ read {REPO} from the Hub (Enter)"
         await type_keys(pilot, "\r")  # Enter reads, on a worker thread
         assert rows(app)[0] == f"… reading {REPO} from the Hub"
+        assert models.query_one(OptionList).highlighted is None  # Enter again picks nothing
         await wait_for(pilot, lambda: f"Reading {REPO}" in breakdown_text(app), "reading…")
         await type_keys(pilot, "\x1bk")  # keys land while it runs
         assert rows(app)[0] == f"… reading {REPO} from the Hub"

@@ -255,6 +255,8 @@ class ModelList(Vertical):
         options.set_options(rows)
         if highlight is None or rows[highlight].disabled:
             highlight = next((n for n, o in enumerate(rows) if not o.disabled), None)
+        if hub_rows and hub_rows[0].disabled:
+            highlight = None  # reading what was typed: Enter must not pick another model
         options.highlighted = highlight
 
     def _pick(self, option: Option | None) -> None:
