@@ -127,6 +127,9 @@ def test_at_60x20_the_footer_is_whole_and_help_lists_the_devices_keys() -> None:
     # Issue #17: the footer ended in a stray letter (`^p palettea`) and `?` had no `d`.
     with tmux_vramscope((60, 20), *ARGS) as app:
         started(app)
+        # The footer is composed once the bindings are known: wait for its keys, then for
+        # the screen to stop changing, and read what stays.
+        app.wait_for(lambda s: s.splitlines()[-1].startswith("q Quit ? Help"), "the footer")
         footer = app.settle().splitlines()[-1]
         assert footer.rstrip().endswith("^p palette")
         assert footer.startswith("q Quit ? Help / Models")
