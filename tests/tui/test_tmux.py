@@ -136,8 +136,11 @@ def test_at_60x20_the_footer_is_whole_and_help_lists_the_devices_keys() -> None:
         app.burst("?")
         app.wait_for(lambda s: "keys and controls" in s, "the help")
         app.key("End")  # the help's end: the controls
-        help_text = app.wait_for(lambda s: "rank order" in s, "the help's Per device row")
-        assert "Per device" in help_text and "Measure with" in help_text
+        # End scrolls with an animation: wait for its last rows, then read the screen.
+        app.wait_for(lambda s: "through mlx-lm" in s, "the help's Measure with row")
+        help_text = app.settle()
+        assert "Per device" in help_text and "rank order" in help_text
+        assert "Measure with     torch" in help_text
         app.burst("q")
         app.wait_for(lambda s: "keys and controls" not in s, "help closed")
         # d then w in one write: two devices, measured with mlx; the footer stays whole.
