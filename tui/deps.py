@@ -66,6 +66,10 @@ class AppDeps:
     one (`core.calibration.select.default_candidates`, as `inspect --calibrated`)."""
     calibration_store: Callable[[], Path | None] = lambda: None
     """Where recalibrating after `m` saves (None: the user's calibration file)."""
+    read_hub: Callable[[str], CatalogEntry] | None = None
+    """Read a repo id from the Hub into vramscope's Hub store and give its entry, as
+    `inspect org/name` does (worker thread; HF_HUB_OFFLINE answers from the store or
+    refuses); None: the model list offers no Hub read."""
 
 
 # core.catalog.resolve (folders, the HF cache, built-in profiles, the disk cache) is imported
@@ -82,6 +86,14 @@ def _resolve(name: str, models_dirs: tuple[Path, ...]) -> CatalogEntry:
     from core.catalog.resolve import resolve_entry
 
     return resolve_entry(name, models_dirs)
+
+
+def _read_hub(name: str, models_dirs: tuple[Path, ...]) -> CatalogEntry:
+    from core.catalog.resolve import resolve_entry
+    from core.hub.remote import HubOptions
+
+    # `inspect org/name`'s resolution: a local copy wins, else the Hub (or its stored copy).
+    return resolve_entry(name, models_dirs, hub=HubOptions())
 
 
 def _load(entry: CatalogEntry) -> ModelSnapshot:
@@ -106,6 +118,7 @@ def default_deps(models_dirs: Sequence[Path] = ()) -> AppDeps:
         ),
         env=env,
         calibrations=_default_candidates,
+        read_hub=partial(_read_hub, models_dirs=dirs),
     )
 
 
@@ -119,14 +132,18 @@ def builtin_deps(
     env: Mapping[str, str | None] | None = None,
     clock: Callable[[], float] | None = None,
     history: HistoryStore | None = None,
+    hub: bool = False,
 ) -> AppDeps:
     """A machine-independent world: built-in profiles only, fixed detections, no environment,
-    and no measurement history unless one is given. `m` still measures for real."""
+    and no measurement history unless one is given. `m` still measures for real. With
+    `hub`, the Hub too: reads through `HF_ENDPOINT` and the Hub store under
+    `XDG_CACHE_HOME` as this process's environment has them (tests point both at a
+    local server and a temporary folder), and the copies read before are listed."""
 
     def catalog() -> Catalog:
         from core.catalog.resolve import build_catalog
 
-        return build_catalog(include_hf_cache=False, env={})
+        return build_catalog(include_hf_cache=False, include_hub=hub, env=None if hub else {})
 
     def resolve(name: str) -> CatalogEntry:
         from core.catalog.resolve import match_entry
@@ -142,4 +159,5 @@ def builtin_deps(
         env=dict(env or {}),
         clock=clock or (lambda: 0.0),
         history=lambda: history,
+        read_hub=partial(_read_hub, models_dirs=()) if hub else None,
     )

@@ -176,21 +176,26 @@ def _budget_cell(row: TableRow) -> str:
     return f"{row.budget_mib}" if row.budget_mib else "0 (off)"
 
 
-def markdown_table(rows: Sequence[TableRow], title: str, preamble: Sequence[str] = ()) -> str:
+def markdown_table(
+    rows: Sequence[TableRow], title: str, preamble: Sequence[str] = (), formulas: bool = False
+) -> str:
     """mlxcel's "Estimate against peak" table: bytes, covered or not, smallest margin,
     with the engine of every row; when both engines ran, their peaks side by side.
 
     On a GPU two more columns show the allocator's reserved peak and the sampled
-    device-level rise in used memory.
+    device-level rise in used memory. With `formulas` (the explorer's export, whose rows
+    may mix them) two columns after the engine name each row's estimate formula (the
+    backend it is held against) and KV cache mode.
     """
     gpu = any(isinstance(r.outcome, MeasuredPeak) and r.outcome.device_kind != "cpu" for r in rows)
     out = [f"## {title}", ""]
     out += [*preamble, ""] if preamble else []
+    extra = " Formula | KV |" if formulas else ""
     head = (
-        "| Model | Engine | Context | Budget (MiB) | Measured peak (bytes) | Estimate (bytes) "
-        "| Margin (bytes) | Margin | Covered |"
+        f"| Model | Engine |{extra} Context | Budget (MiB) | Measured peak (bytes) "
+        "| Estimate (bytes) | Margin (bytes) | Margin | Covered |"
     )
-    rule = "|---|---|---:|---:|---:|---:|---:|---:|---|"
+    rule = "|---|---|" + ("---|---|" if formulas else "") + "---:|---:|---:|---:|---:|---:|---|"
     if gpu:
         head += " Reserved peak (bytes) | Device used Δ (bytes) |"
         rule += "---:|---:|"
@@ -198,6 +203,8 @@ def markdown_table(rows: Sequence[TableRow], title: str, preamble: Sequence[str]
     for row in rows:
         est = f"{row.estimate_bytes:,}" if row.estimate_bytes is not None else "-"
         engine = row.engine.label
+        if formulas:
+            engine += " | " + _formula_cells(row)
         lead = f"| {md_cell(row.model)} | {engine} | {row.context} | {_budget_cell(row)} |"
         if isinstance(row.outcome, MeasurementFailure):
             tail = " - | - |" if gpu else ""
@@ -218,6 +225,13 @@ def markdown_table(rows: Sequence[TableRow], title: str, preamble: Sequence[str]
     if side:
         out += ["", *side]
     return "\n".join(out) + "\n"
+
+
+def _formula_cells(row: TableRow) -> str:
+    """`ROCm | fp16`: the backend whose formula the row's estimate is, and its KV mode."""
+    if not isinstance(row.outcome, MeasuredPeak):
+        return "- | -"
+    return f"{row.outcome.estimate_backend.label} | {row.outcome.kv_cache_mode}"
 
 
 def _engines(rows: Sequence[TableRow]) -> list[Engine]:

@@ -79,7 +79,7 @@ async def test_default_screen_matches_the_text_banner_byte_for_byte() -> None:
         assert shown["Available"] == GFX1151_LIMIT
         text = breakdown_text(app)
         assert "FITS" in text
-        assert f"({est.slack_bytes:,} bytes) of headroom" in text
+        assert f"({est.slack_bytes:,} bytes) free" in text
 
 
 async def test_budget_slider_moves_the_inflight_row_and_the_total_by_the_difference() -> None:
@@ -212,7 +212,7 @@ async def test_does_not_fit_shows_the_overflow() -> None:
         assert est is not None
         assert not est.fits
         assert "DOES NOT FIT   " in breakdown_text(app)
-        assert f"({est.overflow_bytes:,} bytes) over budget" in breakdown_text(app)
+        assert f"({est.overflow_bytes:,} bytes) over" in breakdown_text(app)
 
 
 async def test_the_vramscope_command_line_prints_the_same_total(capsys) -> None:

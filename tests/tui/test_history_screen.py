@@ -92,9 +92,12 @@ async def test_the_history_lists_runs_newest_first_and_exports_the_table(
             TableRow(p.model, p.context_tokens, p.inflight_mib, p.estimate_bytes, p)
             for p in reversed(RUNS)
         ]
-        expected = markdown_table(rows, "Estimate against peak")
+        expected = markdown_table(rows, "Estimate against peak", formulas=True)
         text = written.read_text(encoding="utf-8")
         assert text.startswith("## Estimate against peak\n")
+        # Each row names its formula and KV mode (torch on ROCm: ROCm's formula).
+        assert "| Model | Engine | Formula | KV | Context |" in text
+        assert text.count("| torch engine | ROCm | fp16 | 640 |") == 3
         assert text.split("\n| Model")[1] == expected.split("\n| Model")[1]
 
         # A path that cannot be written is a message; the screen keeps working.

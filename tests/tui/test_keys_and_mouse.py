@@ -225,10 +225,13 @@ async def test_a_given_measured_peak_is_shown_beside_the_estimate() -> None:
         await settle(pilot)
         panel = app.screen.query_one(MeasuredPanel)
         text = "\n".join(widget_lines(panel.query_one("#measured-text")))
-        # mlxcel's worked example: 6,653,428,633 bytes at 640 tokens with the default budget.
+        # mlxcel's worked example: 6,653,428,633 bytes at 640 tokens with the default budget;
+        # the screen is at 8,192 tokens, and the panel says the estimate is the run's.
         assert (
-            "Estimate          6.20 GiB  6,653,428,633 bytes  at 640 tokens, same settings" in text
+            "Estimate          6.20 GiB  6,653,428,633 bytes  at 640 tokens, the run's settings"
+            in text
         )
+        assert "the run had 640 tokens; the screen has 8,192 tokens" in text
         assert "Margin          +623.2 MiB   +653,428,633 bytes  +10.9%  ✓ covered" in text
         assert "synthetic weights" in text
 

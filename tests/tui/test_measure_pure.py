@@ -14,7 +14,7 @@ from core.measurement.result import MeasuredPeak
 from tests.factories import LLAMA, peak
 from tui.model.chart_data import MEASURED_MARK
 from tui.model.measure_plan import measure_request, measure_target, split_context
-from tui.model.measure_state import progress_label
+from tui.model.measure_state import PanelView, progress_label, result_words, run_differences
 from tui.model.names import short_model
 from tui.model.state import ExplorerState
 from tui.model.views import chart_points
@@ -65,9 +65,10 @@ def test_measured_points_are_their_engines_mark_in_the_cell_of_their_value() -> 
     totals = [10, 20, 30, 40]
     points = [(2, 40, "torch"), (1, 5, "mlx")]
     text = render_chart(contexts, totals, 0, 0, 4, points=points).plain.split("\n")
-    # The top is 40 + 40 // 12 = 43 over four rows: 40 sits in the top row, 5 in the
-    # bottom one; each mark (◆ torch, ● mlx) replaces the column's block in its cell.
-    assert [row[10:] for row in text[:4]] == ["  ◆▆", "  ▆█", " ▇██", "▇●██"]
+    # The axis fits the data (no available line): 0 to 40 + 35 // 12 = 42 over four rows;
+    # 40 sits in the top row, 5 in the bottom one; each mark (◆ torch, ● mlx) replaces
+    # the column's block in its cell.
+    assert [row[10:] for row in text[:4]] == ["  ◆▆", "  ▇█", " ▇██", "█●██"]
     assert MEASURED_MARK == "◆"
 
 
@@ -196,3 +197,30 @@ def test_the_result_says_which_formula_and_queue_the_run_is_held_against() -> No
     assert "in-flight 1024" not in mlx_cpu["Run"]
     off = rows(peak(extra={"inflight_emulation": "none"}))
     assert "no in-flight queue emulated" in off["Run"]
+
+
+def test_a_result_says_which_of_its_runs_settings_the_screen_no_longer_has() -> None:
+    run = peak(prompt_tokens=32, gen_tokens=32)  # measured at 64 tokens
+    same = ExplorerState(model=LLAMA, max_tokens=64)
+    assert run_differences(run, same) == ()
+    moved = replace(same, max_tokens=768, inflight_mib=512, kv_int8=True, batch=4)
+    assert run_differences(run, moved) == (
+        ("64 tokens", "768 tokens"),
+        ("in-flight 1024 MiB", "in-flight 512 MiB"),
+        ("fp16 KV", "int8 KV"),
+        ("batch 1", "batch 4"),
+    )
+    rows = {label: text.plain for label, text in result_rows(run, 6_000_000_000)}
+    assert "at 64 tokens, same settings" in rows["Estimate"]
+    assert "Not on screen" not in rows
+    moved_rows = result_rows(
+        run, 6_000_000_000, run_differences(run, replace(same, max_tokens=768))
+    )
+    words = {label: text.plain for label, text in moved_rows}
+    assert "at 64 tokens, the run's settings" in words["Estimate"]
+    assert "same settings" not in words["Estimate"]
+    assert words["Not on screen"].startswith("the run had 64 tokens; the screen has 768 tokens")
+    # The summary's verdict is claimed for the run's context, never the screen's.
+    view = PanelView("result", peak=run, estimate=6_000_000_000, differs=(("64 tokens", "768"),))
+    assert result_words(view) == "measured 4.66 GiB ✓ covered at the run's 64 tokens (torch)"
+    assert "at the run's" not in result_words(replace(view, differs=()))

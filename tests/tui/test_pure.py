@@ -121,9 +121,36 @@ def test_chart_shape_marker_and_available_line() -> None:
     avail = next(line for line in lines if "┈" in line)
     assert avail.startswith("20.0 GiB")
     assert lines[-1][10 + 10] == "▲"
+    assert "available: above" not in text.plain  # the line is drawn: no note
     assert short_tokens(131072) == "128K"
     assert short_tokens(1 << 20) == "1M"
     assert short_tokens(300) == "300"
+
+
+def test_the_value_axis_fits_the_data_and_says_where_a_far_available_line_is() -> None:
+    # mlxcel's worked example: 5-23 GiB against 76.8 GiB available (issue #17: the columns
+    # and the points were squashed under the line, an empty chart at 120x40).
+    contexts = sample_contexts(256, 131072, 60)
+    totals = [5 * GIB + i * GIB * 3 // 10 for i in range(60)]
+    points = [(20, 6 * GIB, "torch"), (50, 19 * GIB, "mlx")]
+    lines = render_chart(contexts, totals, 76 * GIB, 30, 8, points=points).plain.split("\n")
+    assert "76.0 GiB available: above ↑" in lines[0]
+    assert "┈" not in "".join(lines)
+    assert lines[0].startswith("24.2 GiB ┤")  # the top is the data's, not 76 GiB
+    assert "█" in lines[1]  # the tallest columns reach the top rows
+    top_mark = next(i for i, line in enumerate(lines) if "●" in line)
+    low_mark = next(i for i, line in enumerate(lines) if "◆" in line)
+    assert top_mark < low_mark < 7  # 19 GiB above 6 GiB, both off the 0 line
+    # Available near the data: inside the range, its line drawn, no note.
+    near = render_chart(contexts, totals, 26 * GIB, 30, 8).plain
+    assert "26.0 GiB ┤┈" in near
+    assert "available:" not in near
+    # A flat curve high above 0 starts its axis above 0, labelled; everything over a
+    # small budget far below it: the note says the line is below.
+    flat = [50 * GIB + i * 10**8 for i in range(60)]
+    chart = render_chart(contexts, flat, 10 * GIB, 0, 8).plain
+    assert chart.split("\n")[7].startswith("49.")
+    assert "10.0 GiB available: below ↓" in chart
 
 
 def test_command_lines_reproduce_the_state() -> None:

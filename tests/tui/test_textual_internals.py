@@ -73,3 +73,25 @@ async def test_starting_up_styles_each_widget_once() -> None:
         assert app.screen.has_class("-wide")
         assert "ExplorerScreen" not in restyled
         assert "Controls" not in restyled  # its focus border is inline, not :focus-within
+
+
+async def test_footer_keys_still_carry_what_the_footer_measures_them_by() -> None:
+    # tui/widgets/key_footer.py imports FooterKey from textual.widgets._footer and sizes
+    # each key from its key_display and description; the compact flag changes the width.
+    from textual.widgets._footer import FooterKey
+
+    from tui.widgets.key_footer import KeyFooter, key_width
+
+    app = build_app(preset="gfx1151")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        footer = app.screen.query_one(KeyFooter)
+        assert footer.compact
+        keys = [k for k in footer.query(FooterKey) if not k.has_class("-command-palette")]
+        assert keys and all(k.size.width == key_width(k, True) - 1 for k in keys)  # + margin
+        await pilot.resize_terminal(160, 48)
+        await settle(pilot)
+        await pilot.pause()
+        keys = [k for k in footer.query(FooterKey) if not k.has_class("-command-palette")]
+        assert not footer.compact
+        assert keys and all(k.size.width == key_width(k, False) for k in keys)

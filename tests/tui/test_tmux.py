@@ -20,15 +20,24 @@ pytestmark = [pytest.mark.child_process, pytest.mark.slow]
 ARGS = ("--preset", "gfx1151", "--backend", "rocm")
 
 
+def is_summary(line: str) -> bool:
+    # The summary's detail at each width: `· total `, `GiB of`, or at 60 columns the
+    # verdict then `8K · 7.28 GiB · ` alone.
+    return " · total " in line or " GiB of " in line or line.lstrip().startswith(VERDICTS)
+
+
+VERDICTS = ("FITS ", "DOES NOT FIT ", "PLAN FITS ", "PLAN DOES NOT FIT ")
+
+
 def summary(screen: str) -> str:
-    return next(line for line in screen.splitlines() if " · total " in line or " GiB of " in line)
+    return next(line for line in screen.splitlines() if is_summary(line))
 
 
 def started(app: TmuxApp) -> str:
     # The summary line, not only the breakdown: the model is read after the first
     # frame, and a capture can fall between the two being repainted.
     def ready(screen: str) -> bool:
-        lines = [line for line in screen.splitlines() if " · total " in line or " GiB of " in line]
+        lines = [line for line in screen.splitlines() if is_summary(line)]
         return "Quit" in screen and any("FITS" in line for line in lines)
 
     return app.wait_for(ready, "the first estimate")
@@ -78,7 +87,7 @@ def test_at_60x20_the_verdict_total_model_quit_and_help_are_in_view() -> None:
         screen = started(app)
         lines = screen.splitlines()
         assert len(lines) <= 20
-        assert "FITS  8K · 7.28 GiB of 76.80 GiB · mlx-community/" in summary(screen)
+        assert "FITS  8K · 7.28 GiB · …/Meta-Llama-3.1-8B-Instruct-4bit" in summary(screen)
         assert lines[-1].startswith("q Quit ? Help")
         app.burst("t1m\r")
         app.wait_for(lambda s: "DOES NOT FIT  1M · " in summary(s), "the verdict change")
@@ -127,3 +136,29 @@ def test_with_memory_limit_the_arrow_keys_move_the_token_slider() -> None:
         screen = app.wait_for(lambda s: summary(s) != before, "the context to move")
         assert "24.00 GiB" in summary(screen)
         assert "8,192 tokens" not in summary(screen)
+
+
+def test_at_60x20_the_footer_is_whole_and_help_lists_the_devices_keys() -> None:
+    # Issue #17: the footer ended in a stray letter (`^p palettea`) and `?` had no `d`.
+    with tmux_vramscope((60, 20), *ARGS) as app:
+        started(app)
+        # The footer is composed once the bindings are known: wait for its keys, then for
+        # the screen to stop changing, and read what stays.
+        app.wait_for(lambda s: s.splitlines()[-1].startswith("q Quit ? Help"), "the footer")
+        footer = app.settle().splitlines()[-1]
+        assert footer.rstrip().endswith("^p palette")
+        assert footer.startswith("q Quit ? Help / Models")
+        app.burst("?")
+        app.wait_for(lambda s: "keys and controls" in s, "the help")
+        app.key("End")  # the help's end: the controls
+        # End scrolls with an animation: wait for its last rows, then read the screen.
+        app.wait_for(lambda s: "through mlx-lm" in s, "the help's Measure with row")
+        help_text = app.settle()
+        assert "Per device" in help_text and "rank order" in help_text
+        assert "Measure with     torch" in help_text
+        app.burst("q")
+        app.wait_for(lambda s: "keys and controls" not in s, "help closed")
+        # d then w in one write: two devices, measured with mlx; the footer stays whole.
+        app.burst("dw")
+        screen = app.wait_for(lambda s: "mlx.launch" in s or "2×TP" in s, "two devices")
+        assert screen.splitlines()[-1].rstrip().endswith("^p palette")

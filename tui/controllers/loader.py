@@ -106,6 +106,9 @@ class Loader:
         self._ticker: Timer | None = None
         self._held: list[Callable[[], object]] = []
         self._after_model: list[Callable[[], object]] = []
+        self._hub_requests: dict[int, str] = {}
+        self.answered_hub = ""
+        """The repo id when the model read `take_model` last kept was a Hub read."""
 
     @property
     def settled(self) -> bool:
@@ -187,16 +190,27 @@ class Loader:
         calibrate --engine E --backend B --device D` does, and save the fit."""
         self._run("recalibrate", lambda: Recalibrated(self._recalibrate(peak)))
 
-    def read_model(self, name: str, entry: CatalogEntry | None, *, first: bool = False) -> None:
-        """Read a model; an answer to an older request is dropped when it arrives.
+    def read_catalog(self) -> None:
+        """(Re-)read the catalog (after a Hub read added a model to the store)."""
+        self._run("catalog", lambda: CatalogRead(self._build_catalog()))
+
+    def read_model(
+        self, name: str, entry: CatalogEntry | None, *, first: bool = False, hub: bool = False
+    ) -> None:
+        """Read a model; an answer to an older request is dropped when it arrives. With
+        `hub`, a repo id is read from the Hub (`AppDeps.read_hub`) when nothing local has it.
 
         Until it answers, `ModelReading` says for how long it has been read (the screen
         shows `reading_text(name)` as the read starts).
         """
         self._request += 1
         request = self._request
+        if hub:
+            self._hub_requests[request] = name
         self.loading_since = self.deps.clock()
-        self._run("model", lambda: ModelRead(self._read_model(name, entry), request), first=first)
+        self._run(
+            "model", lambda: ModelRead(self._read_model(name, entry, hub), request), first=first
+        )
 
         def tick() -> None:
             seconds = self.deps.clock() - self.loading_since
@@ -212,8 +226,10 @@ class Loader:
 
     def take_model(self, message: ModelRead) -> bool:
         """Keep a model read; False for one a newer pick overtook."""
+        hub = self._hub_requests.pop(message.request, "")
         if message.request != self._request:
             return False
+        self.answered_hub = hub
         self._stop_ticker()
         self._start_after_model()
         if isinstance(message.result, LoadedModel):
@@ -319,10 +335,17 @@ class Loader:
         except Exception as exc:  # a recalibration that breaks must not take the app down
             return f"cannot recalibrate: {type(exc).__name__}: {exc}"
 
-    def _read_model(self, name: str, entry: CatalogEntry | None) -> LoadedModel | FailedModel:
+    def _read_model(
+        self, name: str, entry: CatalogEntry | None, hub: bool = False
+    ) -> LoadedModel | FailedModel:
         started = self.deps.clock()
         try:
-            found = entry if entry is not None else self.deps.resolve_entry(name)
+            if entry is not None:
+                found = entry
+            elif hub and self.deps.read_hub is not None:
+                found = self.deps.read_hub(name)
+            else:
+                found = self.deps.resolve_entry(name)
             snapshot = self.deps.load_snapshot(found)
             return LoadedModel(found, snapshot, self.deps.clock() - started)
         except VramscopeError as exc:

@@ -23,6 +23,7 @@ from core.measurement.protocol import (
 from core.measurement.request import MeasureRequest
 from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailure
 from core.units import format_bytes_short
+from tui.model.state import ExplorerState
 
 
 class Run(Protocol):
@@ -175,6 +176,22 @@ class PanelView:
     estimate: int = 0
     model: str = ""
     failure: MeasurementFailure | None = None
+    differs: tuple[tuple[str, str], ...] = ()
+    """Where the result's run and the screen differ, as (the run's words, the screen's):
+    empty when the breakdown's Total estimate is the run's own estimate."""
+
+
+def run_differences(peak: MeasuredPeak, state: ExplorerState) -> tuple[tuple[str, str], ...]:
+    """The settings of a measured run that the screen no longer has: context P + G, in-flight
+    budget, KV dtype, batch (runs are batch 1) and the formula it is held against."""
+    pairs = (
+        (f"{peak.context_tokens:,} tokens", f"{state.max_tokens:,} tokens"),
+        (f"in-flight {peak.inflight_mib} MiB", f"in-flight {state.inflight_mib} MiB"),
+        (f"{peak.kv_cache_mode} KV", f"{'int8' if state.kv_int8 else 'fp16'} KV"),
+        ("batch 1", f"batch {state.batch}"),
+        (f"{peak.estimate_backend.label} formula", f"{state.backend.label} formula"),
+    )
+    return tuple((run, screen) for run, screen in pairs if run != screen)
 
 
 def result_words(view: PanelView) -> str:
@@ -186,4 +203,6 @@ def result_words(view: PanelView) -> str:
     peak = view.peak
     covered = margin(view.estimate, peak.peak_bytes).covered
     verdict = "✓ covered" if covered else "✗ NOT covered"
+    if view.differs:  # the verdict is the run's, never the settings on screen
+        verdict += f" at the run's {view.differs[0][0]}"
     return f"measured {format_bytes_short(peak.peak_bytes)} {verdict} ({peak.engine})"

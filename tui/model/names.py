@@ -38,3 +38,19 @@ def short_model(name: str) -> str:
     if name.startswith(("/", ".", "~")):
         return clean_text(PurePath(name).name or name)
     return clean_text(name)
+
+
+def fit_name(name: str, room: int) -> str:
+    """`name` in at most `room` cells, cutting the org before the model's own name:
+    `mlx-community/Meta-Llama-3.1-8B-Instruct-4bit` in 34 is
+    `…/Meta-Llama-3.1-8B-Instruct-4bit`, and the name's end goes only when even that
+    does not fit."""
+    if len(name) <= room:
+        return name
+    org, sep, own = name.partition("/")
+    if sep and len(own) + 2 <= room:
+        keep = room - len(own) - 2  # the org's start, while it fits
+        return (org[:keep] if keep >= 3 else "") + "…/" + own
+    if sep and room >= 8:
+        return "…/" + own[: room - 3] + "…"
+    return name[: max(room - 1, 0)] + "…"

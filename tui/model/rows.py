@@ -50,9 +50,13 @@ class Verdict:
 
     @property
     def text(self) -> str:
-        """The banner's last line without its label."""
+        """The slack or overflow: `69.52 GiB (74,642,249,216 bytes) free` or `… over`.
+
+        The banner's last line says "of headroom" / "over budget" (mlxcel's words, kept
+        in `core.estimate.report`); here "free" and "over", so that "headroom" is not
+        confused with the allocator's overhead factor (issue #17)."""
         size = f"{format_bytes_short(self.bytes)} ({self.bytes:,} bytes)"
-        return f"{size} of headroom" if self.fits else f"{size} over budget"
+        return f"{size} free" if self.fits else f"{size} over"
 
 
 @dataclass(frozen=True)

@@ -196,7 +196,8 @@ MAX_DEVICES = 8
 
 
 def next_value(state: ExplorerState, name: str) -> object:
-    """The value a cycling key moves a field to: KV dtype, backend or device count."""
+    """The value a cycling key moves a field to: KV dtype, backend, device count, split
+    (TP <-> PP) or measuring engine."""
     if name == "kv_int8":
         return not state.kv_int8
     if name == "backend":
@@ -205,4 +206,9 @@ def next_value(state: ExplorerState, name: str) -> object:
         return state.devices % MAX_DEVICES + 1
     if name == "calibrated_verdict":
         return not state.calibrated_verdict
+    if name == "split":
+        return "pp" if state.split == "tp" else "tp"
+    if name == "engine":
+        engines = tuple(Engine)
+        return engines[(engines.index(state.engine) + 1) % len(engines)]
     raise ValueError(f"no cycling key for {name}")

@@ -23,7 +23,7 @@ from core.units import format_bytes_short
 from tui.model.chart_data import ENGINE_MARKS, MEASURED_MARK, ChartData, Point
 from tui.model.command_lines import mlxcel_command, vramscope_command
 from tui.model.measure_plan import model_names
-from tui.model.measure_state import Measurements, PanelView, result_words
+from tui.model.measure_state import Measurements, PanelView, result_words, run_differences
 from tui.model.names import model_arg
 from tui.model.rows import (
     INFLIGHT_OFF_HINT,
@@ -214,12 +214,14 @@ class Summary:
     detail: str
     """`8,192 tokens · total 5.43 GiB of 76.80 GiB`, or what is happening instead."""
     short: str = ""
-    """The detail when space is short: `8K · 5.43/76.80 GiB`."""
+    """The detail when space is short: `8K · 5.43 GiB of 76.80 GiB`."""
     fits: bool | None = None
     """None while there is no verdict (reading, an error)."""
     verdict: str = ""
     activity: str = ""
     """A measurement in flight, in a few words."""
+    tiny: str = ""
+    """The detail when even `short` would cut the model's own name: `8K · 5.43 GiB`."""
 
 
 @dataclass(frozen=True)
@@ -283,9 +285,11 @@ class ScreenWords:
             )
             short = f"{short_tokens(self.max_tokens)} · calibrated {total} of {of}"
             label = f"{cal.label} (calibrated)"
-            return Summary(name, detail, short, cal.fits, label, self.activity)
+            tiny = f"{short_tokens(self.max_tokens)} · calibrated {total}"
+            return Summary(name, detail, short, cal.fits, label, self.activity, tiny=tiny)
+        tiny = f"{short_tokens(self.max_tokens)} · {format_bytes_short(est.total_bytes)}"
         v = verdict(est)
-        return Summary(name, detail, short, v.fits, v.label, self.activity)
+        return Summary(name, detail, short, v.fits, v.label, self.activity, tiny=tiny)
 
     def _plan_summary(self, name: str, split: ParallelView) -> Summary:
         ranks = split.estimate.ranks
@@ -298,8 +302,9 @@ class ScreenWords:
         kind = split.estimate.plan.kind.value.upper()
         detail = f"{len(ranks)}×{kind} · {self.max_tokens:,} tokens · fullest rank {of}"
         short = f"{len(ranks)}×{kind} · {short_tokens(self.max_tokens)} · {of}"
+        tiny = f"{len(ranks)}×{kind} · {short_tokens(self.max_tokens)} · {format_bytes_short(peak)}"
         label = "PLAN FITS" if split.fits else "PLAN DOES NOT FIT"
-        return Summary(name, detail, short, split.fits, label, self.activity)
+        return Summary(name, detail, short, split.fits, label, self.activity, tiny=tiny)
 
 
 CHART_TITLE = "Total against context (log scale)"
@@ -327,6 +332,8 @@ def screen_words(
     names = model_names(state, entry, snapshot.display if snapshot else None)
     points = chart_points(measurements.runs(loaded.history.results), names, state)
     panel = measurements.panel(names, estimate_for(state, snapshot, available), now)
+    if panel.peak is not None:
+        panel = replace(panel, differs=run_differences(panel.peak, state))
     arg = model_arg(entry) if entry is not None else state.model
     vramscope, second = (
         vramscope_command(state, available, arg),

@@ -1,5 +1,6 @@
 """The total against context on a log axis, as Rich text: columns, the available line, a marker,
-and measured peaks as points (`◆`) at their context.
+and measured peaks as points (`◆`) at their context. The value axis fits the data in view
+(`ValueAxis`), with the available line drawn when it is in range.
 
 Pure: the caller evaluates the real estimate at `sample_contexts(...)` and hands
 the totals in, so the chart can never disagree with the breakdown.
@@ -59,10 +60,59 @@ def point_columns(contexts: Sequence[int], points: Sequence[Point]) -> list[Poin
     return [(nearest_column(contexts, c), b, e) for c, b, e in points if lo <= c <= hi]
 
 
-def _point_row(value: int, height: int, top: int) -> int:
-    """The row whose cell holds `value` (the same cell as a column of that height's top)."""
-    eighths = (value * height * 8 + top // 2) // top
-    return max(0, min(height - 1, (eighths - 1) // 8))
+@dataclass(frozen=True)
+class ValueAxis:
+    """The value range the rows span: the data in view, not always from 0.
+
+    From the smallest to the largest total and measured peak (with a little room), so a
+    small model's columns and points are not squashed under an available line ten times
+    higher; the available memory is inside the range when it is near the data (then its
+    line is drawn), else a note in the top row says where it is. The axis starts at 0
+    when the data nearly reaches it, so a column's height is then its size."""
+
+    floor: int
+    top: int
+    available: int
+
+    @classmethod
+    def fit(cls, values: Sequence[int], available: int) -> ValueAxis:
+        """The axis for these totals and peaks against `available` bytes."""
+        lo, hi = (min(values), max(values)) if values else (0, 1)
+        span = max(hi - lo, hi // 10, 1)
+        if available > 0 and lo - span // 2 <= available <= hi + span // 2:
+            lo, hi = min(lo, available), max(hi, available)
+            span = max(hi - lo, hi // 10, 1)
+        floor = max(0, lo - span // 8)
+        if floor * 4 <= hi - floor:  # nearly reaches 0: start there
+            floor = 0
+        return cls(floor, max(hi + span // 12, floor + 1), available)
+
+    @property
+    def size(self) -> int:
+        """Bytes from the bottom edge to the top one."""
+        return self.top - self.floor
+
+    def eighths(self, value: int, height: int) -> int:
+        """How many eighths of a row a column of `value` fills (one at least, at the floor)."""
+        filled = ((value - self.floor) * height * 8 + self.size // 2) // self.size
+        return max(1 if value > 0 else 0, min(height * 8, filled))
+
+    def row(self, value: int, height: int) -> int:
+        """The row whose cell holds `value` (the same cell as a column of that height's top)."""
+        return max(0, min(height - 1, (self.eighths(value, height) - 1) // 8))
+
+    def available_row(self, height: int) -> int | None:
+        """The available line's row, None when it is outside the range."""
+        if self.available <= 0 or not self.floor <= self.available <= self.top:
+            return None
+        return min(height - 1, (self.available - self.floor) * height // self.size)
+
+    def available_note(self) -> str:
+        """Where the available memory is when its line is not drawn ("" when it is)."""
+        if self.available <= 0 or self.floor <= self.available <= self.top:
+            return ""
+        where = "above ↑" if self.available > self.top else "below ↓"
+        return f" {short_bytes(self.available)} available: {where} "
 
 
 def short_bytes(b: int) -> str:
@@ -90,27 +140,28 @@ def render_chart(
     """
     styles = styles or ChartStyles()
     width = len(contexts)
-    top = max([*totals, available, *(b for _, b, _ in points), 1])
-    top += top // 12  # room above the tallest column and the available line
-    eighths = [min(height * 8, (t * height * 8 + top // 2) // top) for t in totals]
-    avail_row = min(height - 1, available * height // top) if available > 0 else -1
+    axis = ValueAxis.fit([*totals, *(b for _, b, _ in points)], available)
+    eighths = [axis.eighths(t, height) for t in totals]
+    found = axis.available_row(height)
+    avail_row = -1 if found is None else found
     col_styles = [styles.fits if t <= available else styles.over for t in totals]
     if 0 <= current < width:
         col_styles[current] = styles.current
     marks = {
-        (_point_row(b, height, top), col): ENGINE_MARKS.get(engine, MEASURED_MARK)
+        (axis.row(b, height), col): ENGINE_MARKS.get(engine, MEASURED_MARK)
         for col, b, engine in points
         if 0 <= col < width
     }
+    note = axis.available_note()[:width]
     lines: list[Text] = []
     for row in range(height - 1, -1, -1):  # top row first; row 0 is the bottom
         line = Text(no_wrap=True)
         if row == avail_row:
             label, tick = short_bytes(available), "┤"
         elif row == height - 1 and avail_row < height - 3:
-            label, tick = short_bytes(top), "┤"
-        elif row == 0 and avail_row > 1:
-            label, tick = "0", "┤"
+            label, tick = short_bytes(axis.top), "┤"
+        elif row == 0 and (avail_row > 1 or avail_row < 0):
+            label, tick = short_bytes(axis.floor) if axis.floor else "0", "┤"
         else:
             label, tick = "", "│"
         line.append(label.rjust(LABEL_WIDTH - 1)[: LABEL_WIDTH - 1] + " ", styles.axis)
@@ -127,12 +178,13 @@ def render_chart(
         for (mark_row, col), mark in marks.items():
             if mark_row == row:
                 cells[col] = (mark, styles.measured)
+        if row == height - 1 and note:  # the available line is off the range: say where
+            cells[: len(note)] = [(ch, styles.available) for ch in note]
         # Runs of one style become one span: a span per cell would cost a frame.
         for style, run in groupby(cells, key=itemgetter(1)):
             line.append("".join(c for c, _ in run), style)
         lines.append(line)
-    axis = Text(no_wrap=True).append(" " * LABEL_WIDTH + "└" + "─" * width, styles.axis)
-    lines.append(axis)
+    lines.append(Text(no_wrap=True).append(" " * LABEL_WIDTH + "└" + "─" * width, styles.axis))
     lines.append(_tick_line(contexts, current, styles))
     return Text("\n").join(lines)
 

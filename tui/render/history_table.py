@@ -118,10 +118,12 @@ def export_markdown(records: Sequence[MeasuredPeak]) -> str:
     counted = sorted({f"{r.engine}: {r.peak_kind}" for r in records})
     preamble = [
         f"Exported from vramscope's measurement history: {len(rows)} run(s), newest first.",
-        "Estimate: mlxcel's ROCm formula at P + G with the row's budget, as recorded.",
+        "Estimate: mlxcel's formula for the backend in the row's Formula column (ROCm's"
+        " adds the in-flight term; CPU, CUDA and Metal have none), at P + G with the"
+        " row's budget and KV mode, as recorded.",
         "Engine and what each peak counted: " + ("; ".join(counted) or "none") + ".",
     ]
-    return markdown_table(rows, EXPORT_TITLE, preamble)
+    return markdown_table(rows, EXPORT_TITLE, preamble, formulas=True)
 
 
 def write_export(records: Sequence[MeasuredPeak], path: Path) -> Path:

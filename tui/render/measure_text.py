@@ -64,9 +64,13 @@ def running_rows(request: MeasureRequest, seconds: float) -> Rows:
     ]
 
 
-def result_rows(peak: MeasuredPeak, estimate_bytes: int) -> Rows:
+def result_rows(
+    peak: MeasuredPeak, estimate_bytes: int, differs: tuple[tuple[str, str], ...] = ()
+) -> Rows:
     """Peak, estimate and margin (short size and exact bytes, in columns) with ✓ / ✗, then
-    the run: its workload, device and speed."""
+    the run: its workload, device and speed. `differs` names the run's settings that the
+    screen no longer has (the run's words, the screen's): the estimate and the verdict are
+    then the run's, and a row says so."""
     m = margin(estimate_bytes, peak.peak_bytes)
     sign = "+" if m.bytes >= 0 else "-"
     sizes = (
@@ -82,7 +86,7 @@ def result_rows(peak: MeasuredPeak, estimate_bytes: int) -> Rows:
     if peak.synthetic_weights:
         measured.append(" · synthetic weights", "italic")
     formula = peak.estimate_backend
-    held_against = "same settings"
+    held_against = "the run's settings" if differs else "same settings"
     if formula is not Backend.ROCM:
         held_against = f"{formula.label} formula (no in-flight term)"
     estimate = Text(cells[1]).append(f"  at {peak.context_tokens:,} tokens, {held_against}", "dim")
@@ -98,13 +102,25 @@ def result_rows(peak: MeasuredPeak, estimate_bytes: int) -> Rows:
         f"prefill {peak.prefill_tokens_per_s:,.1f} tok/s · decode "
         f"{peak.decode_tokens_per_s:,.1f} tok/s · load {peak.load_seconds:.2f} s"
     )
-    return [
+    rows: Rows = [
         ("Measured peak", measured),
         ("Estimate", estimate),
         ("Margin", verdict),
-        ("Run", Text(run, "dim")),
-        ("Speed", Text(speed, "dim")),
     ]
+    if differs:
+        runs, screens = zip(*differs, strict=True)
+        rows.append(
+            (
+                "Not on screen",
+                Text(
+                    f"the run had {', '.join(runs)}; the screen has {', '.join(screens)}: "
+                    "the margin is the run's, not the breakdown's",
+                    "yellow",
+                ),
+            )
+        )
+    rows += [("Run", Text(run, "dim")), ("Speed", Text(speed, "dim"))]
+    return rows
 
 
 def failure_text(model: str, failure: MeasurementFailure) -> Text:

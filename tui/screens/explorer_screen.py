@@ -17,7 +17,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.reactive import reactive
-from textual.widgets import Footer
 
 from core.backend import BackendChoice
 from core.display_text import clean_text
@@ -48,6 +47,7 @@ from tui.widgets.breakdown import Breakdown
 from tui.widgets.command_lines_view import CommandLinesView
 from tui.widgets.context_chart import ContextChart
 from tui.widgets.controls import Controls
+from tui.widgets.key_footer import KeyFooter
 from tui.widgets.measured_panel import MeasuredPanel
 from tui.widgets.memory_field import MemoryField
 from tui.widgets.model_list import ModelList
@@ -66,23 +66,27 @@ class ExplorerScreen(FocusKeys):
     """Focus starts on the token slider (set while mounting: no second restyle, no blur)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        # Quit and help first, so the footer shows them even 60 columns wide.
+        # Quit and help first, so the footer shows them even 60 columns wide; the footer
+        # shows the rest in this order while they fit (`KeyFooter`), help lists them all.
         Binding("q", "app.quit", "Quit"),
         Binding("question_mark", "app.help", "Help"),
         # The jumps are priority bindings, so a burst like `t4096` lands in the field.
         Binding("slash", "jump('filter')", "Models", priority=True),
-        Binding("t", "jump('tokens')", "Tokens", show=False, priority=True),
-        Binding("i", "jump('inflight')", "In-flight", show=False, priority=True),
+        Binding("t", "jump('tokens')", "Max tokens", show=False, priority=True),
+        Binding("i", "jump('inflight')", "In-flight MiB", show=False, priority=True),
         Binding("b", "jump('batch')", "Batch", show=False, priority=True),
-        Binding("h", "jump('factor')", "Headroom", show=False, priority=True),
+        Binding("h", "jump('factor')", "Overhead factor", show=False, priority=True),
         Binding("a", "jump('memory')", "Available", show=False, priority=True),
+        Binding("p", "jump('device_memory')", "Per device", show=False, priority=True),
+        Binding("m", "measure", "Measure"),
         Binding("k", "cycle('kv_int8')", "KV dtype"),
         Binding("n", "cycle('backend')", "Backend"),
-        Binding("d", "cycle('devices')", "Devices", show=False),
+        Binding("d", "cycle('devices')", "Devices"),
+        Binding("s", "cycle('split')", "TP/PP"),
+        Binding("w", "cycle('engine')", "Measure with"),
+        Binding("H", "history", "History"),
         Binding("c", "copy('vramscope')", "Copy cmd"),
         Binding("C", "copy('mlxcel')", "Copy mlxcel", show=False),
-        Binding("m", "measure", "Measure"),
-        Binding("H", "history", "History", show=False),
         Binding("v", "cycle('calibrated_verdict')", "Verdict basis", show=False),
         Binding("R", "recalibrate", "Recalibrate", show=False),
         Binding("escape", "escape", "Cancel / back to sliders", show=False),
@@ -130,20 +134,17 @@ class ExplorerScreen(FocusKeys):
                     yield MeasuredPanel(id="measured")
                 yield ContextChart(id="chart")
                 yield CommandLinesView(id="commands-end")  # narrow layouts: last, under the chart
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.query_one("#estimate").border_title = "Estimate"
+        self.query_one(ModelList).hub_enabled = self.deps.read_hub is not None
         self.loader.read_all(self.state.model)
         self.query_one(Breakdown).show_loading(reading_text(self.state.model))
         self.recompute()
 
     def on_unmount(self) -> None:
         self.measure.close()  # quitting kills a measurement still in flight
-
-    def on_resize(self) -> None:
-        # Under 120 columns the footer drops its spacing so `? Help` stays in view.
-        self.query_one(Footer).compact = self.size.width < 120
 
     @property
     def settled(self) -> bool:
@@ -222,12 +223,19 @@ class ExplorerScreen(FocusKeys):
         loader = self.loader
         if not loader.take_model(message):
             return  # a newer pick is on its way
+        models = self.query_one(ModelList)
+        failure = ""
         if isinstance(message.result, FailedModel):
-            self.query_one(Breakdown).show_error(message.result.message)
+            failure = message.result.message
+            self.query_one(Breakdown).show_error(failure)
         else:
             stops = token_stops(loader.trained_context)
             self.query_one(Controls).field("tokens").set_stops(stops)
-            self.query_one(ModelList).set_current(self.state.model)
+            models.set_current(self.state.model)
+        if loader.answered_hub:
+            models.hub_done(loader.answered_hub, failure)
+            if not failure:
+                loader.read_catalog()  # the store has it now: the list shows it, marked hub
         self.recompute()
 
     def on_model_reading(self, message: ModelReading) -> None:
@@ -259,6 +267,13 @@ class ExplorerScreen(FocusKeys):
         self.query_one(ModelList).set_current(name)
         self.loader.read_model(name, message.entry)
         self.query_one(Breakdown).show_loading(reading_text(name))
+        self.update(model=name)
+
+    def on_model_list_hub_requested(self, message: ModelList.HubRequested) -> None:
+        name = message.repo_id
+        self.query_one(ModelList).hub_started(name)
+        self.loader.read_model(name, None, hub=True)  # a worker thread: keys keep working
+        self.query_one(Breakdown).show_loading(f"Reading {name} from the Hub…")
         self.update(model=name)
 
     # --- measuring (m, H) ----------------------------------------------------------
@@ -338,7 +353,8 @@ class ExplorerScreen(FocusKeys):
             self.loader.read_history()
 
     def action_cycle(self, name: str) -> None:
-        """`k` fp16 <-> int8, `n` the next backend, `d` 1 -> 2 -> ... -> 8 -> 1 devices."""
+        """`k` fp16 <-> int8, `n` the next backend, `d` 1 -> 2 -> ... -> 8 -> 1 devices,
+        `s` TP <-> PP, `w` the next measuring engine."""
         self.update(**{name: next_value(self.state, name)})
 
     def action_copy(self, which: str) -> None:

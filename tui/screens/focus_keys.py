@@ -1,6 +1,6 @@
 """The explorer's keys that move focus: the jumps, Escape, and what a text box keeps.
 
-The jumps (`t` `i` `b` `h` `a` `/`) and Escape from a plain text box are priority
+The jumps (`t` `i` `b` `h` `a` `p` `/`) and Escape from a plain text box are priority
 bindings of the screen (`ExplorerScreen.BINDINGS`): Textual runs them before it hands
 the next key of a burst to any widget, so `t4096` or `/llama` Esc `k` land where
 they name. In a text box letters are text, and a slider's own box keeps Escape to
@@ -41,6 +41,11 @@ class FocusKeys(StyledOnceScreen):
             self.set_focus(self.query_one(ModelList).filter_box)
         elif where == "memory":
             self.set_focus(self.query_one("#memory Select"))
+        elif where == "device_memory":
+            if self.query_one("#device-memory-row").display:  # one device: no such row
+                self.set_focus(self.query_one("#device-memory", Input))
+            else:
+                self.notify("Per device needs two devices or more: press d", timeout=4)
         elif not (field := self.query_one(Controls).field(where)).disabled:
             self.set_focus(field.slider)
 

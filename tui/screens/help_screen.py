@@ -13,22 +13,26 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 KEYS: tuple[tuple[str, str], ...] = (
-    ("Tab  Shift+Tab", "next / previous control"),
+    ("Tab Shift+Tab", "next / previous control"),
     ("← →", "slider one stop down / up; pick an option"),
     ("PgDn PgUp", "slider several stops; Home End: its ends"),
     ("0-9 on a slider", "type an exact value; Enter applies"),
-    ("t i b h a", "jump to tokens, in-flight, batch, headroom, available"),
+    ("t i b h a", "jump to Max tokens, In-flight MiB, Batch, Overhead factor, Available"),
+    ("p", "jump to Per device (two devices or more)"),
     ("k", "KV dtype: fp16 ⇄ int8"),
-    ("n", "next backend: ROCm → CUDA → Metal → CPU"),
-    ("/", "filter the models; ↓ into the list, Enter picks"),
-    ("c  C", "copy the vramscope / mlxcel command line"),
-    ("m", "measure the model on screen (again: cancel)"),
-    ("H", "measurement history; e there exports the table"),
+    ("n", "next Backend: ROCm → CUDA → Metal → CPU"),
+    ("d", "Devices: 1 → 2 → … → 8 → 1 (two or more: TP/PP, Per device, ranks)"),
+    ("s", "TP/PP: tensor parallel ⇄ pipeline parallel"),
+    ("w", "Measure with: the engine m runs (torch ⇄ mlx)"),
+    ("/", "filter the Models; ↓ into the list, Enter picks or reads org/name from the Hub"),
+    ("c C", "Copy cmd: the vramscope / mlxcel command line"),
+    ("m", "Measure the model on screen (again: cancel)"),
+    ("H", "measurement History; e there exports the table"),
     ("v", "verdict against mlxcel's ⇄ the calibrated total"),
     ("R", "after m: recalibrate from the history"),
-    ("Ctrl+P", "command palette: backends, budgets, presets, copy"),
+    ("Ctrl+P", "command palette: every control, backend, budget, preset, device count"),
     ("Esc", "cancel a measurement, else back to the token slider"),
-    ("?  q", "this help / quit"),
+    ("? q", "this Help / Quit"),
 )
 
 CONTROLS: tuple[tuple[str, str], ...] = (
@@ -36,9 +40,13 @@ CONTROLS: tuple[tuple[str, str], ...] = (
     ("In-flight MiB", "MLX_ROCM_MAX_INFLIGHT_MB; 0 = off, not modelled"),
     ("Batch", "concurrent sequences; KV and activation scale"),
     ("KV dtype", "fp16, or int8: half the KV bytes"),
-    ("Headroom", "overhead = (factor - 1) × (weights + KV)"),
+    ("Overhead factor", "MLXCEL_HEADROOM_FACTOR: overhead = (factor - 1) × (weights + KV)"),
     ("Backend", "only ROCm builds add the in-flight reserve"),
     ("Available", "this machine, a device preset, or a typed size"),
+    ("Devices", "split the model over 2-8 devices (d)"),
+    ("TP/PP", "tensor parallel (mlx-lm shard) or pipeline parallel (s)"),
+    ("Per device", "each device's available memory, in rank order: 24GB,16GB (p)"),
+    ("Measure with", "torch (vramscope's engine) or mlx (real MLX through mlx-lm) (w)"),
 )
 
 

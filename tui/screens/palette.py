@@ -12,6 +12,7 @@ from core.backend import Backend
 from core.measurement.engine import ENGINE_CHOICES
 from tui.model.presets import DETECTED, PRESETS
 from tui.model.scales import INFLIGHT_STOPS
+from tui.model.split_words import DEVICE_CHOICES
 from tui.model.state import MemoryChoice
 from tui.screens.explorer_screen import ExplorerScreen
 
@@ -22,11 +23,27 @@ def sortable(label: str) -> str:
     return re.sub(r"(\d+) (GB|GiB)$", lambda m: f"{int(m[1]):>3} {m[2]}", label)
 
 
+CONTROL_JUMPS: tuple[tuple[str, str], ...] = (
+    ("Max tokens (t)", "tokens"),
+    ("In-flight MiB (i)", "inflight"),
+    ("Batch (b)", "batch"),
+    ("Overhead factor (h): MLXCEL_HEADROOM_FACTOR", "factor"),
+    ("Available memory (a)", "memory"),
+    ("Per device available memory (p)", "device_memory"),
+    ("Models: filter the list (/)", "filter"),
+)
+"""The controls focus can jump to, by name and key; the others are set by value below."""
+
+
 def explorer_commands(
     screen: ExplorerScreen, show_help: Callable[[], None]
 ) -> Iterator[SystemCommand]:
-    """Backends, KV dtypes, in-flight budgets, memory presets, copy, measuring, history,
-    the verdict's basis, recalibrating, help."""
+    """Every control (a jump to it, and its common values), copy, measuring, history, the
+    verdict's basis, recalibrating, help."""
+    for words, where in CONTROL_JUMPS:
+        yield SystemCommand(
+            f"Go to {words}", "move focus to the control", partial(screen.action_jump, where)
+        )
     for backend in Backend:
         yield SystemCommand(
             f"Backend: {backend.label}",
@@ -79,6 +96,22 @@ def explorer_commands(
         "Recalibrate from the history (R)",
         "after m: vramscope calibrate for that run's engine, backend and device",
         screen.action_recalibrate,
+    )
+    for n in DEVICE_CHOICES:
+        yield SystemCommand(
+            f"Devices: {n}",
+            "one device" if n == 1 else f"split the model over {n} devices (TP or PP)",
+            partial(screen.update, devices=n),
+        )
+    yield SystemCommand(
+        "TP/PP: TP, tensor parallel",
+        "every rank holds a slice of every layer (mlx-lm shard)",
+        partial(screen.update, split="tp"),
+    )
+    yield SystemCommand(
+        "TP/PP: PP, pipeline parallel",
+        "each rank holds a run of whole layers (mlx-lm pipeline)",
+        partial(screen.update, split="pp"),
     )
     for engine in ENGINE_CHOICES:
         yield SystemCommand(

@@ -51,13 +51,13 @@ def _per_device_problem(state: ExplorerState) -> str:
 
 
 class Controls(Widget):
-    """Max tokens, in-flight budget, batch, KV dtype, headroom, backend, memory, engine."""
+    """Max tokens, in-flight budget, batch, KV dtype, overhead factor, backend, memory, engine."""
 
     DEFAULT_CSS = """
     Controls {
         height: auto;
         & > Horizontal { height: 1; }
-        & .field-label { width: 14; }
+        & .field-label { width: 16; }
         & #device-memory { width: 1fr; height: 1; }
     }
     """
@@ -100,7 +100,7 @@ class Controls(Widget):
             yield Label("KV dtype", classes="field-label")
             yield Segmented(KV_MODES, 1 if s.kv_int8 else 0, id="kv")
         yield SliderField(
-            "Headroom",
+            "Overhead factor",
             FACTOR_STOPS,
             s.headroom_factor,
             spec=FACTOR,

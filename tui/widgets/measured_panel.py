@@ -99,10 +99,17 @@ class MeasuredPanel(Vertical):
         self._note.display = True
         self._words[1:] = [label, note]
 
-    def show_result(self, peak: MeasuredPeak, estimate_bytes: int, note: str = "") -> None:
-        """A peak beside the estimate for its workload (and a note above it, if any)."""
+    def show_result(
+        self,
+        peak: MeasuredPeak,
+        estimate_bytes: int,
+        note: str = "",
+        differs: tuple[tuple[str, str], ...] = (),
+    ) -> None:
+        """A peak beside the estimate for its workload (and a note above it, if any);
+        `differs`: the run's settings the screen no longer has."""
         self.peak = peak
-        rows = result_rows(peak, estimate_bytes)
+        rows = result_rows(peak, estimate_bytes, differs)
         if note:
             rows.insert(0, ("Note", Text(note, "italic")))
         self._set("result", rows_table(rows), rows_plain(rows))
@@ -117,7 +124,7 @@ class MeasuredPanel(Vertical):
         if view.kind == "running" and view.request is not None:
             self.show_running(view.request, view.seconds, view.progress, view.notice)
         elif view.kind == "result" and view.peak is not None:
-            self.show_result(view.peak, view.estimate, view.notice)
+            self.show_result(view.peak, view.estimate, view.notice, view.differs)
         elif view.kind == "failure" and view.failure is not None:
             self.show_failure(view.model, view.failure)
         else:

@@ -38,7 +38,7 @@ class MemoryField(Widget):
     MemoryField {
         height: auto;
         & > Horizontal { height: 1; }
-        & .field-label { width: 14; }
+        & .field-label { width: 16; }
         & Select { width: 1fr; }
         & Input { width: 12; height: 1; margin-left: 1; }
         & .field-hint { height: auto; padding-left: 14; color: $error; display: none; }

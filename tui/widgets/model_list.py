@@ -1,9 +1,12 @@
 """The model picker: a filter box over the catalog, format and weight size on every row.
 
 The catalog arrives from a worker; until then the list says it is reading.
-Rows are grouped by where the model lives (folders, HF cache, built-in
-profiles). Typing filters by every word (`llama 4-bit` keeps rows that contain
-both); Enter or a click picks a model; Down moves from the box into the list.
+Rows are grouped by where the model lives (folders, HF cache, copies read from the
+Hub, built-in profiles). Typing filters by every word (`llama 4-bit` keeps rows that
+contain both); Enter or a click picks a model; Down moves from the box into the list.
+A typed repo id (`org/name`) that names no listed model is offered as *read org/name
+from the Hub*: Enter posts `HubRequested`, the row says *reading…* until the screen
+reports the answer (`hub_done`), and a failure stays under it as its one-line reason.
 Rows are cut to the list's width, never wrapped, so columns stay aligned.
 """
 
@@ -19,7 +22,14 @@ from textual.message import Message
 from textual.widgets import Input, OptionList
 from textual.widgets.option_list import Option
 
-from core.catalog.entry import ORIGIN_BUILTIN, ORIGIN_FOLDER, ORIGIN_HF_CACHE, Catalog, CatalogEntry
+from core.catalog.entry import (
+    ORIGIN_BUILTIN,
+    ORIGIN_FOLDER,
+    ORIGIN_HF_CACHE,
+    ORIGIN_HUB,
+    Catalog,
+    CatalogEntry,
+)
 from core.display_text import clean_text
 from core.units import format_bytes_short
 from tui.model.names import model_arg
@@ -35,6 +45,7 @@ NO_MODELS = (
 GROUPS = (
     (ORIGIN_FOLDER, "Model folders"),
     (ORIGIN_HF_CACHE, "Hugging Face cache"),
+    (ORIGIN_HUB, "Read from the Hub (headers only)"),
     (ORIGIN_BUILTIN, "Built-in profiles (no weights)"),
 )
 
@@ -57,6 +68,8 @@ def entry_prompt(entry: CatalogEntry, current: bool, width: int = 40) -> Text:
     ctx_label = f"{short_tokens(ctx)} ctx" if ctx else "ctx ?"
     size = format_bytes_short(entry.weight_bytes)
     detail = f"  {clean_text(entry.format_label):<15.15} {size:>10}  {ctx_label}"
+    if entry.origin == ORIGIN_HUB:
+        detail += "  hub"  # from the store: no weights on disk, read without the network
     second = Text(detail, "dim", no_wrap=True, overflow="ellipsis")
     second.truncate(width, overflow="ellipsis")
     return Text("\n").join([first, second])
@@ -68,6 +81,23 @@ def heading(label: str, width: int) -> Text:
     text.append("─" * max(0, width - text.cell_len), "dim")
     text.truncate(width)
     return text
+
+
+HUB_OPTION = "hub:"
+"""The id prefix of the row that offers a Hub read of the typed repo id."""
+
+
+def hub_offer(query: str, entries: Sequence[CatalogEntry]) -> str | None:
+    """The repo id to offer reading from the Hub: the filter when it is shaped like
+    `org/name` and no listed model has that name; else None."""
+    repo = query.strip()
+    if "/" not in repo:
+        return None
+    from core.hub.store import is_repo_id  # only once a repo id is being typed
+
+    if not is_repo_id(repo) or any(e.name.casefold() == repo.casefold() for e in entries):
+        return None
+    return repo
 
 
 def matches(entry: CatalogEntry, query: str) -> bool:
@@ -86,6 +116,13 @@ class ModelList(Vertical):
             self.entry = entry
             super().__init__()
 
+    class HubRequested(Message):
+        """The user asked to read a repo id from the Hub."""
+
+        def __init__(self, repo_id: str) -> None:
+            self.repo_id = repo_id
+            super().__init__()
+
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002
         super().__init__(id=id)
         self.entries: tuple[CatalogEntry, ...] = ()
@@ -94,6 +131,12 @@ class ModelList(Vertical):
         self.error = ""
         self._width = 0
         self.border_title = "Models"
+        self.hub_enabled = False
+        """Whether a typed repo id is offered as a Hub read (the app can reach one)."""
+        self.hub_reading = ""
+        """The repo id being read from the Hub ("" when none is)."""
+        self.hub_failure: tuple[str, str] | None = None
+        """The last Hub read that failed: its repo id and one-line reason."""
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="/ filter models", id="model-filter", compact=True)
@@ -151,6 +194,30 @@ class ModelList(Vertical):
         if self.loaded:
             self._refill()
 
+    def hub_started(self, repo_id: str) -> None:
+        """A Hub read of `repo_id` is in flight: its row says so."""
+        self.hub_reading, self.hub_failure = repo_id, None
+        self._refill()
+
+    def hub_done(self, repo_id: str, failure: str = "") -> None:
+        """The Hub read of `repo_id` answered (`failure`: why it could not be read)."""
+        if self.hub_reading == repo_id:
+            self.hub_reading = ""
+        self.hub_failure = (repo_id, clean_text(failure)) if failure else None
+        self._refill()
+
+    def _hub_rows(self, query: str) -> list[Option]:
+        repo = hub_offer(query, self.entries) if self.hub_enabled else None
+        if repo is None:
+            return []
+        shown = clean_text(repo)
+        if repo == self.hub_reading:
+            return [Option(Text(f"… reading {shown} from the Hub", "italic"), disabled=True)]
+        rows = [Option(Text(f"↓ read {shown} from the Hub (Enter)", "bold"), id=HUB_OPTION + repo)]
+        if self.hub_failure is not None and self.hub_failure[0] == repo:
+            rows.append(Option(Text(f"✗ {self.hub_failure[1]}", "red"), disabled=True))
+        return rows
+
     def on_resize(self, event: events.Resize) -> None:
         width = self.options.scrollable_content_region.width
         if width and width != self._width and self.loaded:
@@ -178,19 +245,27 @@ class ModelList(Vertical):
                 if current:
                     highlight = len(rows)
                 rows.append(Option(entry_prompt(entry, current, width), id=str(i)))
+        hub_rows = self._hub_rows(query)
+        if hub_rows:  # what was typed comes first, and Enter reads it
+            rows, highlight = [*hub_rows, *rows], 0
         if not rows:
             words = NO_MODELS if not self.entries else "no model matches"
             rows = [Option(Text(words, "dim"), disabled=True)]
         options = self.options
         options.set_options(rows)
-        if highlight is None:
+        if highlight is None or rows[highlight].disabled:
             highlight = next((n for n, o in enumerate(rows) if not o.disabled), None)
+        if hub_rows and hub_rows[0].disabled:
+            highlight = None  # reading what was typed: Enter must not pick another model
         options.highlighted = highlight
 
-    def _entry_of(self, option: Option | None) -> CatalogEntry | None:
+    def _pick(self, option: Option | None) -> None:
         if option is None or option.id is None:
-            return None
-        return self.entries[int(option.id)]
+            return
+        if option.id.startswith(HUB_OPTION):
+            self.post_message(self.HubRequested(option.id.removeprefix(HUB_OPTION)))
+        else:
+            self.post_message(self.Picked(self.entries[int(option.id)]))
 
     @on(Input.Changed, "#model-filter")
     def _filter(self, event: Input.Changed) -> None:
@@ -201,16 +276,12 @@ class ModelList(Vertical):
     @on(Input.Submitted, "#model-filter")
     def _submit(self, event: Input.Submitted) -> None:
         event.stop()
-        entry = self._entry_of(self.options.highlighted_option)
-        if entry is not None:
-            self.post_message(self.Picked(entry))
+        self._pick(self.options.highlighted_option)
 
     @on(OptionList.OptionSelected)
     def _selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
-        entry = self._entry_of(event.option)
-        if entry is not None:
-            self.post_message(self.Picked(entry))
+        self._pick(event.option)
 
     def on_key(self, event: events.Key) -> None:
         if event.key == "down" and self.filter_box.has_focus:

@@ -79,7 +79,7 @@ class SliderField(Widget):
     SliderField {
         height: auto;
         & > Horizontal { height: 1; }
-        & .field-label { width: 14; }
+        & .field-label { width: 16; }
         & ValueInput { width: 10; height: 1; margin-left: 1; }
         & .field-hint { height: auto; padding-left: 14; color: $text-muted; display: none; }
         & .field-hint.-shown { display: block; }

@@ -9,7 +9,9 @@ from rich.text import Text
 from textual.widgets import Static
 
 from core.backend import Backend, BackendChoice
+from core.display_text import clean_text
 from core.estimate.available import AvailableMemory
+from tui.model.names import fit_name
 from tui.model.state import available_status, backend_status, backend_status_short
 from tui.model.views import Summary
 
@@ -79,9 +81,9 @@ class StatusLine(Static):
 class SummaryLine(Static):
     """The answer in one line at every size: the verdict, the total and the model.
 
-    ` FITS  8,192 tokens · total 7.28 GiB of 76.80 GiB · mlx-community/Meta-Llama-…`;
-    a measurement in flight adds its progress. When the line is short the detail
-    gets shorter and the model name is cut, so the verdict and total stay.
+    ` FITS  8K · 7.28 GiB of 76.80 GiB · …/Meta-Llama-3.1-8B-Instruct-4bit`; a
+    measurement in flight adds its progress. When the line is short the detail gets
+    shorter and the model's org is cut before its own name, so the verdict and total stay.
     """
 
     DEFAULT_CSS = """
@@ -129,12 +131,19 @@ class SummaryLine(Static):
             return Text("")
         badge = f" {s.verdict} " if s.verdict else ""
         activity = f" · {s.activity}" if s.activity else ""
-        detail = s.detail
         lead = len(badge) + 1 if badge else 0
-        if s.short and lead + len(detail) + 3 + min(len(s.name), 24) + len(activity) > width:
-            detail = s.short
+        # The longest detail that leaves the model's own name whole: the full words, then
+        # `8K · 7.28 GiB of 76.80 GiB`, then `8K · 7.28 GiB` (the top line names the
+        # available memory); the shortest one when none does.
+        own = min(len(s.name), len(s.name.partition("/")[2] or s.name) + 2)
+        details = [d for d in (s.detail, s.short, s.tiny) if d]
+        detail = next(
+            (d for d in details if lead + len(d) + 3 + own + len(activity) <= width),
+            details[-1],
+        )
         room = max(12, width - lead - len(detail) - 3 - len(activity))
-        name = s.name if len(s.name) <= room else s.name[: room - 1] + "…"
+        # Untrusted (a folder's name): cleaned, then the org goes first, the own name stays.
+        name = fit_name(clean_text(s.name), room)
         text = Text(no_wrap=True, overflow="ellipsis")
         if badge:
             style = "summary--fits" if s.fits else "summary--over"

@@ -1,0 +1,184 @@
+"""Issue #17's explorer rough edges, through Pilot on the real app: every key and control in
+help, the footer and the palette; a measured result whose settings the screen left; the
+chart's axis at 120x40; the summary's cut at 60x20."""
+
+from __future__ import annotations
+
+from textual.binding import Binding
+from textual.widgets import Input, Label, OptionList, Static
+
+from core.measurement.engine import Engine
+from tests.factories import LLAMA, build_app, peak
+from tests.tui.helpers import handled, settle, type_keys, wait_for, widget_lines
+from tui.app import VramscopeApp, make_app
+from tui.model.state import LaunchOptions
+from tui.screens.explorer_screen import ExplorerScreen
+from tui.screens.help_screen import HelpScreen
+from tui.widgets.context_chart import ContextChart
+from tui.widgets.controls import Controls
+from tui.widgets.measured_panel import MeasuredPanel
+from tui.widgets.status_line import SummaryLine
+
+ISSUE_WORDS = ("devices", "tensor", "pipeline", "measure with", "overhead factor", "per device")
+
+
+def control_labels(app: VramscopeApp) -> list[str]:
+    """Every control's label as painted in the Controls panel, the split's TP/PP included."""
+    controls = app.screen.query_one(Controls)
+    labels = [str(label.render()).strip() for label in controls.query(Label)]
+    return [*(label for label in labels if label), "TP/PP"]
+
+
+def screen_lines(app: VramscopeApp) -> list[str]:
+    """The whole screen as painted, one string per row (the compositor's own strips)."""
+    return [strip.text for strip in app.screen._compositor.render_strips()]
+
+
+def help_rows(app: VramscopeApp) -> list[str]:
+    """The help's rows as painted, a wrapped description joined to its key's row."""
+    rows: list[str] = []
+    for static in app.screen.query(Static):
+        for line in widget_lines(static):
+            if line.startswith("   ") and rows:  # no key: the row above goes on
+                rows[-1] += " " + line.strip()
+            elif line.strip():
+                rows.append(line.strip())
+    return rows
+
+
+async def palette_hits(app: VramscopeApp, pilot: object, words: str) -> list[str]:
+    from textual.pilot import Pilot
+
+    assert isinstance(pilot, Pilot)
+    await pilot.press("ctrl+p")
+    await handled(pilot)
+    await type_keys(pilot, words)
+    options = app.screen.query_one(OptionList)
+    await wait_for(pilot, lambda: options.option_count > 0, f"palette hits for {words!r}")
+    hits = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+    await pilot.press("escape")
+    await handled(pilot)
+    return hits
+
+
+async def test_help_lists_every_binding_and_every_control() -> None:
+    app = build_app(preset="gfx1151")
+    async with app.run_test(size=(160, 60)) as pilot:
+        await settle(pilot)
+        labels = control_labels(app)
+        assert {"Overhead factor", "Devices", "Per device", "Measure with"} <= set(labels)
+        await pilot.press("question_mark")
+        await handled(pilot)
+        assert isinstance(app.screen, HelpScreen)
+        rows = help_rows(app)
+        for binding in ExplorerScreen.BINDINGS:
+            assert isinstance(binding, Binding)
+            if not binding.description:
+                continue  # Escape's second binding (from a text box) has the first's row
+            key = app.get_key_display(binding).casefold()
+            word = binding.description.split()[0].casefold()
+            assert any(
+                key in row.split("  ")[0].casefold().split() and word in row.casefold()
+                for row in rows
+            ), f"help has no row for {binding.key} ({binding.description})"
+        for label in labels:
+            assert any(row.split("  ")[0].strip() == label for row in rows), label
+
+
+async def test_the_palette_finds_every_control_by_its_words() -> None:
+    app = build_app(preset="gfx1151")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        for words in (*ISSUE_WORDS, *(label.casefold() for label in control_labels(app))):
+            hits = await palette_hits(app, pilot, words)
+            first = hits[0].split("\n")[0].casefold()
+            assert all(w in first for w in words.split("/")[0].split()), (words, hits[:3])
+        # The entries do what they say.
+        await palette_hits(app, pilot, "devices: 4")
+        await pilot.press("ctrl+p")
+        await type_keys(pilot, "devices: 4")
+        await pilot.press("enter")
+        await handled(pilot)
+        assert app.explorer.state.devices == 4
+
+
+async def test_the_new_keys_set_devices_split_engine_and_reach_per_device() -> None:
+    app = build_app(preset="gfx1151")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await type_keys(pilot, "p")  # one device: no Per device row, a notice says why
+        assert not isinstance(app.screen.focused, Input)
+        # d is a plain binding and p a priority one (a jump): p would overtake it in one
+        # burst, so the Per device row is there only once d has been handled.
+        await type_keys(pilot, "dsw")
+        await type_keys(pilot, "p24GB\x1b")
+        state = app.explorer.state
+        assert (state.devices, state.split, state.engine) == (2, "pp", Engine.MLX)
+        assert state.device_memory == "24GB"
+
+
+async def test_the_footer_keeps_whole_keys_and_lists_the_new_ones_where_they_fit() -> None:
+    app = build_app(preset="gfx1151")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        wide = screen_lines(app)[-1]
+        for key in ("q Quit", "? Help", "d Devices", "s TP/PP", "w Measure with", "H History"):
+            assert key in wide
+        await pilot.resize_terminal(60, 20)
+        await settle(pilot)
+        await handled(pilot)
+        narrow = screen_lines(app)[-1]
+        assert narrow.startswith("q Quit ? Help")
+        assert narrow.rstrip().endswith("^p palette")  # nothing after it, no key cut short
+        keys = narrow.split("▏")[0].rstrip()
+        assert keys.endswith(("Models", "Measure", "KV dtype", "Backend", "Devices"))
+
+
+async def test_a_result_says_when_the_screen_left_its_runs_settings() -> None:
+    app = make_app(
+        build_app(preset="gfx1151").deps,
+        LaunchOptions(max_tokens=640, preset="gfx1151", backend="rocm"),
+        measured=peak(model=LLAMA),
+    )
+    async with app.run_test(size=(160, 60)) as pilot:
+        await settle(pilot)
+        panel, summary = app.screen.query_one(MeasuredPanel), app.screen.query_one(SummaryLine)
+        assert "at 640 tokens, same settings" in panel.text
+        assert "Not on screen" not in panel.text
+        assert summary.text.endswith("✓ covered (torch)")
+        await type_keys(pilot, "t768\r")
+        await wait_for(pilot, lambda: "Not on screen" in panel.text, "the settings note")
+        assert "at 640 tokens, the run's settings" in panel.text
+        assert "same settings" not in panel.text
+        assert "the run had 640 tokens; the screen has 768 tokens" in panel.text
+        assert "768 tokens" in summary.text
+        assert "✓ covered at the run's 640 tokens (torch)" in summary.text
+
+
+async def test_at_120x40_the_chart_shows_columns_in_the_rows_on_screen() -> None:
+    app = build_app(preset="gfx1151")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        chart = app.screen.query_one(ContextChart)
+        lines = widget_lines(chart)
+        visible = chart.region.intersection(app.screen.query_one("#main").region)
+        shown = lines[: visible.height]
+        assert visible.height >= 4  # its top rows are in view at 120x40
+        assert any("█" in line for line in shown[1:4])  # columns reach them
+        assert "76.8 GiB available: above ↑" in shown[1]
+
+
+async def test_at_60x20_the_summary_keeps_the_models_own_name() -> None:
+    app = build_app(preset="gfx1151")
+    async with app.run_test(size=(60, 20)) as pilot:
+        await settle(pilot)
+        text = app.screen.query_one(SummaryLine).text
+        assert text.startswith(" FITS  8K · 7.28 GiB · ")
+        assert text.endswith("…/Meta-Llama-3.1-8B-Instruct-4bit")
+        await pilot.resize_terminal(80, 24)
+        await settle(pilot)
+        await handled(pilot)
+        text = app.screen.query_one(SummaryLine).text
+        # Room for the org's start too, and for the total against the available memory.
+        assert text.startswith(" FITS  8K · 7.28 GiB of 76.80 GiB · mlx-")
+        assert text.endswith("…/Meta-Llama-3.1-8B-Instruct-4bit")

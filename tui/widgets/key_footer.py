@@ -1,0 +1,54 @@
+"""The footer: the screen's keys in binding order, as many as fit, never a key cut in half.
+
+Textual's footer scrolls what does not fit under the command-palette key, so a narrow
+terminal showed half a word and a stray letter after `^p palette`. This one keeps the
+keys that fit whole (Quit and Help come first, so they always do) and leaves the rest to
+`?` and the palette; under 120 columns it drops its spacing.
+"""
+
+from __future__ import annotations
+
+from textual import events
+from textual.app import ComposeResult
+from textual.widgets import Footer
+from textual.widgets._footer import FooterKey
+
+PALETTE_ROOM = 14
+"""Columns the docked `▏^p palette` key takes, with its padding."""
+COMPACT_BELOW = 120
+
+
+def key_width(key: FooterKey, compact: bool) -> int:
+    """Columns one key takes: `q Quit ` compact, ` q Quit ` with the spacing."""
+    if compact:
+        return len(key.key_display) + 1 + len(key.description) + 1
+    return len(key.key_display) + len(key.description) + 3
+
+
+class KeyFooter(Footer):
+    """The keys that fit whole, in binding order."""
+
+    DEFAULT_CSS = """
+    KeyFooter.-compact FooterKey.-command-palette { padding-right: 1; }
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._width = 0
+
+    def compose(self) -> ComposeResult:
+        width = self.size.width
+        room = width - PALETTE_ROOM
+        for widget in super().compose():
+            if isinstance(widget, FooterKey) and not widget.has_class("-command-palette"):
+                room -= key_width(widget, self.compact)
+                if width and room < 0:
+                    continue  # from here on the keys are in `?` and the palette only
+            yield widget
+
+    def on_resize(self, event: events.Resize) -> None:
+        width = event.size.width
+        if width != self._width:
+            self._width = width
+            self.compact = width < COMPACT_BELOW
+            self.refresh(recompose=True)
