@@ -9,8 +9,8 @@ command line passes `default_deps()`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,8 +23,9 @@ from core.measurement.history import HistoryStore
 from core.model.snapshot import ModelSnapshot
 from tui.controllers.measure_run import StartMeasurement, start_with_hip_backend
 
-if TYPE_CHECKING:  # core.calibration is imported by the read itself, on a worker thread
+if TYPE_CHECKING:  # core.calibration and the Fits view's reads run on worker threads
     from core.calibration.record import Calibration
+    from core.estimate.fit import FitModel
 
 
 CalibrationCandidates = tuple[tuple["Calibration", ...], tuple[str, ...]]
@@ -70,10 +71,41 @@ class AppDeps:
     """Read a repo id from the Hub into vramscope's Hub store and give its entry, as
     `inspect org/name` does (worker thread; HF_HUB_OFFLINE answers from the store or
     refuses); None: the model list offers no Hub read."""
+    fit_models: Callable[[Catalog], Iterator[tuple[CatalogEntry, FitModel | str]]] = field(
+        default_factory=lambda: partial(_fit_models, use_cache=True)
+    )
+    """Each entry read for the Fits view (or why it was skipped), one by one, with the
+    what-ifs cached on disk as `vramscope fit` keeps them (worker thread)."""
 
 
 # core.catalog.resolve (folders, the HF cache, built-in profiles, the disk cache) is imported
 # by the reads themselves, on the worker threads: the first frame never waits for it.
+
+
+def _fit_models(catalog: Catalog, use_cache: bool) -> Iterator[tuple[CatalogEntry, FitModel | str]]:
+    from core.catalog.fit_models import fit_reader
+    from core.errors import VramscopeError
+
+    with fit_reader(use_cache=use_cache) as reader:
+        for entry in catalog.entries:
+            try:
+                yield entry, reader.read(entry)
+            except VramscopeError as exc:  # as `vramscope fit` says it
+                yield entry, f"{entry.name}: skipped: {exc}"
+
+
+def what_ifs_of(
+    fit_models: Callable[[Catalog], Iterator[tuple[CatalogEntry, FitModel | str]]],
+    entry: CatalogEntry,
+) -> dict[str, int | str]:
+    """One entry's what-ifs through `fit_models` (its cache too), or why there are none."""
+    from core.estimate.quantize import SCHEMES
+
+    for _, model in fit_models(Catalog((entry,))):
+        if isinstance(model, str):
+            return dict.fromkeys(SCHEMES, model)
+        return dict(model.what_ifs)
+    return {}
 
 
 def _build_catalog(models_dirs: tuple[Path, ...]) -> Catalog:
@@ -160,4 +192,5 @@ def builtin_deps(
         clock=clock or (lambda: 0.0),
         history=lambda: history,
         read_hub=partial(_read_hub, models_dirs=()) if hub else None,
+        fit_models=partial(_fit_models, use_cache=False),
     )

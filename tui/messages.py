@@ -21,6 +21,7 @@ from core.model.snapshot import ModelSnapshot
 if TYPE_CHECKING:  # the calibration code is imported by the reads, on worker threads
     from core.calibration.record import Calibration
     from core.calibration.run import CalibrateRun
+    from core.estimate.fit import FitRow
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,33 @@ class Recalibrated(Message):
     def __init__(self, outcome: CalibrateRun | str) -> None:
         super().__init__()
         self.outcome = outcome
+
+
+@dataclass(frozen=True)
+class FitPick:
+    """One row of the Fits view and the catalog entry it came from (Enter opens it)."""
+
+    entry: CatalogEntry
+    row: FitRow
+
+
+class FitRowsRead(Message):
+    """Rows of the Fits view computed since the last message; `done` on the last one."""
+
+    def __init__(self, picks: tuple[FitPick, ...], skipped: tuple[str, ...], done: bool) -> None:
+        super().__init__()
+        self.picks = picks
+        self.skipped = skipped
+        self.done = done
+
+
+class WhatIfsRead(Message):
+    """The model's quantization what-ifs (scheme -> weight bytes, or why there are none)."""
+
+    def __init__(self, what_ifs: dict[str, int | str], request: int) -> None:
+        super().__init__()
+        self.what_ifs = what_ifs
+        self.request = request
 
 
 def reading_text(name: str) -> str:

@@ -9,12 +9,15 @@ the snapshots are the same on every machine. Update them with
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
+from textual.pilot import Pilot
 
 from core.catalog.resolve import Catalog
-from tests.tui.helpers import build_app, fixed_deps, settle_then
+from tests.tui.helpers import build_app, fixed_deps, settle, settle_then, wait_for
 from tests.tui.test_robustness import folder_entry, write_broken_model
+from tui.screens.fits_screen import FitsScreen
 
 MEDIUM = (120, 40)
 
@@ -104,3 +107,35 @@ class TestScreens:
         app = build_app(deps, preset="gfx1151")
         run = settle_then("slash", *"broken", "enter", "escape")
         assert snap_compare(app, terminal_size=MEDIUM, run_before=run)
+
+
+async def fits_done(pilot: Pilot[Any]) -> None:
+    """Settle, press f, wait for the Fits view's last row."""
+    await settle(pilot)
+    await pilot.press("f")
+    app = pilot.app
+    await wait_for(pilot, lambda: isinstance(app.screen, FitsScreen) and app.screen.done, "rows")
+    await pilot.pause()
+
+
+class TestFitsView:
+    def test_fits_160x48(self, snap_compare) -> None:
+        """Every built-in profile stored and as 8/4-bit what-ifs on a 24 GiB card, ranked."""
+        app = build_app(preset="rx7900xtx")
+        assert snap_compare(app, terminal_size=(160, 48), run_before=fits_done)
+
+    def test_fits_80x24(self, snap_compare) -> None:
+        """The narrow layout: the table scrolls sideways, the heading and notes wrap."""
+        app = build_app(preset="rx7900xtx")
+        assert snap_compare(app, terminal_size=(80, 24), run_before=fits_done)
+
+    def test_quantize_as_4_bit(self, snap_compare) -> None:
+        """Qwen2.5-7B as mlx-lm's 4-bit what-if: the weights and total say whose they are."""
+        app = build_app(model="Qwen/Qwen2.5-7B-Instruct", preset="rx7900xtx")
+
+        async def run(pilot: Pilot[Any]) -> None:
+            await settle(pilot)
+            pilot.app.explorer.update(quantize_as="mlx-4bit")
+            await settle(pilot)
+
+        assert snap_compare(app, terminal_size=(160, 48), run_before=run)

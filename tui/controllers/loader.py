@@ -33,7 +33,7 @@ from core.estimate.available import AvailableMemory
 from core.measurement.history import HistoryRead
 from core.measurement.result import MeasuredPeak
 from core.model.snapshot import ModelSnapshot
-from tui.deps import AppDeps
+from tui.deps import AppDeps, what_ifs_of
 from tui.messages import (
     AvailableRead,
     CalibrationsRead,
@@ -44,7 +44,9 @@ from tui.messages import (
     ModelRead,
     ModelReading,
     Recalibrated,
+    WhatIfsRead,
 )
+from tui.model.state import QUANTIZE_AS
 
 if TYPE_CHECKING:
     from core.calibration.record import Calibration
@@ -101,6 +103,9 @@ class Loader:
         self.calibrations: tuple[Calibration, ...] = ()
         """vramscope's calibrations to choose from (`deps.calibrations`), once read."""
         self.waiting = {"catalog", "available", "model", "history", "calibrations"}
+        self.what_ifs: dict[str, int | str] = {}
+        """The model's quantization what-ifs (scheme -> weight bytes, or why not); empty
+        until read."""
         self.loading_since = 0.0
         self._request = 0
         self._ticker: Timer | None = None
@@ -230,14 +235,28 @@ class Loader:
         if message.request != self._request:
             return False
         self.answered_hub = hub
+        request = message.request
         self._stop_ticker()
         self._start_after_model()
+        self.what_ifs = {}
         if isinstance(message.result, LoadedModel):
             self.entry, self.snapshot = message.result.entry, message.result.snapshot
             self.failure = None
+            entry = self.entry
+            # The "Quantize as" what-ifs need the tensor list: read after the model answers.
+            self._run("whatif", lambda: WhatIfsRead(self._read_what_ifs(entry), request))
         else:
             self.entry, self.snapshot, self.failure = None, None, message.result
+            self.waiting.discard("whatif")  # an overtaken model's what-ifs are dropped
         self.waiting.discard("model")
+        return True
+
+    def take_what_ifs(self, message: WhatIfsRead) -> bool:
+        """Keep the what-ifs of the model on screen; False for an overtaken model's."""
+        if message.request != self._request:
+            return False
+        self.what_ifs = message.what_ifs
+        self.waiting.discard("whatif")
         return True
 
     def still_reading(self, message: ModelReading) -> bool:
@@ -334,6 +353,12 @@ class Loader:
             return str(exc)
         except Exception as exc:  # a recalibration that breaks must not take the app down
             return f"cannot recalibrate: {type(exc).__name__}: {exc}"
+
+    def _read_what_ifs(self, entry: CatalogEntry) -> dict[str, int | str]:
+        try:
+            return what_ifs_of(self.deps.fit_models, entry)
+        except Exception as exc:  # the what-if is an extra: never a crash
+            return dict.fromkeys(QUANTIZE_AS[1:], f"cannot read the tensor list: {exc}")
 
     def _read_model(
         self, name: str, entry: CatalogEntry | None, hub: bool = False

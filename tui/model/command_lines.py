@@ -41,6 +41,26 @@ def _workload_flags(state: ExplorerState) -> list[str]:
     return flags
 
 
+def fit_command(
+    state: ExplorerState, available: AvailableMemory | None, quantizations: str | None = None
+) -> str:
+    """`vramscope fit ...` with the explorer's settings (its stored rows are this screen's
+    estimates; `quantizations` narrows it to a what-if)."""
+    words = ["vramscope", "fit"]
+    if quantizations is not None:
+        words += ["--quantizations", quantizations]
+    words += _workload_flags(state)
+    if state.quant is not QuantHint.DEFAULT:  # `fit` has no --quant: leave the hint out
+        words = words[:-2]
+    words += ["--backend", state.backend.value]
+    if state.backend is Backend.ROCM:
+        words += ["--inflight-mb", str(state.inflight_mib)]
+    limit = _limit(state, available)
+    if limit is not None:
+        words += ["--memory-limit", str(limit)]
+    return _join(_env_prefix(state), words)
+
+
 def _limit(state: ExplorerState, available: AvailableMemory | None) -> int | None:
     if state.memory.key == DETECTED or available is None:
         return None

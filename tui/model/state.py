@@ -22,6 +22,11 @@ from core.measurement.engine import DEFAULT_ENGINE, Engine
 from core.units import format_bytes_short
 from tui.model.presets import CUSTOM, DETECTED, PRESETS_BY_KEY, preset_backend
 
+STORED = "stored"
+QUANTIZE_AS = (STORED, "mlx-8bit", "mlx-4bit")
+"""The "Quantize as" choices: `vramscope fit --quantizations`' words
+(core.estimate.fit.QUANTIZATION_CHOICES; not imported here, frame one needs none of it)."""
+
 DEFAULT_MODEL = "mlx-community/Meta-Llama-3.1-8B-Instruct-4bit"
 """The model of mlxcel's worked example."""
 
@@ -78,6 +83,10 @@ class ExplorerState:
     total instead of mlxcel's, when a calibration applies; mlxcel's is the default."""
     backend_pinned: bool = False
     """`--backend` was given: picking a preset leaves the backend alone."""
+    quantize_as: str = STORED
+    """`stored`, or a what-if of `vramscope fit` (`mlx-8bit`, `mlx-4bit`): the weights
+    mlx-lm's conversion would write, vramscope's own figure (offered for 16/32-bit
+    float models only)."""
 
     def workload(self) -> Workload:
         """The estimate's workload."""

@@ -27,6 +27,7 @@ from tui.model.measure_state import Measurements, PanelView, result_words, run_d
 from tui.model.names import model_arg
 from tui.model.rows import (
     INFLIGHT_OFF_HINT,
+    BreakdownRow,
     EstimateView,
     breakdown_rows,
     calibrated_verdict,
@@ -53,6 +54,32 @@ class ExplorerViews:
     chart: ChartData
 
 
+WHAT_IF_RULE = "mlx-lm 0.32.2 quantize rule"
+
+
+def what_if_snapshot(snapshot: ModelSnapshot, weights_bytes: int) -> ModelSnapshot:
+    """The model with the weights term replaced by a what-if's (as `vramscope fit` does)."""
+    return replace(snapshot, weights=replace(snapshot.weights, bytes=weights_bytes))
+
+
+def what_if_rows(
+    rows: Sequence[BreakdownRow], scheme: str, stored_bytes: int
+) -> tuple[BreakdownRow, ...]:
+    """The breakdown of a what-if: its weights and total say whose figures they are."""
+    out = []
+    for row in rows:
+        if row.key == "weights":
+            row = replace(
+                row,
+                note=f"vramscope what-if {scheme} ({WHAT_IF_RULE}), not mlxcel's; "
+                f"stored: {format_bytes_short(stored_bytes)}",
+            )
+        elif row.key == "total":
+            row = replace(row, note="mlxcel's formula over vramscope's what-if weights")
+        out.append(row)
+    return tuple(out)
+
+
 def build_views(
     snapshot: ModelSnapshot,
     state: ExplorerState,
@@ -60,15 +87,18 @@ def build_views(
     trained: int | None,
     points: tuple[Point, ...] = (),
     calibrations: Sequence[Calibration] = (),
+    what_if: tuple[str, int] | None = None,
 ) -> ExplorerViews:
     """The estimate, the breakdown with both limits and (when one of `calibrations`
     applies) vramscope's calibrated verdict, and the chart's data (with `points`,
-    measured peaks)."""
+    measured peaks); `what_if` (the scheme and the stored weight bytes) labels a
+    snapshot whose weights are a what-if's."""
     settings = state.settings(available)
     workload = state.workload()
     est = estimate(snapshot, workload, settings)
+    rows = tuple(breakdown_rows(est, available))
     view = EstimateView(
-        rows=tuple(breakdown_rows(est, available)),
+        rows=what_if_rows(rows, *what_if) if what_if else rows,
         verdict=verdict(est),
         context_limit=context_limit_text(
             largest_fitting_context(snapshot, workload, settings), trained

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from core.calibration.record import Calibration
 from core.calibration.report import calibration_words, no_calibration_line, row_calibrated_total
 from core.display_text import clean_text
-from core.estimate.fit import WHAT_IF_FORMULA, FitRow
+from core.estimate.fit import WHAT_IF_FORMULA, FitRow, rank_key
 from core.units import format_bytes_short
 
 COLUMNS = ("MODEL", "QUANT", "WEIGHTS", "TOTAL", "VERDICT", "SLACK", "MAX CONTEXT", "FROM")
@@ -112,3 +112,55 @@ def fit_text(
         lines.append("Not computed:")
         lines.extend(clean_text(f"  {r.model} {r.quantization}: {r.unavailable}") for r in missing)
     return lines
+
+
+# --- the explorer's Fits view: its sort orders and its filter (pure) ------------------
+
+RANK = "RANK"
+"""The default order: `vramscope fit`'s ranking (core.estimate.fit.rank_key)."""
+SORTS = (RANK, *COLUMNS)
+"""What `s` steps through in the Fits view, and what a header click picks."""
+RIGHT_ALIGNED = frozenset({"WEIGHTS", "TOTAL", "SLACK", "MAX CONTEXT"})
+
+
+def signed_slack(row: FitRow) -> int:
+    """Slack, or the overflow as a negative number."""
+    return (row.slack_bytes or 0) if row.fits else -(row.overflow_bytes or 0)
+
+
+def column_key(column: str, row: FitRow) -> tuple[object, ...]:
+    """The sort key of one column (ascending), ties in the ranking's order."""
+    value: object
+    if column == "MODEL":
+        value = row.model.casefold()
+    elif column == "QUANT":
+        value = (row.bits, row.quantization)
+    elif column == "WEIGHTS":
+        value = row.weights_bytes or 0
+    elif column == "TOTAL":
+        value = row.total_bytes or 0
+    elif column == "VERDICT":
+        value = not row.fits
+    elif column == "SLACK":
+        value = signed_slack(row)
+    elif column == "MAX CONTEXT":
+        value = row.largest_context_tokens or 0
+    elif column == "FROM":
+        value = row.where.casefold()
+    else:
+        value = 0
+    return (value, rank_key(row))
+
+
+def sorted_rows(rows: Sequence[FitRow], column: str, descending: bool) -> list[FitRow]:
+    """`rows` in the order of a column (RANK: `vramscope fit`'s order)."""
+    if column == RANK:
+        ordered = sorted(rows, key=rank_key)
+        return ordered[::-1] if descending else ordered
+    return sorted(rows, key=lambda r: column_key(column, r), reverse=descending)
+
+
+def matches(row: FitRow, text: str) -> bool:
+    """The filter: every word typed appears in the model, its quantization or its source."""
+    haystack = f"{row.model} {row.quantization} {row.where}".casefold()
+    return all(word in haystack for word in text.casefold().split())

@@ -19,10 +19,12 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.reactive import reactive
 
 from core.backend import BackendChoice
+from core.catalog.entry import Catalog
 from core.display_text import clean_text
 from core.estimate.available import AvailableMemory
 from core.estimate.estimate import MemoryEstimate
 from core.measurement.result import MeasuredPeak
+from core.model.snapshot import ModelSnapshot
 from tui.controllers.loader import Loader
 from tui.controllers.measure import MeasureController
 from tui.controllers.measure_run import MeasureEventMessage
@@ -32,16 +34,19 @@ from tui.messages import (
     CalibrationsRead,
     CatalogRead,
     FailedModel,
+    FitPick,
     HistoryLoaded,
     ModelRead,
     ModelReading,
     Recalibrated,
+    WhatIfsRead,
     reading_text,
 )
+from tui.model.command_lines import fit_command
 from tui.model.names import model_arg
 from tui.model.scales import token_stops
-from tui.model.state import ExplorerState, MemoryChoice, next_value, with_memory
-from tui.model.views import build_views, screen_words
+from tui.model.state import STORED, ExplorerState, MemoryChoice, next_value, with_memory
+from tui.model.views import build_views, screen_words, what_if_snapshot
 from tui.screens.focus_keys import FocusKeys
 from tui.widgets.breakdown import Breakdown
 from tui.widgets.command_lines_view import CommandLinesView
@@ -89,6 +94,7 @@ class ExplorerScreen(FocusKeys):
         Binding("C", "copy('mlxcel')", "Copy mlxcel", show=False),
         Binding("v", "cycle('calibrated_verdict')", "Verdict basis", show=False),
         Binding("R", "recalibrate", "Recalibrate", show=False),
+        Binding("f", "fits", "Fits", show=False),
         Binding("escape", "escape", "Cancel / back to sliders", show=False),
         # From a text box, at once: keys sent with the Escape (`/llama` Esc `k`) are
         # already on their way to the focused widget when a plain binding would run.
@@ -117,6 +123,9 @@ class ExplorerScreen(FocusKeys):
         """The split's panel, from the first time Devices > 1 (core.parallel.plan with it)."""
         self.recalibrate_from: MeasuredPeak | None = None
         """The last new peak of `m`: `R` recalibrates its engine, backend and device."""
+        self._what_if: tuple[tuple[int, str, int], ModelSnapshot] | None = None
+        """The last what-if snapshot, by (id of the stored one, scheme, bytes): the chart
+        keeps its totals while only the context moves."""
 
     def compose(self) -> ComposeResult:
         self.add_layout_class()
@@ -177,22 +186,33 @@ class ExplorerScreen(FocusKeys):
         """Estimate, solve and repaint everything that depends on the state."""
         loader, state, available = self.loader, self.state, self.available
         words = screen_words(state, loader, available, self.measure.state, self.deps.clock())
+        shown, what_if = self.shown_snapshot()
+        if what_if is not None:  # mlxcel has no what-if: `vramscope fit` gives the same row
+            words = replace(
+                words,
+                vramscope=fit_command(state, available, state.quantize_as),
+                mlxcel="# mlxcel estimates the model as stored: " + words.mlxcel,
+                name=f"{words.name} as {state.quantize_as} (vramscope what-if)",
+            )
         self.query_one(StatusLine).show_state(state.backend, self.start, self.machine, available)
-        self.query_one(Controls).show_hints(state, loader.snapshot is not None, words.trained)
+        controls = self.query_one(Controls)
+        controls.show_hints(state, loader.snapshot is not None, words.trained)
+        controls.show_quantize(state, loader.what_ifs)
         for view in self.query(CommandLinesView):
             view.show(words.vramscope, words.mlxcel)
         self.query_one(MeasuredPanel).show(words.panel)
         chart, breakdown = self.query_one(ContextChart), self.query_one(Breakdown)
         views, self.estimate = None, None
-        if loader.snapshot is not None and available is not None:
+        if shown is not None and available is not None:
             try:
                 views = build_views(
-                    loader.snapshot,
+                    shown,
                     state,
                     available,
                     words.trained,
                     words.points,
                     loader.calibrations,
+                    what_if,
                 )
             except Exception as exc:  # a model no test foresaw: say so in place, keep running
                 breakdown.show_error(f"cannot estimate this model: {type(exc).__name__}: {exc}")
@@ -217,7 +237,23 @@ class ExplorerScreen(FocusKeys):
             )
         )
 
+    def shown_snapshot(self) -> tuple[ModelSnapshot | None, tuple[str, int] | None]:
+        """The model the estimate is of: as stored, or with "Quantize as"'s what-if weights
+        (and then the scheme and the stored bytes, for the labels)."""
+        snapshot, scheme = self.loader.snapshot, self.state.quantize_as
+        weights = self.loader.what_ifs.get(scheme) if scheme != STORED else None
+        if snapshot is None or not isinstance(weights, int):
+            return snapshot, None
+        key = (id(snapshot), scheme, weights)
+        if self._what_if is None or self._what_if[0] != key:
+            self._what_if = (key, what_if_snapshot(snapshot, weights))
+        return self._what_if[1], (scheme, snapshot.weights.bytes)
+
     # --- reads ---------------------------------------------------------------------
+
+    def on_what_ifs_read(self, message: WhatIfsRead) -> None:
+        if self.loader.take_what_ifs(message):
+            self.recompute()
 
     def on_model_read(self, message: ModelRead) -> None:
         loader = self.loader
@@ -351,6 +387,36 @@ class ExplorerScreen(FocusKeys):
         if not isinstance(self.app.screen, HistoryScreen):
             self.app.push_screen(HistoryScreen(self.loader.history, self.loader.history_path))
             self.loader.read_history()
+
+    # --- what fits (f) -------------------------------------------------------------
+
+    def action_fits(self) -> None:
+        """Show every catalog model's rows for the settings on screen (`vramscope fit`)."""
+        from tui.screens.fits_screen import FitsInputs, FitsScreen  # not for frame one
+
+        if isinstance(self.app.screen, FitsScreen):
+            return
+        available = self.available
+        if available is None:
+            self.notify("Available memory is still being detected.", severity="warning")
+            return
+        state = self.state
+        catalog = self.loader.catalog if isinstance(self.loader.catalog, Catalog) else None
+        inputs = FitsInputs(
+            state.workload(), state.settings(available), available, fit_command(state, available)
+        )
+        self.app.push_screen(FitsScreen(self.deps, inputs, catalog), self.open_fit)
+
+    def open_fit(self, pick: FitPick | None) -> None:
+        """Open a Fits row: its model, and its quantization in "Quantize as"."""
+        if pick is None:
+            return
+        name = model_arg(pick.entry)
+        if name != self.state.model:
+            self.query_one(ModelList).set_current(name)
+            self.loader.read_model(name, pick.entry)
+            self.query_one(Breakdown).show_loading(reading_text(name))
+        self.update(model=name, quantize_as=pick.row.quantization)
 
     def action_cycle(self, name: str) -> None:
         """`k` fp16 <-> int8, `n` the next backend, `d` 1 -> 2 -> ... -> 8 -> 1 devices,

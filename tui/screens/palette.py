@@ -119,4 +119,15 @@ def explorer_commands(
             "the engine m measures with (torch: hip_backend; mlx: real MLX)",
             partial(screen.update, engine=engine),
         )
+    yield SystemCommand(
+        "What fits on this device (f)",
+        "every model and quantization for the settings on screen, as vramscope fit ranks them",
+        screen.action_fits,
+    )
+    for scheme, words in (("stored", "as stored"), ("mlx-8bit", "8-bit"), ("mlx-4bit", "4-bit")):
+        yield SystemCommand(
+            f"Quantize as: {words}",
+            "vramscope's what-if of mlx_lm.convert -q (16/32-bit float models only)",
+            partial(screen.update, quantize_as=scheme),
+        )
     yield SystemCommand("Keys and controls", "the help screen", show_help)

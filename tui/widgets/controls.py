@@ -21,7 +21,7 @@ from textual.widgets import Input, Label
 from core.measurement.engine import ENGINE_CHOICES
 from tui.model.scales import BATCH_STOPS, FACTOR_STOPS, INFLIGHT_STOPS, token_stops
 from tui.model.split_words import DEVICE_CHOICES, SPLITS
-from tui.model.state import BACKEND_ORDER, ExplorerState, with_memory
+from tui.model.state import BACKEND_ORDER, QUANTIZE_AS, STORED, ExplorerState, with_memory
 from tui.model.values import BATCH, FACTOR, INFLIGHT, TOKENS
 from tui.model.views import inflight_hint, tokens_hint
 from tui.widgets.memory_field import MemoryField
@@ -30,6 +30,8 @@ from tui.widgets.slider_field import SliderField
 
 BACKENDS = BACKEND_ORDER
 KV_MODES = ("fp16", "int8")
+QUANTIZE_LABELS = ("as stored", "8-bit", "4-bit")
+"""The "Quantize as" options, in `QUANTIZE_AS` order (mlx-lm's affine, group 64)."""
 
 Edit = Callable[[ExplorerState], ExplorerState]
 """One change of the state, as a function: the old state in, the new one out."""
@@ -59,6 +61,7 @@ class Controls(Widget):
         & > Horizontal { height: 1; }
         & .field-label { width: 16; }
         & #device-memory { width: 1fr; height: 1; }
+        & #quantize-hint { width: 1fr; margin-left: 2; color: $text-muted; }
     }
     """
 
@@ -99,6 +102,15 @@ class Controls(Widget):
         with Horizontal():
             yield Label("KV dtype", classes="field-label")
             yield Segmented(KV_MODES, 1 if s.kv_int8 else 0, id="kv")
+        with Horizontal(id="quantize-row"):
+            yield Label("Quantize as", classes="field-label")
+            quantize = Segmented(QUANTIZE_LABELS, QUANTIZE_AS.index(s.quantize_as), id="quantize")
+            quantize.tooltip = (
+                "vramscope's what-if: the weights mlx_lm.convert -q would write (16/32-bit "
+                "float models only); not an mlxcel figure"
+            )
+            yield quantize
+            yield Label("", id="quantize-hint")
         yield SliderField(
             "Overhead factor",
             FACTOR_STOPS,
@@ -163,6 +175,24 @@ class Controls(Widget):
         inflight.set_hint(*inflight_hint(state))
         self.field("tokens").set_hint(*tokens_hint(state, model_known, trained))
 
+    def show_quantize(self, state: ExplorerState, what_ifs: dict[str, int | str]) -> None:
+        """Offer "Quantize as" only where a what-if has a number (16/32-bit float weights)."""
+        offered = any(isinstance(v, int) for v in what_ifs.values())
+        control = self.query_one("#quantize", Segmented)
+        control.disabled = not offered
+        chosen = state.quantize_as if isinstance(what_ifs.get(state.quantize_as), int) else STORED
+        control.set_index(QUANTIZE_AS.index(chosen))
+        reasons = {v for v in what_ifs.values() if isinstance(v, str)}
+        if not what_ifs:
+            hint = ""
+        elif not offered:
+            hint = "n/a: " + "; ".join(sorted(reasons))
+        elif chosen != STORED:
+            hint = "vramscope what-if"
+        else:
+            hint = ""
+        self.query_one("#quantize-hint", Label).update(hint)
+
     def field(self, field_id: str) -> SliderField:
         """A slider row by id (`tokens`, `inflight`, `batch`, `factor`)."""
         return self.query_one(f"#{field_id}", SliderField)
@@ -207,6 +237,9 @@ class Controls(Widget):
         elif segment == "backend":
             backend = BACKENDS[i % len(BACKENDS)]
             self._post(lambda s: replace(s, backend=backend))
+        elif segment == "quantize":
+            scheme = QUANTIZE_AS[i % len(QUANTIZE_AS)]
+            self._post(lambda s: replace(s, quantize_as=scheme))
         elif segment == "engine":
             engine = ENGINE_CHOICES[i % len(ENGINE_CHOICES)]
             self._post(lambda s: replace(s, engine=engine))

@@ -1,0 +1,82 @@
+"""The Fits view's rows, computed off the UI thread and handed over as they come.
+
+One thread worker walks the catalog (`AppDeps.fit_models`: the same reads and what-if
+cache as `vramscope fit`) and turns each model into its rows with
+`core.estimate.fit.model_rows` for the explorer's settings. It posts `FitRowsRead`
+with the first model's rows at once, then at most every `BATCH_S`, and a last one
+with `done`; the screen ranks and paints them. Closing the view sets `stop`, and
+the walk ends at the next model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from typing import Any
+
+from textual.screen import Screen
+
+from core.catalog.entry import Catalog
+from core.estimate.estimate import EstimateSettings, Workload
+from tui.deps import AppDeps
+from tui.messages import FitPick, FitRowsRead
+
+BATCH_S = 0.05
+"""Rows are handed over at most this often (the first model's at once)."""
+
+
+class FitRowsController:
+    """The one walk of a Fits view over the catalog."""
+
+    def __init__(self, screen: Screen[Any], deps: AppDeps) -> None:
+        self._screen = screen
+        self._deps = deps
+        self._stop = threading.Event()
+
+    def start(
+        self, catalog: Catalog | None, workload: Workload, settings: EstimateSettings
+    ) -> None:
+        """Walk `catalog` (None: build it first) on a thread worker."""
+        self._screen.run_worker(
+            lambda: self._walk(catalog, workload, settings),
+            name="fit rows",
+            group="fit-rows",
+            thread=True,
+            exit_on_error=False,
+        )
+
+    def stop(self) -> None:
+        """End the walk at the next model (the view closed)."""
+        self._stop.set()
+
+    def _post(self, picks: list[FitPick], skipped: list[str], done: bool) -> None:
+        with contextlib.suppress(Exception):  # the app quit meanwhile: nobody to tell
+            self._screen.post_message(FitRowsRead(tuple(picks), tuple(skipped), done))
+
+    def _walk(
+        self, catalog: Catalog | None, workload: Workload, settings: EstimateSettings
+    ) -> None:
+        from core.estimate.fit import QUANTIZATION_CHOICES, model_rows
+
+        picks: list[FitPick] = []
+        skipped: list[str] = []
+        try:
+            models = self._deps.fit_models(catalog or self._deps.build_catalog())
+            posted = False
+            last = time.perf_counter()
+            for entry, model in models:
+                if self._stop.is_set():
+                    return
+                if isinstance(model, str):
+                    skipped.append(model)
+                else:
+                    rows = model_rows(model, QUANTIZATION_CHOICES, workload, settings)
+                    picks.extend(FitPick(entry, row) for row in rows)
+                now = time.perf_counter()
+                if picks and (not posted or now - last >= BATCH_S):
+                    self._post(picks, skipped, False)
+                    picks, skipped, posted, last = [], [], True, now
+        except Exception as exc:  # a broken catalog must never take the app down
+            skipped.append(f"cannot list models: {type(exc).__name__}: {exc}")
+        self._post(picks, skipped, True)

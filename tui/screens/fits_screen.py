@@ -1,0 +1,231 @@
+"""`f`: what fits on the device on screen, `vramscope fit`'s table for the explorer's settings.
+
+The rows come from `tui.controllers.fit_rows` on a thread worker and are painted as
+they arrive, in `vramscope fit`'s order unless a column is chosen: `s` steps the sort
+through the columns, `S` reverses it, a click on a header sorts by that column (again:
+reversed). The filter keeps the rows whose model, quantization or source holds every
+word typed. Enter closes the view with the row (the explorer then opens that model
+and quantization); Esc or `f` closes it with nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, Static
+
+from core.catalog.entry import Catalog
+from core.estimate.available import AvailableMemory
+from core.estimate.estimate import EstimateSettings, Workload
+from core.estimate.fit import WHAT_IF_FORMULA
+from core.units import format_bytes_short
+from tui.controllers.fit_rows import FitRowsController
+from tui.deps import AppDeps
+from tui.messages import FitPick, FitRowsRead
+from tui.render.fit_table import (
+    COLUMNS,
+    RANK,
+    RIGHT_ALIGNED,
+    SORTS,
+    matches,
+    sorted_rows,
+    table_row,
+)
+
+WHAT_IF_NOTE = (
+    f"* {WHAT_IF_FORMULA}: the weights mlx_lm.convert -q would write, not an mlxcel "
+    "figure; stored rows are mlxcel's estimate, as vramscope inspect"
+)
+
+
+@dataclass(frozen=True)
+class FitsInputs:
+    """What the view computes for: the explorer's settings and the command that agrees."""
+
+    workload: Workload
+    settings: EstimateSettings
+    available: AvailableMemory
+    command: str
+    """`vramscope fit ...` with the same settings (it prints the same rows)."""
+    device: str = ""
+    """The device line (`Device: ... total, used, free`) when its memory was read."""
+
+
+class FitsScreen(Screen[FitPick | None]):
+    """The ranked (model, quantization) table, its filter and its sort."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "Back"),
+        Binding("f", "close", "Back", show=False),
+        Binding("slash", "filter", "Filter"),
+        Binding("s", "sort_next", "Sort by next column"),
+        Binding("S", "sort_reverse", "Reverse"),
+        Binding("down", "to_table", show=False),
+    ]
+
+    def __init__(self, deps: AppDeps, inputs: FitsInputs, catalog: Catalog | None) -> None:
+        super().__init__()
+        self.inputs = inputs
+        self._catalog = catalog
+        self.rows = FitRowsController(self, deps)
+        self.picks: list[FitPick] = []
+        """Every row computed so far (with numbers or not), in arrival order."""
+        self.skipped: list[str] = []
+        self.done = False
+        self.sort = RANK
+        self.descending = False
+        self.shown: list[FitPick] = []
+        """The rows on screen, top to bottom."""
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="fits"):
+            yield Static(self._heading(), id="fits-heading", markup=False)
+            yield Input(
+                placeholder="filter: words in the model, quantization or source",
+                id="fits-filter",
+                compact=True,
+            )
+            table: DataTable[str | Text] = DataTable(
+                id="fits-table", cursor_type="row", zebra_stripes=True
+            )
+            yield table
+            yield Static("", id="fits-status", markup=False)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        box = self.query_one("#fits", Vertical)
+        box.border_title = "What fits · vramscope fit for the settings on screen"
+        box.border_subtitle = self.inputs.command
+        self._paint()
+        self.query_one(DataTable).focus()
+        self.rows.start(self._catalog, self.inputs.workload, self.inputs.settings)
+
+    def on_unmount(self) -> None:
+        self.rows.stop()
+
+    def _heading(self) -> Text:
+        i = self.inputs
+        lines = [
+            f"Available: {format_bytes_short(i.available.bytes)} "
+            f"({i.available.bytes:,} bytes; {i.available.source})",
+            f"Backend: {i.settings.backend.value}; context {i.workload.max_tokens:,} tokens, "
+            f"batch {i.workload.batch}, KV {i.workload.kv_cache_mode}",
+        ]
+        if i.device:
+            lines.insert(0, i.device)
+        return Text("\n".join(lines))
+
+    # --- rows ----------------------------------------------------------------------
+
+    def on_fit_rows_read(self, message: FitRowsRead) -> None:
+        self.picks.extend(message.picks)
+        self.skipped.extend(message.skipped)
+        self.done = self.done or message.done
+        self._paint()
+
+    def _visible(self) -> list[FitPick]:
+        text = self.query_one("#fits-filter", Input).value
+        by_row = {id(p.row): p for p in self.picks if p.row.unavailable is None}
+        rows = [p.row for p in by_row.values() if matches(p.row, text)]
+        return [by_row[id(r)] for r in sorted_rows(rows, self.sort, self.descending)]
+
+    def _paint(self) -> None:
+        table = self.query_one(DataTable)
+        # The cursor follows its row as rows arrive, once moved; at the top it stays there.
+        current = self.shown[table.cursor_row] if 0 < table.cursor_row < len(self.shown) else None
+        self.shown = self._visible()
+        table.clear(columns=True)
+        for name in COLUMNS:
+            mark = (" ▼" if self.descending else " ▲") if name == self.sort else ""
+            table.add_column(
+                Text(name + mark, justify="right" if name in RIGHT_ALIGNED else "left"), key=name
+            )
+        table.add_rows(_cells(p) for p in self.shown)
+        if current is not None and current in self.shown:
+            table.move_cursor(row=self.shown.index(current), animate=False)
+        self.query_one("#fits-status", Static).update(self._status())
+
+    def _status(self) -> Text:
+        ranked = [p.row for p in self.picks if p.row.unavailable is None]
+        missing = len(self.picks) - len(ranked)
+        fitting = sum(1 for r in ranked if r.fits)
+        order = "vramscope fit's ranking" if self.sort == RANK else f"by {self.sort}"
+        words = [
+            f"{fitting} of {len(ranked)} rows fit"
+            if self.done
+            else f"computing… {len(ranked)} rows so far",
+            f"{len(self.shown)} shown",
+            order + (", reversed" if self.descending else ""),
+        ]
+        if missing:
+            words.append(f"{missing} what-ifs not computed (vramscope fit lists why)")
+        if self.skipped:
+            words.append(f"{len(self.skipped)} skipped: {self.skipped[0]}")
+        text = Text(" · ".join(words), "bold" if self.done else "yellow")
+        text.append("\n" + WHAT_IF_NOTE, "dim")
+        return text
+
+    # --- keys ----------------------------------------------------------------------
+
+    @on(Input.Changed, "#fits-filter")
+    def _filtered(self) -> None:
+        self._paint()
+
+    @on(Input.Submitted, "#fits-filter")
+    def _filter_done(self) -> None:
+        self.action_to_table()
+
+    @on(DataTable.HeaderSelected)
+    def _header(self, event: DataTable.HeaderSelected) -> None:
+        column = str(event.column_key.value)
+        self.descending = not self.descending if column == self.sort else False
+        self.sort = column
+        self._paint()
+
+    @on(DataTable.RowSelected)
+    def _picked(self, event: DataTable.RowSelected) -> None:
+        if 0 <= event.cursor_row < len(self.shown):
+            self.dismiss(self.shown[event.cursor_row])
+
+    def action_close(self) -> None:
+        """Back to the explorer, nothing picked."""
+        self.dismiss(None)
+
+    def action_filter(self) -> None:
+        """Focus the filter."""
+        self.set_focus(self.query_one("#fits-filter", Input))
+
+    def action_to_table(self) -> None:
+        """Focus the table."""
+        self.set_focus(self.query_one(DataTable))
+
+    def action_sort_next(self) -> None:
+        """Sort by the next column (after the last: `vramscope fit`'s ranking again)."""
+        self.sort = SORTS[(SORTS.index(self.sort) + 1) % len(SORTS)]
+        self.descending = False
+        self._paint()
+
+    def action_sort_reverse(self) -> None:
+        """Reverse the order on screen."""
+        self.descending = not self.descending
+        self._paint()
+
+
+def _cells(pick: FitPick) -> list[str | Text]:
+    row = pick.row
+    cells: list[str | Text] = []
+    for name, cell in zip(COLUMNS, table_row(row), strict=True):
+        if name == "VERDICT":
+            cells.append(Text(cell, "bold green" if row.fits else "bold red"))
+        elif name in RIGHT_ALIGNED:
+            cells.append(Text(cell, justify="right"))
+        else:
+            cells.append(cell)
+    return cells
