@@ -7,29 +7,37 @@
   an APU (gfx1151-class unified memory): HIP allocates it from both the VRAM
   carve-out and GTT (system memory), so the pool vramscope counts is the larger of
   the two; discrete cards count VRAM.
-- NVIDIA: `nvidia-smi --query-gpu=memory.total,memory.used` (NVML underneath; no
-  CUDA context).
+- NVIDIA: NVML through `nvidia-ml-py` when installed (`core.device.nvml`), else
+  `nvidia-smi --query-gpu=memory.total,memory.used` (no CUDA context either way).
+- Metal, and a GPU none of those can read: MLX's own `mx.device_info()` and
+  `mx.get_memory_limit()`, asked in a child interpreter (`core.device.mlx_device`).
 - CPU and anything else: `/proc/meminfo` (`MemTotal`, `MemAvailable`).
 
 `--memory-limit total` is MLX's limit on that pool (80% of total, as MLX's allocators
-set it); `--memory-limit free` is the smaller of that limit and what is free now.
-On the CPU, total is `MemTotal` and free is `MemAvailable`. Every reader takes a
-root folder so tests run on recorded trees; a missing or unreadable file is a note.
+set it, or MLX's own figure when MLX was asked); `--memory-limit free` is the smaller
+of that limit and what is free now. On the CPU, total is `MemTotal` and free is
+`MemAvailable`. Every reader takes a root folder (default `SYS_ROOT`, `PROC_ROOT`)
+so tests run on recorded trees; a missing or unreadable file is a note.
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from core.backend import Backend
+from core.device.mlx_device import MlxDevice, read_mlx_device
+from core.device.nvml import read_nvml
 from core.errors import UsageError
 from core.estimate.available import AvailableMemory, mlx_device_limit
 from core.units import MIB, format_bytes_short, sat_sub
 
 MEMORY_CHOICES = ("free", "total")
+SYS_ROOT = Path("/sys")
+PROC_ROOT = Path("/proc")
 
 
 @dataclass(frozen=True)
@@ -93,6 +101,35 @@ class DeviceMemory:
     limit_fraction: float | None
     """MLX's limit as a fraction of total (0.8 on GPUs), or None (the CPU: none)."""
     notes: tuple[str, ...] = field(default=())
+    mlx_limit: int | None = None
+    """MLX's own limit (`mx.get_memory_limit()`) when MLX was asked; beats the fraction."""
+
+    @property
+    def line(self) -> str:
+        """`Device: card1 (...): total 24.00 GiB, used by others 1.50 GiB, free 22.50 GiB (how)`."""
+        return (
+            f"Device: {self.device}: total {format_bytes_short(self.total)}, "
+            f"used by others {format_bytes_short(self.used)}, "
+            f"free {format_bytes_short(self.free)} ({self.how})"
+        )
+
+    def json(self) -> dict[str, object]:
+        """vramscope's `device` JSON object (beside mlxcel's keys, never in place of one)."""
+        return {
+            "name": self.device,
+            "total_bytes": self.total,
+            "used_bytes": self.used,
+            "free_bytes": self.free,
+            "limit_bytes": self.limit,
+            "how": self.how,
+        }
+
+    @property
+    def limit(self) -> int:
+        """The most MLX lets this device hold: its own figure, 80% on GPUs, else total."""
+        if self.mlx_limit is not None:
+            return min(self.mlx_limit, self.total)
+        return mlx_device_limit(self.total) if self.limit_fraction else self.total
 
     @property
     def free(self) -> int:
@@ -230,6 +267,20 @@ def read_nvidia_pool(timeout: float = 2.0) -> tuple[str, PoolReading] | None:
         return None
 
 
+def _from_mlx(found: MlxDevice, notes: list[str]) -> DeviceMemory:
+    total = found.memory_size or found.memory_limit
+    notes = [*notes, "MLX reports no other process's use of its device: free = total"]
+    return DeviceMemory(
+        f"{found.name} ({found.device})" if found.device else found.name,
+        total,
+        0,
+        "MLX in a child process: mx.device_info(), mx.get_memory_limit()",
+        None,
+        tuple(notes),
+        found.memory_limit,
+    )
+
+
 def _from_meminfo(proc: Path, notes: list[str]) -> DeviceMemory | None:
     pool = read_meminfo_pool(proc / "meminfo")
     if pool is None:
@@ -244,63 +295,102 @@ def _from_meminfo(proc: Path, notes: list[str]) -> DeviceMemory | None:
     )
 
 
-def read_device_memory(
-    backend: Backend, *, sys_root: Path = Path("/sys"), proc_root: Path = Path("/proc")
-) -> DeviceMemory | None:
-    """The memory the backend's device allocates from; None when nothing is readable."""
-    notes: list[str] = []
+def _gpu_reading(backend: Backend, sys_root: Path, notes: list[str]) -> DeviceMemory | None:
+    """The GPU's pool from sysfs (ROCm) or NVML / nvidia-smi (CUDA), else None (a note)."""
     if backend is Backend.ROCM:
         cards = [c for c in read_amdgpu_cards(sys_root) if c.pool is not None]
         if cards:
             best = max(cards, key=lambda c: c.pool.total if c.pool else 0)
             pool = best.pool
             assert pool is not None
-            return DeviceMemory(
-                best.label,
-                pool.total,
-                pool.used,
-                f"amdgpu sysfs {best.card}: {best.pool_words}",
-                0.8,
-                tuple(notes),
-            )
+            how = f"amdgpu sysfs {best.card}: {best.pool_words}"
+            return DeviceMemory(best.label, pool.total, pool.used, how, 0.8)
         notes.append(f"no amdgpu card reports its memory in {sys_root / 'class' / 'drm'}")
     if backend is Backend.CUDA:
+        nvml = read_nvml()
+        if nvml is not None:
+            name, total, used = nvml
+            return DeviceMemory(name, total, used, "NVML (GPU 0)", 0.8)
         found = read_nvidia_pool()
         if found is not None:
             name, pool = found
-            return DeviceMemory(
-                name, pool.total, pool.used, "nvidia-smi (GPU 0)", 0.8, tuple(notes)
-            )
-        notes.append("nvidia-smi did not answer")
-    return _from_meminfo(proc_root, notes)
+            return DeviceMemory(name, pool.total, pool.used, "nvidia-smi (GPU 0)", 0.8)
+        notes.append("neither NVML (pip install 'vramscope[nvidia]') nor nvidia-smi answered")
+    return None
+
+
+def read_device_memory(
+    backend: Backend,
+    *,
+    sys_root: Path | None = None,
+    proc_root: Path | None = None,
+    mlx: Callable[[], MlxDevice | None] = read_mlx_device,
+) -> DeviceMemory | None:
+    """The memory the backend's device allocates from; None when nothing is readable.
+
+    Where mlx is installed, its own answer (a child process) is a further source:
+    MLX's allocator limit caps the pool read here (it is what mlxcel's detection
+    takes first), and on Metal, or a GPU nothing else can read, MLX gives the pool.
+    An MLX whose default device is not the backend's kind (a CPU-only build asked
+    for ROCm) is left out, with a note.
+    """
+    notes: list[str] = []
+    reading = _gpu_reading(backend, sys_root or SYS_ROOT, notes)
+    wants_gpu = backend is not Backend.CPU
+    answer = mlx()
+    if answer is not None and answer.is_gpu != wants_gpu:
+        kind = "a GPU" if answer.is_gpu else "the CPU"
+        notes.append(f"MLX's default device is {kind} ({answer.device}): not {backend.label}'s")
+        answer = None
+    if reading is None and answer is not None and wants_gpu:
+        return _from_mlx(answer, notes)
+    if reading is None:
+        reading = _from_meminfo(proc_root or PROC_ROOT, [])
+    if reading is None:
+        return None
+    if answer is not None:
+        reading = replace(
+            reading,
+            mlx_limit=answer.memory_limit,
+            how=f"{reading.how}; limit: MLX's own mx.get_memory_limit() (child process)",
+        )
+    return replace(reading, notes=(*reading.notes, *notes))
+
+
+def device_budget(which: str, device: DeviceMemory) -> AvailableMemory:
+    """`free` or `total` of a device read, as the estimate's available memory."""
+    limit = device.limit
+    if device.mlx_limit is not None:
+        capped = "MLX's own limit"
+    else:
+        capped = "MLX's 80% limit" if device.limit_fraction else ""
+    if which == "total":
+        value = limit
+        source = f"total of {device.device}" + (f" ({capped})" if capped else "")
+    else:
+        value = min(device.free, limit)
+        source = (
+            f"free on {device.device}: {format_bytes_short(device.free)} of "
+            f"{format_bytes_short(device.total)}, {format_bytes_short(device.used)} in use"
+            + (f", capped at {capped}" if capped and value == limit else "")
+        )
+    return AvailableMemory(value, f"{source}; {device.how}")
 
 
 def device_available(
     which: str,
     backend: Backend,
     *,
-    sys_root: Path = Path("/sys"),
-    proc_root: Path = Path("/proc"),
+    sys_root: Path | None = None,
+    proc_root: Path | None = None,
+    mlx: Callable[[], MlxDevice | None] = read_mlx_device,
 ) -> tuple[AvailableMemory, DeviceMemory]:
     """`--memory-limit free|total` as the estimate's available memory (UsageError if unread)."""
-    device = read_device_memory(backend, sys_root=sys_root, proc_root=proc_root)
+    device = read_device_memory(backend, sys_root=sys_root, proc_root=proc_root, mlx=mlx)
     if device is None:
         raise UsageError(
             "--memory-limit",
-            f"{which}: no device memory is readable (no amdgpu sysfs, nvidia-smi or "
-            f"{proc_root / 'meminfo'}); give a size instead",
+            f"{which}: no device memory is readable (no amdgpu sysfs, NVML, nvidia-smi, "
+            f"MLX or {(proc_root or PROC_ROOT) / 'meminfo'}); give a size instead",
         )
-    limit = mlx_device_limit(device.total) if device.limit_fraction else device.total
-    if which == "total":
-        value = limit
-        source = f"total of {device.device}" + (
-            " (MLX limit: 80%)" if device.limit_fraction else ""
-        )
-    else:
-        value = min(device.free, limit)
-        source = (
-            f"free on {device.device}: {format_bytes_short(device.free)} of "
-            f"{format_bytes_short(device.total)}, {format_bytes_short(device.used)} in use"
-            + (", capped at MLX's 80% limit" if device.limit_fraction and value == limit else "")
-        )
-    return AvailableMemory(value, f"{source}; {device.how}"), device
+    return device_budget(which, device), device

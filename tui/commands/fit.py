@@ -107,28 +107,6 @@ def _available(
     return parse_memory_limit_flag(args.memory_limit), None, None
 
 
-def device_line(device: DeviceMemory) -> str:
-    """`Device: card1 (...): total 24.00 GiB, used by others 1.50 GiB, free 22.50 GiB`."""
-    return (
-        f"Device: {device.device}: total {format_bytes_short(device.total)}, "
-        f"used by others {format_bytes_short(device.used)}, "
-        f"free {format_bytes_short(device.free)} ({device.how})"
-    )
-
-
-def device_json(device: DeviceMemory | None) -> dict[str, Any] | None:
-    """The `inputs.device` object of the JSON, or None."""
-    if device is None:
-        return None
-    return {
-        "name": device.device,
-        "total_bytes": device.total,
-        "used_bytes": device.used,
-        "free_bytes": device.free,
-        "how": device.how,
-    }
-
-
 def run(args: argparse.Namespace) -> int:
     """`vramscope fit`: the ranked table (or JSON)."""
     from core.calibration.report import calibration_json
@@ -185,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
         "quantizations": list(quantizations),
         "models_dirs": [str(d) for d in catalog.models_dirs],
         "hf_cache_dir": str(catalog.hf_cache_dir) if catalog.hf_cache_dir else None,
-        "device": device_json(device),
+        "device": device.json() if device is not None else None,
     }
     if column is not None:  # vramscope's own, after every key fit always wrote
         cal = column.calibration
@@ -205,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
         f"batch {args.batch}, KV {workload.kv_cache_mode}",
     ]
     if device is not None:
-        heading.insert(0, device_line(device))
+        heading.insert(0, device.line)
     print("\n".join(fit_text(ranked, heading, column)))
     return 0
 

@@ -6,8 +6,11 @@ import argparse
 from typing import Any
 
 from core import __version__
+from core.backend import resolve_backend
+from core.device.memory import MEMORY_CHOICES, device_available
 from core.errors import UsageError
 from core.estimate.estimate import estimate
+from core.units import format_bytes_short
 from tui.commands._calibrated import add_calibration_flags, calibrated_output, wanted
 from tui.commands._parallel import parallel_plan, run_parallel
 from tui.commands.shared.estimate_args import (
@@ -77,8 +80,13 @@ def run(args: argparse.Namespace) -> int:
         if wanted(args):
             raise UsageError("--calibrated", "a calibrated estimate is single-device only")
         return run_parallel(args, quant)  # --check: exit 1 unless every rank fits
-    memory_limit = parse_memory_limit_flag(args.memory_limit)
-    inputs = estimate_inputs(args, quant, memory_limit)
+    device, which = None, (args.memory_limit or "").strip().lower()
+    if which in MEMORY_CHOICES:  # vramscope's own reading; mlxcel's banner then uses it
+        available, device = device_available(which, resolve_backend(args.backend).backend)
+        note(device.notes)
+        inputs = estimate_inputs(args, quant, available=available)
+    else:
+        inputs = estimate_inputs(args, quant, parse_memory_limit_flag(args.memory_limit))
     resolved = inputs.resolved
     model = resolve_model(args.model, args.models_dir, hub=hub_options(args))
     note(model.notes)
@@ -94,11 +102,25 @@ def run(args: argparse.Namespace) -> int:
             line, report["calibrated"] = calibrated  # vramscope's, after mlxcel's keys
             if report["calibrated"] is None:
                 warn([line.strip()])
+        if device is not None:  # vramscope's, after mlxcel's keys
+            report["device"] = {
+                "memory_limit": which,
+                "available_bytes": resolved.settings.available.bytes,
+                "available_source": resolved.settings.available.source,
+                **device.json(),
+            }
         print(to_json_pretty(report))
         return check_exit(args, est.fits)
     print(format_estimate(args.model, est, model.source))
     if not est.fits:
         print(DOES_NOT_FIT_NOTE)
+    if device is not None:  # vramscope's lines: which device and which figure
+        chosen = resolved.settings.available
+        print(
+            f"vramscope --memory-limit {which}: {format_bytes_short(chosen.bytes)} "
+            f"({chosen.bytes} bytes): {chosen.source}"
+        )
+        print(f"vramscope {device.line}")
     if calibrated is not None:
         print(calibrated[0])
     if args.verbose:

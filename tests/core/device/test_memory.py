@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -13,14 +17,20 @@ from core.device.memory import (
     read_amdgpu_cards,
     read_device_memory,
 )
+from core.device.mlx_device import MlxDevice, mlx_installed, parse_mlx_reply, read_mlx_device
 from core.errors import UsageError
 from core.units import GIB, MIB
 
 DATA = Path(__file__).parent / "data"
 
 
-def roots(name: str) -> dict[str, Path]:
-    return {"sys_root": DATA / name / "sys", "proc_root": DATA / name / "proc"}
+def roots(name: str) -> dict[str, Any]:
+    """A recorded tree, and no MLX to ask (its own tests ask the real one)."""
+    return {"sys_root": DATA / name / "sys", "proc_root": DATA / name / "proc", "mlx": no_mlx}
+
+
+def no_mlx() -> MlxDevice | None:
+    return None
 
 
 def test_a_24_gib_discrete_card() -> None:
@@ -68,7 +78,7 @@ def test_no_gpu_reads_proc_meminfo_with_a_note() -> None:
 
 def test_nothing_readable_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="no device memory is readable"):
-        device_available("free", Backend.CPU, sys_root=tmp_path, proc_root=tmp_path)
+        device_available("free", Backend.CPU, sys_root=tmp_path, proc_root=tmp_path, mlx=no_mlx)
 
 
 @pytest.mark.parametrize(
@@ -77,3 +87,152 @@ def test_nothing_readable_is_a_usage_error(tmp_path: Path) -> None:
 )
 def test_gfx_target_names(version: int, name: str) -> None:
     assert gfx_target(version) == name
+
+
+# --- NVIDIA through NVML -------------------------------------------------------------
+
+
+class _NvmlError(Exception):
+    pass
+
+
+def fake_pynvml(*, fail_init: bool = False) -> SimpleNamespace:
+    """What nvidia-ml-py's `pynvml` answers for one 80 GiB GPU with 2 GiB in use."""
+
+    def init() -> None:
+        if fail_init:
+            raise _NvmlError("NVML Shared Library Not Found")
+
+    return SimpleNamespace(
+        nvmlInit=init,
+        nvmlShutdown=lambda: None,
+        nvmlDeviceGetHandleByIndex=lambda i: ("handle", i),
+        nvmlDeviceGetName=lambda h: b"NVIDIA H100 80GB HBM3\x1b[2J",
+        nvmlDeviceGetMemoryInfo=lambda h: SimpleNamespace(
+            total=80 * GIB, used=2 * GIB, free=78 * GIB
+        ),
+    )
+
+
+needs_no_nvml = pytest.mark.skipif(
+    importlib.util.find_spec("pynvml") is not None,
+    reason="a real NVIDIA library is installed: no stub goes in its place",
+)
+
+
+@needs_no_nvml
+def test_cuda_reads_nvml_when_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml())
+    device = read_device_memory(Backend.CUDA, **roots("no-gpu"))
+    assert device is not None
+    assert (device.device, device.total, device.used) == (
+        "NVIDIA H100 80GB HBM3[2J",
+        80 * GIB,
+        2 * GIB,
+    )
+    assert device.how == "NVML (GPU 0)"
+    total, _ = device_available("total", Backend.CUDA, **roots("no-gpu"))
+    assert total.bytes == int(80 * GIB * 0.8)
+
+
+@needs_no_nvml
+def test_nvml_without_a_driver_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """NVML's library missing: nvidia-smi next (absent here, or it answers), never a crash."""
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(fail_init=True))
+    monkeypatch.setenv("PATH", "/nonexistent")  # and no nvidia-smi either
+    device = read_device_memory(Backend.CUDA, **roots("no-gpu"))
+    assert device is not None and device.device == "system memory"
+    assert any("neither NVML" in n for n in device.notes)
+
+
+def test_neither_nvml_nor_mlx_is_imported_off_cuda() -> None:
+    import subprocess
+
+    # The CPU reading asks MLX (where installed) in a child: this interpreter never
+    # imports it, nor pynvml.
+    code = (
+        "import sys; from core.backend import Backend; from core.device import memory;"
+        "memory.read_device_memory(Backend.ROCM, mlx=lambda: None);"
+        "memory.read_device_memory(Backend.CPU);"
+        "print('pynvml' in sys.modules, 'mlx' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).parents[3],
+    ).stdout
+    assert out.split() == ["False", "False"]
+
+
+# --- MLX's own answer, from a child process -----------------------------------------
+
+needs_mlx = pytest.mark.skipif(not mlx_installed(), reason="mlx is not installed")
+
+
+def _meminfo_total() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no MemTotal")
+
+
+@needs_mlx
+def test_mlx_answers_for_this_cpu_from_a_child() -> None:
+    found = read_mlx_device()
+    assert found is not None
+    assert found.device == "Device(cpu, 0)" and not found.is_gpu
+    cpu_model = next(
+        line.split(":", 1)[1].strip()
+        for line in Path("/proc/cpuinfo").read_text().splitlines()
+        if line.startswith("model name")
+    )
+    assert found.name == cpu_model
+    # MLX's CPU allocator limit is 80% of MemTotal, as on GPUs (mlx 0.32).
+    assert found.memory_limit == int(_meminfo_total() * 0.8)
+
+
+@needs_mlx
+def test_cpu_total_is_mlx_s_own_limit() -> None:
+    device = read_device_memory(Backend.CPU)
+    assert device is not None and device.mlx_limit is not None
+    total, _ = device_available("total", Backend.CPU)
+    assert total.bytes == device.mlx_limit == int(device.total * 0.8)
+    assert "MLX's own limit" in total.source
+
+
+@needs_mlx
+def test_a_cpu_only_mlx_is_not_taken_for_a_gpu() -> None:
+    device = read_device_memory(Backend.METAL, proc_root=DATA / "no-gpu" / "proc")
+    assert device is not None and device.mlx_limit is None
+    assert device.total == 16384000 * 1024  # the recorded /proc/meminfo
+    assert any("MLX's default device is the CPU" in n for n in device.notes)
+
+
+def test_a_gpu_answer_from_mlx_is_the_pool_where_nothing_else_reads() -> None:
+    metal = MlxDevice("Apple M3 Max", "Device(gpu, 0)", 96 * GIB, 128 * GIB)
+    device = read_device_memory(Backend.METAL, **{**roots("no-gpu"), "mlx": lambda: metal})
+    assert device is not None
+    assert (device.device, device.total, device.limit) == (
+        "Apple M3 Max (Device(gpu, 0))",
+        128 * GIB,
+        96 * GIB,
+    )
+    total, _ = device_available("total", Backend.METAL, **{**roots("no-gpu"), "mlx": lambda: metal})
+    assert total.bytes == 96 * GIB
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "",
+        "not json",
+        "[]",
+        '{"info": {}, "limit": -1}',
+        '{"info": {}, "limit": true}',
+        '{"info": 3, "limit": 5}',
+    ],
+)
+def test_a_bad_mlx_reply_is_no_answer(reply: str) -> None:
+    assert parse_mlx_reply(reply) is None

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from core.backend import BackendChoice, resolve_backend
 from core.environment import ResolvedSettings, read_env, resolve_settings
 from core.errors import UsageError
+from core.estimate.available import AvailableMemory
 from core.estimate.estimate import QuantHint, Workload, parse_quant_hint
 from core.numbers import rust_trim
 from core.value_grammar import Refused, read_byte_size
@@ -74,11 +75,15 @@ def backend_choice(args: argparse.Namespace) -> BackendChoice:
 
 
 def estimate_inputs(
-    args: argparse.Namespace, quant: QuantHint, memory_limit: int | None = None
+    args: argparse.Namespace,
+    quant: QuantHint,
+    memory_limit: int | None = None,
+    available: AvailableMemory | None = None,
 ) -> EstimateInputs:
     """The backend, environment and `--inflight-mb` settings and the workload the flags
     ask for (`memory_limit`: the parsed `--memory-limit`; None for per-rank limits; a
-    `--preset` gives its own available memory)."""
+    `--preset` gives its own available memory; `available`: a device's free or total
+    memory already read)."""
     choice = backend_choice(args)
     preset = check_preset(args)
     resolved = resolve_settings(
@@ -86,7 +91,7 @@ def estimate_inputs(
         read_env(),
         inflight_flag=args.inflight_mb,
         memory_limit=memory_limit,
-        available=PRESETS_BY_KEY[preset].available() if preset is not None else None,
+        available=(PRESETS_BY_KEY[preset].available() if preset is not None else available),
     )
     workload = Workload(
         max_tokens=args.max_tokens,

@@ -151,10 +151,11 @@ def add_estimate_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--memory-limit",
-        metavar="SIZE",
+        metavar="SIZE|free|total",
         default=None,
         help="available memory: 24GB, 24GiB, 512M or bytes (binary units: G = GB = GiB = "
-        "2^30, as MLXCEL_MEMORY_LIMIT reads them); 0 or none = not set; beats "
+        "2^30, as MLXCEL_MEMORY_LIMIT reads them), or this device's free or total memory "
+        "(sysfs, NVML/nvidia-smi, MLX, /proc/meminfo); 0 or none = not set; beats "
         "MLXCEL_MEMORY_LIMIT",
     )
 

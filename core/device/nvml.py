@@ -1,0 +1,41 @@
+"""NVIDIA memory through NVML (`nvidia-ml-py`, the optional `nvidia` extra), no CUDA context.
+
+`pynvml` is imported only when a CUDA device is read, so nothing else pays for it;
+without it (or without a driver) the caller falls back to `nvidia-smi`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+from typing import Any
+
+from core.display_text import clean_text
+
+
+def read_nvml(index: int = 0) -> tuple[str, int, int] | None:
+    """GPU `index`'s (name, total bytes, used bytes) from NVML, or None (no module, no
+    driver, no such GPU)."""
+    try:
+        nvml: Any = importlib.import_module("pynvml")
+    except ImportError:
+        return None
+    try:
+        nvml.nvmlInit()
+    except Exception:  # NVMLError: no driver or library; the caller tries nvidia-smi
+        return None
+    try:
+        handle = nvml.nvmlDeviceGetHandleByIndex(index)
+        name = nvml.nvmlDeviceGetName(handle)
+        info = nvml.nvmlDeviceGetMemoryInfo(handle)
+        total, used = int(info.total), int(info.used)
+    except Exception:  # any NVMLError, or a reply of the wrong shape
+        return None
+    finally:
+        with contextlib.suppress(Exception):  # a failed shutdown changes nothing read
+            nvml.nvmlShutdown()
+    if isinstance(name, bytes):  # older bindings return bytes
+        name = name.decode("utf-8", "replace")
+    if total <= 0 or used < 0:
+        return None
+    return clean_text(str(name)) or "NVIDIA GPU", total, used

@@ -1,0 +1,84 @@
+"""`inspect --memory-limit free|total`: the device's figure in mlxcel's banner, and
+vramscope's own line and `device` key saying which device and figure it was."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.device import memory
+from core.units import GIB
+from tui.cli import main
+
+DATA = Path(__file__).parents[2] / "core" / "device" / "data"
+QWEN = "Qwen/Qwen2.5-7B-Instruct"
+
+
+@pytest.fixture
+def apu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The recorded gfx1151 APU: 96 GiB of GTT, 30 GiB of it used by other processes."""
+    monkeypatch.setattr(memory, "SYS_ROOT", DATA / "gfx1151-apu" / "sys")
+    monkeypatch.setattr(memory, "PROC_ROOT", DATA / "gfx1151-apu" / "proc")
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def inspect_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
+    code, out, _ = run(capsys, "inspect", QWEN, "--backend", "rocm", "--json", *argv)
+    assert code == 0
+    report: dict[str, Any] = json.loads(out)
+    return report
+
+
+@pytest.mark.usefixtures("apu")
+def test_free_is_the_apu_s_free_gtt_in_the_banner(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "inspect", QWEN, "--backend", "rocm", "--memory-limit", "free")
+    assert code == 0
+    assert f"  Available:       66.00 GiB ({66 * GIB} bytes)" in out.splitlines()
+    lines = [line for line in out.splitlines() if line.startswith("vramscope ")]
+    assert lines[0].startswith(f"vramscope --memory-limit free: 66.00 GiB ({66 * GIB} bytes)")
+    assert "Radeon 8060S" in lines[1] or "gfx1151" in lines[1]
+    assert "total 96.00 GiB, used by others 30.00 GiB, free 66.00 GiB" in lines[1]
+
+
+@pytest.mark.usefixtures("apu")
+def test_total_is_mlx_s_80_percent_of_the_pool(capsys: pytest.CaptureFixture[str]) -> None:
+    report = inspect_json(capsys, "--memory-limit", "total")
+    assert report["budget_bytes"] == int(96 * GIB * 0.8)
+    assert report["device"]["memory_limit"] == "total"
+
+
+@pytest.mark.usefixtures("apu")
+def test_mlxcel_s_keys_are_those_of_the_same_size_typed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    free = inspect_json(capsys, "--memory-limit", "free")
+    typed = inspect_json(capsys, "--memory-limit", str(66 * GIB))
+    device = free.pop("device")
+    assert free == typed  # every mlxcel key and value, unchanged
+    assert list(free) == list(typed)
+    assert device["available_bytes"] == 66 * GIB
+    assert (device["total_bytes"], device["used_bytes"], device["free_bytes"]) == (
+        96 * GIB,
+        30 * GIB,
+        66 * GIB,
+    )
+    assert "gfx1151" in device["name"] and "GTT" in device["how"]
+
+
+def test_nothing_readable_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(memory, "SYS_ROOT", tmp_path)
+    monkeypatch.setattr(memory, "PROC_ROOT", tmp_path)
+    monkeypatch.setattr(memory, "read_mlx_device", lambda: None)
+    code, out, err = run(capsys, "inspect", QWEN, "--backend", "cpu", "--memory-limit", "free")
+    assert (code, out) == (2, "")
+    assert len(err.strip().splitlines()) == 1 and "no device memory is readable" in err
