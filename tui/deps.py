@@ -23,8 +23,9 @@ from core.measurement.history import HistoryStore
 from core.model.snapshot import ModelSnapshot
 from tui.controllers.measure_run import StartMeasurement, start_with_hip_backend
 
-if TYPE_CHECKING:  # core.calibration and the Fits view's reads run on worker threads
+if TYPE_CHECKING:  # core.calibration, the Fits view's and the device's reads: worker threads
     from core.calibration.record import Calibration
+    from core.device.memory import DeviceMemory
     from core.estimate.fit import FitModel
 
 
@@ -76,6 +77,11 @@ class AppDeps:
     )
     """Each entry read for the Fits view (or why it was skipped), one by one, with the
     what-ifs cached on disk as `vramscope fit` keeps them (worker thread)."""
+    read_device: Callable[[Backend], DeviceMemory | None] = field(
+        default_factory=lambda: _read_device
+    )
+    """This machine's device memory, total, used and free, as `--memory-limit free|total`
+    reads it (worker thread)."""
 
 
 # core.catalog.resolve (folders, the HF cache, built-in profiles, the disk cache) is imported
@@ -92,6 +98,12 @@ def _fit_models(catalog: Catalog, use_cache: bool) -> Iterator[tuple[CatalogEntr
                 yield entry, reader.read(entry)
             except VramscopeError as exc:  # as `vramscope fit` says it
                 yield entry, f"{entry.name}: skipped: {exc}"
+
+
+def _read_device(backend: Backend) -> DeviceMemory | None:
+    from core.device.memory import read_device_memory
+
+    return read_device_memory(backend)
 
 
 def what_ifs_of(
@@ -165,6 +177,7 @@ def builtin_deps(
     clock: Callable[[], float] | None = None,
     history: HistoryStore | None = None,
     hub: bool = False,
+    device: DeviceMemory | None = None,
 ) -> AppDeps:
     """A machine-independent world: built-in profiles only, fixed detections, no environment,
     and no measurement history unless one is given. `m` still measures for real. With
@@ -193,4 +206,5 @@ def builtin_deps(
         history=lambda: history,
         read_hub=partial(_read_hub, models_dirs=()) if hub else None,
         fit_models=partial(_fit_models, use_cache=False),
+        read_device=lambda backend: device,
     )

@@ -18,9 +18,10 @@ from core.estimate.available import AvailableMemory
 from core.measurement.history import HistoryRead
 from core.model.snapshot import ModelSnapshot
 
-if TYPE_CHECKING:  # the calibration code is imported by the reads, on worker threads
+if TYPE_CHECKING:  # the calibration code, the Fits view's rows, the device: worker reads
     from core.calibration.record import Calibration
     from core.calibration.run import CalibrateRun
+    from core.device.memory import DeviceMemory
     from core.estimate.fit import FitRow
 
 
@@ -79,6 +80,15 @@ class AvailableRead(Message):
     def __init__(self, available: AvailableMemory) -> None:
         super().__init__()
         self.available = available
+
+
+class DeviceRead(Message):
+    """This machine's device memory (None: nothing readable, `problem` says why)."""
+
+    def __init__(self, device: DeviceMemory | None, problem: str = "") -> None:
+        super().__init__()
+        self.device = device
+        self.problem = problem
 
 
 class HistoryLoaded(Message):

@@ -324,7 +324,7 @@ def read_device_memory(
     *,
     sys_root: Path | None = None,
     proc_root: Path | None = None,
-    mlx: Callable[[], MlxDevice | None] = read_mlx_device,
+    mlx: Callable[[], MlxDevice | None] | None = None,
 ) -> DeviceMemory | None:
     """The memory the backend's device allocates from; None when nothing is readable.
 
@@ -337,7 +337,7 @@ def read_device_memory(
     notes: list[str] = []
     reading = _gpu_reading(backend, sys_root or SYS_ROOT, notes)
     wants_gpu = backend is not Backend.CPU
-    answer = mlx()
+    answer = (mlx or read_mlx_device)()  # looked up now: tests may set the module's
     if answer is not None and answer.is_gpu != wants_gpu:
         kind = "a GPU" if answer.is_gpu else "the CPU"
         notes.append(f"MLX's default device is {kind} ({answer.device}): not {backend.label}'s")
@@ -383,7 +383,7 @@ def device_available(
     *,
     sys_root: Path | None = None,
     proc_root: Path | None = None,
-    mlx: Callable[[], MlxDevice | None] = read_mlx_device,
+    mlx: Callable[[], MlxDevice | None] | None = None,
 ) -> tuple[AvailableMemory, DeviceMemory]:
     """`--memory-limit free|total` as the estimate's available memory (UsageError if unread)."""
     device = read_device_memory(backend, sys_root=sys_root, proc_root=proc_root, mlx=mlx)

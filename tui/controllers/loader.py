@@ -38,6 +38,7 @@ from tui.messages import (
     AvailableRead,
     CalibrationsRead,
     CatalogRead,
+    DeviceRead,
     FailedModel,
     HistoryLoaded,
     LoadedModel,
@@ -51,6 +52,7 @@ from tui.model.state import QUANTIZE_AS
 if TYPE_CHECKING:
     from core.calibration.record import Calibration
     from core.calibration.run import CalibrateRun
+    from core.device.memory import DeviceMemory
 
 TICK_S = 0.5
 """How often the seconds of a read in flight are repainted."""
@@ -95,6 +97,9 @@ class Loader:
         self.catalog: Catalog | str | None = None
         """The catalog, or why it could not be built (None until read)."""
         self.detected: AvailableMemory | None = None
+        self.device: DeviceMemory | None = None
+        """The device's total, used and free memory (None until read, or unreadable)."""
+        self.device_problem = ""
         self.history = HistoryRead()
         self.history_path: Path | None = None
         self.entry: CatalogEntry | None = None
@@ -102,10 +107,10 @@ class Loader:
         self.failure: FailedModel | None = None
         self.calibrations: tuple[Calibration, ...] = ()
         """vramscope's calibrations to choose from (`deps.calibrations`), once read."""
-        self.waiting = {"catalog", "available", "model", "history", "calibrations"}
         self.what_ifs: dict[str, int | str] = {}
         """The model's quantization what-ifs (scheme -> weight bytes, or why not); empty
         until read."""
+        self.waiting = {"catalog", "available", "model", "history", "calibrations", "device"}
         self.loading_since = 0.0
         self._request = 0
         self._ticker: Timer | None = None
@@ -167,6 +172,7 @@ class Loader:
         self._run("history", self._read_history, after_model=True)
         self._run("catalog", lambda: CatalogRead(self._build_catalog()), after_model=True)
         self._run("calibrations", self._read_calibrations, after_model=True)
+        self._run("device", self._read_device, after_model=True)
         self._screen.call_after_refresh(self.start_held_reads)
 
     def start_held_reads(self) -> None:
@@ -273,6 +279,11 @@ class Loader:
         self.detected = message.available
         self.waiting.discard("available")
 
+    def take_device(self, message: DeviceRead) -> None:
+        """Keep the device reading."""
+        self.device, self.device_problem = message.device, message.problem
+        self.waiting.discard("device")
+
     def take_history(self, message: HistoryLoaded) -> None:
         """Keep the history and its path."""
         self.history_path, self.history = message.path, message.history
@@ -314,6 +325,13 @@ class Loader:
             return self.deps.detect_available(self.backend)
         except Exception as exc:  # a probe that breaks means "nothing detected"
             return AvailableMemory(0, f"detection failed: {type(exc).__name__}")
+
+    def _read_device(self) -> DeviceRead:
+        try:
+            device = self.deps.read_device(self.backend)
+        except Exception as exc:  # a reading that breaks means "nothing readable"
+            return DeviceRead(None, f"cannot read the device: {type(exc).__name__}: {exc}")
+        return DeviceRead(device, "" if device else "no device memory is readable")
 
     def _read_history(self) -> HistoryLoaded:
         try:

@@ -17,7 +17,7 @@ from core.estimate.available import MEMORY_LIMIT_ENV, AvailableMemory
 from core.estimate.estimate import QuantHint
 from core.estimate.headroom import DEFAULT_HEADROOM_FACTOR, HEADROOM_FACTOR_ENV
 from core.estimate.inflight import ROCM_MAX_INFLIGHT_ENV
-from tui.model.presets import DETECTED, PRESETS_BY_KEY
+from tui.model.presets import DETECTED, DEVICE_KEYS, PRESETS_BY_KEY
 from tui.model.state import ExplorerState
 
 
@@ -56,7 +56,9 @@ def fit_command(
     if state.backend is Backend.ROCM:
         words += ["--inflight-mb", str(state.inflight_mib)]
     limit = _limit(state, available)
-    if limit is not None:
+    if state.memory.key in DEVICE_KEYS:
+        words += ["--memory-limit", DEVICE_KEYS[state.memory.key]]
+    elif limit is not None:
         words += ["--memory-limit", str(limit)]
     return _join(_env_prefix(state), words)
 
@@ -84,6 +86,8 @@ def vramscope_command(
         words += ["--memory-limit", rank_limits]
     elif state.memory.key in PRESETS_BY_KEY:
         words += ["--preset", state.memory.key]
+    elif state.memory.key in DEVICE_KEYS:  # read again on the device, as the screen does
+        words += ["--memory-limit", DEVICE_KEYS[state.memory.key]]
     elif limit is not None:
         words += ["--memory-limit", str(limit)]
     return _join(_env_prefix(state), words)

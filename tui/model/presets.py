@@ -21,6 +21,10 @@ from core.units import GIB
 
 DETECTED = "detected"
 CUSTOM = "custom"
+DEVICE_TOTAL = "device-total"
+DEVICE_FREE = "device-free"
+DEVICE_KEYS = {DEVICE_TOTAL: "total", DEVICE_FREE: "free"}
+"""This device's total or free memory, read as `--memory-limit total|free` reads it."""
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.backend import Backend, BackendChoice
 from core.environment import resolve_settings
@@ -20,7 +21,18 @@ from core.estimate.headroom import DEFAULT_HEADROOM_FACTOR
 from core.estimate.inflight import ROCM_DEFAULT_MAX_INFLIGHT_MB
 from core.measurement.engine import DEFAULT_ENGINE, Engine
 from core.units import format_bytes_short
-from tui.model.presets import CUSTOM, DETECTED, PRESETS_BY_KEY, preset_backend
+from tui.model.presets import (
+    CUSTOM,
+    DETECTED,
+    DEVICE_FREE,
+    DEVICE_KEYS,
+    DEVICE_TOTAL,
+    PRESETS_BY_KEY,
+    preset_backend,
+)
+
+if TYPE_CHECKING:  # the device reading: core.device is read by a worker, not for frame one
+    from core.device.memory import DeviceMemory
 
 STORED = "stored"
 QUANTIZE_AS = (STORED, "mlx-8bit", "mlx-4bit")
@@ -41,10 +53,17 @@ class MemoryChoice:
     """`detected`, `custom` or a preset key."""
     custom_bytes: int = 0
 
-    def resolve(self, detected: AvailableMemory | None) -> AvailableMemory | None:
-        """The available memory this choice means (None while detection is pending)."""
+    def resolve(
+        self, detected: AvailableMemory | None, device: DeviceMemory | None = None
+    ) -> AvailableMemory | None:
+        """The available memory this choice means (None while detection, or the device
+        reading for `device-free` / `device-total`, is pending)."""
         if self.key == DETECTED:
             return detected
+        if self.key in DEVICE_KEYS:
+            from core.device.memory import device_budget
+
+            return device_budget(DEVICE_KEYS[self.key], device) if device else None
         if self.key == CUSTOM:
             return AvailableMemory(self.custom_bytes, "typed size")
         return PRESETS_BY_KEY[self.key].available()
@@ -117,6 +136,8 @@ class LaunchOptions:
     inflight_raw: str | None = None
     """`--inflight-mb`, parsed like `MLX_ROCM_MAX_INFLIGHT_MB`."""
     memory_limit: int | None = None
+    memory_device: str | None = None
+    """`--memory-limit free|total`: this device's free or total memory."""
     preset: str | None = None
     models_dirs: tuple[Path, ...] = ()
 
@@ -146,6 +167,8 @@ def initial_state(
     )
     if options.preset is not None:
         memory = MemoryChoice(options.preset)
+    elif options.memory_device is not None:
+        memory = MemoryChoice(DEVICE_FREE if options.memory_device == "free" else DEVICE_TOTAL)
     elif options.memory_limit:
         memory = MemoryChoice(CUSTOM, options.memory_limit)
     else:

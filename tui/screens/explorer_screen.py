@@ -33,6 +33,7 @@ from tui.messages import (
     AvailableRead,
     CalibrationsRead,
     CatalogRead,
+    DeviceRead,
     FailedModel,
     FitPick,
     HistoryLoaded,
@@ -44,6 +45,7 @@ from tui.messages import (
 )
 from tui.model.command_lines import fit_command
 from tui.model.names import model_arg
+from tui.model.presets import DEVICE_KEYS
 from tui.model.scales import token_stops
 from tui.model.state import STORED, ExplorerState, MemoryChoice, next_value, with_memory
 from tui.model.views import build_views, screen_words, what_if_snapshot
@@ -163,7 +165,7 @@ class ExplorerScreen(FocusKeys):
     @property
     def available(self) -> AvailableMemory | None:
         """The available memory the estimate is compared against, if known yet."""
-        return self.state.memory.resolve(self.loader.detected)
+        return self.state.memory.resolve(self.loader.detected, self.loader.device)
 
     def update(self, **changes: Any) -> None:
         """Change some fields of the state (the palette's entry point)."""
@@ -216,6 +218,14 @@ class ExplorerScreen(FocusKeys):
                 )
             except Exception as exc:  # a model no test foresaw: say so in place, keep running
                 breakdown.show_error(f"cannot estimate this model: {type(exc).__name__}: {exc}")
+        elif (
+            loader.snapshot is not None
+            and loader.device_problem
+            and state.memory.key in DEVICE_KEYS
+        ):
+            breakdown.show_error(
+                f"This device's memory: {loader.device_problem}; pick another Available"
+            )
         elif loader.snapshot is not None:
             breakdown.show_loading("Detecting available memory…")
         if views is not None:
@@ -286,6 +296,11 @@ class ExplorerScreen(FocusKeys):
     def on_available_read(self, message: AvailableRead) -> None:
         self.loader.take_available(message)
         self.query_one(MemoryField).set_detected(message.available)
+        self.recompute()
+
+    def on_device_read(self, message: DeviceRead) -> None:
+        self.loader.take_device(message)
+        self.query_one(MemoryField).set_device(message.device, message.problem)
         self.recompute()
 
     def on_history_loaded(self, message: HistoryLoaded) -> None:
@@ -402,8 +417,13 @@ class ExplorerScreen(FocusKeys):
             return
         state = self.state
         catalog = self.loader.catalog if isinstance(self.loader.catalog, Catalog) else None
+        device = self.loader.device if state.memory.key in DEVICE_KEYS else None
         inputs = FitsInputs(
-            state.workload(), state.settings(available), available, fit_command(state, available)
+            state.workload(),
+            state.settings(available),
+            available,
+            fit_command(state, available),
+            device.line if device is not None else "",
         )
         self.app.push_screen(FitsScreen(self.deps, inputs, catalog), self.open_fit)
 

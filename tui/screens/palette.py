@@ -10,7 +10,7 @@ from textual.app import SystemCommand
 
 from core.backend import Backend
 from core.measurement.engine import ENGINE_CHOICES
-from tui.model.presets import DETECTED, PRESETS
+from tui.model.presets import DETECTED, DEVICE_FREE, DEVICE_TOTAL, PRESETS
 from tui.model.scales import INFLIGHT_STOPS
 from tui.model.split_words import DEVICE_CHOICES
 from tui.model.state import MemoryChoice
@@ -64,6 +64,12 @@ def explorer_commands(
         "what mlxcel would detect here",
         partial(screen.update, memory=MemoryChoice(DETECTED)),
     )
+    for key, words in ((DEVICE_TOTAL, "total"), (DEVICE_FREE, "free")):
+        yield SystemCommand(
+            f"Available memory: this device's {words}",
+            f"--memory-limit {words}: read from sysfs, NVML/nvidia-smi, MLX or /proc/meminfo",
+            partial(screen.update, memory=MemoryChoice(key)),
+        )
     for preset in PRESETS:
         yield SystemCommand(
             f"Available memory: {sortable(preset.label)}",

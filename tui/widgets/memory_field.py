@@ -9,6 +9,8 @@ limit in the box.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import Horizontal
@@ -16,16 +18,48 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Input, Label, Select, Static
 
+from core.display_text import clean_text
 from core.estimate.available import AvailableMemory
 from core.units import format_bytes_short
 from core.value_grammar import Refused, read_byte_size
-from tui.model.presets import CUSTOM, DETECTED, PRESETS, PRESETS_BY_KEY
+from tui.model.presets import (
+    CUSTOM,
+    DETECTED,
+    DEVICE_FREE,
+    DEVICE_KEYS,
+    DEVICE_TOTAL,
+    PRESETS,
+    PRESETS_BY_KEY,
+)
 from tui.model.state import MemoryChoice
 
+if TYPE_CHECKING:
+    from core.device.memory import DeviceMemory
 
-def _options(detected: AvailableMemory | None) -> list[tuple[str, str]]:
+
+def _options(
+    detected: AvailableMemory | None, device: DeviceMemory | None, problem: str
+) -> list[tuple[str, str]]:
     shown = f"{format_bytes_short(detected.bytes)}" if detected else "detecting…"
     options = [(f"This machine · {shown}", DETECTED)]
+    if device is not None:
+        name = clean_text(device.device)
+        options.append(
+            (f"This device · total {format_bytes_short(device.total)} · {name}", DEVICE_TOTAL)
+        )
+        options.append(
+            (
+                f"This device · free {format_bytes_short(device.free)}, "
+                f"{format_bytes_short(device.used)} used · {name}",
+                DEVICE_FREE,
+            )
+        )
+    else:
+        words = problem or "reading…"
+        options += [
+            (f"This device · total ({words})", DEVICE_TOTAL),
+            (f"This device · free ({words})", DEVICE_FREE),
+        ]
     options += [(p.label, p.key) for p in PRESETS]
     options.append(("Typed size", CUSTOM))
     return options
@@ -58,11 +92,15 @@ class MemoryField(Widget):
         super().__init__(id=id)
         self.choice = choice
         self.detected: AvailableMemory | None = None
+        self.device: DeviceMemory | None = None
+        self._device_problem = ""
 
     def compose(self) -> ComposeResult:
         with Horizontal():
             yield Label("Available", classes="field-label")
-            yield Select(_options(None), value=self.choice.key, allow_blank=False, compact=True)
+            yield Select(
+                _options(None, None, ""), value=self.choice.key, allow_blank=False, compact=True
+            )
             yield Input(self._size_text(), placeholder="size, e.g. 64GB", compact=True)
         yield Static("", classes="field-hint", markup=False)
 
@@ -71,14 +109,25 @@ class MemoryField(Widget):
             return str(self.choice.custom_bytes)
         if self.choice.key in PRESETS_BY_KEY:
             return str(PRESETS_BY_KEY[self.choice.key].bytes)
+        if self.choice.key in DEVICE_KEYS:
+            found = self.choice.resolve(None, self.device)
+            return str(found.bytes) if found else ""
         return str(self.detected.bytes) if self.detected else ""
 
     def set_detected(self, detected: AvailableMemory) -> None:
         """Show the detected size in the picker."""
         self.detected = detected
+        self._relabel()
+
+    def set_device(self, device: DeviceMemory | None, problem: str) -> None:
+        """Show the device's name, total, used and free memory in the picker."""
+        self.device, self._device_problem = device, problem
+        self._relabel()
+
+    def _relabel(self) -> None:
         select: Select[str] = self.query_one(Select)
         with select.prevent(Select.Changed):
-            select.set_options(_options(detected))
+            select.set_options(_options(self.detected, self.device, self._device_problem))
             select.value = self.choice.key
             # Same key, new label: run the value watcher again to repaint it.
             select.mutate_reactive(Select.value)  # type: ignore[misc]

@@ -116,3 +116,12 @@ def test_the_explorer_itself_never_imports_torch() -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "False True"
+
+
+def test_screenshot_with_this_device_s_free_memory(tmp_path: Path) -> None:
+    """`--memory-limit free` opens the explorer on "This device · free", read on this machine."""
+    out = tmp_path / "free.svg"
+    assert main(["screenshot", str(out), "--memory-limit", "free", "--size", "160x48"]) == 0
+    svg = out.read_text().replace("&#160;", " ")
+    assert "This device · free" in svg
+    assert "--memory-limit free" in svg

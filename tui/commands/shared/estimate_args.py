@@ -106,7 +106,9 @@ def launch_options(args: argparse.Namespace) -> LaunchOptions:
     """Validate the flags (one-line usage errors) and build the app's starting options."""
     quant = parse_quant_flag(args.quant)
     check_preset(args)
-    limit = parse_memory_limit_flag(args.memory_limit)
+    device = (args.memory_limit or "").strip().lower()
+    device_choice = device if device in ("free", "total") else None
+    limit = None if device_choice else parse_memory_limit_flag(args.memory_limit)
     return LaunchOptions(
         model=args.model,
         max_tokens=args.max_tokens,
@@ -116,6 +118,7 @@ def launch_options(args: argparse.Namespace) -> LaunchOptions:
         backend=args.backend,
         inflight_raw=args.inflight_mb,
         memory_limit=limit,
+        memory_device=device_choice,
         preset=args.preset,
         models_dirs=tuple(args.models_dir),
     )
