@@ -91,6 +91,14 @@ SHOTS = (
         "and says why.",
     ),
     Shot(
+        "fits-160x48",
+        (160, 48),
+        LaunchOptions(preset="rx7900xtx"),
+        press=("f",),
+        caption="`f`: what fits on a 24 GiB Radeon RX 7900 XTX, every built-in model stored "
+        "and as mlx-lm's 8/4-bit what-ifs (*), ranked as `vramscope fit` ranks them.",
+    ),
+    Shot(
         "help-80x24",
         (80, 24),
         press=("question_mark",),

@@ -124,6 +124,9 @@ class FitPick:
 
     entry: CatalogEntry
     row: FitRow
+    cells: tuple[str, ...] = ()
+    """The row's table cells (`tui.render.fit_table.table_row`), built on the worker;
+    empty for a row without a number."""
 
 
 class FitRowsRead(Message):

@@ -58,6 +58,7 @@ class FitRowsController:
         self, catalog: Catalog | None, workload: Workload, settings: EstimateSettings
     ) -> None:
         from core.estimate.fit import QUANTIZATION_CHOICES, model_rows
+        from tui.render.fit_table import table_row
 
         picks: list[FitPick] = []
         skipped: list[str] = []
@@ -72,7 +73,10 @@ class FitRowsController:
                     skipped.append(model)
                 else:
                     rows = model_rows(model, QUANTIZATION_CHOICES, workload, settings)
-                    picks.extend(FitPick(entry, row) for row in rows)
+                    picks.extend(
+                        FitPick(entry, row, table_row(row) if row.unavailable is None else ())
+                        for row in rows
+                    )
                 now = time.perf_counter()
                 if picks and (not posted or now - last >= BATCH_S):
                     self._post(picks, skipped, False)

@@ -19,7 +19,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import Footer, Input, Static
 
 from core.catalog.entry import Catalog
 from core.estimate.available import AvailableMemory
@@ -36,8 +36,8 @@ from tui.render.fit_table import (
     SORTS,
     matches,
     sorted_rows,
-    table_row,
 )
+from tui.widgets.fit_table_view import FitTableView
 
 WHAT_IF_NOTE = (
     f"* {WHAT_IF_FORMULA}: the weights mlx_lm.convert -q would write, not an mlxcel "
@@ -92,10 +92,7 @@ class FitsScreen(Screen[FitPick | None]):
                 id="fits-filter",
                 compact=True,
             )
-            table: DataTable[str | Text] = DataTable(
-                id="fits-table", cursor_type="row", zebra_stripes=True
-            )
-            yield table
+            yield FitTableView(COLUMNS, RIGHT_ALIGNED, "VERDICT", id="fits-table")
             yield Static("", id="fits-status", markup=False)
         yield Footer()
 
@@ -104,7 +101,7 @@ class FitsScreen(Screen[FitPick | None]):
         box.border_title = "What fits · vramscope fit for the settings on screen"
         box.border_subtitle = self.inputs.command
         self._paint()
-        self.query_one(DataTable).focus()
+        self.query_one(FitTableView).focus()
         self.rows.start(self._catalog, self.inputs.workload, self.inputs.settings)
 
     def on_unmount(self) -> None:
@@ -126,6 +123,7 @@ class FitsScreen(Screen[FitPick | None]):
 
     def on_fit_rows_read(self, message: FitRowsRead) -> None:
         self.picks.extend(message.picks)
+
         self.skipped.extend(message.skipped)
         self.done = self.done or message.done
         self._paint()
@@ -137,19 +135,22 @@ class FitsScreen(Screen[FitPick | None]):
         return [by_row[id(r)] for r in sorted_rows(rows, self.sort, self.descending)]
 
     def _paint(self) -> None:
-        table = self.query_one(DataTable)
+        table = self.query_one(FitTableView)
         # The cursor follows its row as rows arrive, once moved; at the top it stays there.
-        current = self.shown[table.cursor_row] if 0 < table.cursor_row < len(self.shown) else None
+        moved = 0 < table.cursor < len(self.shown)
+        current = self.shown[table.cursor] if moved else None
         self.shown = self._visible()
-        table.clear(columns=True)
-        for name in COLUMNS:
-            mark = (" ▼" if self.descending else " ▲") if name == self.sort else ""
-            table.add_column(
-                Text(name + mark, justify="right" if name in RIGHT_ALIGNED else "left"), key=name
-            )
-        table.add_rows(_cells(p) for p in self.shown)
-        if current is not None and current in self.shown:
-            table.move_cursor(row=self.shown.index(current), animate=False)
+        labels = [
+            name + ((" ▼" if self.descending else " ▲") if name == self.sort else "")
+            for name in COLUMNS
+        ]
+        cursor = self.shown.index(current) if current is not None and current in self.shown else 0
+        table.show(
+            [p.cells for p in self.shown],
+            [bool(p.row.fits) for p in self.shown],
+            labels,
+            cursor,
+        )
         self.query_one("#fits-status", Static).update(self._status())
 
     def _status(self) -> Text:
@@ -182,17 +183,17 @@ class FitsScreen(Screen[FitPick | None]):
     def _filter_done(self) -> None:
         self.action_to_table()
 
-    @on(DataTable.HeaderSelected)
-    def _header(self, event: DataTable.HeaderSelected) -> None:
-        column = str(event.column_key.value)
+    @on(FitTableView.HeaderClicked)
+    def _header(self, event: FitTableView.HeaderClicked) -> None:
+        column = event.column
         self.descending = not self.descending if column == self.sort else False
         self.sort = column
         self._paint()
 
-    @on(DataTable.RowSelected)
-    def _picked(self, event: DataTable.RowSelected) -> None:
-        if 0 <= event.cursor_row < len(self.shown):
-            self.dismiss(self.shown[event.cursor_row])
+    @on(FitTableView.Selected)
+    def _picked(self, event: FitTableView.Selected) -> None:
+        if 0 <= event.index < len(self.shown):
+            self.dismiss(self.shown[event.index])
 
     def action_close(self) -> None:
         """Back to the explorer, nothing picked."""
@@ -204,7 +205,7 @@ class FitsScreen(Screen[FitPick | None]):
 
     def action_to_table(self) -> None:
         """Focus the table."""
-        self.set_focus(self.query_one(DataTable))
+        self.set_focus(self.query_one(FitTableView))
 
     def action_sort_next(self) -> None:
         """Sort by the next column (after the last: `vramscope fit`'s ranking again)."""
@@ -216,16 +217,3 @@ class FitsScreen(Screen[FitPick | None]):
         """Reverse the order on screen."""
         self.descending = not self.descending
         self._paint()
-
-
-def _cells(pick: FitPick) -> list[str | Text]:
-    row = pick.row
-    cells: list[str | Text] = []
-    for name, cell in zip(COLUMNS, table_row(row), strict=True):
-        if name == "VERDICT":
-            cells.append(Text(cell, "bold green" if row.fits else "bold red"))
-        elif name in RIGHT_ALIGNED:
-            cells.append(Text(cell, justify="right"))
-        else:
-            cells.append(cell)
-    return cells
