@@ -19,6 +19,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
 
 from core.catalog.entry import Catalog
@@ -38,6 +39,9 @@ from tui.render.fit_table import (
     sorted_rows,
 )
 from tui.widgets.fit_table_view import FitTableView
+
+REPAINT_S = 0.25
+"""Rows arriving after the first are painted at most this often."""
 
 WHAT_IF_NOTE = (
     f"* {WHAT_IF_FORMULA}: the weights mlx_lm.convert -q would write, not an mlxcel "
@@ -83,6 +87,7 @@ class FitsScreen(Screen[FitPick | None]):
         self.descending = False
         self.shown: list[FitPick] = []
         """The rows on screen, top to bottom."""
+        self._repaint: Timer | None = None
 
     def compose(self) -> ComposeResult:
         with Vertical(id="fits"):
@@ -123,10 +128,14 @@ class FitsScreen(Screen[FitPick | None]):
 
     def on_fit_rows_read(self, message: FitRowsRead) -> None:
         self.picks.extend(message.picks)
-
         self.skipped.extend(message.skipped)
         self.done = self.done or message.done
-        self._paint()
+        # The first rows and the last are painted at once; in between at most every
+        # REPAINT_S: each repaint holds the interpreter, and the worker needs it too.
+        if not self.shown or self.done:
+            self._paint()
+        elif self._repaint is None:
+            self._repaint = self.set_timer(REPAINT_S, self._paint)
 
     def _visible(self) -> list[FitPick]:
         text = self.query_one("#fits-filter", Input).value
@@ -135,6 +144,9 @@ class FitsScreen(Screen[FitPick | None]):
         return [by_row[id(r)] for r in sorted_rows(rows, self.sort, self.descending)]
 
     def _paint(self) -> None:
+        if self._repaint is not None:
+            self._repaint.stop()
+            self._repaint = None
         table = self.query_one(FitTableView)
         # The cursor follows its row as rows arrive, once moved; at the top it stays there.
         moved = 0 < table.cursor < len(self.shown)
