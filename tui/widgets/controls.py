@@ -16,7 +16,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.widget import Widget
-from textual.widgets import Input, Label
+from textual.widgets import Input, Label, Static
 
 from core.measurement.engine import ENGINE_CHOICES
 from tui.model.scales import BATCH_STOPS, FACTOR_STOPS, INFLIGHT_STOPS, token_stops
@@ -110,7 +110,7 @@ class Controls(Widget):
                 "float models only); not an mlxcel figure"
             )
             yield quantize
-            yield Label("", id="quantize-hint")
+            yield Static("", id="quantize-hint", markup=False)  # a hint, not a label
         yield SliderField(
             "Overhead factor",
             FACTOR_STOPS,
@@ -191,7 +191,7 @@ class Controls(Widget):
             hint = "vramscope what-if"
         else:
             hint = ""
-        self.query_one("#quantize-hint", Label).update(hint)
+        self.query_one("#quantize-hint", Static).update(hint)
 
     def field(self, field_id: str) -> SliderField:
         """A slider row by id (`tokens`, `inflight`, `batch`, `factor`)."""
