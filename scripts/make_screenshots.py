@@ -62,6 +62,12 @@ SHOTS = (
         caption="At 80x24 the controls and the whole breakdown fit on one screen.",
     ),
     Shot(
+        "explorer-60x20",
+        (60, 20),
+        caption="At 60x20 the verdict, the total and the model's own name stay in the summary "
+        "line; the footer shows the keys that fit whole.",
+    ),
+    Shot(
         "inflight-4096",
         (120, 40),
         press=("i", "right", "right", "right", "right"),

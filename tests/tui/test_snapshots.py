@@ -32,6 +32,11 @@ class TestStartUp:
         app = build_app(preset="gfx1151")
         assert snap_compare(app, terminal_size=(80, 24), run_before=settle_then())
 
+    def test_layout_60x20(self, snap_compare) -> None:
+        """The smallest layout: the summary keeps the model's own name, the footer whole keys."""
+        app = build_app(preset="gfx1151")
+        assert snap_compare(app, terminal_size=(60, 20), run_before=settle_then())
+
     def test_layout_160x48(self, snap_compare) -> None:
         """The wide layout: models, controls beside the command lines, estimate, chart."""
         app = build_app(preset="gfx1151")
