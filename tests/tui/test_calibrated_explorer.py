@@ -120,6 +120,25 @@ async def test_no_calibration_for_the_backend_shows_mlxcel_s_verdict_alone() -> 
         assert "(calibrated)" not in summary(app)
 
 
+async def test_a_preset_of_another_card_is_not_calibrated_by_the_gfx1151_fit(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The built-in calibration was fitted on gfx1151: a 24 GiB RX 7900 XTX (gfx1100)
+    preset gets mlxcel's verdict alone, and `inspect` says no calibration applies."""
+    out = cli(capsys, "inspect", LLAMA, "--preset", "rx7900xtx", "--calibration", "builtin")
+    assert "no calibration for rocm gfx1100" in out
+    doc = json.loads(
+        cli(capsys, "inspect", LLAMA, "--preset", "rx7900xtx", "--calibrated", "--json")
+    )
+    assert doc["calibrated"] is None
+    for preset, calibrated in (("rx7900xtx", False), ("gfx1151", True)):
+        deps = fixed_deps(calibrations=lambda: ((builtin_calibration(),), ()))
+        app = build_app(deps, model=LLAMA, preset=preset)
+        async with app.run_test(size=(120, 48)) as pilot:
+            await settle(pilot)
+            assert (CALIBRATED in breakdown_text(app)) is calibrated, preset
+
+
 class TestSnapshot:
     def test_calibrated_verdict_held_against(self, snap_compare: Any) -> None:
         """mlxcel's verdict muted, the built-in calibration's coloured (after `v`)."""

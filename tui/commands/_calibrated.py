@@ -77,8 +77,16 @@ def chosen_calibration(args: argparse.Namespace, backend: str) -> Any:
     """The calibration the flags pick for `backend` (None when none matches)."""
     from core.calibration.select import choose
 
-    device, engine = args.calibration_device, args.calibration_engine
-    return choose(_candidates(args.calibration), backend, engine, device)
+    return choose(_candidates(args.calibration), backend, args.calibration_engine, _device(args))
+
+
+def _device(args: argparse.Namespace) -> str | None:
+    """`--calibration-device`, else the device `--preset` names (its gfx target)."""
+    from tui.model.presets import preset_device
+
+    if args.calibration_device is not None:
+        return str(args.calibration_device)
+    return preset_device(getattr(args, "preset", None))
 
 
 def calibrated_output(args: argparse.Namespace, est: Any, backend: str) -> tuple[str, Any]:
@@ -88,7 +96,7 @@ def calibrated_output(args: argparse.Namespace, est: Any, backend: str) -> tuple
     cal = chosen_calibration(args, backend)
     if cal is None:
         return (
-            no_calibration_line(backend, args.calibration_device, args.calibration_engine),
+            no_calibration_line(backend, _device(args), args.calibration_engine),
             None,
         )
     return calibrated_line(cal, est), calibrated_json(cal, est)

@@ -39,15 +39,19 @@ class MemoryPreset:
     """Where the number comes from, for the header and the Available row."""
     backend: Backend
     """The backend mlxcel is built for on that device."""
+    gfx: str | None = None
+    """An AMD card's gfx target: the device a calibration must be for (None: any)."""
 
     def available(self) -> AvailableMemory:
         """The preset as the estimate's available memory."""
         return AvailableMemory(self.bytes, f"{self.label} preset ({self.source})")
 
 
-def _gpu(key: str, label: str, gib: int, backend: Backend = Backend.ROCM) -> MemoryPreset:
+def _gpu(
+    key: str, label: str, gib: int, backend: Backend = Backend.ROCM, gfx: str | None = None
+) -> MemoryPreset:
     limit = mlx_device_limit(gib * GIB)
-    return MemoryPreset(key, f"{label} {gib} GiB", limit, "MLX limit: 80%", backend)
+    return MemoryPreset(key, f"{label} {gib} GiB", limit, "MLX limit: 80%", backend, gfx)
 
 
 def _apple(gb: int) -> MemoryPreset:
@@ -61,17 +65,27 @@ def _apple(gb: int) -> MemoryPreset:
 
 
 PRESETS: tuple[MemoryPreset, ...] = (
-    _gpu("gfx1151", "Radeon 8060S gfx1151", 96),
-    _gpu("mi300x", "Instinct MI300X", 192),
-    _gpu("w7900", "Radeon PRO W7900", 48),
-    _gpu("r9700", "Radeon AI PRO R9700", 32),
-    _gpu("rx7900xtx", "Radeon RX 7900 XTX", 24),
+    _gpu("gfx1151", "Radeon 8060S gfx1151", 96, gfx="gfx1151"),
+    _gpu("mi300x", "Instinct MI300X", 192, gfx="gfx942"),
+    _gpu("w7900", "Radeon PRO W7900", 48, gfx="gfx1100"),
+    _gpu("r9700", "Radeon AI PRO R9700", 32, gfx="gfx1201"),
+    _gpu("rx7900xtx", "Radeon RX 7900 XTX", 24, gfx="gfx1100"),
     _gpu("h100", "NVIDIA H100", 80, Backend.CUDA),
     _gpu("rtx4090", "GeForce RTX 4090", 24, Backend.CUDA),
     *(_apple(gb) for gb in (16, 24, 32, 36, 48, 64, 96, 128, 192, 512)),
 )
 
 PRESETS_BY_KEY = {p.key: p for p in PRESETS}
+
+
+def preset_device(preset: str | None) -> str | None:
+    """The device a preset names for choosing a calibration (its gfx target), or None.
+
+    Without it the built-in gfx1151 calibration would be held against a 24 GiB discrete
+    card as readily as against the APU it was fitted on.
+    """
+    found = PRESETS_BY_KEY.get(preset) if preset is not None else None
+    return found.gfx if found is not None else None
 
 
 def preset_keys() -> tuple[str, ...]:

@@ -138,14 +138,18 @@ def breakdown_rows(est: MemoryEstimate, available: AvailableMemory) -> list[Brea
 
 
 def calibrated_verdict(
-    calibrations: Sequence[Calibration], est: MemoryEstimate, backend: str
+    calibrations: Sequence[Calibration],
+    est: MemoryEstimate,
+    backend: str,
+    device: str | None = None,
 ) -> CalibratedVerdict | None:
-    """The calibrated verdict for the estimate's backend, chosen as `inspect --calibrated`
-    chooses (your latest calibration before the built-in one); None when none applies."""
+    """The calibrated verdict for the estimate's backend (and `device`, a preset's gfx
+    target), chosen as `inspect --calibrated` chooses (your latest calibration before
+    the built-in one); None when none applies."""
     from core.calibration.report import calibrated_line, calibrated_total
     from core.calibration.select import choose
 
-    cal = choose(calibrations, backend)
+    cal = choose(calibrations, backend, device=device)
     if cal is None:
         return None
     total = calibrated_total(cal, est)

@@ -25,6 +25,7 @@ from tui.model.command_lines import mlxcel_command, vramscope_command
 from tui.model.measure_plan import model_names
 from tui.model.measure_state import Measurements, PanelView, result_words, run_differences
 from tui.model.names import model_arg
+from tui.model.presets import preset_device
 from tui.model.rows import (
     INFLIGHT_OFF_HINT,
     BreakdownRow,
@@ -108,7 +109,9 @@ def build_views(
         ),
         warnings=(*snapshot.warnings, *est.warnings),
         sizing=_sizing(snapshot, settings, state),
-        calibrated=calibrated_verdict(calibrations, est, state.backend.value)
+        calibrated=calibrated_verdict(
+            calibrations, est, state.backend.value, preset_device(state.memory.key)
+        )
         if calibrations
         else None,
         held_against_calibrated=state.calibrated_verdict,
