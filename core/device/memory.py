@@ -23,7 +23,6 @@ so tests run on recorded trees; a missing or unreadable file is a note.
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -32,8 +31,8 @@ from core.backend import Backend
 from core.device.mlx_device import MlxDevice, read_mlx_device
 from core.device.nvml import read_nvml
 from core.errors import UsageError
-from core.estimate.available import AvailableMemory, mlx_device_limit
-from core.units import MIB, format_bytes_short, sat_sub
+from core.estimate.available import AvailableMemory, mlx_device_limit, query_nvidia_smi
+from core.units import format_bytes_short, sat_sub
 
 MEMORY_CHOICES = ("free", "total")
 SYS_ROOT = Path("/sys")
@@ -247,24 +246,8 @@ def read_meminfo_pool(path: Path = Path("/proc/meminfo")) -> PoolReading | None:
 
 def read_nvidia_pool(timeout: float = 2.0) -> tuple[str, PoolReading] | None:
     """GPU 0's name and memory from `nvidia-smi`, or None."""
-    try:
-        out = subprocess.run(
-            [
-                "nvidia-smi",
-                "--query-gpu=name,memory.total,memory.used",
-                "--format=csv,noheader,nounits",
-                "-i",
-                "0",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=True,
-        ).stdout
-        name, total, used = (part.strip() for part in out.splitlines()[0].rsplit(",", 2))
-        return name, PoolReading(int(total) * MIB, int(used) * MIB)
-    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
-        return None
+    found = query_nvidia_smi(timeout)
+    return None if found is None else (found[0], PoolReading(found[1], found[2]))
 
 
 def _from_mlx(found: MlxDevice, notes: list[str]) -> DeviceMemory:

@@ -71,13 +71,13 @@ def read_amdgpu_vram(
     return best
 
 
-def read_nvidia_memory(timeout: float = 2.0) -> DeviceMemory | None:
-    """GPU 0's memory from `nvidia-smi` (NVML; no CUDA context is created)."""
+def query_nvidia_smi(timeout: float = 2.0) -> tuple[str, int, int] | None:
+    """GPU 0's name, total and used bytes from `nvidia-smi` (no CUDA context), or None."""
     try:
         out = subprocess.run(
             [
                 "nvidia-smi",
-                "--query-gpu=memory.total,name",
+                "--query-gpu=name,memory.total,memory.used",
                 "--format=csv,noheader,nounits",
                 "-i",
                 "0",
@@ -87,10 +87,16 @@ def read_nvidia_memory(timeout: float = 2.0) -> DeviceMemory | None:
             timeout=timeout,
             check=True,
         ).stdout
-        total_mib, name = (part.strip() for part in out.splitlines()[0].split(",", 1))
-        return DeviceMemory(int(total_mib) * MIB, name)
+        name, total, used = (part.strip() for part in out.splitlines()[0].rsplit(",", 2))
+        return name, int(total) * MIB, int(used) * MIB
     except (OSError, subprocess.SubprocessError, ValueError, IndexError):
         return None
+
+
+def read_nvidia_memory(timeout: float = 2.0) -> DeviceMemory | None:
+    """GPU 0's memory from `nvidia-smi` (NVML; no CUDA context is created)."""
+    found = query_nvidia_smi(timeout)
+    return None if found is None else DeviceMemory(found[1], found[0])
 
 
 def probe_device_memory(backend: Backend) -> DeviceMemory | None:
