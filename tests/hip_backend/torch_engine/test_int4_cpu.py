@@ -38,6 +38,25 @@ EXPECTED_LAYOUT = {"AVX512": "avx512-64", "AVX2": "avx2-32", "DEFAULT": "pairs-3
 """torch's three x86 CPU int4 layouts (`weight_to_int4pack_kernel`)."""
 
 
+REQUIRED_FLAGS = {
+    "AVX512": frozenset({"avx512f", "avx512bw", "avx512vl", "avx512dq"}),
+    "AVX2": frozenset({"avx2", "fma"}),
+}
+"""The /proc/cpuinfo flags torch's dispatch level needs (aten/src/ATen/cpu/Utils.cpp)."""
+
+
+def cpu_flags() -> frozenset[str]:
+    """This CPU's feature flags (empty off Linux: nothing is skipped then)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return frozenset(f for flags in REQUIRED_FLAGS.values() for f in flags)
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return frozenset(line.partition(":")[2].split())
+    return frozenset()
+
+
 def block_rows() -> int:
     layout = int4_cpu.cpu_layout()
     assert layout is not None
@@ -58,7 +77,11 @@ def test_this_machine_runs_the_int4_kernel_in_the_layout_of_its_vector_unit() ->
 def test_each_vector_unit_this_cpu_has_gets_its_own_layout_proven(capability: str) -> None:
     # A fresh interpreter per capability: torch picks its kernels once, at start-up.
     # An AVX-512 machine checks all three layouts, an AVX2 machine two; a level the
-    # CPU lacks is skipped (torch then reports a lower one).
+    # CPU lacks is skipped: torch reports a lower one, or (forced to AVX-512 on a CPU
+    # without it, as on an AMD Zen 3) dies of SIGILL, so the CPU's own flags decide first.
+    missing = REQUIRED_FLAGS.get(capability, frozenset()) - cpu_flags()
+    if missing:
+        pytest.skip(f"this CPU lacks {', '.join(sorted(missing))} for torch's {capability} kernels")
     env = {**os.environ, "ATEN_CPU_CAPABILITY": capability.lower()}
     proc = subprocess.run(
         [sys.executable, "-m", "tests.hip_backend.torch_engine.int4_layout_check"],
