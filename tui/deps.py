@@ -24,9 +24,9 @@ from core.model.snapshot import ModelSnapshot
 from tui.controllers.measure_run import StartMeasurement, start_with_hip_backend
 
 if TYPE_CHECKING:  # core.calibration, the Fits view's and the device's reads: worker threads
+    from core.answer.fit import FitModel
     from core.calibration.record import Calibration
     from core.device.memory import DeviceMemory
-    from core.estimate.fit import FitModel
 
 
 CalibrationCandidates = tuple[tuple["Calibration", ...], tuple[str, ...]]
@@ -111,7 +111,7 @@ def what_ifs_of(
     entry: CatalogEntry,
 ) -> dict[str, int | str]:
     """One entry's what-ifs through `fit_models` (its cache too), or why there are none."""
-    from core.estimate.quantize import SCHEMES
+    from core.answer.quantize import SCHEMES
 
     for _, model in fit_models(Catalog((entry,))):
         if isinstance(model, str):

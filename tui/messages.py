@@ -19,10 +19,10 @@ from core.measurement.history import HistoryRead
 from core.model.snapshot import ModelSnapshot
 
 if TYPE_CHECKING:  # the calibration code, the Fits view's rows, the device: worker reads
+    from core.answer.fit import FitRow
     from core.calibration.record import Calibration
     from core.calibration.run import CalibrateRun
     from core.device.memory import DeviceMemory
-    from core.estimate.fit import FitRow
 
 
 @dataclass(frozen=True)

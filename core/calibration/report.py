@@ -15,7 +15,7 @@ from core.estimate.estimate import MemoryEstimate
 from core.units import format_bytes, format_bytes_short
 
 if TYPE_CHECKING:
-    from core.estimate.fit import FitRow
+    from core.answer.fit import FitRow
 
 
 def percent(x: float) -> str:

@@ -16,7 +16,6 @@ from core.display_text import clean_text
 from core.errors import ConfigError, ModelError, ModelNotFoundError, describe_os_error
 from core.estimate.activation import ActivationDims
 from core.estimate.kv_cache import KvArch, classify_kv_arch
-from core.estimate.shape_count import analytical_warning
 from core.estimate.weights import (
     WeightsSource,
     WeightsTerm,
@@ -24,6 +23,7 @@ from core.estimate.weights import (
     weights_from_config,
 )
 from core.model.config import CONFIG_FILE, ModelConfig, load_config
+from core.model.shape_count import analytical_warning
 
 
 @dataclass(frozen=True)

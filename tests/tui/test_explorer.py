@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 import shlex
 
+from core.answer.solve import largest_fitting_context
 from core.backend import Backend
 from core.catalog.profiles import load_profile, profile_snapshot
 from core.estimate.available import AvailableMemory
 from core.estimate.estimate import Workload, estimate
 from core.estimate.report import format_estimate
-from core.estimate.solve import largest_fitting_context
 from core.units import MIB
 from tests.tui.helpers import (
     GFX1151_LIMIT,

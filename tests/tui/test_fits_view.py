@@ -17,8 +17,8 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input
 
+from core.answer.fit import FitModel
 from core.catalog.entry import Catalog, CatalogEntry
-from core.estimate.fit import FitModel
 from tests.tui.helpers import (
     breakdown_bytes,
     breakdown_text,

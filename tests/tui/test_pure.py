@@ -6,11 +6,11 @@ import shlex
 
 import pytest
 
+from core.answer.solve import FitLimit
 from core.backend import Backend, BackendChoice
 from core.estimate.available import AvailableMemory
 from core.estimate.estimate import QuantHint
 from core.estimate.inflight import MAX_ACCEPTED_INFLIGHT_MB
-from core.estimate.solve import FitLimit
 from core.units import GIB
 from tui.headless import png_ready_svg
 from tui.model.command_lines import mlxcel_command, vramscope_command

@@ -407,7 +407,7 @@ def test_axis_labels_off_the_round_values_are_short() -> None:
 
 
 def test_no_fitting_context_reads_none_not_zero_tokens() -> None:
-    from core.estimate.solve import FitLimit
+    from core.answer.solve import FitLimit
     from tui.model.rows import context_limit_text
 
     assert context_limit_text(FitLimit(0), 131_072).startswith("none")

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from core import __version__
+from core.answer.fit import QUANTIZATION_CHOICES, STORED
 from core.backend import BACKEND_CHOICES, Backend
 from core.device.memory import MEMORY_CHOICES, DeviceMemory, device_available
 from core.display_text import json_safe
@@ -14,7 +15,6 @@ from core.environment import read_env, resolve_settings
 from core.errors import UsageError
 from core.estimate.available import AvailableMemory
 from core.estimate.estimate import Workload
-from core.estimate.fit import QUANTIZATION_CHOICES, STORED
 from core.units import format_bytes_short
 from tui.commands._calibrated import add_calibration_flags, chosen_calibration, wanted
 from tui.commands.shared.estimate_args import backend_choice, parse_memory_limit_flag
@@ -109,11 +109,11 @@ def _available(
 
 def run(args: argparse.Namespace) -> int:
     """`vramscope fit`: the ranked table (or JSON)."""
+    from core.answer.fit import model_rows, rank_rows
     from core.calibration.report import calibration_json
     from core.catalog.fit_models import fit_reader
     from core.catalog.resolve import build_catalog
     from core.errors import VramscopeError
-    from core.estimate.fit import model_rows, rank_rows
     from tui.render.fit_table import CalibratedColumn, fit_text
 
     quantizations = parse_quantizations(args.quantizations)

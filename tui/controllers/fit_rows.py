@@ -2,7 +2,7 @@
 
 One thread worker walks the catalog (`AppDeps.fit_models`: the same reads and what-if
 cache as `vramscope fit`) and turns each model into its rows with
-`core.estimate.fit.model_rows` for the explorer's settings. It posts `FitRowsRead`
+`core.answer.fit.model_rows` for the explorer's settings. It posts `FitRowsRead`
 with the first model's rows at once, then at most every `BATCH_S`, and a last one
 with `done`; the screen ranks and paints them. Closing the view sets `stop`, and
 the walk ends at the next model.
@@ -57,7 +57,7 @@ class FitRowsController:
     def _walk(
         self, catalog: Catalog | None, workload: Workload, settings: EstimateSettings
     ) -> None:
-        from core.estimate.fit import QUANTIZATION_CHOICES, model_rows
+        from core.answer.fit import QUANTIZATION_CHOICES, model_rows
         from tui.render.fit_table import table_row
 
         picks: list[FitPick] = []

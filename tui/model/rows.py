@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from core.answer.solve import FitLimit
 from core.estimate.available import AvailableMemory
 from core.estimate.estimate import MemoryEstimate
-from core.estimate.solve import FitLimit
 from core.units import format_bytes_short
 
 if TYPE_CHECKING:

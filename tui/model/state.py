@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # the device reading: core.device is read by a worker, not fo
 STORED = "stored"
 QUANTIZE_AS = (STORED, "mlx-8bit", "mlx-4bit")
 """The "Quantize as" choices: `vramscope fit --quantizations`' words
-(core.estimate.fit.QUANTIZATION_CHOICES; not imported here, frame one needs none of it)."""
+(core.answer.fit.QUANTIZATION_CHOICES; not imported here, frame one needs none of it)."""
 
 DEFAULT_MODEL = "mlx-community/Meta-Llama-3.1-8B-Instruct-4bit"
 """The model of mlxcel's worked example."""

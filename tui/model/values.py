@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from core.answer.solve import CONTEXT_SEARCH_LIMIT
 from core.estimate.inflight import MAX_ACCEPTED_INFLIGHT_MB, parse_inflight_mb
-from core.estimate.solve import CONTEXT_SEARCH_LIMIT
 from core.numbers import parse_rust_f64, rust_trim
 from core.units import MIB
 from core.value_grammar import Refused, read_byte_size, read_token_count

@@ -10,10 +10,10 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
+from core.answer.solve import largest_fitting_context, largest_fitting_inflight
 from core.catalog.entry import CatalogEntry
 from core.estimate.available import AvailableMemory
 from core.estimate.estimate import EstimateSettings, MemoryEstimate, estimate
-from core.estimate.solve import largest_fitting_context, largest_fitting_inflight
 from core.estimate.weights import WeightsSource
 from core.measurement.comparison import held_against_estimate
 from core.measurement.history import HistoryRead

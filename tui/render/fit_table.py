@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from core.answer.fit import WHAT_IF_FORMULA, FitRow, rank_key
 from core.calibration.record import Calibration
 from core.calibration.report import calibration_words, no_calibration_line, row_calibrated_total
 from core.display_text import clean_text
-from core.estimate.fit import WHAT_IF_FORMULA, FitRow, rank_key
 from core.units import format_bytes_short
 
 COLUMNS = ("MODEL", "QUANT", "WEIGHTS", "TOTAL", "VERDICT", "SLACK", "MAX CONTEXT", "FROM")
@@ -117,7 +117,7 @@ def fit_text(
 # --- the explorer's Fits view: its sort orders and its filter (pure) ------------------
 
 RANK = "RANK"
-"""The default order: `vramscope fit`'s ranking (core.estimate.fit.rank_key)."""
+"""The default order: `vramscope fit`'s ranking (core.answer.fit.rank_key)."""
 SORTS = (RANK, *COLUMNS)
 """What `s` steps through in the Fits view, and what a header click picks."""
 RIGHT_ALIGNED = frozenset({"WEIGHTS", "TOTAL", "SLACK", "MAX CONTEXT"})

@@ -22,10 +22,10 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
 
+from core.answer.fit import WHAT_IF_FORMULA
 from core.catalog.entry import Catalog
 from core.estimate.available import AvailableMemory
 from core.estimate.estimate import EstimateSettings, Workload
-from core.estimate.fit import WHAT_IF_FORMULA
 from core.units import format_bytes_short
 from tui.controllers.fit_rows import FitRowsController
 from tui.deps import AppDeps

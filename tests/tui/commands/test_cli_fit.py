@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
+from core.answer.fit import STORED, WHAT_IF_FORMULA, model_rows
 from core.backend import Backend
 from core.catalog.fit_models import read_fit_model
 from core.catalog.profiles import list_profile_ids
 from core.catalog.resolve import build_catalog
 from core.environment import read_env, resolve_settings
 from core.estimate.estimate import Workload
-from core.estimate.fit import STORED, WHAT_IF_FORMULA, model_rows
 from tui.cli import main
 
 SETTINGS = [

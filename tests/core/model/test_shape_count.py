@@ -1,7 +1,7 @@
-"""vramscope's own weights count from config shapes (core/estimate/shape_count.py) and the
+"""vramscope's own weights count from config shapes (core/model/shape_count.py) and the
 one warning line where mlxcel's analytical fallback is far from it.
 
-The configs in data/ are real config.json files (see tests/core/estimate/data); a folder
+The configs in tests/core/estimate/data are real config.json files; a folder
 holding only one of them forces mlxcel's analytical fallback."""
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 
 from core.catalog.profiles import list_profile_ids, load_profile
-from core.estimate.shape_count import analytical_warning, count_from_shapes
 from core.estimate.weights import WeightsSource, weights_from_config
 from core.model.config import ModelConfig
+from core.model.shape_count import analytical_warning, count_from_shapes
 from core.model.snapshot import ModelSnapshot, read_model_dir
 from core.units import format_bytes
 from tui.cli import main
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "estimate" / "data"
 QWEN3_NEXT = "Qwen__Qwen3-Next-80B-A3B-Instruct"
 QWEN3_MOE = "Qwen__Qwen3-30B-A3B"
 QWEN3_MOE_4BIT = "mlx-community__Qwen3-30B-A3B-4bit"

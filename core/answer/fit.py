@@ -3,7 +3,7 @@
 A "stored" row is the estimate of the model as it is on disk: the same call
 `vramscope inspect` makes, so its total and verdict are inspect's to the byte. A
 what-if row (`mlx-8bit`, `mlx-4bit`) is that estimate with the weights term
-replaced by `core.estimate.quantize`'s count of what `mlx_lm.convert -q` would
+replaced by `core.answer.quantize`'s count of what `mlx_lm.convert -q` would
 write: vramscope's own figure, not mlxcel's, and labelled so.
 
 Ranking (docs/fit.md): rows that fit come first; among them the larger model (by
@@ -19,16 +19,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from core.estimate.estimate import EstimateSettings, Workload, estimate
-from core.estimate.quantize import (
+from core.answer.quantize import (
     MLX_LM_VERSION,
     SCHEMES,
     QuantizeUnsupported,
     QuantScheme,
     mlx_quantized_weights,
 )
-from core.estimate.solve import FitLimit
-from core.estimate.solve_guess import largest_context
+from core.answer.solve import FitLimit
+from core.answer.solve_guess import largest_context
+from core.estimate.estimate import EstimateSettings, Workload, estimate
 from core.estimate.weights import estimate_params_from_config
 from core.model.config import as_u64
 from core.model.snapshot import ModelSnapshot

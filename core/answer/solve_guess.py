@@ -1,6 +1,6 @@
 """The largest fitting context in about a dozen estimates instead of thirty-four.
 
-`core.estimate.solve.largest_fitting_context` bisects [0, 2^32]: 34 estimates per
+`core.answer.solve.largest_fitting_context` bisects [0, 2^32]: 34 estimates per
 answer, which is most of `vramscope fit`'s time over 500 models x 3 quantizations.
 Here the total's slope between 64 Ki and 128 Ki tokens (past the activation's
 512-token cap) guesses the boundary, a gallop from the guess brackets it, and a
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from core.answer.solve import CONTEXT_SEARCH_LIMIT, FitLimit, largest_fitting_context
 from core.estimate.estimate import EstimateSettings, Workload, estimate
-from core.estimate.solve import CONTEXT_SEARCH_LIMIT, FitLimit, largest_fitting_context
 from core.model.snapshot import ModelSnapshot
 
 _PROBES = (1 << 16, 1 << 17)

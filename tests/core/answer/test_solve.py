@@ -6,18 +6,18 @@ from dataclasses import replace
 
 import pytest
 
-from core.backend import Backend
-from core.catalog.profiles import load_profile, profile_snapshot
-from core.estimate.available import AvailableMemory
-from core.estimate.estimate import EstimateSettings, Workload, estimate
-from core.estimate.inflight import MAX_ACCEPTED_INFLIGHT_MB
-from core.estimate.solve import (
+from core.answer.solve import (
     CONTEXT_SEARCH_LIMIT,
     FitLimit,
     largest_fitting,
     largest_fitting_context,
     largest_fitting_inflight,
 )
+from core.backend import Backend
+from core.catalog.profiles import load_profile, profile_snapshot
+from core.estimate.available import AvailableMemory
+from core.estimate.estimate import EstimateSettings, Workload, estimate
+from core.estimate.inflight import MAX_ACCEPTED_INFLIGHT_MB
 from core.estimate.weights import WeightsSource, WeightsTerm
 from core.model.snapshot import ModelSnapshot, snapshot_from_config
 from core.units import GIB, U64_MAX

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from core.catalog.profiles import load_profile
-from core.estimate.quantize import (
+from core.answer.quantize import (
     MLX_4BIT,
     MLX_8BIT,
     SCHEMES,
@@ -19,6 +18,7 @@ from core.estimate.quantize import (
     mlx_quantized_weights,
     quantized_tensor_bytes,
 )
+from core.catalog.profiles import load_profile
 from core.model.snapshot import read_model_dir
 from core.model.tensor_list import folder_tensors
 
@@ -35,7 +35,7 @@ def converted(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.skip("mlx and mlx-lm are not installed")
     out = tmp_path_factory.mktemp("mlx-convert")
     subprocess.run(
-        [sys.executable, "-m", "tests.core.estimate.mlx_convert", str(out)],
+        [sys.executable, "-m", "tests.core.answer.mlx_convert", str(out)],
         cwd=ROOT,
         check=True,
         capture_output=True,

@@ -1,6 +1,6 @@
 """Tiny float models in Hugging Face layout, and what mlx-lm's quantization makes of them.
 
-Run as `python -m tests.core.estimate.mlx_convert OUT` (the tests start it in a child
+Run as `python -m tests.core.answer.mlx_convert OUT` (the tests start it in a child
 process, so the test process never imports mlx). For each family it writes
 `OUT/<family>/stored` (random weights, the tensor names a Hugging Face checkpoint
 has) and `OUT/<family>/mlx-4bit`, `OUT/<family>/mlx-8bit`: the steps of

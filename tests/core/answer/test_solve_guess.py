@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from core.answer.solve import largest_fitting_context
+from core.answer.solve_guess import largest_context
 from core.backend import Backend
 from core.catalog.profiles import list_profile_ids, load_profile, profile_snapshot
 from core.environment import read_env, resolve_settings
 from core.estimate.estimate import Workload
-from core.estimate.solve import largest_fitting_context
-from core.estimate.solve_guess import largest_context
 from core.units import GIB
 
 
