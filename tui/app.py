@@ -19,7 +19,7 @@ from textual.screen import Screen
 from core.measurement.result import MeasuredPeak
 from tui.controllers.loader import DaemonExecutor
 from tui.deps import AppDeps, default_deps
-from tui.model.state import LaunchOptions, choose_backend, initial_state
+from tui.model.state import LaunchOptions, initial_state
 from tui.screens.explorer_screen import ExplorerScreen
 
 
@@ -43,8 +43,7 @@ class VramscopeApp(App[None]):
         self.deps = deps
         self.options = options
         self.machine = deps.detect_backend()
-        self.start = choose_backend(options.backend, self.machine, options.preset)
-        self.initial, self.env_warnings = initial_state(options, deps.env, self.start)
+        self.initial, self.env_warnings = initial_state(options, deps.env, self.machine)
         self.measured = measured
         self._first_frame_out = False
 
@@ -52,7 +51,6 @@ class VramscopeApp(App[None]):
         return ExplorerScreen(
             self.deps,
             self.initial,
-            self.start,
             self.machine,
             self.measured,
             self.options.models_dirs,

@@ -116,7 +116,7 @@ def what_ifs_of(
     for _, model in fit_models(Catalog((entry,))):
         if isinstance(model, str):
             return dict.fromkeys(SCHEMES, model)
-        return dict(model.what_ifs)
+        return {q.word: v for q, v in model.facts.what_ifs.items()}
     return {}
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from textual.message import Message
 
+from core.backend import Backend
 from core.catalog.entry import Catalog, CatalogEntry
 from core.estimate.available import AvailableMemory
 from core.measurement.history import HistoryRead
@@ -75,11 +76,12 @@ class CatalogRead(Message):
 
 
 class AvailableRead(Message):
-    """The available memory detected on this machine."""
+    """The available memory detected on this machine for a backend (mlxcel's walk)."""
 
-    def __init__(self, available: AvailableMemory) -> None:
+    def __init__(self, available: AvailableMemory, backend: Backend) -> None:
         super().__init__()
         self.available = available
+        self.backend = backend
 
 
 class DeviceRead(Message):

@@ -1,43 +1,41 @@
-"""What fits on one device: a row per (model, quantization), ranked.
+"""What fits on one device: a row per (model, quantization), each an `Answer`, ranked.
 
-A "stored" row is the estimate of the model as it is on disk: the same call
-`vramscope inspect` makes, so its total and verdict are inspect's to the byte. A
-what-if row (`mlx-8bit`, `mlx-4bit`) is that estimate with the weights term
-replaced by `core.answer.quantize`'s count of what `mlx_lm.convert -q` would
-write: vramscope's own figure, not mlxcel's, and labelled so.
+A "stored" row is the answer about the model as it is on disk: the same question
+`vramscope inspect` asks, so its total, verdict and largest context are inspect's to
+the byte. A what-if row (`mlx-8bit`, `mlx-4bit`) is that question asked with the
+weights term replaced by `core.answer.quantize`'s count of what `mlx_lm.convert -q`
+would write: vramscope's own figure, not mlxcel's, and labelled so.
 
-Ranking (docs/fit.md): rows that fit come first; among them the larger model (by
-mlxcel's analytical parameter count of the config) ranks higher, then the more
-bits per weight (stored 16-bit before 8-bit before 4-bit), then the larger context
-that still fits, then the name. Rows that do not fit follow, those that fit at
-some smaller context first (by that context), then by size. Pure: no I/O.
+Ranking (docs/fit.md): rows that fit at the context asked come first, then rows that
+fit the memory only past the model's trained context; among them the larger model
+(by its parameter count, `core.answer.params`: total, not mlxcel's MoE-blind
+analytical count) ranks higher, then the more bits per weight (stored 16-bit before
+8-bit before 4-bit), then the larger context that still fits, then the name. Rows
+that do not fit follow, those that fit at some smaller context first (by that
+context), then by size. Pure: no I/O.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
+from core.answer.advice import stored_bits
+from core.answer.answer import Answer, answer
+from core.answer.context import ContextAnswer
+from core.answer.quantization import Quantization
 from core.answer.quantize import (
     MLX_LM_VERSION,
-    SCHEMES,
     QuantizeUnsupported,
     QuantScheme,
     mlx_quantized_weights,
 )
-from core.answer.solve import FitLimit
-from core.answer.solve_guess import largest_context
-from core.estimate.estimate import EstimateSettings, Workload, estimate
-from core.estimate.weights import estimate_params_from_config
-from core.model.config import as_u64
-from core.model.snapshot import ModelSnapshot
+from core.answer.question import ModelFacts, Question
 
-STORED = "stored"
-QUANTIZATION_CHOICES = (STORED, *SCHEMES)
+QUANTIZATION_CHOICES: tuple[Quantization, ...] = tuple(Quantization)
 STORED_FORMULA = "mlxcel estimate (as vramscope inspect)"
 WHAT_IF_FORMULA = f"vramscope what-if (mlx-lm {MLX_LM_VERSION} quantize rule)"
-FLOAT_BITS = 16
 
 Tensor = tuple[str, str, tuple[int, ...]]
 
@@ -46,50 +44,91 @@ Tensor = tuple[str, str, tuple[int, ...]]
 class FitModel:
     """One catalog model, read: what the rows need from it."""
 
-    name: str
+    facts: ModelFacts
     where: str
     """Where it was read from (`built-in profile`, `HF cache @ main 1a2b3c4d: /path`)."""
     format_label: str
-    snapshot: ModelSnapshot
-    what_ifs: Mapping[str, int | str]
-    """Per scheme name (`mlx-4bit`): the what-if's weight bytes, or why there are none."""
+
+    @property
+    def name(self) -> str:
+        """The model's name as listed."""
+        return self.facts.label
 
 
 @dataclass(frozen=True)
 class FitRow:
-    """One (model, quantization) and its verdict; numbers are None where not computed."""
+    """One (model, quantization): its answer, or why there is none."""
 
     model: str
-    quantization: str
+    quantization: Quantization
     format_label: str
     where: str
-    formula: str
-    params_billions: float | None
-    bits: int
-    weights_bytes: int | None
-    total_bytes: int | None
-    fits: bool | None
-    slack_bytes: int | None
-    overflow_bytes: int | None
-    largest_context: FitLimit | None
+    found: Answer | None
+    """The answer (None: `unavailable` says why)."""
     unavailable: str | None = None
-    """Why there is no number (the what-if's rule does not apply), else None."""
-    kv_bytes: int | None = None
-    """mlxcel's KV term of the row's estimate (vramscope's calibrated total uses it)."""
-    inflight_bytes: int | None = None
-    """mlxcel's in-flight term of the row's estimate."""
+    bits: int = 16
+    """Bits per weight as stored, or the what-if's."""
+
+    @property
+    def formula(self) -> str:
+        """Whose figure the total is: mlxcel's estimate, or vramscope's what-if in it."""
+        return WHAT_IF_FORMULA if self.quantization.is_what_if else STORED_FORMULA
+
+    @property
+    def weights_bytes(self) -> int | None:
+        """The weights term (a what-if's count for a what-if row)."""
+        return self.found.estimate.weights_bytes if self.found else None
+
+    @property
+    def total_bytes(self) -> int | None:
+        """mlxcel's total."""
+        return self.found.estimate.total_bytes if self.found else None
+
+    @property
+    def fits(self) -> bool | None:
+        """mlxcel's verdict (None without a number)."""
+        return self.found.estimate.fits if self.found else None
+
+    @property
+    def slack_bytes(self) -> int | None:
+        """Memory left when it fits."""
+        return self.found.estimate.slack_bytes if self.found else None
+
+    @property
+    def overflow_bytes(self) -> int | None:
+        """Bytes over when it does not."""
+        return self.found.estimate.overflow_bytes if self.found else None
+
+    @property
+    def context(self) -> ContextAnswer | None:
+        """The largest context that fits, capped at the trained one."""
+        return self.found.context if self.found else None
 
     @property
     def largest_context_tokens(self) -> int | None:
-        """The largest context that fits, or None when none does."""
-        return self.largest_context.value if self.largest_context else None
+        """The largest context to use (capped), or None when none fits."""
+        return self.found.context.tokens if self.found else None
+
+    @property
+    def past_trained(self) -> bool:
+        """The context asked for is past the model's trained context."""
+        return bool(self.found and self.found.past_trained)
+
+    @property
+    def params_billions(self) -> float | None:
+        """The model's parameters in billions (total; `core.answer.params`)."""
+        params = self.found.params if self.found else None
+        return params.billions if params else None
 
     def json(self) -> dict[str, Any]:
         """The row of `fit --json`."""
-        limit = self.largest_context
+        found = self.found
+        params = found.params if found else None
+        context = found.context if found else None
+        trained = found.trained if found else None
         return {
             "model": self.model,
-            "quantization": self.quantization,
+            "quantization": self.quantization.word,
             "format": self.format_label,
             "weights_bytes": self.weights_bytes,
             "total_bytes": self.total_bytes,
@@ -97,73 +136,18 @@ class FitRow:
             "slack_bytes": self.slack_bytes,
             "overflow_bytes": self.overflow_bytes,
             "largest_context_tokens": self.largest_context_tokens,
-            "largest_context_unbounded": bool(limit and limit.unbounded),
-            "params_billions": self.params_billions,
+            "largest_context_unbounded": bool(context and context.unbounded),
+            "params_billions": round(params.billions, 3) if params else None,
             "bits": self.bits,
             "formula": self.formula,
             "where": self.where,
             "unavailable": self.unavailable,
+            # vramscope's, after every key fit always wrote.
+            "largest_context": context.json() if context else None,
+            "past_trained_context": self.past_trained,
+            "trained_context_tokens": trained.tokens if trained else None,
+            "params": params.json() if params else None,
         }
-
-
-def _stored_bits(config: Mapping[str, Any] | None) -> int:
-    """Bits per weight as stored: the quantization block's `bits`, else 16."""
-    for key in ("quantization", "quantization_config"):
-        block = config.get(key) if config is not None else None
-        if isinstance(block, Mapping) and (bits := as_u64(block.get("bits"))) is not None:
-            return bits
-    return FLOAT_BITS
-
-
-def _row(
-    model: FitModel,
-    quantization: str,
-    snapshot: ModelSnapshot,
-    workload: Workload,
-    settings: EstimateSettings,
-    bits: int,
-    formula: str,
-) -> FitRow:
-    est = estimate(snapshot, workload, settings)
-    config = snapshot.config
-    params = estimate_params_from_config(config) if config is not None else None
-    return FitRow(
-        model=model.name,
-        quantization=quantization,
-        format_label=model.format_label,
-        where=model.where,
-        formula=formula,
-        params_billions=params,
-        bits=bits,
-        weights_bytes=est.weights_bytes,
-        total_bytes=est.total_bytes,
-        fits=est.fits,
-        slack_bytes=est.slack_bytes,
-        overflow_bytes=est.overflow_bytes,
-        largest_context=largest_context(snapshot, workload, settings),
-        kv_bytes=est.kv_bytes,
-        inflight_bytes=est.backend_inflight_bytes,
-    )
-
-
-def _unavailable(model: FitModel, scheme: QuantScheme, reason: str) -> FitRow:
-    config = model.snapshot.config
-    return FitRow(
-        model=model.name,
-        quantization=scheme.name,
-        format_label=model.format_label,
-        where=model.where,
-        formula=WHAT_IF_FORMULA,
-        params_billions=estimate_params_from_config(config) if config is not None else None,
-        bits=scheme.bits,
-        weights_bytes=None,
-        total_bytes=None,
-        fits=None,
-        slack_bytes=None,
-        overflow_bytes=None,
-        largest_context=None,
-        unavailable=reason,
-    )
 
 
 def what_if_weights(
@@ -172,7 +156,8 @@ def what_if_weights(
     schemes: Iterable[QuantScheme],
     problem: str | None = None,
 ) -> dict[str, int | str]:
-    """`FitModel.what_ifs` from a tensor list (None: `problem` says why) and a config."""
+    """A model's what-ifs by scheme word, from a tensor list (None: `problem` says why)
+    and a config (the catalog caches them by word)."""
     out: dict[str, int | str] = {}
     for scheme in schemes:
         if config is None:
@@ -189,29 +174,33 @@ def what_if_weights(
 
 def model_rows(
     model: FitModel,
-    quantizations: Sequence[str],
-    workload: Workload,
-    settings: EstimateSettings,
+    quantizations: Sequence[Quantization],
+    question: Question,
+    calibrations: Sequence[Any] | None = None,
+    calibration_engine: str | None = None,
 ) -> list[FitRow]:
-    """The rows of one model, in the order of `quantizations`."""
+    """The rows of one model, in the order of `quantizations`, each the answer to
+    `question` asked as that quantization."""
+    from dataclasses import replace
+
+    config = model.facts.snapshot.config
+    stored = stored_bits(config.root if config is not None else None)
     rows: list[FitRow] = []
-    snap = model.snapshot
-    root = snap.config.root if snap.config is not None else None
     for quantization in quantizations:
-        if quantization == STORED:
+        asked = replace(question, quantize_as=quantization)
+        found = answer(model.facts, asked, calibrations, calibration_engine)
+        bits = quantization.bits or stored
+        if isinstance(found, Answer):
             rows.append(
-                _row(model, STORED, snap, workload, settings, _stored_bits(root), STORED_FORMULA)
+                FitRow(model.name, quantization, model.format_label, model.where, found, None, bits)
             )
-            continue
-        scheme = SCHEMES[quantization]
-        weights = model.what_ifs.get(quantization, "not computed")
-        if isinstance(weights, str):
-            rows.append(_unavailable(model, scheme, weights))
-            continue
-        what_if = replace(snap, weights=replace(snap.weights, bytes=weights))
-        rows.append(
-            _row(model, quantization, what_if, workload, settings, scheme.bits, WHAT_IF_FORMULA)
-        )
+        else:
+            rows.append(
+                FitRow(
+                    model.name, quantization, model.format_label, model.where, None,
+                    found.reason, bits,
+                )
+            )  # fmt: skip
     return rows
 
 
@@ -219,19 +208,13 @@ def rank_key(row: FitRow) -> tuple[Any, ...]:
     """The sort key of the documented ranking (smaller sorts first)."""
     params = row.params_billions or 0.0
     context = row.largest_context_tokens
+    name = (row.model.casefold(), row.quantization.word)
     if row.fits:
-        return (0, -params, -row.bits, -(context or 0), row.model.casefold(), row.quantization)
+        return (0, row.past_trained, -params, -row.bits, -(context or 0), *name)
     if row.fits is False:
         has_context = context is not None
-        return (
-            1,
-            not has_context,
-            -(context or 0),
-            -params,
-            row.model.casefold(),
-            row.quantization,
-        )
-    return (2, row.model.casefold(), row.quantization)
+        return (1, not has_context, -(context or 0), -params, *name)
+    return (2, *name)
 
 
 def rank_rows(rows: Iterable[FitRow]) -> list[FitRow]:

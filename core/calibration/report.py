@@ -5,7 +5,7 @@ Every figure here is vramscope's and says so; mlxcel's banner is never touched.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from core.calibration.fit import Figures
 from core.calibration.groups import GroupResult, key_words
@@ -13,9 +13,6 @@ from core.calibration.record import Calibration
 from core.display_text import clean_text
 from core.estimate.estimate import MemoryEstimate
 from core.units import format_bytes, format_bytes_short
-
-if TYPE_CHECKING:
-    from core.answer.fit import FitRow
 
 
 def percent(x: float) -> str:
@@ -133,14 +130,6 @@ def calibrated_json(cal: Calibration, est: MemoryEstimate) -> dict[str, Any]:
         "form": d["form"],
         "cross_validated": d["cross_validated"],
     }
-
-
-def row_calibrated_total(cal: Calibration, row: FitRow) -> int | None:
-    """vramscope's calibrated total for a `fit` row (None when the row has no numbers);
-    a stored row's terms are inspect's, so this is `inspect --calibrated`'s total."""
-    if row.weights_bytes is None or row.kv_bytes is None or row.inflight_bytes is None:
-        return None
-    return cal.total_bytes(row.weights_bytes, row.kv_bytes, row.inflight_bytes)
 
 
 def calibration_words(cal: Calibration) -> str:

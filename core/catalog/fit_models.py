@@ -13,7 +13,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from core.answer.fit import FitModel, Tensor, what_if_weights
+from core.answer.quantization import Quantization
 from core.answer.quantize import SCHEMES
+from core.answer.question import ModelFacts
 from core.catalog.disk_cache import CatalogCache, cache_dir
 from core.catalog.entry import ORIGIN_BUILTIN, CatalogEntry
 from core.catalog.profiles import PROFILE_DIR, load_profile, profile_file_name
@@ -110,11 +112,16 @@ class FitReader:
         snapshot = _snapshot(entry)
         what_ifs = self._what_ifs(entry, snapshot.config) if what_ifs_too else {}
         return FitModel(
-            name=clean_text(entry.name),
+            facts=ModelFacts(
+                snapshot,
+                clean_text(entry.name),
+                {
+                    Quantization(k): clean_text(v) if isinstance(v, str) else v
+                    for k, v in what_ifs.items()
+                },
+            ),
             where=clean_text(entry_where(entry)),
             format_label=clean_text(entry.format_label),
-            snapshot=snapshot,
-            what_ifs={k: clean_text(v) if isinstance(v, str) else v for k, v in what_ifs.items()},
         )
 
 

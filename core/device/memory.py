@@ -102,6 +102,9 @@ class DeviceMemory:
     notes: tuple[str, ...] = field(default=())
     mlx_limit: int | None = None
     """MLX's own limit (`mx.get_memory_limit()`) when MLX was asked; beats the fraction."""
+    target: str | None = None
+    """The card's gfx target (`gfx1151`, from the KFD topology), where it was read: the
+    device a calibration must be for."""
 
     @property
     def line(self) -> str:
@@ -287,7 +290,7 @@ def _gpu_reading(backend: Backend, sys_root: Path, notes: list[str]) -> DeviceMe
             pool = best.pool
             assert pool is not None
             how = f"amdgpu sysfs {best.card}: {best.pool_words}"
-            return DeviceMemory(best.label, pool.total, pool.used, how, 0.8)
+            return DeviceMemory(best.label, pool.total, pool.used, how, 0.8, target=best.gfx_target)
         notes.append(f"no amdgpu card reports its memory in {sys_root / 'class' / 'drm'}")
     if backend is Backend.CUDA:
         nvml = read_nvml()
@@ -300,6 +303,12 @@ def _gpu_reading(backend: Backend, sys_root: Path, notes: list[str]) -> DeviceMe
             return DeviceMemory(name, pool.total, pool.used, "nvidia-smi (GPU 0)", 0.8)
         notes.append("neither NVML (pip install 'vramscope[nvidia]') nor nvidia-smi answered")
     return None
+
+
+def read_card(backend: Backend, *, sys_root: Path | None = None) -> DeviceMemory | None:
+    """The GPU's own reading (its name, gfx target, pool) without asking MLX: amdgpu
+    sysfs on ROCm, NVML or nvidia-smi on CUDA; None elsewhere or when none answers."""
+    return _gpu_reading(backend, sys_root or SYS_ROOT, [])
 
 
 def read_device_memory(

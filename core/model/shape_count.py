@@ -45,6 +45,9 @@ from core.units import U64_MAX, format_bytes
 DIFFERENCE_LIMIT = 0.25
 """Beyond this relative difference from vramscope's count, mlxcel's figure is flagged."""
 
+EXPERTS_PER_TOKEN_KEYS = ("num_experts_per_tok", "experts_per_token", "moe_topk", "top_k")
+"""How many routed experts a token goes through (Qwen, Mixtral, DeepSeek; gpt-oss; others)."""
+
 _DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1}
 _SCALE_BYTES = 2  # MLX stores a group's scale and bias in the float type (fp16 / bf16)
 
@@ -58,6 +61,9 @@ class ShapeCount:
     experts: int
     """Routed experts per MoE layer (1 for a dense model)."""
     bits: int | None
+    active_params: int | None = None
+    """Parameters one token runs through (a MoE routes it to `experts_per_token` of the
+    routed experts); None for a dense model, where every parameter is active."""
     """The MLX quantization's bits, None when stored unquantized."""
 
 
@@ -124,6 +130,8 @@ def count_from_shapes(config: ModelConfig) -> ShapeCount | None:
     if shared_ffn:
         moe_mlp += 3 * h * shared_ffn + h  # the shared experts and their gate
     moe_layers = sum(1 for i in range(layers) if experts > 1 and _is_moe_layer(text, i))
+    chosen = min(max(get_u64(text, EXPERTS_PER_TOKEN_KEYS) or experts, 1), experts)
+    idle = moe_layers * (experts - chosen) * 3 * h * expert_ffn  # routed experts a token skips
     matrices = (
         layers * attention
         + moe_layers * moe_mlp
@@ -143,6 +151,7 @@ def count_from_shapes(config: ModelConfig) -> ShapeCount | None:
         bytes=min(stored, U64_MAX),
         experts=experts,
         bits=quant[0] if quant else None,
+        active_params=matrices + norms - idle if moe_layers else None,
     )
 
 

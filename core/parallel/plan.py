@@ -61,9 +61,10 @@ class ParallelPlan:
     ranks: int
 
     def __post_init__(self) -> None:
-        if not 2 <= self.ranks <= MAX_RANKS:
+        # One rank is the single device (the whole model, loaded whole: core.answer).
+        if not 1 <= self.ranks <= MAX_RANKS:
             raise ShardingError(
-                f"--{self.kind.value}: expected 2 to {MAX_RANKS} ranks, got {self.ranks}"
+                f"--{self.kind.value}: expected 1 to {MAX_RANKS} ranks, got {self.ranks}"
             )
 
     @property
@@ -85,8 +86,9 @@ class RankShare:
     """[start, end) of its decoder layers under PP; None under TP (every layer)."""
     kv_heads: int | None
     """KV heads per layer this rank caches (TP: KVH / N)."""
-    kv_arch: KvArch
-    """This rank's KV layout (for per-token figures)."""
+    kv_arch: KvArch | None
+    """This rank's KV layout (for per-token figures); None where the model has none (one
+    device: the whole model as read)."""
     load_peak_bytes: int
     """What the rank holds while loading. TP: every tensor of the checkpoint whole
     (W, the single-device weights), because sharded_load's one
@@ -216,7 +218,7 @@ def _heads(model: ModelSnapshot) -> HeadCounts:
 
 def _rank_estimate(
     weights: int,
-    arch: KvArch,
+    arch: KvArch | None,
     dims: ActivationDims | None,
     workload: Workload,
     settings: EstimateSettings,
@@ -351,34 +353,3 @@ def estimate_parallel(
     return estimate_split(
         model, split_model(model, tensors, plan), workload, settings, rank_available
     )
-
-
-def largest_plan_context(
-    model: ModelSnapshot,
-    split: ParallelSplit,
-    workload: Workload,
-    settings: EstimateSettings,
-    rank_available: Sequence[int] | None = None,
-    limit: int = 1 << 24,
-) -> int | None:
-    """The most tokens (up to `limit`) at which every rank fits, or None if even 1 does not.
-
-    Every rank's peak grows with the context, so a binary search finds the edge.
-    """
-
-    def fits(tokens: int) -> bool:
-        wl = replace(workload, max_tokens=tokens)
-        return estimate_split(model, split, wl, settings, rank_available).fits
-
-    if not fits(1):
-        return None
-    lo, hi = 1, limit
-    if fits(hi):
-        return hi
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if fits(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo

@@ -54,7 +54,7 @@ from core.measurement.protocol import (
 from core.measurement.request import MeasureRequest
 from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailure
 from core.parallel.plan import ParallelEstimate, ParallelPlan, estimate_parallel
-from core.parallel.source import resolve_parallel_model
+from core.catalog.split_source import resolve_parallel_model
 from hip_backend.launcher import resolve_budget
 from hip_backend.parent_watch import PARENT_ENV, parent_token
 from hip_backend.ranks.hostfile import RingHostfile

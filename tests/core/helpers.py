@@ -46,3 +46,13 @@ def safetensors_bytes(header: Any, data_len: int = 0, raw_header: bytes | None =
     """A safetensors file: 8-byte length, header JSON, `data_len` zero bytes."""
     body = raw_header if raw_header is not None else json.dumps(header).encode()
     return struct.pack("<Q", len(body)) + body + b"\0" * data_len
+
+
+def split_banner(out: str) -> tuple[str, list[str]]:
+    """`inspect`'s stdout as mlxcel's banner (and note) and vramscope's lines after it,
+    each of which says it is vramscope's."""
+    lines = out.splitlines(keepends=True)
+    first = next((i for i, line in enumerate(lines) if line.startswith("vramscope")), len(lines))
+    ours = [line.rstrip("\n") for line in lines[first:]]
+    assert all(line.startswith("vramscope") for line in ours), ours
+    return "".join(lines[:first]), ours

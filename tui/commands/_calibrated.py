@@ -73,30 +73,7 @@ def _candidates(choice: str | None) -> list[Any]:
     return list(cals)
 
 
-def chosen_calibration(args: argparse.Namespace, backend: str) -> Any:
-    """The calibration the flags pick for `backend` (None when none matches)."""
-    from core.calibration.select import choose
-
-    return choose(_candidates(args.calibration), backend, args.calibration_engine, _device(args))
-
-
-def _device(args: argparse.Namespace) -> str | None:
-    """`--calibration-device`, else the device `--preset` names (its gfx target)."""
-    from tui.model.presets import preset_device
-
-    if args.calibration_device is not None:
-        return str(args.calibration_device)
-    return preset_device(getattr(args, "preset", None))
-
-
-def calibrated_output(args: argparse.Namespace, est: Any, backend: str) -> tuple[str, Any]:
-    """The line under the banner, and the `calibrated` JSON value (None when no match)."""
-    from core.calibration.report import calibrated_json, calibrated_line, no_calibration_line
-
-    cal = chosen_calibration(args, backend)
-    if cal is None:
-        return (
-            no_calibration_line(backend, _device(args), args.calibration_engine),
-            None,
-        )
-    return calibrated_line(cal, est), calibrated_json(cal, est)
+def candidates(args: argparse.Namespace) -> list[Any] | None:
+    """The calibrations the answer may choose from (`--calibration`'s, else yours and the
+    built-in one), or None when no calibrated estimate was asked for."""
+    return _candidates(args.calibration) if wanted(args) else None

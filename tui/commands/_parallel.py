@@ -9,20 +9,16 @@ from typing import TYPE_CHECKING, Any
 
 from core import __version__
 from core.display_text import clean_text, json_safe
+from core.errors import ShardingError
 from core.estimate.estimate import QuantHint
 from core.measurement.engine import Engine
 from core.measurement.fields import RankFields
 from core.measurement.result import MeasuredPeak, MeasurementFailure
-from core.parallel.plan import ParallelPlan, estimate_parallel, parse_rank_limits
+from core.parallel.plan import ParallelPlan, parse_rank_limits
 from core.parallel.sharding import ParallelKind
-from tui.commands.shared.estimate_args import (
-    check_preset,
-    estimate_inputs,
-    parse_memory_limit_flag,
-)
+from tui.commands.shared.estimate_args import question_from_args
 from tui.commands.shared.measure_args import request_from_args
-from tui.commands.shared.output import EXIT_FAILED, ProgressLine, failure_line, warn
-from tui.model.presets import PRESETS_BY_KEY
+from tui.commands.shared.output import EXIT_FAILED, ProgressLine, failure_line, note, warn
 
 if TYPE_CHECKING:
     from hip_backend import ParallelRun, PreparedParallel
@@ -38,29 +34,43 @@ def parallel_plan(args: argparse.Namespace) -> ParallelPlan | None:
 
 
 def run_parallel(args: argparse.Namespace, quant: QuantHint) -> int:
-    """`vramscope inspect MODEL --tp N | --pp N`."""
+    """`vramscope inspect MODEL --tp N | --pp N`: the split's answer (one rank: the single
+    device, in the plan's form)."""
+    from core.answer.answer import Answer, answer
+    from core.answer.question import ModelFacts, Split
+    from core.answer.report import answer_json, answer_lines
+    from core.catalog.resolve import resolve_model
+    from core.catalog.split_source import resolve_parallel_model
     from core.estimate.report import to_json_pretty
     from core.parallel.report import format_parallel, parallel_report
-    from core.parallel.source import resolve_parallel_model
 
     plan = parallel_plan(args)
     assert plan is not None
     text = args.memory_limit
-    if text is not None and "," not in text and parse_memory_limit_flag(text) is None:
-        text = None  # `none`, or a 0 that said so in its warning line
-    limits = parse_rank_limits(text, plan.ranks)
-    if (preset := check_preset(args)) is not None:
-        limits = [PRESETS_BY_KEY[preset].bytes] * plan.ranks  # every rank is that device
-    inputs = estimate_inputs(args, quant)  # the limits are per rank
-    model, tensors = resolve_parallel_model(args.model, args.models_dir)
-    warn(inputs.resolved.warnings + model.warnings)
-    pe = estimate_parallel(model, tensors, plan, inputs.workload, inputs.resolved.settings, limits)
+    # A list gives each rank its own memory; one size (or a preset, free, total) is the
+    # device's, and every rank has it.
+    limits = parse_rank_limits(text, plan.ranks) if text is not None and "," in text else None
+    split = Split(plan.kind, plan.ranks, tuple(limits) if limits else None)
+    inputs = question_from_args(args, quant, split=split)
+    note(inputs.notes)
+    if plan.ranks == 1:
+        model = resolve_model(args.model, args.models_dir)
+        tensors = None
+    else:
+        model, tensors = resolve_parallel_model(args.model, args.models_dir)
+    warn(inputs.warnings + model.warnings)
+    found = answer(ModelFacts(model, args.model, tensors=tensors), inputs.question)
+    assert isinstance(found, Answer)  # a split is of the stored model
+    if found.split_problem is not None or found.plan is None:
+        raise ShardingError(found.split_problem or "the split cannot be made")
+    pe = found.plan
     warn(tuple(dict.fromkeys(w for r in pe.ranks for w in r.estimate.warnings)))
     if args.json:
-        print(to_json_pretty(parallel_report(model, pe, __version__)))
+        print(to_json_pretty(parallel_report(model, pe, __version__) | answer_json(found)))
     else:
         text = format_parallel(args.model, pe)  # family and names come from the folder
         print("".join(clean_text(line) + "\n" for line in text.splitlines()), end="")
+        print("\n".join(answer_lines(found)))
     return EXIT_FAILED if getattr(args, "check", False) and not pe.fits else 0
 
 

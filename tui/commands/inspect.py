@@ -6,18 +6,11 @@ import argparse
 from typing import Any
 
 from core import __version__
-from core.backend import resolve_backend
-from core.device.memory import MEMORY_CHOICES, device_available
 from core.errors import UsageError
-from core.estimate.estimate import estimate
 from core.units import format_bytes_short
-from tui.commands._calibrated import add_calibration_flags, calibrated_output, wanted
+from tui.commands._calibrated import add_calibration_flags, candidates, wanted
 from tui.commands._parallel import parallel_plan, run_parallel
-from tui.commands.shared.estimate_args import (
-    estimate_inputs,
-    parse_memory_limit_flag,
-    parse_quant_flag,
-)
+from tui.commands.shared.estimate_args import parse_quant_flag, question_from_args
 from tui.commands.shared.flags import (
     add_estimate_flags,
     add_hub_flags,
@@ -65,8 +58,11 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """`vramscope inspect`: the banner (or JSON) for one model."""
+    """`vramscope inspect`: the banner (or JSON) for one model, and vramscope's lines."""
     # Imported here, not with the parser: the explorer's start-up never needs them.
+    from core.answer.answer import Answer, answer
+    from core.answer.question import ModelFacts
+    from core.answer.report import answer_json, answer_lines
     from core.catalog.resolve import resolve_model
     from core.estimate.report import (
         DOES_NOT_FIT_NOTE,
@@ -80,52 +76,48 @@ def run(args: argparse.Namespace) -> int:
         if wanted(args):
             raise UsageError("--calibrated", "a calibrated estimate is single-device only")
         return run_parallel(args, quant)  # --check: exit 1 unless every rank fits
-    device, which = None, (args.memory_limit or "").strip().lower()
-    if which in MEMORY_CHOICES:  # vramscope's own reading; mlxcel's banner then uses it
-        available, device = device_available(which, resolve_backend(args.backend).backend)
-        note(device.notes)
-        inputs = estimate_inputs(args, quant, available=available)
-    else:
-        inputs = estimate_inputs(args, quant, parse_memory_limit_flag(args.memory_limit))
-    resolved = inputs.resolved
+    inputs = question_from_args(args, quant, identify=wanted(args))
+    note(inputs.notes)
     model = resolve_model(args.model, args.models_dir, hub=hub_options(args))
     note(model.notes)
-    warn(resolved.warnings + model.warnings)
-    est = estimate(model, inputs.workload, resolved.settings)
-    warn(est.warnings)
-    calibrated = (
-        calibrated_output(args, est, resolved.settings.backend.value) if wanted(args) else None
+    warn(inputs.warnings + model.warnings)
+    found = answer(
+        ModelFacts(model, args.model), inputs.question, candidates(args), args.calibration_engine
     )
+    assert isinstance(found, Answer)  # a stored model always has a number
+    est = found.estimate
+    warn(est.warnings)
+    device = found.question.device
+    calibrated = found.calibrated
     if args.json:
         report = inspect_report(model, est, __version__)
+        report |= answer_json(found)  # vramscope's, after mlxcel's keys
         if calibrated is not None:
-            line, report["calibrated"] = calibrated  # vramscope's, after mlxcel's keys
-            if report["calibrated"] is None:
-                warn([line.strip()])
-        if device is not None:  # vramscope's, after mlxcel's keys
-            report["device"] = {
-                "memory_limit": which,
-                "available_bytes": resolved.settings.available.bytes,
-                "available_source": resolved.settings.available.source,
-                **device.json(),
-            }
+            from core.calibration.report import calibrated_json
+
+            cal = calibrated.calibration
+            report["calibrated"] = calibrated_json(cal, est) if cal is not None else None
+            if calibrated.calibration is None:
+                warn([calibrated.line.strip()])
         print(to_json_pretty(report))
         return check_exit(args, est.fits)
     print(format_estimate(args.model, est, model.source))
     if not est.fits:
         print(DOES_NOT_FIT_NOTE)
-    if device is not None:  # vramscope's lines: which device and which figure
-        chosen = resolved.settings.available
+    print("\n".join(answer_lines(found)))
+    if device.reading is not None:  # vramscope's lines: which device and which figure
+        chosen = device.available
         print(
-            f"vramscope --memory-limit {which}: {format_bytes_short(chosen.bytes)} "
-            f"({chosen.bytes} bytes): {chosen.source}"
+            f"vramscope --memory-limit {device.memory.value}: "
+            f"{format_bytes_short(chosen.bytes)} ({chosen.bytes} bytes): {chosen.source}"
         )
-        print(f"vramscope {device.line}")
+        print(f"vramscope {device.reading.line}")
     if calibrated is not None:
-        print(calibrated[0])
+        print(calibrated.line)
     if args.verbose:
-        sizing = mlxcel_sizing(model, resolved.settings, args.max_tokens, args.batch)
-        print("\n".join(sizing_lines(sizing, resolved.settings.available)))
+        settings = found.question.settings
+        sizing = mlxcel_sizing(model, settings, args.max_tokens, args.batch)
+        print("\n".join(sizing_lines(sizing, settings.available, found.advice)))
     return check_exit(args, est.fits)
 
 

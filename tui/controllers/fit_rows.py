@@ -2,7 +2,7 @@
 
 One thread worker walks the catalog (`AppDeps.fit_models`: the same reads and what-if
 cache as `vramscope fit`) and turns each model into its rows with
-`core.answer.fit.model_rows` for the explorer's settings. It posts `FitRowsRead`
+`core.answer.fit.model_rows` for the explorer's question. It posts `FitRowsRead`
 with the first model's rows at once, then at most every `BATCH_S`, and a last one
 with `done`; the screen ranks and paints them. Closing the view sets `stop`, and
 the walk ends at the next model.
@@ -17,8 +17,8 @@ from typing import Any
 
 from textual.screen import Screen
 
+from core.answer.question import Question
 from core.catalog.entry import Catalog
-from core.estimate.estimate import EstimateSettings, Workload
 from tui.deps import AppDeps
 from tui.messages import FitPick, FitRowsRead
 
@@ -34,12 +34,10 @@ class FitRowsController:
         self._deps = deps
         self._stop = threading.Event()
 
-    def start(
-        self, catalog: Catalog | None, workload: Workload, settings: EstimateSettings
-    ) -> None:
-        """Walk `catalog` (None: build it first) on a thread worker."""
+    def start(self, catalog: Catalog | None, question: Question) -> None:
+        """Walk `catalog` (None: build it first) on a thread worker, asking `question`."""
         self._screen.run_worker(
-            lambda: self._walk(catalog, workload, settings),
+            lambda: self._walk(catalog, question),
             name="fit rows",
             group="fit-rows",
             thread=True,
@@ -54,9 +52,7 @@ class FitRowsController:
         with contextlib.suppress(Exception):  # the app quit meanwhile: nobody to tell
             self._screen.post_message(FitRowsRead(tuple(picks), tuple(skipped), done))
 
-    def _walk(
-        self, catalog: Catalog | None, workload: Workload, settings: EstimateSettings
-    ) -> None:
+    def _walk(self, catalog: Catalog | None, question: Question) -> None:
         from core.answer.fit import QUANTIZATION_CHOICES, model_rows
         from tui.render.fit_table import table_row
 
@@ -72,7 +68,7 @@ class FitRowsController:
                 if isinstance(model, str):
                     skipped.append(model)
                 else:
-                    rows = model_rows(model, QUANTIZATION_CHOICES, workload, settings)
+                    rows = model_rows(model, QUANTIZATION_CHOICES, question)
                     picks.extend(
                         FitPick(entry, row, table_row(row) if row.unavailable is None else ())
                         for row in rows

@@ -96,7 +96,9 @@ class Loader:
         self.backend = backend
         self.catalog: Catalog | str | None = None
         """The catalog, or why it could not be built (None until read)."""
-        self.detected: AvailableMemory | None = None
+        self.detected: dict[Backend, AvailableMemory] = {}
+        """mlxcel's detected available memory, per backend asked for (its walk reads the
+        backend's own device: amdgpu sysfs for ROCm, nvidia-smi for CUDA)."""
         self.device: DeviceMemory | None = None
         """The device's total, used and free memory (None until read, or unreadable)."""
         self.device_problem = ""
@@ -156,8 +158,9 @@ class Loader:
         else:
             start()
 
-    def read_all(self, model: str) -> None:
-        """The first reads: catalog, available memory, history and the model.
+    def read_all(self, model: str, backend: Backend | None = None) -> None:
+        """The first reads: catalog, available memory (for `backend`, the one the screen
+        opens on; this machine's when None), history and the model.
 
         The breakdown says at once what is being read; the reads themselves wait
         for `start_held_reads`, which the app calls once the first frame is painted:
@@ -166,7 +169,8 @@ class Loader:
         when the screen has settled.
         """
         self.read_model(model, None, first=True)  # first: the estimate waits for it
-        self._run("available", lambda: AvailableRead(self._probe_available()), first=True)
+        first = backend or self.backend  # the backend the screen opens on
+        self._run("available", self._available_read(first), first=True)
         # The list and the history wait for the model: on two cores, four reads and the
         # frames at once held the model's answer back by 50-60 ms.
         self._run("history", self._read_history, after_model=True)
@@ -187,6 +191,15 @@ class Loader:
         after, self._after_model = self._after_model, []
         for start in after:
             start()
+
+    def _available_read(self, backend: Backend) -> Callable[[], AvailableRead]:
+        return lambda: AvailableRead(self._probe_available(backend), backend)
+
+    def detect_for(self, backend: Backend) -> None:
+        """Detect the available memory for `backend`, once (a worker; the screen repaints
+        when it answers)."""
+        if backend not in self.detected and f"available-{backend.value}" not in self.waiting:
+            self._run(f"available-{backend.value}", self._available_read(backend))
 
     def read_history(self) -> None:
         """(Re-)read the measurement history."""
@@ -275,9 +288,10 @@ class Loader:
         self.waiting.discard("catalog")
 
     def take_available(self, message: AvailableRead) -> None:
-        """Keep the detected available memory."""
-        self.detected = message.available
+        """Keep the detected available memory (for its backend)."""
+        self.detected[message.backend] = message.available
         self.waiting.discard("available")
+        self.waiting.discard(f"available-{message.backend.value}")
 
     def take_device(self, message: DeviceRead) -> None:
         """Keep the device reading."""
@@ -305,12 +319,12 @@ class Loader:
 
     @property
     def trained_context(self) -> int | None:
-        """The model's `max_position_embeddings` (or the catalog's family default)."""
-        if self.snapshot is None:
-            return None
-        if self.snapshot.max_position_embeddings is not None:
-            return self.snapshot.max_position_embeddings
-        return self.entry.max_position_embeddings if self.entry else None
+        """What the model was trained for (`core.answer.context.trained_context`: the
+        config, the family's default, a rope scaling that stretches it)."""
+        from core.answer.context import trained_context
+
+        found = trained_context(self.snapshot.config) if self.snapshot is not None else None
+        return found.tokens if found is not None else None
 
     # --- the reads (worker threads): each failure becomes a value ---------------------
 
@@ -320,9 +334,9 @@ class Loader:
         except Exception as exc:  # a broken catalog must never take the app down
             return f"cannot list models: {type(exc).__name__}: {exc}"
 
-    def _probe_available(self) -> AvailableMemory:
+    def _probe_available(self, backend: Backend) -> AvailableMemory:
         try:
-            return self.deps.detect_available(self.backend)
+            return self.deps.detect_available(backend)
         except Exception as exc:  # a probe that breaks means "nothing detected"
             return AvailableMemory(0, f"detection failed: {type(exc).__name__}")
 

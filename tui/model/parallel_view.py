@@ -1,7 +1,7 @@
 """The explorer's split-load view: every rank's terms side by side, and the plan's verdict.
 
-Pure, given the tensor list: `core.parallel.plan` splits the model by mlx-lm's rules
-once per (model, plan), then each state is sized in microseconds. The table has
+Pure: a rendering of the split's `Answer` (`core.answer`: the model split by mlx-lm's
+rules once per (model, plan), then each state sized in microseconds). The table has
 one column per rank; every rank gets the explorer's available memory, unless the
 Devices row lists one size per device (`24GB,16GB`, read as `inspect --memory-limit
 A,B` reads it).
@@ -12,29 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from core.answer.answer import Answer
 from core.errors import ShardingError
-from core.estimate.available import AvailableMemory
-from core.model.snapshot import ModelSnapshot
-from core.parallel.plan import (
-    ParallelEstimate,
-    ParallelPlan,
-    ParallelSplit,
-    Tensor,
-    estimate_split,
-    largest_plan_context,
-    parse_rank_limits,
-    split_model,
-)
-from core.parallel.sharding import ParallelKind
+from core.parallel.plan import parse_rank_limits
 from core.units import format_bytes_short
 from tui.model.state import ExplorerState
-
-
-def plan_of(state: ExplorerState) -> ParallelPlan | None:
-    """The split the state asks for, or None for one device."""
-    if state.devices < 2:
-        return None
-    return ParallelPlan(ParallelKind(state.split), state.devices)
 
 
 def rank_limits(state: ExplorerState) -> list[int] | None:
@@ -59,42 +41,24 @@ def per_device_problem(state: ExplorerState) -> str:
 class ParallelView:
     """What the ranks panel shows."""
 
-    estimate: ParallelEstimate
-    largest_context: int | None
+    answer: Answer
     rows: tuple[tuple[str, tuple[str, ...]], ...]
     """(term, one cell per rank)."""
     verdict: str
     fits: bool
 
-
-def split_for(
-    model: ModelSnapshot, tensors: Sequence[Tensor] | None, plan: ParallelPlan
-) -> ParallelSplit | str:
-    """The model split by mlx-lm's rules, or the one-line reason it cannot be."""
-    if tensors is None:
-        return f"{plan.kind.label}: no tensor shapes for this model (safetensors headers needed)"
-    try:
-        return split_model(model, tensors, plan)
-    except ShardingError as exc:
-        return str(exc)
+    @property
+    def largest_context(self) -> str:
+        """`largest context that fits the plan: 32,768 tokens, the trained context (...)`."""
+        if self.answer.context.tokens is None:
+            return "no context fits the plan"
+        return f"largest context that fits the plan: {self.answer.context.words}"
 
 
-def parallel_view(
-    model: ModelSnapshot,
-    split: ParallelSplit,
-    state: ExplorerState,
-    available: AvailableMemory,
-    limit: int,
-    rank_available: Sequence[int] | None = None,
-) -> ParallelView:
-    """Every rank at the state's workload against its own available memory (the
-    Available value when `rank_available` is None), and the largest context the plan fits."""
-    settings = state.settings(available)
-    pe = estimate_split(model, split, state.workload(), settings, rank_available)
-    largest = largest_plan_context(
-        model, split, state.workload(), settings, rank_available, limit=limit
-    )
-    ranks = pe.ranks
+def parallel_view(plan: Answer) -> ParallelView:
+    """Every rank of a split's answer against its own available memory, its verdict and
+    the largest context the plan fits (capped at the trained context)."""
+    ranks = plan.ranks
 
     def cells(values: Sequence[int]) -> tuple[str, ...]:
         return tuple(format_bytes_short(v) for v in values)
@@ -120,8 +84,12 @@ def parallel_view(
             ),
         ),
     )
-    if pe.fits:
+    fits = bool(plan.fits)
+    if fits:
         verdict = f"PLAN FITS: all {len(ranks)} ranks"
     else:
-        verdict = "PLAN DOES NOT FIT: rank " + ", ".join(str(r) for r in pe.failing_ranks)
-    return ParallelView(pe, largest, rows, verdict, pe.fits)
+        failing = ", ".join(str(r.rank) for r in ranks if not r.fits)
+        verdict = f"PLAN DOES NOT FIT: rank {failing}"
+    if plan.past_trained and plan.trained is not None:
+        verdict += f" (at {plan.question.workload.max_tokens:,} tokens: past the trained context)"
+    return ParallelView(plan, rows, verdict, fits)

@@ -1,23 +1,10 @@
-"""Available-memory choices: this machine's detected budget, device presets, or a typed size.
-
-A GPU preset is the limit MLX itself would use on that device (80% of its
-memory, `core.estimate.available.mlx_device_limit`), which is what mlxcel compares the
-total against; on gfx1151 with 96 GiB of VRAM that is the 76.80 GiB of
-mlxcel's worked example. Apple presets are the unified memory size, mlxcel's
-`hw.memsize` step.
-
-Each preset also names its device's backend (an NVIDIA card CUDA, an AMD card ROCm,
-Apple silicon Metal): `--preset` selects it unless `--backend` is given, so
-`--preset rtx4090` no longer keeps ROCm's 1 GiB in-flight reserve.
-"""
+"""The explorer's Available choices: this machine's detected budget, this device's total
+or free memory, a typed size, or a device preset (`core.answer.presets`, shared with the
+command line's `--preset`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from core.backend import Backend, BackendChoice
-from core.estimate.available import AvailableMemory, mlx_device_limit
-from core.units import GIB
+from core.answer.presets import PRESETS, PRESETS_BY_KEY, MemoryPreset, preset_keys
 
 DETECTED = "detected"
 CUSTOM = "custom"
@@ -26,76 +13,14 @@ DEVICE_FREE = "device-free"
 DEVICE_KEYS = {DEVICE_TOTAL: "total", DEVICE_FREE: "free"}
 """This device's total or free memory, read as `--memory-limit total|free` reads it."""
 
-
-@dataclass(frozen=True)
-class MemoryPreset:
-    """A named device and the available bytes mlxcel would see on it."""
-
-    key: str
-    label: str
-    """What the picker shows."""
-    bytes: int
-    source: str
-    """Where the number comes from, for the header and the Available row."""
-    backend: Backend
-    """The backend mlxcel is built for on that device."""
-    gfx: str | None = None
-    """An AMD card's gfx target: the device a calibration must be for (None: any)."""
-
-    def available(self) -> AvailableMemory:
-        """The preset as the estimate's available memory."""
-        return AvailableMemory(self.bytes, f"{self.label} preset ({self.source})")
-
-
-def _gpu(
-    key: str, label: str, gib: int, backend: Backend = Backend.ROCM, gfx: str | None = None
-) -> MemoryPreset:
-    limit = mlx_device_limit(gib * GIB)
-    return MemoryPreset(key, f"{label} {gib} GiB", limit, "MLX limit: 80%", backend, gfx)
-
-
-def _apple(gb: int) -> MemoryPreset:
-    return MemoryPreset(
-        f"apple-{gb}",
-        f"Apple M-series {gb} GB",
-        gb * GIB,
-        "unified memory, hw.memsize",
-        Backend.METAL,
-    )
-
-
-PRESETS: tuple[MemoryPreset, ...] = (
-    _gpu("gfx1151", "Radeon 8060S gfx1151", 96, gfx="gfx1151"),
-    _gpu("mi300x", "Instinct MI300X", 192, gfx="gfx942"),
-    _gpu("w7900", "Radeon PRO W7900", 48, gfx="gfx1100"),
-    _gpu("r9700", "Radeon AI PRO R9700", 32, gfx="gfx1201"),
-    _gpu("rx7900xtx", "Radeon RX 7900 XTX", 24, gfx="gfx1100"),
-    _gpu("h100", "NVIDIA H100", 80, Backend.CUDA),
-    _gpu("rtx4090", "GeForce RTX 4090", 24, Backend.CUDA),
-    *(_apple(gb) for gb in (16, 24, 32, 36, 48, 64, 96, 128, 192, 512)),
-)
-
-PRESETS_BY_KEY = {p.key: p for p in PRESETS}
-
-
-def preset_device(preset: str | None) -> str | None:
-    """The device a preset names for choosing a calibration (its gfx target), or None.
-
-    Without it the built-in gfx1151 calibration would be held against a 24 GiB discrete
-    card as readily as against the APU it was fitted on.
-    """
-    found = PRESETS_BY_KEY.get(preset) if preset is not None else None
-    return found.gfx if found is not None else None
-
-
-def preset_keys() -> tuple[str, ...]:
-    """Every preset key (the `--preset` choices)."""
-    return tuple(PRESETS_BY_KEY)
-
-
-def preset_backend(flag: str, preset: str | None) -> BackendChoice | None:
-    """The backend `--preset` selects where `--backend` is `auto`; None otherwise (the
-    flag, or this machine's, decides)."""
-    if flag != "auto" or preset is None or preset not in PRESETS_BY_KEY:
-        return None
-    return BackendChoice(PRESETS_BY_KEY[preset].backend, False, f"chosen by --preset {preset}")
+__all__ = [
+    "CUSTOM",
+    "DETECTED",
+    "DEVICE_FREE",
+    "DEVICE_KEYS",
+    "DEVICE_TOTAL",
+    "PRESETS",
+    "PRESETS_BY_KEY",
+    "MemoryPreset",
+    "preset_keys",
+]

@@ -8,7 +8,6 @@ exists only when the term is non-zero.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -18,7 +17,7 @@ from core.estimate.estimate import MemoryEstimate
 from core.units import format_bytes_short
 
 if TYPE_CHECKING:
-    from core.calibration.record import Calibration
+    from core.answer.calibrated import CalibratedAnswer
 
 INFLIGHT_OFF_HINT = "off: unbounded in-flight set, not modelled"
 
@@ -60,22 +59,6 @@ class Verdict:
 
 
 @dataclass(frozen=True)
-class CalibratedVerdict:
-    """vramscope's calibrated total beside mlxcel's, as `inspect --calibrated` prints it."""
-
-    line: str
-    """`Calibrated (vramscope, 18 runs on gfx1151): 17.81 GiB (...), fits  (...)`:
-    `core.calibration.report.calibrated_line`, to the character."""
-    total_bytes: int
-    fits: bool
-
-    @property
-    def label(self) -> str:
-        """`FITS` or `DOES NOT FIT`."""
-        return "FITS" if self.fits else "DOES NOT FIT"
-
-
-@dataclass(frozen=True)
 class EstimateView:
     """Everything the breakdown shows for one estimate."""
 
@@ -86,8 +69,10 @@ class EstimateView:
     warnings: tuple[str, ...] = ()
     sizing: str = ""
     """What mlxcel would size from this estimate (`tui.model.sizing.sizing_line`)."""
-    calibrated: CalibratedVerdict | None = None
-    """vramscope's calibrated total and verdict, when a calibration applies."""
+    calibrated: CalibratedAnswer | None = None
+    """vramscope's calibrated total and verdict, when a calibration applies (the answer's)."""
+    calibration_note: str = ""
+    """Why no calibration applies to this device, when there were some to choose from."""
     held_against_calibrated: bool = False
     """The verdict shown (colour, summary) is the calibrated one (`v`); mlxcel's otherwise."""
 
@@ -137,40 +122,9 @@ def breakdown_rows(est: MemoryEstimate, available: AvailableMemory) -> list[Brea
     return rows
 
 
-def calibrated_verdict(
-    calibrations: Sequence[Calibration],
-    est: MemoryEstimate,
-    backend: str,
-    device: str | None = None,
-) -> CalibratedVerdict | None:
-    """The calibrated verdict for the estimate's backend (and `device`, a preset's gfx
-    target), chosen as `inspect --calibrated` chooses (your latest calibration before
-    the built-in one); None when none applies."""
-    from core.calibration.report import calibrated_line, calibrated_total
-    from core.calibration.select import choose
-
-    cal = choose(calibrations, backend, device=device)
-    if cal is None:
-        return None
-    total = calibrated_total(cal, est)
-    return CalibratedVerdict(calibrated_line(cal, est).strip(), total, total <= est.available_bytes)
-
-
 def verdict(est: MemoryEstimate) -> Verdict:
     """The banner's FITS / DOES NOT FIT line."""
     return Verdict(True, est.slack_bytes) if est.fits else Verdict(False, est.overflow_bytes)
-
-
-def context_limit_text(limit: FitLimit, trained: int | None) -> str:
-    """`Largest context that fits` in words."""
-    if limit.value is None or limit.value == 0:
-        return "none: the model does not fit even with an empty context"
-    if limit.unbounded:
-        return f"any (still fits at {limit.value:,} tokens: the KV cache stops growing)"
-    text = f"{limit.value:,} tokens"
-    if trained is not None:
-        text += f" (trained: {trained:,})"
-    return text
 
 
 def inflight_limit_text(limit: FitLimit | None, backend_label: str) -> str:

@@ -11,6 +11,7 @@ the explorer's estimate panel ("mlxcel would size …") and in
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from core.backend import Backend
 from core.estimate.available import AvailableMemory
@@ -26,6 +27,9 @@ from core.estimate.estimate import DEFAULT_CTX_LEN, EstimateSettings, Workload, 
 from core.estimate.prompt_cache import PromptCacheCapacity, prompt_cache_capacity
 from core.model.snapshot import ModelSnapshot
 from core.units import GIB, format_bytes_short
+
+if TYPE_CHECKING:
+    from core.answer.advice import Advice
 
 PAGED_BLOCK_TOKENS = 16
 """The paged pool's block size in tokens (mlxcel's default)."""
@@ -84,8 +88,12 @@ def sizing_line(s: MlxcelSizing) -> str:
     )
 
 
-def sizing_lines(s: MlxcelSizing, available: AvailableMemory) -> list[str]:
-    """`inspect --verbose`'s section, one fact a line."""
+def sizing_lines(
+    s: MlxcelSizing, available: AvailableMemory, advice: Advice | None = None
+) -> list[str]:
+    """`inspect --verbose`'s section, one fact a line; mlxcel's `--recommend-quant` is
+    labelled as mlxcel's rule (off Apple it always says INT4, whatever the model is), and
+    vramscope's `advice` (which never suggests what the model already is) follows it."""
     blocks = "n/a (no KV geometry)" if s.paged_blocks is None else f"{s.paged_blocks:,}"
     return [
         "=== What mlxcel would size ===",
@@ -96,5 +104,11 @@ def sizing_lines(s: MlxcelSizing, available: AvailableMemory) -> list[str]:
         f"  Prompt cache:             {s.prompt_cache.store} store,"
         f" {s.prompt_cache.capacity_bytes:,} bytes"
         f" (entry {s.prompt_cache.entry_bytes:,} bytes)",
-        f"  --recommend-quant:        {s.quant.quant.upper()} ({s.quant.reason})",
+        f"  --recommend-quant:        {s.quant.quant.upper()} ({s.quant.reason})"
+        + ("; mlxcel's rule, blind to how the model is stored" if advice is not None else ""),
+        *(
+            [f"  vramscope's advice:       {advice.stored_words}; {line}" for line in advice.lines]
+            if advice is not None
+            else []
+        ),
     ]

@@ -10,8 +10,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from core.answer.device import (
+    Device,
+    DeviceRequest,
+    MachineReadings,
+    MemoryRequest,
+    MemorySource,
+    resolve_backend,
+    resolve_device,
+)
+from core.answer.quantization import Quantization
+from core.answer.question import ONE_DEVICE, Question, Split
 from core.backend import Backend, BackendChoice
 from core.environment import resolve_settings
 from core.estimate.activation import ACTIVATION_BUFFER_MULT
@@ -20,7 +30,7 @@ from core.estimate.estimate import DEFAULT_CTX_LEN, EstimateSettings, QuantHint,
 from core.estimate.headroom import DEFAULT_HEADROOM_FACTOR
 from core.estimate.inflight import ROCM_DEFAULT_MAX_INFLIGHT_MB
 from core.measurement.engine import DEFAULT_ENGINE, Engine
-from core.units import format_bytes_short
+from core.parallel.sharding import ParallelKind
 from tui.model.presets import (
     CUSTOM,
     DETECTED,
@@ -28,11 +38,7 @@ from tui.model.presets import (
     DEVICE_KEYS,
     DEVICE_TOTAL,
     PRESETS_BY_KEY,
-    preset_backend,
 )
-
-if TYPE_CHECKING:  # the device reading: core.device is read by a worker, not for frame one
-    from core.device.memory import DeviceMemory
 
 STORED = "stored"
 QUANTIZE_AS = (STORED, "mlx-8bit", "mlx-4bit")
@@ -53,20 +59,16 @@ class MemoryChoice:
     """`detected`, `custom` or a preset key."""
     custom_bytes: int = 0
 
-    def resolve(
-        self, detected: AvailableMemory | None, device: DeviceMemory | None = None
-    ) -> AvailableMemory | None:
-        """The available memory this choice means (None while detection, or the device
-        reading for `device-free` / `device-total`, is pending)."""
+    def request(self) -> MemoryRequest:
+        """This choice as the one device resolution reads it (`core.answer.device`)."""
         if self.key == DETECTED:
-            return detected
+            return MemoryRequest()
         if self.key in DEVICE_KEYS:
-            from core.device.memory import device_budget
-
-            return device_budget(DEVICE_KEYS[self.key], device) if device else None
+            free = DEVICE_KEYS[self.key] == "free"
+            return MemoryRequest(MemorySource.DEVICE_FREE if free else MemorySource.DEVICE_TOTAL)
         if self.key == CUSTOM:
-            return AvailableMemory(self.custom_bytes, "typed size")
-        return PRESETS_BY_KEY[self.key].available()
+            return MemoryRequest(MemorySource.SIZE, size=self.custom_bytes, size_words="typed size")
+        return MemoryRequest(MemorySource.PRESET, preset=self.key)
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,22 @@ class ExplorerState:
         """The estimate's workload."""
         return Workload(self.max_tokens, self.batch, self.kv_int8, self.quant)
 
+    def question(self, device: Device, rank_available: tuple[int, ...] | None = None) -> Question:
+        """The question this state asks of `device` (with `rank_available`: each rank's
+        memory, from the Per device list)."""
+        split = ONE_DEVICE
+        if self.devices > 1:
+            split = Split(ParallelKind(self.split), self.devices, rank_available)
+        return Question(
+            workload=self.workload(),
+            device=device,
+            quantize_as=Quantization(self.quantize_as),
+            split=split,
+            inflight_mib=self.inflight_mib,
+            headroom_factor=self.headroom_factor,
+            activation_mult=self.activation_mult,
+        )
+
     def settings(self, available: AvailableMemory) -> EstimateSettings:
         """The estimate's settings against a given available memory."""
         return EstimateSettings(
@@ -142,28 +160,13 @@ class LaunchOptions:
     models_dirs: tuple[Path, ...] = ()
 
 
-def choose_backend(flag: str, machine: BackendChoice, preset: str | None = None) -> BackendChoice:
-    """The starting backend: the flag, else the preset's device's, else this machine's;
-    ROCm when no GPU is found.
-
-    With no GPU the choice falls on ROCm so the in-flight reserve, the term this
-    tool exists to show, is on screen; the header says it was chosen.
-    """
-    if flag != "auto":
-        return BackendChoice(Backend(flag), False, "chosen with --backend")
-    if (by_preset := preset_backend(flag, preset)) is not None:
-        return by_preset
-    if machine.backend is Backend.CPU:
-        return BackendChoice(Backend.ROCM, False, "chosen: no GPU detected")
-    return machine
-
-
 def initial_state(
-    options: LaunchOptions, env: Mapping[str, str | None], start: BackendChoice
+    options: LaunchOptions, env: Mapping[str, str | None], machine: BackendChoice
 ) -> tuple[ExplorerState, tuple[str, ...]]:
     """The first state and any warnings about ignored environment values."""
+    backend = start_backend(options, machine)
     resolved = resolve_settings(
-        start.backend, env, inflight_flag=options.inflight_raw, available=_PENDING
+        backend, env, inflight_flag=options.inflight_raw, available=_PENDING
     )
     if options.preset is not None:
         memory = MemoryChoice(options.preset)
@@ -182,7 +185,7 @@ def initial_state(
         headroom_factor=resolved.settings.headroom_factor,
         activation_mult=resolved.settings.activation_mult,
         inflight_mib=resolved.inflight.mib,
-        backend=start.backend,
+        backend=backend,
         memory=memory,
         backend_pinned=options.backend != "auto",
     )
@@ -199,28 +202,42 @@ def with_memory(state: ExplorerState, choice: MemoryChoice) -> ExplorerState:
     return replace(state, memory=choice, backend=preset.backend)
 
 
-def backend_status(current: Backend, start: BackendChoice, machine: BackendChoice) -> str:
-    """The header's backend words: detected here, or chosen (and what was detected)."""
-    if current is start.backend:
-        if start.detected:
-            return f"{current.label} · detected ({start.reason})"
-        return f"{current.label} · {start.reason}"
-    if machine.backend is Backend.CPU:
-        return f"{current.label} · chosen (no GPU detected)"
-    return f"{current.label} · chosen (this machine: {machine.backend.label})"
+def shown_quantization(state: ExplorerState, what_ifs: Mapping[str, int | str]) -> Quantization:
+    """The quantization the screen answers for: "Quantize as"'s, where its what-if has a
+    number for this model; as stored otherwise (the control says why not)."""
+    chosen = Quantization(state.quantize_as)
+    return chosen if isinstance(what_ifs.get(chosen.word), int) else Quantization.STORED
 
 
-def backend_status_short(current: Backend, start: BackendChoice) -> str:
-    """The header's backend words when space is short: `ROCm · detected` or `· chosen`."""
-    detected = current is start.backend and start.detected
-    return f"{current.label} · {'detected' if detected else 'chosen'}"
+def what_ifs_by_kind(what_ifs: Mapping[str, int | str]) -> dict[Quantization, int | str]:
+    """The loader's what-ifs (by `--quantizations` word) by their kind."""
+    return {Quantization(word): value for word, value in what_ifs.items()}
 
 
-def available_status(available: AvailableMemory | None) -> str:
-    """The header's available-memory words."""
-    if available is None:
-        return "available memory: detecting…"
-    return f"{format_bytes_short(available.bytes)} available · {available.source}"
+def explorer_request(state: ExplorerState, machine: BackendChoice) -> DeviceRequest:
+    """The state as a device request: its backend is "auto" while it is the one the
+    command line would pick by itself (the preset's, else this machine's), so the header
+    names the same reason `inspect` does; any other is the user's choice."""
+    auto = DeviceRequest(memory=state.memory.request())
+    if not state.backend_pinned:
+        picked, _, _ = resolve_backend(auto, MachineReadings(machine))
+        if picked is state.backend:
+            return auto
+    return replace(auto, backend=state.backend, backend_words="chosen")
+
+
+def explorer_device(state: ExplorerState, machine: MachineReadings) -> Device:
+    """The device the screen answers for: `core.answer.device.resolve_device` over the
+    state and the readings (DevicePending while one it needs is unread)."""
+    return resolve_device(explorer_request(state, machine.detected), machine)
+
+
+def start_backend(options: LaunchOptions, machine: BackendChoice) -> Backend:
+    """The backend the explorer opens on: what `inspect` with the same flags picks."""
+    preset = options.preset
+    memory = MemoryRequest(MemorySource.PRESET, preset=preset) if preset else MemoryRequest()
+    flag = None if options.backend == "auto" else Backend(options.backend)
+    return resolve_backend(DeviceRequest(flag, memory=memory), MachineReadings(machine))[0]
 
 
 BACKEND_ORDER: tuple[Backend, ...] = (Backend.ROCM, Backend.CUDA, Backend.METAL, Backend.CPU)

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-from core.answer.solve import largest_fitting_context, largest_fitting_inflight
+from core.answer.answer import WHAT_IF_RULE, Answer, WhatIf
 from core.catalog.entry import CatalogEntry
 from core.estimate.available import AvailableMemory
-from core.estimate.estimate import EstimateSettings, MemoryEstimate, estimate
+from core.estimate.estimate import EstimateSettings, MemoryEstimate, Workload, estimate
 from core.estimate.weights import WeightsSource
 from core.measurement.comparison import held_against_estimate
 from core.measurement.history import HistoryRead
@@ -25,14 +25,11 @@ from tui.model.command_lines import mlxcel_command, vramscope_command
 from tui.model.measure_plan import model_names
 from tui.model.measure_state import Measurements, PanelView, result_words, run_differences
 from tui.model.names import model_arg
-from tui.model.presets import preset_device
 from tui.model.rows import (
     INFLIGHT_OFF_HINT,
     BreakdownRow,
     EstimateView,
     breakdown_rows,
-    calibrated_verdict,
-    context_limit_text,
     inflight_limit_text,
     verdict,
 )
@@ -40,10 +37,6 @@ from tui.model.scales import FALLBACK_MAX_TOKENS, short_tokens
 from tui.model.sizing import mlxcel_sizing, sizing_line
 from tui.model.split_words import launch_command, memory_limit_text, with_plan_flag
 from tui.model.state import ExplorerState
-
-if TYPE_CHECKING:  # a split's view: core.parallel.plan is imported with the first split
-    from core.calibration.record import Calibration
-    from tui.model.parallel_view import ParallelView
 
 
 @dataclass(frozen=True)
@@ -55,25 +48,15 @@ class ExplorerViews:
     chart: ChartData
 
 
-WHAT_IF_RULE = "mlx-lm 0.32.2 quantize rule"
-
-
-def what_if_snapshot(snapshot: ModelSnapshot, weights_bytes: int) -> ModelSnapshot:
-    """The model with the weights term replaced by a what-if's (as `vramscope fit` does)."""
-    return replace(snapshot, weights=replace(snapshot.weights, bytes=weights_bytes))
-
-
-def what_if_rows(
-    rows: Sequence[BreakdownRow], scheme: str, stored_bytes: int
-) -> tuple[BreakdownRow, ...]:
+def what_if_rows(rows: Sequence[BreakdownRow], what_if: WhatIf) -> tuple[BreakdownRow, ...]:
     """The breakdown of a what-if: its weights and total say whose figures they are."""
     out = []
     for row in rows:
         if row.key == "weights":
             row = replace(
                 row,
-                note=f"vramscope what-if {scheme} ({WHAT_IF_RULE}), not mlxcel's; "
-                f"stored: {format_bytes_short(stored_bytes)}",
+                note=f"vramscope what-if {what_if.quantization.word} ({WHAT_IF_RULE}), not "
+                f"mlxcel's; stored: {format_bytes_short(what_if.stored_weights_bytes)}",
             )
         elif row.key == "total":
             row = replace(row, note="mlxcel's formula over vramscope's what-if weights")
@@ -82,40 +65,28 @@ def what_if_rows(
 
 
 def build_views(
-    snapshot: ModelSnapshot,
-    state: ExplorerState,
-    available: AvailableMemory,
-    trained: int | None,
-    points: tuple[Point, ...] = (),
-    calibrations: Sequence[Calibration] = (),
-    what_if: tuple[str, int] | None = None,
+    found: Answer, held_against_calibrated: bool = False, points: tuple[Point, ...] = ()
 ) -> ExplorerViews:
-    """The estimate, the breakdown with both limits and (when one of `calibrations`
-    applies) vramscope's calibrated verdict, and the chart's data (with `points`,
-    measured peaks); `what_if` (the scheme and the stored weight bytes) labels a
-    snapshot whose weights are a what-if's."""
-    settings = state.settings(available)
-    workload = state.workload()
-    est = estimate(snapshot, workload, settings)
+    """The breakdown of one device's answer (its rows, both limits, the calibrated verdict
+    where a calibration applies to the device, why not where none does) and the chart's
+    data (with `points`, measured peaks)."""
+    est = found.estimate
+    q = found.question
+    available = q.device.available
     rows = tuple(breakdown_rows(est, available))
+    cal = found.calibrated
     view = EstimateView(
-        rows=what_if_rows(rows, *what_if) if what_if else rows,
+        rows=what_if_rows(rows, found.what_if) if found.what_if else rows,
         verdict=verdict(est),
-        context_limit=context_limit_text(
-            largest_fitting_context(snapshot, workload, settings), trained
-        ),
-        inflight_limit=inflight_limit_text(
-            largest_fitting_inflight(snapshot, workload, settings), state.backend.label
-        ),
-        warnings=(*snapshot.warnings, *est.warnings),
-        sizing=_sizing(snapshot, settings, state),
-        calibrated=calibrated_verdict(
-            calibrations, est, state.backend.value, preset_device(state.memory.key)
-        )
-        if calibrations
-        else None,
-        held_against_calibrated=state.calibrated_verdict,
+        context_limit=found.context.words,
+        inflight_limit=inflight_limit_text(found.inflight_limit, q.device.backend.label),
+        warnings=found.warnings,
+        sizing=_sizing(found.snapshot, q.settings, q.workload),
+        calibrated=cal if cal is not None and cal.calibration is not None else None,
+        calibration_note=cal.reason if cal is not None else "",
+        held_against_calibrated=held_against_calibrated,
     )
+    snapshot, workload, settings = found.snapshot, q.workload, q.settings
 
     def totals(contexts: Sequence[int]) -> list[int]:
         return [
@@ -123,10 +94,11 @@ def build_views(
             for n in contexts
         ]
 
+    trained = found.trained
     chart = ChartData(
         totals=totals,
-        top_tokens=trained or FALLBACK_MAX_TOKENS,
-        current_tokens=state.max_tokens,
+        top_tokens=trained.tokens if trained else FALLBACK_MAX_TOKENS,
+        current_tokens=workload.max_tokens,
         available=available.bytes,
         # Equal keys reuse the chart's totals: moving only the context moves only the marker.
         key=(id(snapshot), replace(workload, max_tokens=0), settings),
@@ -135,9 +107,9 @@ def build_views(
     return ExplorerViews(est, view, chart)
 
 
-def _sizing(snapshot: ModelSnapshot, settings: EstimateSettings, state: ExplorerState) -> str:
+def _sizing(snapshot: ModelSnapshot, settings: EstimateSettings, workload: Workload) -> str:
     try:
-        return sizing_line(mlxcel_sizing(snapshot, settings, state.max_tokens, state.batch))
+        return sizing_line(mlxcel_sizing(snapshot, settings, workload.max_tokens, workload.batch))
     except Exception as exc:  # derived sizes must never hide the estimate itself
         return f"cannot tell ({type(exc).__name__}: {exc})"
 
@@ -285,59 +257,71 @@ class ScreenWords:
 
     def summary(
         self,
-        est: MemoryEstimate | None,
-        split: ParallelView | str | None = None,
+        found: Answer | None,
+        plan: Answer | None = None,
         view: EstimateView | None = None,
     ) -> Summary:
-        """The summary line for this estimate (None: reading or failed); with several
-        devices, the plan's verdict and its fullest rank (`split`: the ranks' view, or
-        why the model cannot be split), never the one-device figure; with `view` held
-        against the calibrated verdict (`v`), vramscope's calibrated total and verdict."""
+        """The summary line for one device's answer (None: reading or failed); with several
+        devices, the plan's verdict and its fullest rank (`plan`: the split's answer),
+        never the one-device figure; with `view` held against the calibrated verdict
+        (`v`), vramscope's calibrated total and verdict. A context past the model's
+        trained one says so."""
         name = self.name + (" (weights: analytical estimate)" if self.analytical else "")
-        if est is None:
+        if found is None:
             return Summary(name, self.problem or "reading…", activity=self.activity)
-        if isinstance(split, str):
-            return Summary(name, f"no split: {split}", activity=self.activity)
-        if split is not None:
-            return self._plan_summary(name, split)
-        detail = (
-            f"{self.max_tokens:,} tokens · total {format_bytes_short(est.total_bytes)}"
-            f" of {format_bytes_short(est.available_bytes)}"
-        )
-        short = (
-            f"{short_tokens(self.max_tokens)} · {format_bytes_short(est.total_bytes)}"
-            f" of {format_bytes_short(est.available_bytes)}"
-        )
+        if plan is not None:
+            if plan.split_problem is not None:
+                return Summary(name, f"no split: {plan.split_problem}", activity=self.activity)
+            return self._plan_summary(name, plan)
+        est = found.estimate
+        tokens, short_t, tiny_t = self._tokens(found)
+        of = format_bytes_short(est.available_bytes)
+        total = format_bytes_short(est.total_bytes)
         if view is not None and view.calibrated_basis and view.calibrated is not None:
             cal = view.calibrated
-            total = format_bytes_short(cal.total_bytes)
-            of = format_bytes_short(est.available_bytes)
-            detail = (
-                f"{self.max_tokens:,} tokens · vramscope calibrated {total} of {of}"
-                f" (mlxcel's {format_bytes_short(est.total_bytes)})"
-            )
-            short = f"{short_tokens(self.max_tokens)} · calibrated {total} of {of}"
+            cal_total = format_bytes_short(cal.total_bytes or 0)
+            detail = f"{tokens} · vramscope calibrated {cal_total} of {of} (mlxcel's {total})"
+            short = f"{short_t} · calibrated {cal_total} of {of}"
             label = f"{cal.label} (calibrated)"
-            tiny = f"{short_tokens(self.max_tokens)} · calibrated {total}"
+            tiny = f"{tiny_t} · calibrated {cal_total}"
             return Summary(name, detail, short, cal.fits, label, self.activity, tiny=tiny)
-        tiny = f"{short_tokens(self.max_tokens)} · {format_bytes_short(est.total_bytes)}"
         v = verdict(est)
-        return Summary(name, detail, short, v.fits, v.label, self.activity, tiny=tiny)
-
-    def _plan_summary(self, name: str, split: ParallelView) -> Summary:
-        ranks = split.estimate.ranks
-        # The rank nearest its own limit (devices may differ), the largest peak on a tie.
-        fullest = max(
-            ranks, key=lambda r: (r.peak_bytes - r.estimate.available_bytes, r.peak_bytes)
+        return Summary(
+            name,
+            f"{tokens} · total {total} of {of}",
+            f"{short_t} · {total} of {of}",
+            v.fits,
+            v.label,
+            self.activity,
+            tiny=f"{tiny_t} · {total}",
         )
+
+    def _tokens(self, found: Answer) -> tuple[str, str, str]:
+        """The context in three widths, flagged when past the trained context."""
+        n = self.max_tokens
+        trained = found.trained
+        if found.past_trained and trained is not None:
+            return (
+                f"{n:,} tokens (past the trained {trained.tokens:,})",
+                f"{short_tokens(n)} (> trained {short_tokens(trained.tokens)})",
+                f"{short_tokens(n)}!",
+            )
+        return f"{n:,} tokens", short_tokens(n), short_tokens(n)
+
+    def _plan_summary(self, name: str, plan: Answer) -> Summary:
+        fullest = plan.fullest_rank
+        assert fullest is not None
+        assert plan.fits is not None
         peak, room = fullest.peak_bytes, fullest.estimate.available_bytes
         of = f"{format_bytes_short(peak)} of {format_bytes_short(room)}"
-        kind = split.estimate.plan.kind.value.upper()
-        detail = f"{len(ranks)}×{kind} · {self.max_tokens:,} tokens · fullest rank {of}"
-        short = f"{len(ranks)}×{kind} · {short_tokens(self.max_tokens)} · {of}"
-        tiny = f"{len(ranks)}×{kind} · {short_tokens(self.max_tokens)} · {format_bytes_short(peak)}"
-        label = "PLAN FITS" if split.fits else "PLAN DOES NOT FIT"
-        return Summary(name, detail, short, split.fits, label, self.activity, tiny=tiny)
+        split = plan.question.split
+        head = f"{split.ranks}×{split.kind.value.upper()}"
+        tokens, short_t, tiny_t = self._tokens(plan)
+        detail = f"{head} · {tokens} · fullest rank {of}"
+        short = f"{head} · {short_t} · {of}"
+        tiny = f"{head} · {tiny_t} · {format_bytes_short(peak)}"
+        label = "PLAN FITS" if plan.fits else "PLAN DOES NOT FIT"
+        return Summary(name, detail, short, plan.fits, label, self.activity, tiny=tiny)
 
 
 CHART_TITLE = "Total against context (log scale)"

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from core.answer.fit import WHAT_IF_FORMULA, FitRow, rank_key
 from core.calibration.record import Calibration
-from core.calibration.report import calibration_words, no_calibration_line, row_calibrated_total
+from core.calibration.report import calibration_words
 from core.display_text import clean_text
 from core.units import format_bytes_short
 
@@ -23,43 +23,56 @@ class CalibratedColumn:
     calibration: Calibration | None
     available_bytes: int
     backend: str
+    reason: str = ""
+    """Why no calibration applies to the device ("" when one does)."""
 
     def cell(self, row: FitRow) -> str:
-        """`17.81 GiB fits`, `19.2 GiB DOES NOT FIT`, or `none` (no calibration applies)."""
-        total = row_calibrated_total(self.calibration, row) if self.calibration else None
-        if total is None:
+        """`17.81 GiB fits`, `19.2 GiB DOES NOT FIT`, or `none` (no calibration applies):
+        the row's own answer's calibrated total."""
+        cal = row.found.calibrated if row.found is not None else None
+        if cal is None or cal.total_bytes is None:
             return "none"
-        verdict = "fits" if total <= self.available_bytes else "DOES NOT FIT"
-        return f"{format_bytes_short(total)} {verdict}"
+        verdict = "fits" if cal.fits else "DOES NOT FIT"
+        return f"{format_bytes_short(cal.total_bytes)} {verdict}"
 
     def note(self) -> str:
         """What the column is, under the table."""
         if self.calibration is None:
-            return "CALIBRATED:" + no_calibration_line(self.backend, None).removeprefix(
-                "  Calibrated (vramscope):"
-            )
+            why = self.reason or f"no calibration for {self.backend}"
+            return f"CALIBRATED: {why}; mlxcel's estimate only (vramscope calibrate fits one)"
         return f"CALIBRATED: {calibration_words(self.calibration)}; not mlxcel's figure."
 
 
 def context_cell(row: FitRow) -> str:
-    """`131,072`, `4,294,967,296+` (the search bound still fits) or `none`."""
-    limit = row.largest_context
-    if limit is None or limit.value is None:
+    """`131,072`, `4,294,967,296+` (the search bound still fits), `4,096 trained` (memory
+    would hold more than the model was trained for) or `none`."""
+    context = row.context
+    if context is None or context.tokens is None:
         return "none"
-    return f"{limit.value:,}" + ("+" if limit.unbounded else "")
+    if context.capped:
+        return f"{context.tokens:,} trained"
+    return f"{context.tokens:,}" + ("+" if context.unbounded else "")
+
+
+def verdict_cell(row: FitRow) -> str:
+    """`FITS`, `DOES NOT FIT`, or `PAST TRAINED` (it fits the memory, but the context
+    asked is more than the model was trained for)."""
+    if not row.fits:
+        return "DOES NOT FIT"
+    return "PAST TRAINED" if row.past_trained else "FITS"
 
 
 def table_row(row: FitRow) -> tuple[str, ...]:
     """One line's cells; every row here has numbers."""
     fits = bool(row.fits)
     margin = row.slack_bytes if fits else row.overflow_bytes
-    quant = row.quantization + ("*" if row.formula == WHAT_IF_FORMULA else "")
+    quant = row.quantization.word + ("*" if row.quantization.is_what_if else "")
     cells = (
         row.model,
         quant,
         format_bytes_short(row.weights_bytes or 0),
         format_bytes_short(row.total_bytes or 0),
-        "FITS" if fits else "DOES NOT FIT",
+        verdict_cell(row),
         ("" if fits else "-") + format_bytes_short(margin or 0),
         context_cell(row),
         row.where,
@@ -97,10 +110,16 @@ def fit_text(
         lines.extend(format_table(table))
     else:
         lines.append("no rows")
-    fitting = sum(1 for r in ranked if r.fits)
+    fitting = sum(1 for r in ranked if r.fits and not r.past_trained)
+    past = sum(1 for r in ranked if r.fits and r.past_trained)
     lines.append("")
     lines.append(f"{fitting} of {len(ranked)} rows fit.")
-    if any(r.formula == WHAT_IF_FORMULA for r in ranked):
+    if past:
+        lines.append(
+            f"PAST TRAINED: {past} rows fit the memory at this context, but it is past the "
+            "model's trained context (MAX CONTEXT then shows the trained one)."
+        )
+    if any(r.quantization.is_what_if for r in ranked):
         lines.append(
             f"* {WHAT_IF_FORMULA}: vramscope's own count of the weights mlx_lm.convert -q "
             "would write, in mlxcel's estimate; not an mlxcel figure (docs/fit.md)."
@@ -110,7 +129,9 @@ def fit_text(
     if missing:
         lines.append("")
         lines.append("Not computed:")
-        lines.extend(clean_text(f"  {r.model} {r.quantization}: {r.unavailable}") for r in missing)
+        lines.extend(
+            clean_text(f"  {r.model} {r.quantization.word}: {r.unavailable}") for r in missing
+        )
     return lines
 
 
@@ -134,13 +155,13 @@ def column_key(column: str, row: FitRow) -> tuple[object, ...]:
     if column == "MODEL":
         value = row.model.casefold()
     elif column == "QUANT":
-        value = (row.bits, row.quantization)
+        value = (row.bits, row.quantization.word)
     elif column == "WEIGHTS":
         value = row.weights_bytes or 0
     elif column == "TOTAL":
         value = row.total_bytes or 0
     elif column == "VERDICT":
-        value = not row.fits
+        value = (not row.fits, row.past_trained)
     elif column == "SLACK":
         value = signed_slack(row)
     elif column == "MAX CONTEXT":
@@ -162,5 +183,5 @@ def sorted_rows(rows: Sequence[FitRow], column: str, descending: bool) -> list[F
 
 def matches(row: FitRow, text: str) -> bool:
     """The filter: every word typed appears in the model, its quantization or its source."""
-    haystack = f"{row.model} {row.quantization} {row.where}".casefold()
+    haystack = f"{row.model} {row.quantization.word} {row.where}".casefold()
     return all(word in haystack for word in text.casefold().split())

@@ -18,13 +18,16 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.reactive import reactive
 
+from core.answer.answer import Answer, answer
+from core.answer.device import Device, DevicePending, MachineReadings
+from core.answer.question import ModelFacts
 from core.backend import BackendChoice
 from core.catalog.entry import Catalog
 from core.display_text import clean_text
+from core.errors import VramscopeError
 from core.estimate.available import AvailableMemory
 from core.estimate.estimate import MemoryEstimate
 from core.measurement.result import MeasuredPeak
-from core.model.snapshot import ModelSnapshot
 from tui.controllers.loader import Loader
 from tui.controllers.measure import MeasureController
 from tui.controllers.measure_run import MeasureEventMessage
@@ -47,8 +50,16 @@ from tui.model.command_lines import fit_command
 from tui.model.names import model_arg
 from tui.model.presets import DEVICE_KEYS
 from tui.model.scales import token_stops
-from tui.model.state import STORED, ExplorerState, MemoryChoice, next_value, with_memory
-from tui.model.views import build_views, screen_words, what_if_snapshot
+from tui.model.state import (
+    ExplorerState,
+    MemoryChoice,
+    explorer_device,
+    next_value,
+    shown_quantization,
+    what_ifs_by_kind,
+    with_memory,
+)
+from tui.model.views import build_views, screen_words
 from tui.screens.focus_keys import FocusKeys
 from tui.widgets.breakdown import Breakdown
 from tui.widgets.command_lines_view import CommandLinesView
@@ -110,14 +121,13 @@ class ExplorerScreen(FocusKeys):
         self,
         deps: AppDeps,
         state: ExplorerState,
-        start: BackendChoice,
         machine: BackendChoice,
         measured: MeasuredPeak | None = None,
         models_dirs: tuple[Path, ...] = (),
     ) -> None:
         super().__init__()
         self.set_reactive(ExplorerScreen.state, state)
-        self.deps, self.start, self.machine = deps, start, machine
+        self.deps, self.machine = deps, machine
         self.loader = Loader(self, deps, machine.backend)
         self.measure = MeasureController(self, deps, models_dirs, measured, self._measured)
         self.estimate: MemoryEstimate | None = None
@@ -125,9 +135,12 @@ class ExplorerScreen(FocusKeys):
         """The split's panel, from the first time Devices > 1 (core.parallel.plan with it)."""
         self.recalibrate_from: MeasuredPeak | None = None
         """The last new peak of `m`: `R` recalibrates its engine, backend and device."""
-        self._what_if: tuple[tuple[int, str, int], ModelSnapshot] | None = None
-        """The last what-if snapshot, by (id of the stored one, scheme, bytes): the chart
-        keeps its totals while only the context moves."""
+        self._facts: tuple[tuple[int, int, bool], ModelFacts] | None = None
+        """The model's facts for `core.answer`, by (id of the snapshot, id of its what-ifs,
+        whether its tensors are in): the split and the chart keep what they computed
+        while only the settings move."""
+        self.answer: Answer | None = None
+        """The one-device answer on screen (None while reading, or on an error)."""
 
     def compose(self) -> ComposeResult:
         self.add_layout_class()
@@ -150,7 +163,7 @@ class ExplorerScreen(FocusKeys):
     def on_mount(self) -> None:
         self.query_one("#estimate").border_title = "Estimate"
         self.query_one(ModelList).hub_enabled = self.deps.read_hub is not None
-        self.loader.read_all(self.state.model)
+        self.loader.read_all(self.state.model, self.state.backend)
         self.query_one(Breakdown).show_loading(reading_text(self.state.model))
         self.recompute()
 
@@ -163,9 +176,24 @@ class ExplorerScreen(FocusKeys):
         return self.loader.settled
 
     @property
+    def readings(self) -> MachineReadings:
+        """What the probes found, for the backend on screen."""
+        loader = self.loader
+        return MachineReadings(self.machine, loader.detected.get(self.state.backend), loader.device)
+
+    @property
+    def device(self) -> Device | None:
+        """The device the screen answers for (the one resolution `inspect` uses), if known."""
+        try:
+            return explorer_device(self.state, self.readings)
+        except DevicePending:
+            return None
+
+    @property
     def available(self) -> AvailableMemory | None:
         """The available memory the estimate is compared against, if known yet."""
-        return self.state.memory.resolve(self.loader.detected, self.loader.device)
+        device = self.device
+        return device.available if device is not None else None
 
     def update(self, **changes: Any) -> None:
         """Change some fields of the state (the palette's entry point)."""
@@ -185,18 +213,22 @@ class ExplorerScreen(FocusKeys):
         self.recompute()
 
     def recompute(self) -> None:
-        """Estimate, solve and repaint everything that depends on the state."""
-        loader, state, available = self.loader, self.state, self.available
+        """Answer the state's question and repaint everything that depends on it."""
+        loader, state = self.loader, self.state
+        loader.detect_for(state.backend)
+        device = self.device
+        available = device.available if device is not None else None
         words = screen_words(state, loader, available, self.measure.state, self.deps.clock())
-        shown, what_if = self.shown_snapshot()
-        if what_if is not None:  # mlxcel has no what-if: `vramscope fit` gives the same row
+        facts = self.model_facts(tensors=state.devices > 1)
+        quantize_as = shown_quantization(state, loader.what_ifs)
+        if quantize_as.is_what_if:  # mlxcel has no what-if: `vramscope fit` gives the same row
             words = replace(
                 words,
-                vramscope=fit_command(state, available, state.quantize_as),
+                vramscope=fit_command(state, available, quantize_as.word),
                 mlxcel="# mlxcel estimates the model as stored: " + words.mlxcel,
-                name=f"{words.name} as {state.quantize_as} (vramscope what-if)",
+                name=f"{words.name} as {quantize_as.word} (vramscope what-if)",
             )
-        self.query_one(StatusLine).show_state(state.backend, self.start, self.machine, available)
+        self.query_one(StatusLine).show_device(device, self.machine, self._device_wait())
         controls = self.query_one(Controls)
         controls.show_hints(state, loader.snapshot is not None, words.trained)
         controls.show_quantize(state, loader.what_ifs)
@@ -204,24 +236,23 @@ class ExplorerScreen(FocusKeys):
             view.show(words.vramscope, words.mlxcel)
         self.query_one(MeasuredPanel).show(words.panel)
         chart, breakdown = self.query_one(ContextChart), self.query_one(Breakdown)
-        views, self.estimate = None, None
-        if shown is not None and available is not None:
+        views, self.answer, self.estimate = None, None, None
+        plan: Answer | str | None = None
+        if facts is not None and device is not None:
+            one = replace(state, devices=1, quantize_as=quantize_as.word)
             try:
-                views = build_views(
-                    shown,
-                    state,
-                    available,
-                    words.trained,
-                    words.points,
-                    loader.calibrations,
-                    what_if,
-                )
+                found = answer(facts, one.question(device), loader.calibrations)
+                assert isinstance(found, Answer)  # the what-if was checked above
+                views = build_views(found, state.calibrated_verdict, words.points)
+                self.answer = found
+                if state.devices > 1:
+                    plan = self.plan_answer(facts, device)
             except Exception as exc:  # a model no test foresaw: say so in place, keep running
                 breakdown.show_error(f"cannot estimate this model: {type(exc).__name__}: {exc}")
         elif (
             loader.snapshot is not None
             and loader.device_problem
-            and state.memory.key in DEVICE_KEYS
+            and (state.memory.key in DEVICE_KEYS)
         ):
             breakdown.show_error(
                 f"This device's memory: {loader.device_problem}; pick another Available"
@@ -235,29 +266,60 @@ class ExplorerScreen(FocusKeys):
             from tui.controllers.ranks import RanksController
 
             self.ranks = RanksController(self.query_one(RanksPanel))
-        split = None
         if self.ranks is not None:
-            split = self.ranks.show(state, loader.entry, loader.snapshot, available, words.trained)
+            self.ranks.show(plan if state.devices > 1 else None)
         chart.border_title = words.chart_title(views.estimate if views else None)
         chart.border_subtitle = words.chart_subtitle
         chart.show(views.chart if views else None)
-        self.query_one(SummaryLine).show(
-            words.summary(
-                views.estimate if views else None, split, views.breakdown if views else None
-            )
-        )
+        plan_answer = plan if isinstance(plan, Answer) else None
+        summary = words.summary(self.answer, plan_answer, views.breakdown if views else None)
+        if isinstance(plan, str):
+            summary = replace(summary, detail=f"no split: {plan}", short="", tiny="", fits=None)
+        self.query_one(SummaryLine).show(summary)
 
-    def shown_snapshot(self) -> tuple[ModelSnapshot | None, tuple[str, int] | None]:
-        """The model the estimate is of: as stored, or with "Quantize as"'s what-if weights
-        (and then the scheme and the stored bytes, for the labels)."""
-        snapshot, scheme = self.loader.snapshot, self.state.quantize_as
-        weights = self.loader.what_ifs.get(scheme) if scheme != STORED else None
-        if snapshot is None or not isinstance(weights, int):
-            return snapshot, None
-        key = (id(snapshot), scheme, weights)
-        if self._what_if is None or self._what_if[0] != key:
-            self._what_if = (key, what_if_snapshot(snapshot, weights))
-        return self._what_if[1], (scheme, snapshot.weights.bytes)
+    def _device_wait(self) -> str:
+        """Why there is no device yet ("" once there is)."""
+        if self.state.memory.key in DEVICE_KEYS and self.loader.device_problem:
+            return f"this device's memory: {self.loader.device_problem}"
+        return "available memory: detecting…"
+
+    def plan_answer(self, facts: ModelFacts, device: Device) -> Answer | str:
+        """The split's answer, or why the Per device list does not read."""
+        from tui.model.parallel_view import rank_limits
+
+        try:
+            limits = rank_limits(self.state)
+        except VramscopeError as exc:
+            return str(exc)
+        shown = shown_quantization(self.state, self.loader.what_ifs)
+        state = replace(self.state, quantize_as=shown.word)
+        question = state.question(device, tuple(limits) if limits else None)
+        found = answer(facts, question)
+        assert isinstance(found, Answer)  # a split is always of the stored model
+        return found
+
+    def model_facts(self, tensors: bool = False) -> ModelFacts | None:
+        """The model on screen for `core.answer` (with its tensor list when a split
+        needs it), kept while the model, its what-ifs and the need stay the same."""
+        loader = self.loader
+        snapshot, what_ifs = loader.snapshot, loader.what_ifs
+        if snapshot is None:
+            return None
+        key = (id(snapshot), id(what_ifs), tensors)
+        if self._facts is None or self._facts[0] != key:
+            listed = None
+            if tensors:
+                from tui.controllers.ranks import entry_tensors
+
+                listed = entry_tensors(loader.entry, snapshot)
+            facts = ModelFacts(
+                snapshot,
+                loader.entry.name if loader.entry is not None else self.state.model,
+                what_ifs_by_kind(what_ifs),
+                listed,
+            )
+            self._facts = (key, facts)
+        return self._facts[1]
 
     # --- reads ---------------------------------------------------------------------
 
@@ -411,20 +473,14 @@ class ExplorerScreen(FocusKeys):
 
         if isinstance(self.app.screen, FitsScreen):
             return
-        available = self.available
-        if available is None:
+        device = self.device
+        if device is None:
             self.notify("Available memory is still being detected.", severity="warning")
             return
         state = self.state
         catalog = self.loader.catalog if isinstance(self.loader.catalog, Catalog) else None
-        device = self.loader.device if state.memory.key in DEVICE_KEYS else None
-        inputs = FitsInputs(
-            state.workload(),
-            state.settings(available),
-            available,
-            fit_command(state, available),
-            device.line if device is not None else "",
-        )
+        question = replace(state, devices=1).question(device)
+        inputs = FitsInputs(question, fit_command(state, device.available))
         self.app.push_screen(FitsScreen(self.deps, inputs, catalog), self.open_fit)
 
     def open_fit(self, pick: FitPick | None) -> None:

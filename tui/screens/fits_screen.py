@@ -23,9 +23,8 @@ from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
 
 from core.answer.fit import WHAT_IF_FORMULA
+from core.answer.question import Question
 from core.catalog.entry import Catalog
-from core.estimate.available import AvailableMemory
-from core.estimate.estimate import EstimateSettings, Workload
 from core.units import format_bytes_short
 from tui.controllers.fit_rows import FitRowsController
 from tui.deps import AppDeps
@@ -53,13 +52,10 @@ WHAT_IF_NOTE = (
 class FitsInputs:
     """What the view computes for: the explorer's settings and the command that agrees."""
 
-    workload: Workload
-    settings: EstimateSettings
-    available: AvailableMemory
+    question: Question
+    """The explorer's question (its device, workload and knobs), asked of every model."""
     command: str
     """`vramscope fit ...` with the same settings (it prints the same rows)."""
-    device: str = ""
-    """The device line (`Device: ... total, used, free`) when its memory was read."""
 
 
 class FitsScreen(Screen[FitPick | None]):
@@ -107,21 +103,22 @@ class FitsScreen(Screen[FitPick | None]):
         box.border_subtitle = self.inputs.command
         self._paint()
         self.query_one(FitTableView).focus()
-        self.rows.start(self._catalog, self.inputs.workload, self.inputs.settings)
+        self.rows.start(self._catalog, self.inputs.question)
 
     def on_unmount(self) -> None:
         self.rows.stop()
 
     def _heading(self) -> Text:
-        i = self.inputs
+        q = self.inputs.question
+        device, wl = q.device, q.workload
         lines = [
-            f"Available: {format_bytes_short(i.available.bytes)} "
-            f"({i.available.bytes:,} bytes; {i.available.source})",
-            f"Backend: {i.settings.backend.value}; context {i.workload.max_tokens:,} tokens, "
-            f"batch {i.workload.batch}, KV {i.workload.kv_cache_mode}",
+            f"Available: {format_bytes_short(device.available.bytes)} "
+            f"({device.available.bytes:,} bytes; {device.available.source})",
+            f"Backend: {device.words}; context {wl.max_tokens:,} tokens, "
+            f"batch {wl.batch}, KV {wl.kv_cache_mode}",
         ]
-        if i.device:
-            lines.insert(0, i.device)
+        if device.reading is not None:
+            lines.insert(0, device.reading.line)
         return Text("\n".join(lines))
 
     # --- rows ----------------------------------------------------------------------

@@ -242,7 +242,7 @@ class Breakdown(Widget):
         out.append("  mlxcel: ", muted)
         out.append(f"{view.verdict.text}\n")
         lead = len(cal.label) + 4
-        badge(cal.label, cal.fits, on_cal)
+        badge(cal.label, bool(cal.fits), on_cal)
         for i, piece in enumerate(textwrap.wrap(cal.line, max(20, width - lead))):
             out.append(("  " if i == 0 else " " * lead) + piece + "\n")
         held = "vramscope's calibrated total" if on_cal else "mlxcel's estimate"

@@ -110,7 +110,11 @@ class MemoryField(Widget):
         if self.choice.key in PRESETS_BY_KEY:
             return str(PRESETS_BY_KEY[self.choice.key].bytes)
         if self.choice.key in DEVICE_KEYS:
-            found = self.choice.resolve(None, self.device)
+            from core.device.memory import device_budget
+
+            found = (
+                device_budget(DEVICE_KEYS[self.choice.key], self.device) if self.device else None
+            )
             return str(found.bytes) if found else ""
         return str(self.detected.bytes) if self.detected else ""
 

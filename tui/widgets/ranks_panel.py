@@ -46,7 +46,7 @@ class RanksPanel(Static):
         self.border_title = title
         table = Table(box=None, padding=(0, 2, 0, 0), show_edge=False, pad_edge=False)
         table.add_column("", style="bold")
-        for rank in view.estimate.ranks:
+        for rank in view.answer.ranks:
             table.add_column(f"Rank {rank.rank}", justify="right")
         for term, cells in view.rows:
             style = None
@@ -57,14 +57,9 @@ class RanksPanel(Static):
                 )
                 continue
             table.add_row(term, *cells, style=style)
-        largest = (
-            f"largest context that fits the plan: {view.largest_context:,} tokens"
-            if view.largest_context is not None
-            else "no context fits the plan"
-        )
         line = Text()
         line.append(view.verdict, style="bold green" if view.fits else "bold red")
-        line.append(f" · {largest}")
+        line.append(f" · {view.largest_context}")
         from rich.console import Group
 
         self.update(Group(line, table))

@@ -8,11 +8,11 @@ from typing import ClassVar
 from rich.text import Text
 from textual.widgets import Static
 
+from core.answer.device import BackendBasis, Device
 from core.backend import Backend, BackendChoice
 from core.display_text import clean_text
-from core.estimate.available import AvailableMemory
+from core.units import format_bytes_short
 from tui.model.names import fit_name
-from tui.model.state import available_status, backend_status, backend_status_short
 from tui.model.views import Summary
 
 
@@ -38,19 +38,22 @@ class StatusLine(Static):
         self._words: tuple[str, str, str] = ("", "", "")
         self._shown: tuple[str, int] | None = None
 
-    def show_state(
-        self,
-        backend: Backend,
-        start: BackendChoice,
-        machine: BackendChoice,
-        available: AvailableMemory | None,
-    ) -> None:
-        """The backend on screen (detected or chosen) and the available memory's source."""
-        self.show(
-            backend_status(backend, start, machine),
-            backend_status_short(backend, start),
-            available_status(available),
+    def show_device(self, device: Device | None, machine: BackendChoice, wait: str) -> None:
+        """The device the screen answers for: its backend and why (as `inspect` says it),
+        and the available memory's source; `wait` while it is not known yet."""
+        if device is None:
+            self.show("…", "…", wait)
+            return
+        label = device.backend.label
+        reason = device.backend_reason
+        if device.basis is BackendBasis.ASKED and machine.backend is not device.backend:
+            here = "no GPU found" if machine.backend is Backend.CPU else machine.backend.label
+            reason = f"chosen (this machine: {here})"
+        short = device.basis.value if device.basis is not BackendBasis.ASKED else "chosen"
+        available = (
+            f"{format_bytes_short(device.available.bytes)} available · {device.available.source}"
         )
+        self.show(f"{label} · {reason}", f"{label} · {short}", available)
 
     def show(self, backend: str, backend_short: str, available: str) -> None:
         """Show the backend (long and short forms) and the available-memory words."""

@@ -10,14 +10,19 @@ from typing import Any
 
 import pytest
 
-from core.answer.fit import STORED, WHAT_IF_FORMULA, model_rows
+from core.answer.device import Device
+from core.answer.fit import WHAT_IF_FORMULA, model_rows
+from core.answer.quantization import Quantization
+from core.answer.question import Question
 from core.backend import Backend
 from core.catalog.fit_models import read_fit_model
 from core.catalog.profiles import list_profile_ids
 from core.catalog.resolve import build_catalog
-from core.environment import read_env, resolve_settings
+from core.estimate.available import AvailableMemory
 from core.estimate.estimate import Workload
 from tui.cli import main
+
+STORED = Quantization.STORED.word
 
 SETTINGS = [
     ["--memory-limit", "24GB", "--backend", "rocm"],
@@ -91,30 +96,40 @@ def test_the_json_names_its_inputs_and_labels_what_ifs(capsys: pytest.CaptureFix
     assert all(set(r) >= ROW_KEYS for r in rows)
     what_ifs = [r for r in rows if r["quantization"] != STORED]
     assert what_ifs and all(r["formula"] == WHAT_IF_FORMULA for r in what_ifs)
-    # Fitting rows first, and among them the bigger model first.
+    # Fitting rows first (those within the trained context before those past it), and
+    # among them the bigger model first.
     fits = [r["fits"] for r in rows if r["fits"] is not None]
     assert fits == sorted(fits, reverse=True)
-    params = [r["params_billions"] for r in rows if r["fits"]]
-    assert params == sorted(params, reverse=True)
+    for past in (False, True):
+        params = [
+            r["params_billions"] for r in rows if r["fits"] and r["past_trained_context"] is past
+        ]
+        assert params == sorted(params, reverse=True)
 
 
 def test_the_largest_context_fits_and_256_tokens_more_do_not() -> None:
-    settings = resolve_settings(Backend.ROCM, read_env(), memory_limit=24 * 10**9).settings
-    base = Workload()
+    device = Device(Backend.ROCM, "test", AvailableMemory(24 * 10**9, "--memory-limit"))
+    base = Question(Workload(), device)
     checked = 0
     for entry in build_catalog(include_hf_cache=False).entries:
         model = read_fit_model(entry)
-        for row in model_rows(model, ("stored", "mlx-8bit", "mlx-4bit"), base, settings):
-            limit = row.largest_context
-            if limit is None or limit.value is None or limit.unbounded:
+        for row in model_rows(model, tuple(Quantization), base):
+            context = row.context
+            if context is None or context.memory.value is None or context.memory.unbounded:
                 continue
-            at = model_rows(
-                model, (row.quantization,), replace(base, max_tokens=limit.value), settings
+            limit = context.memory.value  # what memory allows; the row may cap it
+            assert context.tokens == min(
+                limit, context.trained.tokens if context.trained else limit
             )
-            over = model_rows(
-                model, (row.quantization,), replace(base, max_tokens=limit.value + 256), settings
+
+            fits = [
+                model_rows(model, (row.quantization,), replace(base, workload=Workload(n)))[0].fits
+                for n in (limit, limit + 256)
+            ]
+            assert fits == [True, False], (
+                row.model,
+                row.quantization,
             )
-            assert (at[0].fits, over[0].fits) == (True, False), (row.model, row.quantization)
             checked += 1
     assert checked >= 20
 
@@ -213,7 +228,8 @@ def test_stored_only_gives_one_row_per_model(capsys: pytest.CaptureFixture[str])
 def test_calibrated_column_is_inspect_s_calibrated_total_row_by_row(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    flags = ["--memory-limit", "24GB", "--backend", "rocm", "--max-tokens", "640"]
+    # gfx1151's preset: the built-in calibration is that device's (none for an unnamed one).
+    flags = ["--preset", "gfx1151", "--max-tokens", "640"]
     doc = fit_json(capsys, *flags, "--quantizations", "stored", "--calibrated")
     assert doc["inputs"]["calibration"]["origin"] == "builtin"
     assert doc["inputs"]["calibration"]["target"] == "mlx_peak"

@@ -13,7 +13,10 @@ from core.calibration.store import write_store
 from tests.core.helpers import GFX1151_LIMIT, LLAMA_4BIT, QWEN3_MOE_4BIT
 from tui.cli import main
 
-ROCM_640 = ["--max-tokens", "640", "--backend", "rocm", "--memory-limit", str(GFX1151_LIMIT)]
+# The built-in calibration is gfx1151's: a question for that device (its preset: ROCm, and
+# the same available memory as mlxcel's worked example).
+ROCM_640 = ["--max-tokens", "640", "--preset", "gfx1151"]
+UNNAMED_ROCM = ["--max-tokens", "640", "--backend", "rocm", "--memory-limit", str(GFX1151_LIMIT)]
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -33,6 +36,17 @@ def test_the_banner_is_mlxcel_s_byte_for_byte_with_one_line_added(
     (added,) = out[len(plain) :].splitlines()
     assert added.startswith("  Calibrated (vramscope, 18 runs on gfx1151): ")
     assert "built-in, mlxcel's published peaks" in added
+
+
+def test_a_rocm_question_naming_no_device_gets_no_device_s_calibration(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # ROCm chosen on a machine with no GPU names no card: gfx1151's peaks say nothing of it.
+    code, out, err = run(capsys, "inspect", LLAMA_4BIT, *UNNAMED_ROCM, "--calibrated", "--json")
+    assert code == 0
+    report = json.loads(out)
+    assert report["calibrated"] is None
+    assert "no calibration for rocm" in err and "gfx1151" in err
 
 
 def test_the_calibrated_total_is_the_builtin_form_for_the_workload(
@@ -144,4 +158,4 @@ def test_a_device_or_engine_narrows_the_choice(capsys: pytest.CaptureFixture[str
         "(vramscope calibrate fits one from measured runs)"
     )
     _, out, _ = run(capsys, "inspect", LLAMA_4BIT, *ROCM_640, "--calibration-engine", "torch")
-    assert "no calibration for rocm (torch);" in out.splitlines()[-1]
+    assert "no calibration for rocm gfx1151 (torch);" in out.splitlines()[-1]

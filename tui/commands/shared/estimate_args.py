@@ -1,21 +1,32 @@
-"""What the estimate commands build from their parsed flags: one builder each for the
-estimate's inputs (`inspect`, `inspect --tp/--pp`) and the explorer's launch options
-(`explore`, `screenshot`), and the flags' usage errors argparse cannot check."""
+"""What the estimate commands build from their parsed flags: the question (`inspect`,
+`inspect --tp/--pp`, `fit`: the device through the one resolution the explorer uses) and
+the explorer's launch options (`explore`, `screenshot`), and the flags' usage errors
+argparse cannot check."""
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
-from core.backend import BackendChoice, resolve_backend
-from core.environment import ResolvedSettings, read_env, resolve_settings
+from core.answer.device import (
+    DeviceRequest,
+    MachineReadings,
+    MemoryRequest,
+    MemorySource,
+    resolve_backend,
+    resolve_device,
+)
+from core.answer.question import ONE_DEVICE, Question, Split
+from core.backend import Backend, detect_backend
+from core.device.memory import MEMORY_CHOICES
+from core.environment import read_env, resolve_settings
 from core.errors import UsageError
-from core.estimate.available import AvailableMemory
+from core.estimate.available import MEMORY_LIMIT_ENV, resolve_available_memory
 from core.estimate.estimate import QuantHint, Workload, parse_quant_hint
 from core.numbers import rust_trim
 from core.value_grammar import Refused, read_byte_size
 from tui.commands.shared.output import warn
-from tui.model.presets import PRESETS_BY_KEY, preset_backend
 from tui.model.state import LaunchOptions
 
 
@@ -52,14 +63,6 @@ def parse_memory_limit_flag(text: str | None) -> int | None:
     return limit
 
 
-@dataclass(frozen=True)
-class EstimateInputs:
-    """The estimate's settings (with the warnings about them) and its workload."""
-
-    resolved: ResolvedSettings
-    workload: Workload
-
-
 def check_preset(args: argparse.Namespace) -> str | None:
     """`--preset`, refused beside `--memory-limit` (both say how much is available)."""
     preset: str | None = getattr(args, "preset", None)
@@ -68,38 +71,102 @@ def check_preset(args: argparse.Namespace) -> str | None:
     return preset
 
 
-def backend_choice(args: argparse.Namespace) -> BackendChoice:
-    """`--backend`; with `auto`, the `--preset` device's backend, else this machine's."""
-    by_preset = preset_backend(args.backend, getattr(args, "preset", None))
-    return by_preset if by_preset is not None else resolve_backend(args.backend)
+def device_request(args: argparse.Namespace, *, per_rank: bool = False) -> DeviceRequest:
+    """The device the flags ask for: `--backend` (auto: the preset's, else this
+    machine's) and where the available memory comes from (`--preset`, `--memory-limit
+    SIZE|free|total`, else mlxcel's detection); with `per_rank`, a `--memory-limit` list
+    is each rank's (`split_limits`), not the device's."""
+    preset = check_preset(args)
+    backend = None if args.backend == "auto" else Backend(args.backend)
+    text = (args.memory_limit or "").strip().lower()
+    if preset is not None:
+        memory = MemoryRequest(MemorySource.PRESET, preset=preset)
+    elif text in MEMORY_CHOICES:
+        source = MemorySource.DEVICE_FREE if text == "free" else MemorySource.DEVICE_TOTAL
+        memory = MemoryRequest(source)
+    elif per_rank and args.memory_limit is not None and "," in args.memory_limit:
+        memory = MemoryRequest()
+    else:
+        limit = parse_memory_limit_flag(args.memory_limit)
+        memory = MemoryRequest(MemorySource.SIZE, size=limit) if limit else MemoryRequest()
+    return DeviceRequest(backend, "--backend", memory)
 
 
-def estimate_inputs(
+def read_machine(
+    request: DeviceRequest, env: Mapping[str, str | None], *, identify: bool = False
+) -> MachineReadings:
+    """What this machine's probes say for the request: its backend, mlxcel's detected
+    memory (when that is the source), the device's reading (`free`/`total`; with
+    `identify`, the card's name and gfx target, for choosing a calibration)."""
+    from core.device.memory import read_card, read_device_memory
+
+    machine = MachineReadings(detect_backend())
+    backend, _, _ = resolve_backend(request, machine)
+    source = request.memory.source
+    available = None
+    if source is MemorySource.DETECTED:
+        available = resolve_available_memory(backend, env_limit=env.get(MEMORY_LIMIT_ENV))
+    device = None
+    if source in (MemorySource.DEVICE_FREE, MemorySource.DEVICE_TOTAL):
+        device = read_device_memory(backend)
+        if device is None:
+            raise UsageError(
+                "--memory-limit",
+                f"{source.value}: no device memory is readable (no amdgpu sysfs, NVML, "
+                "nvidia-smi, MLX or /proc/meminfo); give a size instead",
+            )
+        return MachineReadings(machine.detected, available, device)
+    if identify and backend is machine.detected.backend:
+        device = read_card(backend)
+    return MachineReadings(machine.detected, available, device)
+
+
+@dataclass(frozen=True)
+class QuestionInputs:
+    """The question the flags ask (all but the model), and the lines about its inputs."""
+
+    question: Question
+    warnings: tuple[str, ...]
+    """Environment values and flags that fell back."""
+    notes: tuple[str, ...]
+    """What the device reading noted."""
+
+
+def question_from_args(
     args: argparse.Namespace,
     quant: QuantHint,
-    memory_limit: int | None = None,
-    available: AvailableMemory | None = None,
-) -> EstimateInputs:
-    """The backend, environment and `--inflight-mb` settings and the workload the flags
-    ask for (`memory_limit`: the parsed `--memory-limit`; None for per-rank limits; a
-    `--preset` gives its own available memory; `available`: a device's free or total
-    memory already read)."""
-    choice = backend_choice(args)
-    preset = check_preset(args)
+    *,
+    identify: bool = False,
+    split: Split = ONE_DEVICE,
+) -> QuestionInputs:
+    """`inspect`'s, `fit`'s and `inspect --tp/--pp`'s question, through the one device
+    resolution the explorer uses (`core.answer.device.resolve_device`)."""
+    env = read_env()
+    request = device_request(args, per_rank=split.ranks > 1)
+    machine = read_machine(request, env, identify=identify)
+    device = resolve_device(request, machine)
+    named = getattr(args, "calibration_device", None)
+    if named is not None:  # the user names the device a calibration must be for
+        device = replace(device, target=str(named))
     resolved = resolve_settings(
-        choice.backend,
-        read_env(),
-        inflight_flag=args.inflight_mb,
-        memory_limit=memory_limit,
-        available=(PRESETS_BY_KEY[preset].available() if preset is not None else available),
+        device.backend, env, inflight_flag=args.inflight_mb, available=device.available
     )
-    workload = Workload(
-        max_tokens=args.max_tokens,
-        batch=args.batch,
-        kv_int8=args.kv_cache_mode == "int8",
-        quant=quant,
+    settings = resolved.settings
+    question = Question(
+        workload=Workload(
+            max_tokens=args.max_tokens,
+            batch=args.batch,
+            kv_int8=args.kv_cache_mode == "int8",
+            quant=quant,
+        ),
+        device=device,
+        split=split,
+        inflight_mib=settings.inflight_mib,
+        headroom_factor=settings.headroom_factor,
+        activation_mult=settings.activation_mult,
     )
-    return EstimateInputs(resolved, workload)
+    notes = device.reading.notes if device.reading is not None else ()
+    return QuestionInputs(question, resolved.warnings, tuple(notes))
 
 
 def launch_options(args: argparse.Namespace) -> LaunchOptions:

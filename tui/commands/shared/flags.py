@@ -280,7 +280,9 @@ def add_run_flags(p: argparse.ArgumentParser) -> None:
 
 
 def add_parallel_flags(p: argparse.ArgumentParser, measure: bool = False) -> None:
-    """`--tp N | --pp N` (2 to 8 ranks)."""
+    """`--tp N | --pp N` (2 to 8 ranks to measure; 1 to 8 to estimate, where one rank is
+    the single device in the plan's form)."""
+    least = 2 if measure else 1
     group = p.add_mutually_exclusive_group()
     then = (
         "; with --engine mlx, N ranks under mlx.launch --backend ring on the loopback"
@@ -289,17 +291,17 @@ def add_parallel_flags(p: argparse.ArgumentParser, measure: bool = False) -> Non
     )
     group.add_argument(
         "--tp",
-        type=int_at_least("--tp", 2),
+        type=int_at_least("--tp", least),
         default=None,
         metavar="N",
-        help=f"tensor parallel over N ranks (2-{MAX_RANKS}), as mlx-lm's Model.shard(){then}",
+        help=f"tensor parallel over N ranks ({least}-{MAX_RANKS}), as mlx-lm's Model.shard(){then}",
     )
     group.add_argument(
         "--pp",
-        type=int_at_least("--pp", 2),
+        type=int_at_least("--pp", least),
         default=None,
         metavar="N",
-        help=f"pipeline parallel over N ranks (2-{MAX_RANKS}), as mlx-lm's model.pipeline()",
+        help=f"pipeline parallel over N ranks ({least}-{MAX_RANKS}), as mlx-lm's model.pipeline()",
     )
     if measure:
         p.add_argument(

@@ -1,0 +1,257 @@
+"""The one function that answers a `Question`, and the `Answer` every surface renders.
+
+An answer holds mlxcel's estimate untouched (over the stored weights, or over a
+what-if's, labelled so) and vramscope's own figures beside it: every rank's verdict
+(one rank on one device), the largest context (capped at the trained context, with
+the reason), the largest in-flight budget, the model's parameter counts, the
+calibrated estimate where a calibration applies to this device (and otherwise why
+not), and advice that never suggests the quantization the model already has.
+
+`inspect`, `fit`, the explorer, the Fits view and the split plans all call `answer`,
+so a figure two of them show is the same figure. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from core.answer.advice import Advice, advise
+from core.answer.calibrated import CalibratedAnswer, calibrate_answer
+from core.answer.context import ContextAnswer, TrainedContext, trained_context
+from core.answer.params import ParamCount, param_count
+from core.answer.quantization import Quantization
+from core.answer.question import ModelFacts, Question, Split
+from core.answer.solve import CONTEXT_SEARCH_LIMIT, FitLimit, largest_fitting
+from core.answer.solve import largest_fitting_inflight as _largest_inflight
+from core.answer.solve_guess import largest_context
+from core.errors import ShardingError
+from core.estimate.estimate import MemoryEstimate, estimate
+from core.model.snapshot import ModelSnapshot
+from core.parallel.plan import (
+    ParallelEstimate,
+    ParallelPlan,
+    ParallelSplit,
+    RankEstimate,
+    RankShare,
+    estimate_split,
+    split_model,
+)
+from core.parallel.sharding import mlx_lm_family
+
+if TYPE_CHECKING:
+    from core.calibration.record import Calibration
+
+WHAT_IF_RULE = "mlx-lm 0.32.2 quantize rule"
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    """The answer is for a what-if quantization: mlxcel's formula over vramscope's weights."""
+
+    quantization: Quantization
+    stored_weights_bytes: int
+    """The weights as stored (mlxcel's figure), for the label."""
+
+
+@dataclass(frozen=True)
+class Unanswered:
+    """A question with no number: the what-if's rule does not apply, say."""
+
+    question: Question
+    model: ModelFacts
+    reason: str
+
+
+@dataclass(frozen=True)
+class Answer:
+    """Will it fit, and by how much: mlxcel's estimate and vramscope's figures beside it."""
+
+    question: Question
+    model: ModelFacts
+    snapshot: ModelSnapshot
+    """The model the estimate is of (as stored, or with the what-if's weights)."""
+    estimate: MemoryEstimate
+    """mlxcel's estimate of the whole model on one device, untouched."""
+    what_if: WhatIf | None
+    ranks: tuple[RankEstimate, ...]
+    """Every rank's estimate and verdict (one rank on one device); empty when the split
+    cannot be made (`split_problem` says why)."""
+    plan: ParallelEstimate | None
+    """The split's estimate (one rank on one device; None when it cannot be made)."""
+    split_problem: str | None
+    context: ContextAnswer
+    """The largest context that fits (every rank, for a split), capped at the trained one."""
+    calibrations: Sequence[Calibration] | None = None
+    """The calibrations to choose from; None: no calibrated estimate was asked for."""
+    calibration_engine: str | None = None
+    """Only a calibration of this engine (or of any engine), when given."""
+
+    @property
+    def fits(self) -> bool | None:
+        """Every rank fits (one device: mlxcel's verdict); None when the split cannot be made."""
+        if not self.ranks:
+            return None
+        return all(r.fits for r in self.ranks)
+
+    @property
+    def trained(self) -> TrainedContext | None:
+        """What the model was trained for."""
+        return self.context.trained
+
+    @property
+    def past_trained(self) -> bool:
+        """The context asked for is more than the model was trained for."""
+        return self.context.past_trained(self.question.workload.max_tokens)
+
+    @property
+    def single_device(self) -> bool:
+        """True for a question about one device."""
+        return self.question.split.ranks == 1
+
+    @property
+    def fullest_rank(self) -> RankEstimate | None:
+        """The rank nearest its own limit (devices may differ), the largest peak on a tie."""
+        if not self.ranks:
+            return None
+        return max(
+            self.ranks, key=lambda r: (r.peak_bytes - r.estimate.available_bytes, r.peak_bytes)
+        )
+
+    @cached_property
+    def inflight_limit(self) -> FitLimit | None:
+        """The largest in-flight budget (MiB) one device fits; None off ROCm, or for a split."""
+        if not self.single_device:
+            return None
+        q = self.question
+        return _largest_inflight(self.snapshot, q.workload, q.settings)
+
+    @cached_property
+    def params(self) -> ParamCount | None:
+        """The model's parameter counts (total, active per token for a MoE)."""
+        return param_count(self.snapshot.config)
+
+    @cached_property
+    def calibrated(self) -> CalibratedAnswer | None:
+        """vramscope's calibrated estimate, or why none applies; None when none was asked
+        for (no calibrations given)."""
+        if self.calibrations is None:
+            return None
+        return calibrate_answer(self, self.calibrations, self.calibration_engine)
+
+    @cached_property
+    def advice(self) -> Advice:
+        """vramscope's advice (never the quantization the model already has)."""
+        return advise(self)
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """The model's warning lines and the estimate's own."""
+        return (*self.snapshot.warnings, *self.estimate.warnings)
+
+
+def what_if_snapshot(snapshot: ModelSnapshot, weights_bytes: int) -> ModelSnapshot:
+    """The model with the weights term replaced by a what-if's."""
+    return replace(snapshot, weights=replace(snapshot.weights, bytes=weights_bytes))
+
+
+def _one_rank(model: ModelSnapshot, est: MemoryEstimate) -> RankEstimate:
+    """One device as a plan of one rank: the whole model, mlxcel's estimate, loaded whole."""
+    share = RankShare(
+        rank=0,
+        sharded_weight_bytes=0,
+        replicated_weight_bytes=est.weights_bytes,
+        layers=None,
+        kv_heads=None,
+        kv_arch=model.kv_arch,
+        load_peak_bytes=est.weights_bytes,
+        activation_dims=model.activation_dims,
+    )
+    return RankEstimate.of(share, est)
+
+
+def model_split(model: ModelFacts, split: Split) -> ParallelSplit | str:
+    """The model split by mlx-lm's rules (cached on the facts), or why it cannot be."""
+    key = (split.kind, split.ranks)
+    found = model._splits.get(key)
+    if found is None:
+        plan = ParallelPlan(split.kind, split.ranks)
+        if model.tensors is None:
+            found = (
+                f"{plan.kind.label}: no tensor shapes for this model (safetensors headers needed)"
+            )
+        else:
+            try:
+                found = split_model(model.snapshot, model.tensors, plan)
+            except ShardingError as exc:
+                found = str(exc)
+        model._splits[key] = found
+    assert isinstance(found, ParallelSplit | str)
+    return found
+
+
+def answer(
+    model: ModelFacts,
+    question: Question,
+    calibrations: Sequence[Calibration] | None = None,
+    calibration_engine: str | None = None,
+) -> Answer | Unanswered:
+    """The answer to `question` about `model` (`calibrations`: those to choose from for
+    the calibrated estimate, of `calibration_engine` when given; None: not asked for)."""
+    snapshot, what_if = model.snapshot, None
+    q = question.quantize_as
+    if q.is_what_if:
+        weights = model.what_ifs.get(q, "not computed")
+        if isinstance(weights, str):
+            return Unanswered(question, model, weights)
+        snapshot = what_if_snapshot(model.snapshot, weights)
+        what_if = WhatIf(q, model.snapshot.weights.bytes)
+    workload, settings = question.workload, question.settings
+    est = estimate(snapshot, workload, settings)
+    trained = trained_context(snapshot.config)
+    split = question.split
+    if split.ranks == 1:
+        memory = largest_context(snapshot, workload, settings)
+        one = (_one_rank(snapshot, est),)
+        family = mlx_lm_family(snapshot.model_type)
+        plan = ParallelEstimate(ParallelPlan(split.kind, 1), family, one, est)
+        return Answer(
+            question, model, snapshot, est, what_if, one, plan, None,
+            ContextAnswer(memory, trained), calibrations, calibration_engine,
+        )  # fmt: skip
+    if what_if is not None:
+        problem = f"{split.kind.label}: a split of a what-if quantization is not modelled"
+        return _unsplit(question, model, snapshot, est, what_if, problem, trained, calibrations)
+    made = model_split(model, split)
+    if isinstance(made, str):
+        return _unsplit(question, model, snapshot, est, what_if, made, trained, calibrations)
+    limits = split.rank_available
+    pe = estimate_split(snapshot, made, workload, settings, limits)
+
+    def fits(tokens: int) -> bool:
+        wl = replace(workload, max_tokens=tokens)
+        return estimate_split(snapshot, made, wl, settings, limits).fits
+
+    memory = largest_fitting(fits, 0, CONTEXT_SEARCH_LIMIT)
+    return Answer(
+        question, model, snapshot, est, what_if, pe.ranks, pe, None,
+        ContextAnswer(memory, trained), calibrations, calibration_engine,
+    )  # fmt: skip
+
+
+def _unsplit(
+    question: Question,
+    model: ModelFacts,
+    snapshot: ModelSnapshot,
+    est: MemoryEstimate,
+    what_if: WhatIf | None,
+    problem: str,
+    trained: TrainedContext | None,
+    calibrations: Sequence[Calibration] | None,
+) -> Answer:
+    return Answer(
+        question, model, snapshot, est, what_if, (), None, problem,
+        ContextAnswer(FitLimit(None), trained), calibrations,
+    )  # fmt: skip

@@ -1,0 +1,86 @@
+"""vramscope's calibrated estimate in an answer: only where a calibration applies to this
+device, and otherwise why not.
+
+A calibration fitted on one device (the built-in one: mlxcel's 18 peaks on gfx1151)
+says nothing of another, nor of a device nobody named: on a machine with no GPU, a
+ROCm question names no card, so no device calibration applies and the answer says so.
+One fitted across a backend's devices (no device recorded) applies to any of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from core.answer.answer import Answer
+    from core.answer.device import Device
+    from core.calibration.record import Calibration
+
+
+@dataclass(frozen=True)
+class CalibratedAnswer:
+    """The calibrated total and verdict, or (calibration None) why there is none."""
+
+    calibration: Calibration | None
+    total_bytes: int | None
+    fits: bool | None
+    line: str
+    """`inspect --calibrated`'s line, to the character (`core.calibration.report`)."""
+    reason: str = ""
+    """Why no calibration applies ("" when one does)."""
+
+    @property
+    def label(self) -> str:
+        """`FITS` or `DOES NOT FIT` ("" without a calibration)."""
+        if self.fits is None:
+            return ""
+        return "FITS" if self.fits else "DOES NOT FIT"
+
+
+def _applies(cal: Calibration, target: str | None) -> bool:
+    """A device's calibration applies to that device only; an any-device one to all."""
+    return cal.device is None or (target is not None and cal.device.casefold() == target.casefold())
+
+
+def choose_for_device(
+    device: Device, calibrations: Sequence[Calibration], engine: str | None = None
+) -> tuple[Calibration | None, str]:
+    """The calibration that applies to `device` (of `engine` when given: the user's before
+    the built-in one, the most specific, the latest), or None and why none does."""
+    from core.calibration.select import choose
+
+    backend = device.backend.value
+    usable = [c for c in calibrations if _applies(c, device.target)]
+    cal = choose(usable, backend, engine, device.target)
+    if cal is not None:
+        return cal, ""
+    reason = f"no calibration for {backend} {device.target or ''}".rstrip()
+    reason += f" ({engine})" if engine else ""
+    named = {c.device for c in calibrations if c.device and c.backend == backend}
+    if named and device.target is None:
+        reason += f" (no device named; there are calibrations for {', '.join(sorted(named))})"
+    return None, reason
+
+
+def calibrate_answer(
+    answer: Answer, calibrations: Sequence[Calibration], engine: str | None = None
+) -> CalibratedAnswer:
+    """The calibration that applies to the answer's device, and its total."""
+    from core.calibration.report import calibrated_line, calibrated_total
+    from core.display_text import clean_text
+
+    device = answer.question.device
+    if not answer.single_device:
+        return CalibratedAnswer(None, None, None, "", "a calibrated estimate is single-device only")
+    cal, reason = choose_for_device(device, calibrations, engine)
+    if cal is None:
+        line = clean_text(
+            f"  Calibrated (vramscope): {reason}; mlxcel's estimate only (vramscope "
+            "calibrate fits one from measured runs)"
+        )
+        return CalibratedAnswer(None, None, None, line, reason)
+    est = answer.estimate
+    total = calibrated_total(cal, est)
+    return CalibratedAnswer(cal, total, total <= est.available_bytes, calibrated_line(cal, est))
