@@ -6,7 +6,7 @@ Standard library only; nothing here imports an engine.
 
 from __future__ import annotations
 
-import platform
+from core.device.memory import read_cpu_name
 
 # What native allocators say when they cannot map memory (oneDNN says the second
 # when RLIMIT_AS stops it, libgomp the last when a thread stack cannot be mapped);
@@ -32,15 +32,9 @@ def status_kib(field: str) -> int | None:
 
 
 def cpu_name() -> str:
-    """The CPU's model name (`/proc/cpuinfo`), else what `platform` knows."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "CPU"
+    """The CPU's model name (`core.device.memory.read_cpu_name`: the name a calibration
+    of this CPU's runs is for, and the one the estimate's device is named by)."""
+    return read_cpu_name()
 
 
 def cap_host_memory(cap: int) -> None:

@@ -29,9 +29,11 @@ GFX1151_LIMIT = 82_463_372_083
 
 
 def fixed_deps(
-    machine: BackendChoice = NO_GPU, available: AvailableMemory = MEMINFO_32G, **changes: Any
+    machine: BackendChoice = ROCM_MACHINE, available: AvailableMemory = MEMINFO_32G, **changes: Any
 ) -> AppDeps:
-    """The fixed world of the explorer tests (fields of AppDeps may be replaced)."""
+    """The fixed world of the explorer tests (fields of AppDeps may be replaced): a ROCm
+    machine (the in-flight reserve on screen) with 32 GiB available; `NO_GPU` for one
+    where the explorer, as `inspect`, answers for the CPU."""
     return replace(builtin_deps(available, machine), **changes)
 
 

@@ -247,6 +247,21 @@ def read_meminfo_pool(path: Path = Path("/proc/meminfo")) -> PoolReading | None:
     return PoolReading(total, sat_sub(total, available))
 
 
+def read_cpu_name(proc_root: Path | None = None) -> str:
+    """The CPU's model name (`/proc/cpuinfo`), else what `platform` knows: the CPU
+    device's name, and the device a calibration of its runs is for."""
+    import platform
+
+    try:
+        with open((proc_root or PROC_ROOT) / "cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "CPU"
+
+
 def read_nvidia_pool(timeout: float = 2.0) -> tuple[str, PoolReading] | None:
     """GPU 0's name and memory from `nvidia-smi`, or None."""
     found = query_nvidia_smi(timeout)
@@ -278,6 +293,7 @@ def _from_meminfo(proc: Path, notes: list[str]) -> DeviceMemory | None:
         "/proc/meminfo: MemTotal, used = MemTotal - MemAvailable",
         None,
         tuple(notes),
+        target=read_cpu_name(proc),
     )
 
 
@@ -306,8 +322,11 @@ def _gpu_reading(backend: Backend, sys_root: Path, notes: list[str]) -> DeviceMe
 
 
 def read_card(backend: Backend, *, sys_root: Path | None = None) -> DeviceMemory | None:
-    """The GPU's own reading (its name, gfx target, pool) without asking MLX: amdgpu
-    sysfs on ROCm, NVML or nvidia-smi on CUDA; None elsewhere or when none answers."""
+    """The device's own reading (its name, target, pool) without asking MLX: amdgpu
+    sysfs on ROCm, NVML or nvidia-smi on CUDA, /proc/meminfo and the CPU's name on the
+    CPU; None elsewhere or when none answers."""
+    if backend is Backend.CPU:
+        return _from_meminfo(PROC_ROOT, [])
     return _gpu_reading(backend, sys_root or SYS_ROOT, [])
 
 

@@ -39,6 +39,7 @@ from pathlib import Path
 
 from core.backend import Backend
 from core.catalog.resolve import resolve_entry
+from core.catalog.split_source import resolve_parallel_model
 from core.environment import read_env, resolve_settings
 from core.estimate.available import AvailableMemory
 from core.estimate.estimate import Workload
@@ -54,7 +55,6 @@ from core.measurement.protocol import (
 from core.measurement.request import MeasureRequest
 from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailure
 from core.parallel.plan import ParallelEstimate, ParallelPlan, estimate_parallel
-from core.catalog.split_source import resolve_parallel_model
 from hip_backend.launcher import resolve_budget
 from hip_backend.parent_watch import PARENT_ENV, parent_token
 from hip_backend.ranks.hostfile import RingHostfile

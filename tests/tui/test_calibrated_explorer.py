@@ -5,6 +5,7 @@ the summary are held against, and `R` after `m` recalibrating from the history."
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,11 +14,13 @@ import pytest
 from core.calibration.builtin import DATA_FILE, builtin_calibration, peak_bound
 from core.calibration.select import default_candidates
 from core.catalog.resolve import resolve_entry
+from core.device.memory import DeviceMemory, read_card
 from core.estimate.available import AvailableMemory
 from core.measurement.history import HistoryStore
 from core.measurement.result import MeasuredPeak
 from tests.tui.helpers import (
     LLAMA,
+    NO_GPU,
     ROCM_MACHINE,
     breakdown_text,
     build_app,
@@ -73,7 +76,10 @@ async def test_the_calibrated_verdict_is_inspect_s_and_v_holds_the_verdict_again
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     save_user_calibration(tmp_path, capsys)
+    # The calibration is gfx1151's: the question names that device (on the command line;
+    # on screen, the card this ROCm machine reads).
     workload = ["--backend", "rocm", "--max-tokens", "8192", "--inflight-mb", "1024"]
+    workload += ["--calibration-device", "gfx1151"]
     doc = json.loads(cli(capsys, "inspect", LLAMA, *workload, "--json", "--calibrated"))
     mlxcel, calibrated = doc["total_bytes"], doc["calibrated"]["total_bytes"]
     assert doc["calibrated"]["origin"] == "user"
@@ -82,7 +88,13 @@ async def test_the_calibrated_verdict_is_inspect_s_and_v_holds_the_verdict_again
     shown = cli(capsys, "inspect", LLAMA, *workload, "--memory-limit", str(room), "--calibrated")
     (line,) = [ln.strip() for ln in shown.splitlines() if CALIBRATED in ln]
 
-    deps = fixed_deps(ROCM_MACHINE, AvailableMemory(room, "test"), calibrations=default_candidates)
+    card = DeviceMemory("card1 (AMD Radeon 8060S, gfx1151)", 96 << 30, 0, "test", 0.8)
+    deps = fixed_deps(
+        ROCM_MACHINE,
+        AvailableMemory(room, "test"),
+        calibrations=default_candidates,
+        read_device=lambda backend: replace(card, target="gfx1151"),
+    )
     app = build_app(deps, model=LLAMA, max_tokens=8192)
     async with app.run_test(size=(120, 48)) as pilot:
         await settle(pilot)
@@ -157,9 +169,11 @@ async def test_r_after_m_recalibrates_from_the_history_with_the_new_run(
     tiny_model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     deps = fixed_deps(
+        NO_GPU,  # a CPU machine, as this one: its reading names the CPU
         resolve_entry=lambda name: resolve_entry(name),
         history=HistoryStore.default,
         calibrations=default_candidates,
+        read_device=read_card,  # this CPU, named: its runs' calibration is for it
     )
     app = build_app(deps, model=str(tiny_model), backend="cpu", max_tokens=32)
     told: list[str] = []

@@ -15,6 +15,7 @@ from core.units import MIB
 from tests.tui.helpers import (
     GFX1151_LIMIT,
     LLAMA,
+    NO_GPU,
     ROCM_MACHINE,
     breakdown_bytes,
     breakdown_text,
@@ -62,7 +63,7 @@ async def test_default_screen_matches_the_text_banner_byte_for_byte() -> None:
         await settle(pilot)
         shown = breakdown_bytes(app)
         state = app.explorer.state
-        available = state.memory.resolve(None)
+        available = app.explorer.available
         assert available is not None
         est = estimate(profile_snapshot(load_profile(LLAMA)), Workload(), state.settings(available))
         banner = banner_bytes(format_estimate(LLAMA, est))
@@ -241,17 +242,18 @@ async def test_mlxcel_command_line_carries_the_budget_only_on_rocm() -> None:
         assert view.mlxcel.startswith(f"MLXCEL_MEMORY_LIMIT={GFX1151_LIMIT} mlxcel inspect")
 
 
-async def test_header_says_rocm_was_chosen_when_no_gpu_is_found() -> None:
-    app = build_app()
+async def test_with_no_gpu_the_explorer_answers_for_the_cpu_as_inspect_does() -> None:
+    app = build_app(fixed_deps(machine=NO_GPU))
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         status = widget_lines(app.screen.query_one(StatusLine))[0]
-        assert "ROCm · chosen: no GPU detected" in status
+        assert "CPU · no GPU found" in status
         assert "32.00 GiB available · /proc/meminfo" in status
-        assert breakdown_bytes(app)[INFLIGHT] == 1024 * MIB
-        await pilot.press("n")
+        assert INFLIGHT not in breakdown_bytes(app)  # the CPU reserves none
+        await pilot.press("n")  # the next backend after the CPU: ROCm, chosen
         status = widget_lines(app.screen.query_one(StatusLine))[0]
-        assert "CUDA · chosen (no GPU detected)" in status
+        assert "ROCm · chosen (this machine: no GPU found)" in status
+        assert breakdown_bytes(app)[INFLIGHT] == 1024 * MIB
 
 
 async def test_header_says_detected_on_a_rocm_machine() -> None:
@@ -259,7 +261,7 @@ async def test_header_says_detected_on_a_rocm_machine() -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         status = widget_lines(app.screen.query_one(StatusLine))[0]
-        assert "ROCm · detected (/dev/kfd (AMD KFD) present)" in status
+        assert "ROCm · detected: /dev/kfd (AMD KFD) present" in status
 
 
 async def test_environment_sets_the_starting_values() -> None:

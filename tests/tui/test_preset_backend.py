@@ -33,7 +33,7 @@ async def test_rtx4090_starts_on_cuda_and_its_command_line_gives_the_same_total(
         await settle(pilot)
         assert app.explorer.state.backend is Backend.CUDA
         status = widget_lines(app.screen.query_one(StatusLine))[0]
-        assert "CUDA · chosen by --preset rtx4090" in status
+        assert "CUDA · the GeForce RTX 4090 24 GiB preset" in status
         rows = breakdown_bytes(app)
         assert "Backend in-flight" not in rows
         line = vramscope_line(app)

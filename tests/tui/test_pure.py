@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import shlex
+from dataclasses import replace
 
 import pytest
 
+from core.answer.context import ContextAnswer, TrainedContext
+from core.answer.device import MachineReadings
 from core.answer.solve import FitLimit
 from core.backend import Backend, BackendChoice
 from core.estimate.available import AvailableMemory
@@ -15,15 +18,16 @@ from core.units import GIB
 from tui.headless import png_ready_svg
 from tui.model.command_lines import mlxcel_command, vramscope_command
 from tui.model.presets import CUSTOM, PRESETS_BY_KEY
-from tui.model.rows import context_limit_text, inflight_limit_text
+from tui.model.rows import inflight_limit_text
 from tui.model.scales import FACTOR_STOPS, INFLIGHT_STOPS, position_of, token_stops
 from tui.model.state import (
     ExplorerState,
     LaunchOptions,
     MemoryChoice,
-    backend_status,
-    choose_backend,
+    explorer_device,
     initial_state,
+    start_backend,
+    with_memory,
 )
 from tui.model.values import (
     format_factor,
@@ -197,16 +201,24 @@ def test_command_lines_reproduce_the_state() -> None:
     )
 
 
-def test_backend_choice_and_header_words() -> None:
-    start = choose_backend("auto", NO_GPU)
-    assert start.backend is Backend.ROCM
-    assert not start.detected
-    assert backend_status(Backend.ROCM, start, NO_GPU) == "ROCm · chosen: no GPU detected"
-    assert backend_status(Backend.METAL, start, NO_GPU) == "Metal · chosen (no GPU detected)"
-    assert choose_backend("auto", ROCM) == ROCM
-    assert backend_status(Backend.ROCM, ROCM, ROCM).startswith("ROCm · detected (/dev/kfd")
-    assert backend_status(Backend.CUDA, ROCM, ROCM) == "CUDA · chosen (this machine: ROCm)"
-    assert choose_backend("cuda", ROCM).backend is Backend.CUDA
+def test_the_explorer_opens_on_the_backend_inspect_picks_and_names_why() -> None:
+    # One resolution: the flag, else the preset's device's, else this machine's, the CPU
+    # where no GPU is found (as `inspect` with the same flags).
+    assert start_backend(LaunchOptions(), NO_GPU) is Backend.CPU
+    assert start_backend(LaunchOptions(), ROCM) is Backend.ROCM
+    assert start_backend(LaunchOptions(backend="cuda"), ROCM) is Backend.CUDA
+    assert start_backend(LaunchOptions(preset="rtx4090"), NO_GPU) is Backend.CUDA
+    memory = MachineReadings(NO_GPU, AvailableMemory(GIB, "/proc/meminfo"))
+    state, _ = initial_state(LaunchOptions(), {}, NO_GPU)
+    device = explorer_device(state, memory)
+    assert (device.backend, device.words) == (Backend.CPU, "cpu (no GPU found)")
+    chosen = explorer_device(replace(state, backend=Backend.ROCM), memory)
+    assert (chosen.backend, chosen.backend_reason) == (Backend.ROCM, "chosen")
+    # A preset brings its backend; a size typed after it keeps the backend, now chosen.
+    on_preset = with_memory(state, MemoryChoice("rx7900xtx"))
+    assert explorer_device(on_preset, memory).words == "rocm (the Radeon RX 7900 XTX 24 GiB preset)"
+    typed = with_memory(on_preset, MemoryChoice(CUSTOM, GIB))
+    assert explorer_device(typed, memory).words == "rocm (chosen)"
 
 
 def test_initial_state_reads_flags_then_environment() -> None:
@@ -218,16 +230,22 @@ def test_initial_state_reads_flags_then_environment() -> None:
     state, _ = initial_state(LaunchOptions(inflight_raw="256", memory_limit=GIB), env, ROCM)
     assert state.inflight_mib == 256
     assert state.memory == MemoryChoice(CUSTOM, GIB)
-    assert state.memory.resolve(None) == AvailableMemory(GIB, "typed size")
+    device = explorer_device(state, MachineReadings(ROCM))
+    assert device.available == AvailableMemory(GIB, "typed size")
     state, warnings = initial_state(LaunchOptions(inflight_raw="1G"), {}, ROCM)
     assert state.inflight_mib == 1024
     assert warnings  # the overlay's "ignoring invalid" line
 
 
 def test_limit_words() -> None:
-    assert context_limit_text(FitLimit(482560), 131072) == "482,560 tokens (trained: 131,072)"
-    assert context_limit_text(FitLimit(None), 131072).startswith("none")
-    assert context_limit_text(FitLimit(1 << 32, True), None).startswith("any")
+    trained = TrainedContext(131072, "max_position_embeddings")
+    assert ContextAnswer(FitLimit(98304), trained).words == "98,304 tokens (trained: 131,072)"
+    capped = ContextAnswer(FitLimit(482560), trained)
+    assert (capped.tokens, capped.capped) == (131072, True)
+    assert capped.words.startswith("131,072 tokens, the trained context")
+    assert "memory allows 482,560" in capped.words
+    assert ContextAnswer(FitLimit(None), trained).words.startswith("none")
+    assert ContextAnswer(FitLimit(1 << 32, True), None).words.startswith("any")
     assert inflight_limit_text(None, "CUDA") == "n/a (CUDA builds reserve none)"
     assert inflight_limit_text(FitLimit(72208), "ROCm") == "72,208 MiB"
 

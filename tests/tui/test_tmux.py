@@ -90,7 +90,7 @@ def test_at_60x20_the_verdict_total_model_quit_and_help_are_in_view() -> None:
         assert "FITS  8K · 7.28 GiB · …/Meta-Llama-3.1-8B-Instruct-4bit" in summary(screen)
         assert lines[-1].startswith("q Quit ? Help")
         app.burst("t1m\r")
-        app.wait_for(lambda s: "DOES NOT FIT  1M · " in summary(s), "the verdict change")
+        app.wait_for(lambda s: "DOES NOT FIT  1M! · " in summary(s), "the verdict change")
 
 
 def test_a_resize_round_trip_redraws_everything() -> None:

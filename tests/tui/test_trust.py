@@ -159,7 +159,8 @@ async def test_at_60x20_the_answer_and_quit_and_help_stay_in_view() -> None:
         assert {"Quit", "Help"} <= in_view
         burst(app, "t1m\r")  # over the budget: the verdict changes in view
         await handled(pilot)
-        assert widget_lines(line)[0].strip().startswith("DOES NOT FIT  1M · ")
+        # 1M tokens, past the 128K the model was trained for: flagged even here.
+        assert widget_lines(line)[0].strip().startswith("DOES NOT FIT  1M! · ")
 
 
 async def test_the_chart_and_panels_redraw_on_a_resize_round_trip() -> None:
@@ -407,9 +408,10 @@ def test_axis_labels_off_the_round_values_are_short() -> None:
 
 
 def test_no_fitting_context_reads_none_not_zero_tokens() -> None:
+    from core.answer.context import ContextAnswer, TrainedContext
     from core.answer.solve import FitLimit
-    from tui.model.rows import context_limit_text
 
-    assert context_limit_text(FitLimit(0), 131_072).startswith("none")
-    assert context_limit_text(FitLimit(None), 131_072).startswith("none")
-    assert context_limit_text(FitLimit(5000), None) == "5,000 tokens"
+    trained = TrainedContext(131_072, "max_position_embeddings")
+    assert ContextAnswer(FitLimit(0), trained).words.startswith("none")
+    assert ContextAnswer(FitLimit(None), trained).words.startswith("none")
+    assert ContextAnswer(FitLimit(5000), None).words == "5,000 tokens"

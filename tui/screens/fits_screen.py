@@ -165,10 +165,12 @@ class FitsScreen(Screen[FitPick | None]):
     def _status(self) -> Text:
         ranked = [p.row for p in self.picks if p.row.unavailable is None]
         missing = len(self.picks) - len(ranked)
-        fitting = sum(1 for r in ranked if r.fits)
+        fitting = sum(1 for r in ranked if r.fits and not r.past_trained)
+        past = sum(1 for r in ranked if r.fits and r.past_trained)
         order = "vramscope fit's ranking" if self.sort == RANK else f"by {self.sort}"
         words = [
             f"{fitting} of {len(ranked)} rows fit"
+            + (f" ({past} more past the trained context)" if past else "")
             if self.done
             else f"computing… {len(ranked)} rows so far",
             f"{len(self.shown)} shown",
