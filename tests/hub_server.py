@@ -16,6 +16,7 @@ import re
 import struct
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -167,10 +168,8 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
                         "id": name,
                         "downloads": 1234,
                         "library_name": "transformers",
-                        "tags": ["safetensors"]
-                        if any(f.endswith(".safetensors") for f in r.files)
-                        else [],
                         "gated": r.gated,
+                        **_tags(r.files),
                     }
                     for name, r in sorted(hub.repos.items())
                     if needle in name.casefold()
@@ -225,3 +224,11 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
             self._send(206, data, headers, body)
 
     return Handler
+
+
+def _tags(files: Iterable[str]) -> dict[str, list[str]]:
+    """The listing's tags as the Hub derives them from the files: `safetensors`, `gguf`;
+    a repo of neither gets no `tags` key at all (the listing does not say)."""
+    names = list(files)
+    tags = [t for t in ("safetensors", "gguf") if any(f.endswith(f".{t}") for f in names)]
+    return {"tags": tags} if tags else {}

@@ -33,7 +33,9 @@ class HubListing:
     repo_id: str
     downloads: int | None
     library: str | None
-    safetensors: bool
+    safetensors: bool | None
+    """True where the listing's tags name safetensors, False where they are given and do
+    not, None where the listing gave no tags (it did not say)."""
     gated: bool
 
 
@@ -77,13 +79,13 @@ def search_hub(
 
 
 def _listing(info: Any) -> HubListing:
-    tags = info.tags if isinstance(getattr(info, "tags", None), list) else []
+    tags = info.tags if isinstance(getattr(info, "tags", None), list) else None
     downloads = info.downloads if isinstance(getattr(info, "downloads", None), int) else None
     library = info.library_name if isinstance(getattr(info, "library_name", None), str) else None
     return HubListing(
         repo_id=clean_text(str(info.id))[:200],
         downloads=downloads,
         library=clean_text(library)[:40] if library else None,
-        safetensors="safetensors" in tags,
+        safetensors=None if not tags else "safetensors" in tags,
         gated=bool(getattr(info, "gated", False)),
     )

@@ -96,14 +96,23 @@ def test_at_60x20_the_verdict_total_model_quit_and_help_are_in_view() -> None:
 def test_a_resize_round_trip_redraws_everything() -> None:
     with tmux_vramscope((160, 48), *ARGS) as app:
         started(app)
+        # Every read in: the model list's count and the calibrated verdict (gfx1151's
+        # preset gets the built-in calibration), which make the breakdown taller.
+        app.wait_for(lambda s: " models ─" in s and "Verdict held against" in s, "all reads")
         wide = app.settle()
         app.resize(80, 24)
-        narrow = app.wait_for(lambda s: len(s.splitlines()) <= 24 and "Quit" in s, "80x24")
+        # The whole 80x24 frame: a capture may fall while the resize is being repainted.
+        narrow = app.wait_for(
+            lambda s: len(s.splitlines()) <= 24
+            and "Quit" in s
+            and any(is_summary(line) for line in s.splitlines()),
+            "80x24",
+        )
         assert "FITS" in summary(narrow)
         app.resize(160, 48)
-        app.wait_for(lambda s: len(s.splitlines()) >= 47, "160x48 again")
-        again = app.settle()
-        assert again == wide
+        # The same screen again, to the character (a loaded machine may take a while to
+        # repaint every widget at the width it has again).
+        app.wait_for(lambda s: s == wide, "the 160x48 screen as it was")
 
 
 def test_m_in_a_burst_shows_progress_then_the_measured_peak_on_the_summary(

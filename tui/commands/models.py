@@ -6,7 +6,14 @@ import argparse
 import json
 from typing import Any
 
-from core.catalog.entry import ORIGIN_BUILTIN, ORIGIN_FOLDER, ORIGIN_HF_CACHE, Catalog, CatalogEntry
+from core.catalog.entry import (
+    ORIGIN_BUILTIN,
+    ORIGIN_FOLDER,
+    ORIGIN_HF_CACHE,
+    ORIGIN_HUB,
+    Catalog,
+    CatalogEntry,
+)
 from core.display_text import clean_text, json_safe
 from core.estimate.weights import WeightsSource
 from core.units import format_bytes_short
@@ -85,7 +92,8 @@ def format_table(rows: list[tuple[str, ...]]) -> list[str]:
 
 
 def summary(catalog: Catalog) -> str:
-    """`14 models: 14 built-in, 0 in the HF cache (...), 0 in folders; 2 skipped`."""
+    """`18 models: 14 built-in, 0 in the HF cache (...), 0 in folders, 4 read from the Hub;
+    2 skipped`: every origin listed is counted."""
     count = {o: sum(e.origin == o for e in catalog.entries) for o in _ORIGINS}
     cache = catalog.hf_cache_dir
     cache_note = ""
@@ -96,6 +104,8 @@ def summary(catalog: Catalog) -> str:
         f"{count[ORIGIN_HF_CACHE]} in the HF cache{cache_note}, "
         f"{count[ORIGIN_FOLDER]} in folders"
     )
+    if count[ORIGIN_HUB]:
+        line += f", {count[ORIGIN_HUB]} read from the Hub"
     if catalog.skipped:
         line += f"; {len(catalog.skipped)} skipped"
     flagged = sum(1 for e in catalog.entries if e.warnings)
@@ -104,7 +114,7 @@ def summary(catalog: Catalog) -> str:
     return line
 
 
-_ORIGINS = (ORIGIN_BUILTIN, ORIGIN_HF_CACHE, ORIGIN_FOLDER)
+_ORIGINS = (ORIGIN_BUILTIN, ORIGIN_HF_CACHE, ORIGIN_FOLDER, ORIGIN_HUB)
 
 
 def catalog_json(catalog: Catalog) -> dict[str, Any]:
@@ -183,7 +193,7 @@ def run_hub_search(args: argparse.Namespace) -> int:
             r.repo_id,
             "" if r.downloads is None else f"{r.downloads:,}",
             r.library or "",
-            "yes" if r.safetensors else "no",
+            "?" if r.safetensors is None else "yes" if r.safetensors else "no",
             "yes" if r.gated else "",
         )
         for r in rows

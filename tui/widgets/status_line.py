@@ -62,6 +62,9 @@ class StatusLine(Static):
 
     def on_resize(self) -> None:
         self._paint()
+        # Once more after the layout settles: a resize burst (80x24 and back) can deliver
+        # the event before the region has its final width, leaving the short form shown.
+        self.call_after_refresh(self._paint)
 
     def _paint(self) -> None:
         backend, short, available = self._words
@@ -119,6 +122,9 @@ class SummaryLine(Static):
 
     def on_resize(self) -> None:
         self._paint()
+        # Once more after the layout settles: a resize burst (80x24 and back) can deliver
+        # the event before the region has its final width, leaving the short form shown.
+        self.call_after_refresh(self._paint)
 
     def _paint(self) -> None:
         width = self.content_region.width

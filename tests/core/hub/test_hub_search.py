@@ -27,6 +27,21 @@ def test_search_lists_what_the_listing_tells(
     assert [r["repo_id"] for r in rows] == ["test-org/llama"] and rows[0]["safetensors"]
 
 
+def test_safetensors_is_unknown_where_the_listing_does_not_say(
+    hub: FakeHub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    publish(hub, tmp_path, MLX_4BIT, "test-org/qwen-4bit", "headers")
+    hub.add("test-org/qwen-gguf", {"q.gguf": SparseFile(b"x", 1)})  # tags: gguf only
+    hub.add("test-org/qwen-bare", {"README.md": SparseFile(b"x", 1)})  # no tags at all
+    assert main(["models", "--hub", "qwen"]) == 0
+    cells = {line.split()[0]: line.split()[3] for line in capsys.readouterr().out.splitlines()[1:4]}
+    assert cells == {
+        "test-org/qwen-4bit": "yes",
+        "test-org/qwen-gguf": "no",
+        "test-org/qwen-bare": "?",
+    }
+
+
 def test_search_needs_the_hub(
     hub: FakeHub, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from core.calibration.builtin import builtin_calibration
 from core.calibration.store import write_store
+from core.device.memory import read_cpu_name
 from tests.core.helpers import GFX1151_LIMIT, LLAMA_4BIT, QWEN3_MOE_4BIT
 from tui.cli import main
 
@@ -91,9 +92,9 @@ def test_no_matching_calibration_is_one_line_and_mlxcel_s_estimate_only(
     _, plain, _ = run(capsys, "inspect", LLAMA_4BIT, *cpu)
     code, out, err = run(capsys, "inspect", LLAMA_4BIT, *cpu, "--calibrated")
     assert (code, err) == (0, "")
-    assert out[len(plain) :] == (
-        "  Calibrated (vramscope): no calibration for cpu; mlxcel's estimate only "
-        "(vramscope calibrate fits one from measured runs)\n"
+    assert out[len(plain) :] == (  # the CPU named is this machine's
+        f"  Calibrated (vramscope): no calibration for cpu {read_cpu_name()}; mlxcel's "
+        "estimate only (vramscope calibrate fits one from measured runs)\n"
     )
     code, out, err = run(capsys, "inspect", LLAMA_4BIT, *cpu, "--calibrated", "--json")
     assert json.loads(out)["calibrated"] is None
