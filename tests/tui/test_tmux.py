@@ -103,9 +103,11 @@ def test_a_resize_round_trip_redraws_everything() -> None:
         app.resize(80, 24)
         # The whole 80x24 frame: a capture may fall while the resize is being repainted.
         narrow = app.wait_for(
-            lambda s: len(s.splitlines()) <= 24
-            and "Quit" in s
-            and any(is_summary(line) for line in s.splitlines()),
+            lambda s: (
+                len(s.splitlines()) <= 24
+                and "Quit" in s
+                and any(is_summary(line) for line in s.splitlines())
+            ),
             "80x24",
         )
         assert "FITS" in summary(narrow)
