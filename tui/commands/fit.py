@@ -12,7 +12,6 @@ from core.backend import BACKEND_CHOICES
 from core.display_text import json_safe
 from core.errors import UsageError
 from core.estimate.estimate import QuantHint
-from core.units import format_bytes_short
 from tui.commands._calibrated import add_calibration_flags, candidates, wanted
 from tui.commands.shared.estimate_args import question_from_args
 from tui.commands.shared.flags import add_model_source_flags, add_workload_flags
@@ -107,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     from core.catalog.fit_models import fit_reader
     from core.catalog.resolve import build_catalog
     from core.errors import VramscopeError
-    from tui.render.fit_table import CalibratedColumn, fit_text
+    from tui.render.fit_table import CalibratedColumn, fit_heading, fit_text
 
     quantizations = parse_quantizations(args.quantizations)
     inputs = question_from_args(args, QuantHint.DEFAULT, identify=wanted(args))
@@ -162,15 +161,7 @@ def run(args: argparse.Namespace) -> int:
         }
         print(json.dumps(json_safe(document), indent=2, ensure_ascii=False))
         return 0
-    heading = [
-        f"Available: {format_bytes_short(device.available.bytes)} "
-        f"({device.available.bytes} bytes; {device.available.source})",
-        f"Backend: {device.words}; context {args.max_tokens:,} tokens, "
-        f"batch {args.batch}, KV {question.workload.kv_cache_mode}",
-    ]
-    if device.reading is not None:
-        heading.insert(0, device.reading.line)
-    print("\n".join(fit_text(ranked, heading, column)))
+    print("\n".join(fit_text(ranked, fit_heading(question), column)))
     return 0
 
 

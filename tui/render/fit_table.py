@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from core.answer.fit import WHAT_IF_FORMULA, FitRow, rank_key
+from core.answer.question import Question
 from core.calibration.record import Calibration
 from core.calibration.report import calibration_words
 from core.display_text import clean_text
@@ -41,6 +42,22 @@ class CalibratedColumn:
             why = self.reason or f"no calibration for {self.backend}"
             return f"CALIBRATED: {why}; mlxcel's estimate only (vramscope calibrate fits one)"
         return f"CALIBRATED: {calibration_words(self.calibration)}; not mlxcel's figure."
+
+
+def fit_heading(question: Question) -> list[str]:
+    """The lines above the table (`vramscope fit`'s and the Fits view's): the device's
+    reading when one was taken, the available memory and its source, the backend and why,
+    and the workload asked of every model."""
+    device, wl = question.device, question.workload
+    lines = [
+        f"Available: {format_bytes_short(device.available.bytes)} "
+        f"({device.available.bytes} bytes; {device.available.source})",
+        f"Backend: {device.words}; context {wl.max_tokens:,} tokens, "
+        f"batch {wl.batch}, KV {wl.kv_cache_mode}",
+    ]
+    if device.reading is not None:
+        lines.insert(0, device.reading.line)
+    return lines
 
 
 def context_cell(row: FitRow) -> str:

@@ -25,7 +25,6 @@ from textual.widgets import Footer, Input, Static
 from core.answer.fit import WHAT_IF_FORMULA
 from core.answer.question import Question
 from core.catalog.entry import Catalog
-from core.units import format_bytes_short
 from tui.controllers.fit_rows import FitRowsController
 from tui.deps import AppDeps
 from tui.messages import FitPick, FitRowsRead
@@ -34,6 +33,7 @@ from tui.render.fit_table import (
     RANK,
     RIGHT_ALIGNED,
     SORTS,
+    fit_heading,
     matches,
     sorted_rows,
 )
@@ -109,17 +109,7 @@ class FitsScreen(Screen[FitPick | None]):
         self.rows.stop()
 
     def _heading(self) -> Text:
-        q = self.inputs.question
-        device, wl = q.device, q.workload
-        lines = [
-            f"Available: {format_bytes_short(device.available.bytes)} "
-            f"({device.available.bytes:,} bytes; {device.available.source})",
-            f"Backend: {device.words}; context {wl.max_tokens:,} tokens, "
-            f"batch {wl.batch}, KV {wl.kv_cache_mode}",
-        ]
-        if device.reading is not None:
-            lines.insert(0, device.reading.line)
-        return Text("\n".join(lines))
+        return Text("\n".join(fit_heading(self.inputs.question)))
 
     # --- rows ----------------------------------------------------------------------
 
