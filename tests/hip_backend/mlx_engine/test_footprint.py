@@ -159,8 +159,9 @@ def test_calibrate_fits_the_figure_its_target_names(
         {k: v for k, v in three_runs[1].to_dict().items() if k not in NEW_FIELDS}
     )
     _history([*three_runs, lacking])
-    default, warned = _fit("mlx_peak")
-    assert default["target"] == "mlx_peak" and default["runs"] == 4  # the old run counts
+    default, warned = _fit("peak")
+    assert default["target"] == "peak" and default["runs"] == 4  # the old run counts
+    assert default["figure"] == "MLX's peak (mx.get_peak_memory)"
     assert warned == ""
     held, warned = _fit("active_plus_cache")
     assert held["target"] == "active_plus_cache" and held["runs"] == 3
@@ -173,9 +174,10 @@ def test_calibrate_fits_the_figure_its_target_names(
     # The last fit is the one saved; its report and inspect's line name what it fitted.
     text = vramscope("calibrate", "--target", "os_peak")
     assert "  Fitted to:     the process's OS peak (VmHWM on the CPU" in text.stdout
+    # A calibration fitted on this CPU applies where the question names it.
     shown = vramscope(
         "inspect", three_runs[0].model, "--max-tokens", str(PROMPT + GEN), "--backend", "cpu",
-        "--calibrated",
+        "--calibration-device", three_runs[0].device_name,
     )  # fmt: skip
     assert shown.returncode == 0, shown.stderr
     (line,) = [ln for ln in shown.stdout.splitlines() if "Calibrated (vramscope" in ln]
