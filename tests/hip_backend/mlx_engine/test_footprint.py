@@ -174,10 +174,9 @@ def test_calibrate_fits_the_figure_its_target_names(
     # The last fit is the one saved; its report and inspect's line name what it fitted.
     text = vramscope("calibrate", "--target", "os_peak")
     assert "  Fitted to:     the process's OS peak (VmHWM on the CPU" in text.stdout
-    # A calibration fitted on this CPU applies where the question names it.
     shown = vramscope(
         "inspect", three_runs[0].model, "--max-tokens", str(PROMPT + GEN), "--backend", "cpu",
-        "--calibration-device", three_runs[0].device_name,
+        "--calibrated",
     )  # fmt: skip
     assert shown.returncode == 0, shown.stderr
     (line,) = [ln for ln in shown.stdout.splitlines() if "Calibrated (vramscope" in ln]

@@ -1,8 +1,8 @@
 """A calibration covers shapes it was not fitted on (issue #25, item 5), with real MLX on
 this CPU in child processes: `vramscope table --engine mlx` measures three tiny bf16/f16
 models into one history and a fourth, larger model into another; `vramscope calibrate`
-fits the three; `vramscope inspect --calibrated` then estimates the fourth model's shapes,
-and each estimate covers the peak MLX measured for it.
+fits the three; `vramscope inspect --calibrated` (on this CPU, which names itself) then
+estimates the fourth model's shapes, and each estimate covers the peak MLX measured for it.
 
 With the old fixed 1% margin the larger held-out model's runs were under their peaks
 (by 5 to 8% on the machine this was written on): the fixed part fitted on smaller models
@@ -92,11 +92,10 @@ def test_the_calibrated_estimate_covers_a_model_it_was_not_fitted_on(tmp_path: P
     peaks = HistoryStore(kept_apart / "vramscope" / "measurements.jsonl").read().results
     assert sorted(p.context_tokens for p in peaks) == list(CONTEXTS)
     for peak in peaks:
-        assert peak.device_name == cal["device"]  # the same CPU: the calibration applies
+        assert peak.device_name == cal["device"]  # this CPU, which inspect names itself
         shown = vramscope(
             fitted_on, "inspect", str(held_out), "--backend", "cpu",
-            "--max-tokens", str(peak.context_tokens), "--calibration-device", cal["device"],
-            "--json",
+            "--max-tokens", str(peak.context_tokens), "--calibrated", "--json",
         )  # fmt: skip
         assert shown.returncode == 0, shown.stderr
         calibrated = json.loads(shown.stdout)["calibrated"]
