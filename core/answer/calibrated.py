@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from core.answer.answer import Answer
     from core.answer.device import Device
     from core.calibration.record import Calibration
+    from core.measurement.engine import Engine
 
 
 @dataclass(frozen=True)
@@ -39,48 +40,33 @@ class CalibratedAnswer:
         return "FITS" if self.fits else "DOES NOT FIT"
 
 
-def _applies(cal: Calibration, target: str | None) -> bool:
-    """A device's calibration applies to that device only; an any-device one to all."""
-    return cal.device is None or (target is not None and cal.device.casefold() == target.casefold())
-
-
 def choose_for_device(
-    device: Device, calibrations: Sequence[Calibration], engine: str | None = None
+    device: Device, calibrations: Sequence[Calibration], engine: Engine | str | None = None
 ) -> tuple[Calibration | None, str]:
     """The calibration that applies to `device` (of `engine` when given: the user's before
-    the built-in one, the most specific, the latest), or None and why none does."""
+    the built-in one, the most specific, the latest), or None and why none does
+    (`core.calibration.select.choose`: a device's calibration applies to that device only,
+    an any-device one to all)."""
     from core.calibration.select import choose
+    from core.measurement.engine import Engine
 
-    backend = device.backend.value
-    usable = [c for c in calibrations if _applies(c, device.target)]
-    cal = choose(usable, backend, engine, device.target)
-    if cal is not None:
-        return cal, ""
-    reason = f"no calibration for {backend} {device.target or ''}".rstrip()
-    reason += f" ({engine})" if engine else ""
-    named = {c.device for c in calibrations if c.device and c.backend == backend}
-    if named and device.target is None:
-        reason += f" (no device named; there are calibrations for {', '.join(sorted(named))})"
-    return None, reason
+    kind = Engine.named(engine.strip().lower()) if isinstance(engine, str) else engine
+    chosen = choose(calibrations, device.backend, kind, device.target)
+    return chosen.calibration, chosen.reason or ""
 
 
 def calibrate_answer(
-    answer: Answer, calibrations: Sequence[Calibration], engine: str | None = None
+    answer: Answer, calibrations: Sequence[Calibration], engine: Engine | str | None = None
 ) -> CalibratedAnswer:
     """The calibration that applies to the answer's device, and its total."""
-    from core.calibration.report import calibrated_line, calibrated_total
-    from core.display_text import clean_text
+    from core.calibration.report import calibrated_line, calibrated_total, no_calibration_line
 
     device = answer.question.device
     if not answer.single_device:
         return CalibratedAnswer(None, None, None, "", "a calibrated estimate is single-device only")
     cal, reason = choose_for_device(device, calibrations, engine)
     if cal is None:
-        line = clean_text(
-            f"  Calibrated (vramscope): {reason}; mlxcel's estimate only (vramscope "
-            "calibrate fits one from measured runs)"
-        )
-        return CalibratedAnswer(None, None, None, line, reason)
+        return CalibratedAnswer(None, None, None, no_calibration_line(reason), reason)
     est = answer.estimate
     total = calibrated_total(cal, est)
     return CalibratedAnswer(cal, total, total <= est.available_bytes, calibrated_line(cal, est))

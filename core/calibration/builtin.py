@@ -19,7 +19,7 @@ from core.measurement.engine import Engine
 
 DATA_FILE = Path(__file__).resolve().parent / "data" / "gfx1151_rocm.csv"
 BUILTIN_DEVICE = "gfx1151"
-BUILTIN_ENGINE: str = Engine.MLX
+BUILTIN_ENGINE = Engine.MLX
 """mlxcel's bench runs MLX itself; its peak is MLX's `get_peak_memory()`."""
 
 
@@ -48,7 +48,7 @@ def builtin_rows() -> tuple[CalibrationRow, ...]:
             row_from_estimate(
                 est,
                 model=rec["model"],
-                backend="rocm",
+                backend=Backend.ROCM,
                 inflight_mib=mib,
                 peak_bytes=peak_bound(int(rec["printed_peak_centi_gb"])),
                 engine=BUILTIN_ENGINE,
@@ -63,7 +63,7 @@ def builtin_calibration() -> Calibration:
     """gfx1151 ROCm, MLX's peak, 18 runs of 3 models."""
     return Calibration.from_fit(
         fit_rows(builtin_rows()),
-        backend="rocm",
+        backend=Backend.ROCM,
         engine=BUILTIN_ENGINE,
         device=BUILTIN_DEVICE,
         origin="builtin",

@@ -6,9 +6,18 @@ W, K and I are mlxcel's own weights, KV and in-flight terms for the workload. We
 are held once (no per-byte factor: that is what overshoots on a 17 GB MoE), the KV
 cache twice (mlx-lm grows it by concatenation, so the old and the grown buffer are
 alive together at the last step), the in-flight budget once (the queue holds up to the
-budget). Only the fixed part is fitted: the largest excess of a training peak over
-those terms, so every training run is covered; the margin (1% of the total) is stated,
-not fitted. docs/calibration.md shows why this form beat the others on held-out models.
+budget). Two numbers are fitted, each for coverage:
+
+- the fixed part: the largest excess of a training peak over those terms, so every
+  training run is covered;
+- the margin: what it takes to cover the runs of each model when the fixed part is
+  fitted on the other models only (leave-one-model-out), at least 1%. A training run
+  is covered by the fixed part alone; the margin is for the shapes not measured.
+
+The held-out figures are of that whole procedure: each model's runs are predicted by a
+fixed part and a margin chosen on the other models only (so a fit needs 3 models to be
+cross-validated; with 2 it is fitted and said not to be). docs/calibration.md shows why
+this form beat the others on held-out models.
 """
 
 from __future__ import annotations
@@ -24,9 +33,15 @@ from core.units import U64_MAX
 KV_FACTOR = 2
 """How many KV caches are alive at the peak (mlx-lm's grow-by-concatenation step)."""
 MARGIN_BASIS_POINTS = 100
-"""The stated margin: every training peak is covered by at least 1% of itself."""
-MIN_MODELS = 3
-"""Fewer models than this and the fixed part would be fitted on too few shapes."""
+"""The smallest margin: every peak is covered by at least 1% of the total (and what
+calibrations saved before the margin was chosen used)."""
+MAX_MARGIN_BASIS_POINTS = 10_000
+"""A margin is at most 100%: a miss larger than that is reported, not covered."""
+MIN_MODELS = 2
+"""Fewer models than this and no model's runs can be predicted from another's."""
+CROSS_VALIDATION_MODELS = 3
+"""Fewer and the margin is chosen on the only held-out runs there are: no model is left
+to check the fit on."""
 
 
 class CalibrationRefused(VramscopeError):
@@ -50,7 +65,8 @@ class Figures:
 
 @dataclass(frozen=True)
 class CrossValidation:
-    """Leave-one-model-out: each model's rows predicted by a fit on the other models."""
+    """Leave-one-model-out: each model's rows predicted by a fixed part and a margin
+    chosen on the other models only."""
 
     folds: int
     vramscope: Figures
@@ -90,14 +106,43 @@ def fit_fixed_bytes(rows: Sequence[CalibrationRow]) -> int:
     )
 
 
-def row_prediction(row: CalibrationRow, fixed: int) -> int:
+def row_prediction(row: CalibrationRow, fixed: int, margin_bp: int = MARGIN_BASIS_POINTS) -> int:
     """The calibrated total of one row's workload."""
-    return predict(row.weights_bytes, row.kv_bytes, row.inflight_bytes, fixed)
+    return predict(row.weights_bytes, row.kv_bytes, row.inflight_bytes, fixed, margin_bp)
+
+
+def covering_margin(row: CalibrationRow, fixed: int) -> int:
+    """The smallest margin in basis points under which `fixed` covers the row (0 when the
+    fixed part alone does; MAX_MARGIN_BASIS_POINTS when no margin up to 100% would)."""
+    s = max(0, base_bytes(row.weights_bytes, row.kv_bytes, row.inflight_bytes) + fixed)
+    if s >= row.peak_bytes:
+        return 0
+    if s == 0:
+        return MAX_MARGIN_BASIS_POINTS
+    # s + ceil(s x bp / 10^4) >= peak  <=>  s x bp > (peak - s - 1) x 10^4
+    return min((row.peak_bytes - s - 1) * 10_000 // s + 1, MAX_MARGIN_BASIS_POINTS)
 
 
 def models_of(rows: Sequence[CalibrationRow]) -> tuple[str, ...]:
     """The distinct models of `rows`, sorted."""
     return tuple(sorted({r.model for r in rows}))
+
+
+def largest_miss(rows: Sequence[CalibrationRow]) -> int:
+    """The margin, in basis points, that covers every model's runs predicted by a fixed
+    part fitted on the other models (needs at least 2 models; may be 0)."""
+    needed = 0
+    for held in models_of(rows):
+        fixed = fit_fixed_bytes([r for r in rows if r.model != held])
+        for r in rows:
+            if r.model == held:
+                needed = max(needed, covering_margin(r, fixed))
+    return needed
+
+
+def chosen_margin(rows: Sequence[CalibrationRow]) -> int:
+    """The margin of a fit on `rows`: the largest leave-one-model-out miss, at least 1%."""
+    return max(MARGIN_BASIS_POINTS, largest_miss(rows))
 
 
 def check_enough(rows: Sequence[CalibrationRow]) -> tuple[str, ...]:
@@ -112,23 +157,29 @@ def check_enough(rows: Sequence[CalibrationRow]) -> tuple[str, ...]:
         named = ", ".join(models) if models else "none"
         raise CalibrationRefused(
             f"needs runs of at least {MIN_MODELS} models, got {len(models)} ({named}): "
-            "the fixed part would come from too few shapes to carry over to another model, "
-            "and there would be no held-out model to check it on"
+            "the margin is chosen by predicting one model's runs from another model's, "
+            "and a fixed part fitted on one model's shapes says nothing about another's"
         )
     return models
 
 
 def cross_validate(rows: Sequence[CalibrationRow]) -> CrossValidation:
-    """Leave-one-model-out figures (needs at least 2 models)."""
+    """Leave-one-model-out figures of the whole fit (needs at least 3 models): each
+    model's rows predicted by the fixed part and the margin of a fit on the others."""
     models = models_of(rows)
+    if len(models) < CROSS_VALIDATION_MODELS:
+        raise CalibrationRefused(
+            f"cross-validation needs runs of at least {CROSS_VALIDATION_MODELS} models"
+        )
     estimates: list[int] = []
     peaks: list[int] = []
     mlxcel: list[int] = []
     for held in models:
-        fixed = fit_fixed_bytes([r for r in rows if r.model != held])
+        rest = [r for r in rows if r.model != held]
+        fixed, margin = fit_fixed_bytes(rest), chosen_margin(rest)
         for r in rows:
             if r.model == held:
-                estimates.append(row_prediction(r, fixed))
+                estimates.append(row_prediction(r, fixed, margin))
                 peaks.append(r.peak_bytes)
                 mlxcel.append(r.mlxcel_total_bytes)
     return CrossValidation(len(models), figures(estimates, peaks), figures(mlxcel, peaks))
@@ -136,26 +187,46 @@ def cross_validate(rows: Sequence[CalibrationRow]) -> CrossValidation:
 
 @dataclass(frozen=True)
 class Fit:
-    """A fit on one set of rows: the fixed part, the training and held-out figures."""
+    """A fit on one set of rows: the fixed part, the margin, the training and held-out
+    figures."""
 
     fixed_bytes: int
+    margin_basis_points: int
+    """The largest leave-one-model-out miss, at least 1% (`chosen_margin`)."""
     models: tuple[str, ...]
     runs: int
     training: Figures
     training_mlxcel: Figures
-    cross_validated: CrossValidation
+    """mlxcel's estimate on the same runs (the figures `table` shows for them)."""
+    cross_validated: CrossValidation | None
+    """None with runs of only 2 models (`not_cross_validated` says why)."""
+
+    @property
+    def not_cross_validated(self) -> str | None:
+        """Why the fit has no held-out figures, or None when it has them."""
+        if self.cross_validated is not None:
+            return None
+        return (
+            f"not cross-validated: runs of {len(self.models)} models, and "
+            f"leave-one-model-out needs {CROSS_VALIDATION_MODELS} (the margin is chosen "
+            "by predicting each model's runs from the other's, so no model is left to "
+            "check the fit on); measure another model to cross-validate it"
+        )
 
 
 def fit_rows(rows: Sequence[CalibrationRow]) -> Fit:
-    """Fit the fixed part on every row; CalibrationRefused with fewer than 3 models."""
+    """Fit the fixed part on every row and the margin on the leave-one-model-out misses;
+    CalibrationRefused with fewer than 2 models."""
     models = check_enough(rows)
     fixed = fit_fixed_bytes(rows)
+    margin = chosen_margin(rows)
     peaks = [r.peak_bytes for r in rows]
     return Fit(
         fixed_bytes=fixed,
+        margin_basis_points=margin,
         models=models,
         runs=len(rows),
-        training=figures([row_prediction(r, fixed) for r in rows], peaks),
+        training=figures([row_prediction(r, fixed, margin) for r in rows], peaks),
         training_mlxcel=figures([r.mlxcel_total_bytes for r in rows], peaks),
-        cross_validated=cross_validate(rows),
+        cross_validated=(cross_validate(rows) if len(models) >= CROSS_VALIDATION_MODELS else None),
     )

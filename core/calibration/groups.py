@@ -1,50 +1,62 @@
-"""Runs grouped by what they calibrate (engine, backend, device), each group fitted or
-refused on its own: CPU runs never calibrate ROCm."""
+"""Runs grouped by what they calibrate (engine, formula, device), each group fitted or
+refused on its own: CPU runs never calibrate a GPU."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from core.backend import Backend
 from core.calibration.fit import CalibrationRefused, fit_rows
+from core.calibration.key import CalibrationKey
 from core.calibration.record import Calibration
 from core.calibration.rows import CalibrationRow
 from core.calibration.targets import DEFAULT_TARGET
-
-GroupKey = tuple[str | None, str, str | None]
-"""(engine, backend, device); None: not named by the runs."""
+from core.measurement.engine import Engine
 
 
 @dataclass(frozen=True)
 class GroupResult:
     """One group's calibration, or why there is none."""
 
-    key: GroupKey
+    key: CalibrationKey
     runs: int
     calibration: Calibration | None
     refused: str | None = None
+    warning: str | None = None
+    """One line about a fit that was made but could not be cross-validated."""
 
 
-def _picked(value: str | None, wanted: str | None) -> bool:
+def _same_device(value: str | None, wanted: str | None) -> bool:
     return wanted is None or (value is not None and value.casefold() == wanted.casefold())
+
+
+def row_key(row: CalibrationRow) -> CalibrationKey:
+    """The group a row calibrates."""
+    return CalibrationKey(row.engine, row.backend, row.device, row.measured_on)
 
 
 def calibrate_groups(
     rows: Sequence[CalibrationRow],
     *,
-    engine: str | None = None,
-    backend: str | None = None,
+    engine: Engine | None = None,
+    backend: Backend | None = None,
     device: str | None = None,
     fitted_at: str = "",
     target: str = DEFAULT_TARGET,
 ) -> list[GroupResult]:
-    """Fit every (engine, backend, device) group of the rows the filters keep."""
-    groups: dict[GroupKey, list[CalibrationRow]] = {}
+    """Fit every (engine, formula, device) group of the rows the filters keep: `engine`,
+    `backend` (the kind of device the runs ran on) and `device` (its name, any case)."""
+    groups: dict[CalibrationKey, list[CalibrationRow]] = {}
     for r in rows:
-        if _picked(r.engine, engine) and _picked(r.backend, backend) and _picked(r.device, device):
-            groups.setdefault((r.engine, r.backend, r.device), []).append(r)
+        if (
+            (engine is None or r.engine is engine)
+            and (backend is None or r.device_kind is backend)
+            and _same_device(r.device, device)
+        ):
+            groups.setdefault(row_key(r), []).append(r)
     out = []
-    for key in sorted(groups, key=lambda k: tuple(x or "" for x in k)):
+    for key in sorted(groups, key=CalibrationKey.sort_key):
         members = groups[key]
         try:
             fit = fit_rows(members)
@@ -52,13 +64,20 @@ def calibrate_groups(
             out.append(GroupResult(key, len(members), None, str(exc)))
             continue
         cal = Calibration.from_fit(
-            fit, engine=key[0], backend=key[1], device=key[2], fitted_at=fitted_at, target=target
+            fit,
+            engine=key.engine,
+            backend=key.backend,
+            device=key.device,
+            measured_on=key.measured_on,
+            fitted_at=fitted_at,
+            target=target,
         )
-        out.append(GroupResult(key, len(members), cal))
+        why = fit.not_cross_validated
+        warning = f"{key.words}: {why}" if why is not None else None
+        out.append(GroupResult(key, len(members), cal, warning=warning))
     return out
 
 
-def key_words(key: GroupKey) -> str:
+def key_words(key: CalibrationKey) -> str:
     """`mlx on rocm gfx1151`, `any engine on cpu (any device)`."""
-    engine, backend, device = key
-    return f"{engine or 'any engine'} on {backend} {device or '(any device)'}"
+    return key.words

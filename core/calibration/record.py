@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from core.backend import Backend
 from core.calibration.fit import (
     KV_FACTOR,
     MARGIN_BASIS_POINTS,
@@ -14,15 +15,23 @@ from core.calibration.fit import (
     Fit,
     predict,
 )
-from core.calibration.targets import DEFAULT_TARGET, TARGET_LABELS
+from core.calibration.key import CalibrationKey
+from core.calibration.targets import DEFAULT_TARGET, TARGET_NAMES, target_named, target_words
+from core.measurement.engine import ENGINE_NAMES, Engine
+
+MARGIN_CHOSEN = "leave-one-model-out"
+"""The form's `margin` when it was chosen from the held-out misses (`fit.chosen_margin`)."""
+MARGIN_STATED = "stated"
+"""The form's `margin` of calibrations saved before it was chosen: a stated 1%."""
 
 
 @dataclass(frozen=True)
 class Calibration:
     """vramscope's calibrated estimate for one (engine, backend, device)."""
 
-    backend: str
-    engine: str | None
+    backend: Backend
+    """The formula whose terms it calibrates: estimates for this backend."""
+    engine: Engine | None
     """None: fitted on runs of any engine (or none named) on the backend."""
     device: str | None
     """None: fitted on runs of any device (or none named) on the backend."""
@@ -31,22 +40,31 @@ class Calibration:
     models: tuple[str, ...]
     covered_runs: int
     training: Figures
-    cross_validated: CrossValidation
+    cross_validated: CrossValidation | None
+    """None: fitted on runs of 2 models, which cannot be cross-validated."""
     target: str = DEFAULT_TARGET
     origin: str = "user"
     """`builtin`, `user` (the latest `vramscope calibrate`) or the file it was read from."""
     fitted_at: str = ""
     kv_factor: int = KV_FACTOR
     margin_basis_points: int = MARGIN_BASIS_POINTS
+    margin_chosen: bool = False
+    """True: the margin is the largest leave-one-model-out miss (at least 1%); False: a
+    stated 1% (calibrations saved before it was chosen)."""
+    mlxcel: Figures | None = None
+    """mlxcel's estimate on the training runs (None in calibrations saved before)."""
+    measured_on: Backend | None = None
+    """The kind of device the runs ran on, where it is not `backend`."""
 
     @classmethod
     def from_fit(
         cls,
         fit: Fit,
         *,
-        backend: str,
-        engine: str | None,
+        backend: Backend,
+        engine: Engine | None,
         device: str | None,
+        measured_on: Backend | None = None,
         origin: str = "user",
         fitted_at: str = "",
         target: str = DEFAULT_TARGET,
@@ -65,7 +83,21 @@ class Calibration:
             target=target,
             origin=origin,
             fitted_at=fitted_at,
+            margin_basis_points=fit.margin_basis_points,
+            margin_chosen=True,
+            mlxcel=fit.training_mlxcel,
+            measured_on=measured_on if measured_on is not backend else None,
         )
+
+    @property
+    def key(self) -> CalibrationKey:
+        """What it is for: (engine, backend, device, the kind of device measured on)."""
+        return CalibrationKey(self.engine, self.backend, self.device, self.measured_on)
+
+    @property
+    def device_kind(self) -> Backend:
+        """The kind of device its runs ran on."""
+        return self.measured_on or self.backend
 
     def total_bytes(self, weights: int, kv: int, inflight: int) -> int:
         """The calibrated total for a workload whose mlxcel terms are given."""
@@ -73,75 +105,132 @@ class Calibration:
 
     @property
     def target_words(self) -> str:
-        """What the calibration fitted, in words."""
-        return TARGET_LABELS.get(self.target, self.target)
+        """What the calibration fitted, in words: the figure its engine recorded on its
+        device ("the torch engine's peak resident memory (RSS) over its baseline")."""
+        return target_words(self.target, self.engine, self.device_kind)
 
     @property
     def device_words(self) -> str:
         """`gfx1151`, or the backend when the calibration covers every device."""
-        return self.device if self.device else f"any {self.backend} device"
+        return self.device if self.device else f"any {self.backend.value} device"
+
+    @property
+    def margin_words(self) -> str:
+        """`3.41% margin (the largest miss of a model held out)`: a model's runs predicted
+        by the fixed part of a fit on the other models; `1% margin (stated)`."""
+        pct = f"{self.margin_basis_points / 100:g}%"
+        if not self.margin_chosen:
+            return f"{pct} margin (stated)"
+        if self.margin_basis_points <= MARGIN_BASIS_POINTS:
+            return f"{pct} margin (the least; no model held out missed by more)"
+        return f"{pct} margin (the largest miss of a model held out)"
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (the store's and `--json`'s)."""
+        """JSON-ready form (the store's and `--json`'s): kinds as their names."""
+        cv = self.cross_validated
         return {
-            "backend": self.backend,
-            "engine": self.engine,
+            "backend": self.backend.value,
+            "engine": self.engine.value if self.engine is not None else None,
             "device": self.device,
+            "measured_on": self.device_kind.value,
             "target": self.target,
+            "figure": self.target_words,
             "form": {
                 "weights_factor": 1,
                 "kv_factor": self.kv_factor,
                 "inflight_factor": 1,
                 "fixed_bytes": self.fixed_bytes,
                 "margin_basis_points": self.margin_basis_points,
+                "margin": MARGIN_CHOSEN if self.margin_chosen else MARGIN_STATED,
             },
             "runs": self.runs,
             "models": list(self.models),
             "covered_runs": self.covered_runs,
             "training": _figures_dict(self.training),
-            "cross_validated": {
-                "method": "leave-one-model-out",
-                "folds": self.cross_validated.folds,
-                "vramscope": _figures_dict(self.cross_validated.vramscope),
-                "mlxcel": _figures_dict(self.cross_validated.mlxcel),
-            },
+            "mlxcel": _figures_dict(self.mlxcel) if self.mlxcel is not None else None,
+            "cross_validated": (
+                {
+                    "method": "leave-one-model-out",
+                    "folds": cv.folds,
+                    "vramscope": _figures_dict(cv.vramscope),
+                    "mlxcel": _figures_dict(cv.mlxcel),
+                }
+                if cv is not None
+                else None
+            ),
             "origin": self.origin,
             "fitted_at": self.fitted_at,
         }
 
     @classmethod
     def from_dict(cls, data: Any, origin: str) -> Calibration:
-        """A checked calibration from untrusted JSON; ValueError naming the bad field."""
+        """A checked calibration from untrusted JSON (any version's); ValueError naming
+        the bad field."""
         d = _obj(data, "calibration")
         form = _obj(d.get("form"), "form")
-        cv = _obj(d.get("cross_validated"), "cross_validated")
         if form.get("weights_factor") != 1 or form.get("inflight_factor") != 1:
             raise ValueError("form: only weights_factor 1 and inflight_factor 1 are known")
         models = d.get("models")
         if not isinstance(models, list) or not all(isinstance(m, str) for m in models):
             raise ValueError("models: expected a list of names")
+        backend = _backend(d.get("backend"), "backend")
+        measured = d.get("measured_on")
+        measured_on = _backend(measured, "measured_on") if measured is not None else None
+        margin = form.get("margin", MARGIN_STATED)
+        if margin not in (MARGIN_CHOSEN, MARGIN_STATED):
+            raise ValueError(f"form.margin: expected {MARGIN_CHOSEN} or {MARGIN_STATED}")
+        mlxcel = d.get("mlxcel")
+        target = d.get("target", DEFAULT_TARGET)
+        if target not in TARGET_NAMES:
+            raise ValueError(f"target: expected one of {', '.join(TARGET_NAMES)}")
         return cls(
-            backend=_choice(d.get("backend"), "backend", ("rocm", "cuda", "metal", "cpu")),
-            engine=_opt_str(d.get("engine"), "engine"),
+            backend=backend,
+            engine=_engine(d.get("engine")),
             device=_opt_str(d.get("device"), "device"),
             fixed_bytes=_int(form.get("fixed_bytes"), "form.fixed_bytes", -(2**63)),
             runs=_int(d.get("runs"), "runs", 1),
             models=tuple(models),
             covered_runs=_int(d.get("covered_runs"), "covered_runs", 0),
             training=_figures(d.get("training"), "training"),
-            cross_validated=CrossValidation(
-                folds=_int(cv.get("folds"), "cross_validated.folds", 0),
-                vramscope=_figures(cv.get("vramscope"), "cross_validated.vramscope"),
-                mlxcel=_figures(cv.get("mlxcel"), "cross_validated.mlxcel"),
-            ),
-            target=_choice(d.get("target", DEFAULT_TARGET), "target", tuple(TARGET_LABELS)),
+            cross_validated=_cross_validation(d.get("cross_validated")),
+            target=target_named(str(target)),
             origin=origin,
             fitted_at=_opt_str(d.get("fitted_at"), "fitted_at") or "",
             kv_factor=_int(form.get("kv_factor"), "form.kv_factor", 0, 16),
             margin_basis_points=_int(
                 form.get("margin_basis_points"), "form.margin_basis_points", 0, 10_000
             ),
+            margin_chosen=margin == MARGIN_CHOSEN,
+            mlxcel=_figures(mlxcel, "mlxcel") if mlxcel is not None else None,
+            measured_on=measured_on if measured_on is not backend else None,
         )
+
+
+def _cross_validation(value: Any) -> CrossValidation | None:
+    if value is None:
+        return None
+    cv = _obj(value, "cross_validated")
+    return CrossValidation(
+        folds=_int(cv.get("folds"), "cross_validated.folds", 0),
+        vramscope=_figures(cv.get("vramscope"), "cross_validated.vramscope"),
+        mlxcel=_figures(cv.get("mlxcel"), "cross_validated.mlxcel"),
+    )
+
+
+def _backend(value: Any, name: str) -> Backend:
+    found = next((b for b in Backend if b.value == value), None)
+    if found is None:
+        raise ValueError(f"{name}: expected one of {', '.join(b.value for b in Backend)}")
+    return found
+
+
+def _engine(value: Any) -> Engine | None:
+    if value is None:
+        return None
+    try:
+        return Engine.named(value)
+    except ValueError:
+        raise ValueError(f"engine: expected one of {', '.join(ENGINE_NAMES)} or null") from None
 
 
 def _figures_dict(f: Figures) -> dict[str, Any]:
@@ -178,12 +267,6 @@ def _opt_str(value: Any, name: str) -> str | None:
     if not isinstance(value, str) or len(value) > 200:
         raise ValueError(f"{name}: expected a short string or null")
     return value
-
-
-def _choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
-    if value not in choices:
-        raise ValueError(f"{name}: expected one of {', '.join(choices)}")
-    return str(value)
 
 
 def _figures(value: Any, name: str) -> Figures:

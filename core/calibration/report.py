@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from core.calibration.fit import Figures
-from core.calibration.groups import GroupResult, key_words
+from core.calibration.groups import GroupResult
 from core.calibration.record import Calibration
 from core.display_text import clean_text
 from core.estimate.estimate import MemoryEstimate
@@ -43,34 +43,44 @@ def _signed_bytes(b: int) -> str:
 def calibration_lines(cal: Calibration) -> list[str]:
     """The fit and its cross-validated figures, one figure per line."""
     cv = cal.cross_validated
-    who = key_words((cal.engine, cal.backend, cal.device))
-    return [
-        f"Calibrated (vramscope): {clean_text(who)}, {runs(cal.runs)} of {len(cal.models)} models",
+    lines = [
+        f"Calibrated (vramscope): {clean_text(cal.key.words)}, {runs(cal.runs)} of "
+        f"{len(cal.models)} models",
         f"  Fitted to:     {cal.target_words}",
         f"  Form:          W + {cal.kv_factor} x KV + in-flight "
         f"{_signed_bytes(cal.fixed_bytes)} fixed ({cal.fixed_bytes} bytes), "
-        f"then + {cal.margin_basis_points / 100:g}% margin",
+        f"then + {cal.margin_words}",
         f"  Training runs: {figures_words(cal.training)}",
-        f"  Held out, leave-one-model-out ({cv.folds} folds):",
-        f"    vramscope:   {figures_words(cv.vramscope)}",
-        f"    mlxcel:      {figures_words(cv.mlxcel)}",
     ]
+    if cal.mlxcel is not None:
+        lines.append(f"    mlxcel:      {figures_words(cal.mlxcel)}")
+    if cv is None:
+        lines.append(
+            f"  Held out:      not cross-validated (runs of {len(cal.models)} models; "
+            "leave-one-model-out needs 3)"
+        )
+    else:
+        lines += [
+            f"  Held out, leave-one-model-out ({cv.folds} folds):",
+            f"    vramscope:   {figures_words(cv.vramscope)}",
+            f"    mlxcel:      {figures_words(cv.mlxcel)}",
+        ]
+    return lines
 
 
 def refused_line(result: GroupResult) -> str:
     """`Not calibrated: mlx on cpu AMD EPYC (4 runs): needs runs of at least 3 models, ...`."""
-    return clean_text(
-        f"Not calibrated: {key_words(result.key)} ({runs(result.runs)}): {result.refused}"
-    )
+    return clean_text(f"Not calibrated: {result.key.words} ({runs(result.runs)}): {result.refused}")
 
 
 def refused_json(result: GroupResult) -> dict[str, Any]:
     """One refused group in `calibrate --json`."""
-    engine, backend, device = result.key
+    key = result.key
     return {
-        "engine": engine,
-        "backend": backend,
-        "device": device,
+        "engine": key.engine.value if key.engine is not None else None,
+        "backend": key.backend.value,
+        "device": key.device,
+        "measured_on": key.device_kind.value,
         "runs": result.runs,
         "reason": result.refused,
     }
@@ -81,25 +91,33 @@ def calibrated_total(cal: Calibration, est: MemoryEstimate) -> int:
     return cal.total_bytes(est.weights_bytes, est.kv_bytes, est.backend_inflight_bytes)
 
 
+def held_out_words(cal: Calibration) -> str:
+    """`held-out runs 18 of 18 covered, median overshoot +4.05%`, or that there are none."""
+    cv = cal.cross_validated
+    if cv is None:
+        return f"not cross-validated: runs of {len(cal.models)} models"
+    return (
+        f"held-out runs {cv.vramscope.covered} of {cv.vramscope.rows} covered, "
+        f"median overshoot {percent(cv.vramscope.median_overshoot)}"
+    )
+
+
 def calibrated_line(cal: Calibration, est: MemoryEstimate) -> str:
     """`Calibrated (vramscope, 18 runs on gfx1151): 5.83 GiB (...)  (builtin; held out: ...)`."""
     total = calibrated_total(cal, est)
     verdict = "fits" if total <= est.available_bytes else "does not fit"
-    cv = cal.cross_validated.vramscope
     return clean_text(
         f"  Calibrated (vramscope, {cal.runs} runs on {cal.device_words}): "
         f"{format_bytes(total)}, {verdict}  ({_origin_words(cal)}; fitted to "
-        f"{cal.target_words}; held-out runs "
-        f"{cv.covered} of {cv.rows} covered, median overshoot {percent(cv.median_overshoot)})"
+        f"{cal.target_words}; {held_out_words(cal)})"
     )
 
 
-def no_calibration_line(backend: str, device: str | None, engine: str | None = None) -> str:
-    """The one line when nothing calibrates this estimate."""
-    where = f"{backend} {device}" if device else backend
-    where += f" ({engine})" if engine else ""
+def no_calibration_line(reason: str) -> str:
+    """The one line when nothing calibrates this estimate, with the reason
+    (`core.calibration.select.CalibrationChoice.reason`)."""
     return clean_text(
-        f"  Calibrated (vramscope): no calibration for {where}; "
+        f"  Calibrated (vramscope): {reason}; "
         "mlxcel's estimate only (vramscope calibrate fits one from measured runs)"
     )
 
@@ -122,10 +140,12 @@ def calibrated_json(cal: Calibration, est: MemoryEstimate) -> dict[str, Any]:
         "runs": cal.runs,
         "models": list(cal.models),
         "device": cal.device,
-        "engine": cal.engine,
-        "backend": cal.backend,
+        "engine": d["engine"],
+        "backend": d["backend"],
+        "measured_on": d["measured_on"],
         "covered_runs": cal.covered_runs,
         "target": cal.target,
+        "figure": d["figure"],
         "origin": cal.origin,
         "form": d["form"],
         "cross_validated": d["cross_validated"],
@@ -142,11 +162,14 @@ def calibration_words(cal: Calibration) -> str:
 
 def calibration_json(cal: Calibration) -> dict[str, Any]:
     """Which calibration, for a JSON document whose rows carry calibrated totals."""
+    d = cal.to_dict()
     return {
-        "backend": cal.backend,
-        "engine": cal.engine,
+        "backend": d["backend"],
+        "engine": d["engine"],
         "device": cal.device,
+        "measured_on": d["measured_on"],
         "target": cal.target,
+        "figure": d["figure"],
         "origin": cal.origin,
         "runs": cal.runs,
         "models": list(cal.models),

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.backend import Backend
 from core.estimate.estimate import MemoryEstimate
+from core.measurement.engine import Engine
 
 
 @dataclass(frozen=True)
@@ -16,33 +18,44 @@ class CalibrationRow:
     """Tokens of the run (prompt + generated): the estimate's `--max-tokens`."""
     inflight_mib: int
     """The in-flight budget of the run (0 = bound off; ignored off ROCm)."""
-    backend: str
-    """The backend whose formula the terms follow: `rocm`, `cuda`, `metal` or `cpu`."""
+    backend: Backend
+    """The backend whose formula the terms follow: the one the run is held against
+    (`core.measurement.comparison.held_against`), as `table` holds it."""
     peak_bytes: int
-    """The figure being fitted (by default MLX's peak, `mx.get_peak_memory()`)."""
+    """The figure being fitted (by default the engine's own peak: MLX's
+    `mx.get_peak_memory()`, the torch engine's RSS over baseline on the CPU)."""
     weights_bytes: int
     kv_bytes: int
     activation_bytes: int
     inflight_bytes: int
     mlxcel_total_bytes: int
     """mlxcel's estimate for the run, for the figures shown beside the fit's."""
-    engine: str | None = None
+    engine: Engine | None = None
     """None: the run calibrates its backend as a whole."""
     device: str | None = None
     """None: the run calibrates its backend as a whole."""
     batch: int = 1
     kv_cache_mode: str = "fp16"
+    measured_on: Backend | None = None
+    """The kind of device the run ran on, where it is not `backend` (a torch run on the
+    CPU that emulated MLX-ROCm's queue is held against ROCm's formula)."""
+
+    @property
+    def device_kind(self) -> Backend:
+        """The kind of device the run ran on."""
+        return self.measured_on or self.backend
 
 
 def row_from_estimate(
     est: MemoryEstimate,
     *,
     model: str,
-    backend: str,
+    backend: Backend,
     inflight_mib: int,
     peak_bytes: int,
-    engine: str | None = None,
+    engine: Engine | None = None,
     device: str | None = None,
+    measured_on: Backend | None = None,
 ) -> CalibrationRow:
     """The row of one run whose estimate (same context, batch, KV mode) is `est`."""
     wl = est.workload
@@ -61,4 +74,5 @@ def row_from_estimate(
         device=device,
         batch=wl.batch,
         kv_cache_mode=wl.kv_cache_mode,
+        measured_on=measured_on if measured_on is not backend else None,
     )

@@ -11,13 +11,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from core.backend import Backend
 from core.calibration.groups import GroupResult, calibrate_groups
 from core.calibration.record import Calibration
 from core.calibration.sources import read_csv, records_from_history, rows_from_records
 from core.calibration.store import default_path, merged, read_store, write_store
-from core.calibration.targets import DEFAULT_TARGET, TARGET_LABELS
+from core.calibration.targets import DEFAULT_TARGET, target_named, target_words
 from core.display_text import clean_text
 from core.errors import VramscopeError
+from core.measurement.engine import Engine
 from core.measurement.history import HistoryStore
 from core.model.snapshot import ModelSnapshot
 
@@ -52,16 +54,19 @@ def calibrate(
     rows_file: Path | None = None,
     history: HistoryStore | None = None,
     target: str = DEFAULT_TARGET,
-    engine: str | None = None,
-    backend: str | None = None,
+    engine: Engine | None = None,
+    backend: Backend | None = None,
     device: str | None = None,
     store_path: Path | None = None,
 ) -> CalibrateRun:
-    """Fit the runs of `rows_file` (else the history) and save what fitted.
+    """Fit the runs of `rows_file` (else the history) and save what fitted: only runs of
+    `engine`, measured on a device of kind `backend` named `device`, where given.
 
     CalibrationInputError for a bad runs file, NothingToCalibrate when no run is left,
-    CannotSave when the calibration file cannot be written.
+    CannotSave when the calibration file cannot be written. A fit that could not be
+    cross-validated (runs of 2 models) is saved, with one warning line.
     """
+    target = target_named(target)
     warnings: list[str] = []
     if rows_file is not None:
         records = read_csv(rows_file, target)
@@ -74,9 +79,10 @@ def calibrate(
         records, lacking = records_from_history(read.results, target)
         source = clean_text(str(store.path))
         if lacking:
+            what = target_words(target, Engine.MLX, Backend.CPU)
             warnings.append(
-                f"{source}: left out {lacking} run(s) that did not record "
-                f"{TARGET_LABELS[target]} (older runs, or not the mlx engine)"
+                f"{source}: left out {lacking} run(s) that did not record {what} "
+                "(older runs, or not the mlx engine)"
             )
         rows, skipped = rows_from_records(records, resolve, skip_unresolved=True)
     warnings.extend(skipped)
@@ -88,6 +94,7 @@ def calibrate(
     )
     if not results:
         raise NothingToCalibrate(f"no run in {source} matches --engine/--backend/--device")
+    warnings.extend(r.warning for r in results if r.warning is not None)
     fitted = [r.calibration for r in results if r.calibration is not None]
     path = store_path if store_path is not None else default_path()
     if fitted:

@@ -1,12 +1,16 @@
 """Measured runs to fit on: a CSV file or the measurement history, made into rows.
 
-A CSV has the columns `model, context, inflight_mib, backend, peak_bytes` (MLX's peak)
-and optional `engine, device, batch, kv_cache_mode, active_plus_cache_peak_bytes,
-os_peak_bytes`; lines starting with `#` are comments. The target (`calibrate --target`)
-picks which peak column is fitted. Models are
-resolved as `inspect` resolves them, and each row's terms are mlxcel's estimate for its
-workload with mlxcel's default factors (the environment is not read, so a calibration
-is the same wherever it is fitted).
+A CSV has the columns `model, context, inflight_mib, backend, peak_bytes` (the engine's
+own peak; `backend` is the formula the run is held against) and optional `engine, device,
+batch, kv_cache_mode, active_plus_cache_peak_bytes, os_peak_bytes`; lines starting with
+`#` are comments. The target (`calibrate --target`) picks which peak column is fitted.
+
+A record of the history is held against the formula `table` and `measure` hold it
+against (`core.measurement.comparison.held_against`): a torch run on the CPU that
+emulated MLX-ROCm's queue against ROCm's, with its budget. Models are resolved as
+`inspect` resolves them, and each row's terms are mlxcel's estimate for its workload
+with mlxcel's default factors (the environment is not read, so a calibration is the
+same wherever it is fitted).
 """
 
 from __future__ import annotations
@@ -19,10 +23,13 @@ from pathlib import Path
 
 from core.backend import Backend
 from core.calibration.rows import CalibrationRow, row_from_estimate
+from core.calibration.targets import DEFAULT_TARGET, target_named
 from core.display_text import clean_text
 from core.errors import VramscopeError, describe_os_error
 from core.estimate.available import AvailableMemory
 from core.estimate.estimate import EstimateSettings, Workload, estimate
+from core.measurement.comparison import device_backend
+from core.measurement.engine import ENGINE_NAMES, Engine
 from core.measurement.result import MeasuredPeak
 from core.model.config import read_small_file
 from core.model.snapshot import ModelSnapshot
@@ -40,12 +47,12 @@ OPTIONAL = (
     "os_peak_bytes",
 )
 TARGET_FIELDS = {
-    "mlx_peak": "peak_bytes",
+    "peak": "peak_bytes",
     "active_plus_cache": "active_plus_cache_peak_bytes",
     "os_peak": "os_peak_bytes",
 }
 """What each target fits: a MeasuredPeak field (history), the CSV column of that name."""
-BACKENDS = ("rocm", "cuda", "metal", "cpu")
+BACKEND_NAMES = tuple(b.value for b in Backend)
 MAX_INFLIGHT_MIB = U64_MAX >> 20
 
 
@@ -60,14 +67,17 @@ class RunRecord:
     model: str
     context: int
     inflight_mib: int
-    backend: str
+    backend: Backend
+    """The formula the run is held against."""
     peak_bytes: int
     where: str
     """`FILE:LINE` or `history:N`, for messages."""
-    engine: str | None = None
+    engine: Engine | None = None
     device: str | None = None
     batch: int = 1
     kv_cache_mode: str = "fp16"
+    measured_on: Backend | None = None
+    """The kind of device the run ran on, where it is not `backend`."""
 
 
 def _int(text: str, where: str, column: str, low: int, high: int = U64_MAX) -> int:
@@ -88,7 +98,17 @@ def _text(value: str | None, where: str, column: str) -> str | None:
     return text or None
 
 
-def parse_csv(data: str, name: str, target: str = "mlx_peak") -> list[RunRecord]:
+def _choice_cell(text: str, where: str, column: str, names: tuple[str, ...]) -> str:
+    value = text.strip().lower()
+    if value not in names:
+        raise CalibrationInputError(
+            f"{where}: column '{column}': expected one of {', '.join(names)}, "
+            f"got '{clean_text(text[:40])}'"
+        )
+    return value
+
+
+def parse_csv(data: str, name: str, target: str = DEFAULT_TARGET) -> list[RunRecord]:
     """The runs of a CSV text, each with the target's peak; CalibrationInputError naming
     the first bad cell (or the target's missing column)."""
     lines = [ln for ln in data.splitlines() if not ln.lstrip().startswith("#")]
@@ -103,7 +123,7 @@ def parse_csv(data: str, name: str, target: str = "mlx_peak") -> list[RunRecord]
             f"{name}: unknown column '{clean_text(unknown[0])}' "
             f"(known: {', '.join(REQUIRED + OPTIONAL)})"
         )
-    column = TARGET_FIELDS[target]
+    column = TARGET_FIELDS[target_named(target)]
     if column not in header:
         raise CalibrationInputError(
             f"{name}: --target {target} needs the column '{column}', which the file lacks"
@@ -118,12 +138,13 @@ def parse_csv(data: str, name: str, target: str = "mlx_peak") -> list[RunRecord]
         model = _text(cell["model"], where, "model")
         if model is None:
             raise CalibrationInputError(f"{where}: column 'model' is empty")
-        backend = cell["backend"].strip().lower()
-        if backend not in BACKENDS:
-            raise CalibrationInputError(
-                f"{where}: column 'backend': expected one of {', '.join(BACKENDS)}, "
-                f"got '{clean_text(cell['backend'][:40])}'"
-            )
+        backend = Backend(_choice_cell(cell["backend"], where, "backend", BACKEND_NAMES))
+        engine_text = cell.get("engine", "")
+        engine = (
+            Engine(_choice_cell(engine_text, where, "engine", ENGINE_NAMES))
+            if engine_text.strip()
+            else None
+        )
         mode = cell.get("kv_cache_mode", "").strip().lower() or "fp16"
         if mode not in ("fp16", "int8"):
             raise CalibrationInputError(f"{where}: column 'kv_cache_mode': expected fp16 or int8")
@@ -136,7 +157,7 @@ def parse_csv(data: str, name: str, target: str = "mlx_peak") -> list[RunRecord]
                 backend=backend,
                 peak_bytes=_int(cell[column], where, column, 1),
                 where=where,
-                engine=_text(cell.get("engine"), where, "engine"),
+                engine=engine,
                 device=_text(cell.get("device"), where, "device"),
                 batch=_int(batch_text, where, "batch", 1) if batch_text else 1,
                 kv_cache_mode=mode,
@@ -145,7 +166,7 @@ def parse_csv(data: str, name: str, target: str = "mlx_peak") -> list[RunRecord]
     return out
 
 
-def read_csv(path: Path, target: str = "mlx_peak") -> list[RunRecord]:
+def read_csv(path: Path, target: str = DEFAULT_TARGET) -> list[RunRecord]:
     """The runs of a CSV file (regular, at most 16 MiB, UTF-8), with the target's peak."""
     name = clean_text(str(path))
     try:
@@ -163,15 +184,17 @@ def read_csv(path: Path, target: str = "mlx_peak") -> list[RunRecord]:
 
 
 def records_from_history(
-    peaks: Iterable[MeasuredPeak], target: str = "mlx_peak"
+    peaks: Iterable[MeasuredPeak], target: str = DEFAULT_TARGET
 ) -> tuple[list[RunRecord], int]:
-    """The runs of the measurement history (each measured on its own device) with the
-    target's figure, and how many records lack it (older runs, other engines)."""
+    """The runs of the measurement history (each measured on its own device, held against
+    the formula `table` holds it against) with the target's figure, and how many records
+    lack it (older runs, other engines)."""
     out = []
     lacking = 0
-    field_name = TARGET_FIELDS[target]
+    field_name = TARGET_FIELDS[target_named(target)]
     for n, p in enumerate(peaks, start=1):
-        if p.device_kind not in BACKENDS or p.peak_bytes <= 0:
+        kind = device_backend(p.device_kind)
+        if kind is None or p.peak_bytes <= 0:
             continue
         value = getattr(p, field_name)
         if not isinstance(value, int) or value <= 0:
@@ -182,12 +205,13 @@ def records_from_history(
                 model=p.model,
                 context=max(1, p.prompt_tokens + p.gen_tokens),
                 inflight_mib=min(p.inflight_mib, MAX_INFLIGHT_MIB),
-                backend=p.device_kind,
+                backend=p.estimate_backend,
                 peak_bytes=value,
                 where=f"history:{n}",
                 engine=p.engine,
                 device=p.arch or p.device_name or None,
                 kv_cache_mode=p.kv_cache_mode,
+                measured_on=kind,
             )
         )
     return out, lacking
@@ -217,7 +241,7 @@ def rows_from_records(
         if snap is None:
             continue
         settings = EstimateSettings(
-            Backend(rec.backend), AvailableMemory(0, "calibration"), inflight_mib=rec.inflight_mib
+            rec.backend, AvailableMemory(0, "calibration"), inflight_mib=rec.inflight_mib
         )
         wl = Workload(rec.context, rec.batch, rec.kv_cache_mode == "int8")
         rows.append(
@@ -229,6 +253,7 @@ def rows_from_records(
                 peak_bytes=rec.peak_bytes,
                 engine=rec.engine,
                 device=rec.device,
+                measured_on=rec.measured_on,
             )
         )
     return rows, warnings

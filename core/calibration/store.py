@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.calibration.key import CalibrationKey
 from core.calibration.record import Calibration
 from core.display_text import clean_text
 from core.errors import OversizedFileError, describe_os_error
@@ -86,9 +87,9 @@ def _decode(data: Any, origin: str) -> tuple[Calibration, ...]:
     return tuple(out)
 
 
-def key(cal: Calibration) -> tuple[str | None, str, str | None]:
-    """What a calibration is for: (engine, backend, device)."""
-    return (cal.engine, cal.backend, cal.device)
+def key(cal: Calibration) -> CalibrationKey:
+    """What a calibration is for: (engine, backend, device, the kind measured on)."""
+    return cal.key
 
 
 def merged(old: Sequence[Calibration], new: Sequence[Calibration]) -> list[Calibration]:

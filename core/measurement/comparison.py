@@ -1,11 +1,14 @@
 """Which estimate a measured peak is held against, and by how much it covers it.
 
-The one rule (`held_against`), applied to each engine's spec: a run that emulated
-MLX-ROCm's in-flight queue is held against ROCm's formula (in-flight term included)
-on any device; any other run against the formula of the device it ran on, where the
-engine has one (the torch engine: CUDA and the CPU; MLX: ROCm, CUDA, Metal and the
-CPU), else ROCm's. The launcher attaches that estimate to a result, the explorer
-recomputes it for a past run, and both take it with `held_against_estimate`.
+The one rule (`held_against`, each engine's `EngineSpec.formula_for`): a run that
+emulated MLX-ROCm's in-flight queue is held against ROCm's formula (in-flight term
+included) on any device; any other run against the formula of the device it ran on,
+where the engine has one (the torch engine: CUDA and the CPU; MLX: ROCm, CUDA, Metal and
+the CPU), else ROCm's. The launcher attaches that estimate to a result, the explorer
+recomputes it for a past run, and both take it with `held_against_estimate`;
+`vramscope calibrate` fits each run against the terms of the same formula, so `table`
+and `calibrate` say the same of the same runs (a torch run on the CPU that emulated the
+queue stands in for MLX on ROCm: both hold it against ROCm's formula with its budget).
 """
 
 from __future__ import annotations
@@ -21,14 +24,18 @@ if TYPE_CHECKING:
     from core.model.snapshot import ModelSnapshot
 
 
-def held_against(engine: Engine, device_kind: str, *, emulated_queue: bool) -> Backend:
-    """The estimate formula a peak of `engine` on `device_kind` is held against."""
-    spec = engine.spec
-    if emulated_queue and spec.emulates_rocm_queue:
-        return Backend.ROCM
-    if device_kind in spec.own_formula_devices:
-        return Backend(device_kind)
-    return Backend.ROCM
+def device_backend(device_kind: Backend | str) -> Backend | None:
+    """The backend a device kind names (`cpu` -> Backend.CPU), or None for a name no
+    backend has (a damaged or hand-edited record)."""
+    if isinstance(device_kind, Backend):
+        return device_kind
+    return next((b for b in Backend if b.value == device_kind), None)
+
+
+def held_against(engine: Engine, device_kind: Backend | str, *, emulated_queue: bool) -> Backend:
+    """The estimate formula a peak of `engine` on `device_kind` (a Backend, or the name a
+    record holds) is held against."""
+    return engine.spec.formula_for(device_backend(device_kind), emulated_queue=emulated_queue)
 
 
 def expected_backend(engine: Engine, device: str) -> Backend:

@@ -6,8 +6,11 @@
 
 A spec says, in core's terms and without importing the engine: its label, its options
 (the choices a request makes for it, checked once, by `check_options`), the estimate
-formula its peaks are held against (`core.measurement.comparison.held_against` applies
-it), and its result fields (`core.measurement.fields`). An engine's value is the name
+formula its peaks are held against (`EngineSpec.formula_for`, the one rule that
+`core.measurement.comparison.held_against` applies for `measure`, `table`, the explorer
+and `calibrate`), what its headline peak counts on each device (`EngineSpec.peak_words`,
+the words a calibration fitted to it carries), and its result fields
+(`core.measurement.fields`). An engine's value is the name
 the CLI, the JSON and the history use (`torch`, `mlx`); `Engine` is a `StrEnum`, so it
 is written and printed as that name.
 
@@ -21,6 +24,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from core.backend import Backend
 from core.measurement.fields import MlxFields, TorchFields
 
 
@@ -110,12 +114,33 @@ class EngineSpec:
     emulates_rocm_queue: bool = False
     """It emulates MLX-ROCm's in-flight queue: a run that did is held against ROCm's
     formula (in-flight term included) wherever it ran."""
-    own_formula_devices: frozenset[str] = frozenset()
+    own_formula_devices: frozenset[Backend] = frozenset()
     """The devices whose own formula holds a run without a queue (others: ROCm's)."""
     int8_kv: bool = False
     """It measures an 8-bit KV cache (the estimate's int8 KV mode)."""
     ranks: bool = False
     """It measures a load split over ranks (`--tp N`, `--pp N`)."""
+    peak_label: str = "the recorded peak"
+    """What its headline peak (`MeasuredPeak.peak_bytes`) counts, on most devices."""
+    peak_labels: Mapping[Backend, str] = field(default_factory=dict)
+    """What it counts on the devices where that differs (the torch engine on the CPU)."""
+    figure_labels: Mapping[str, str] = field(default_factory=dict)
+    """Its other recorded figures a calibration can fit (`calibrate --target`), in words."""
+
+    def formula_for(self, device: Backend | None, *, emulated_queue: bool) -> Backend:
+        """The estimate formula a peak of this engine on `device` is held against (None:
+        a device kind no backend names, as in a damaged record): ROCm's for a run that
+        emulated MLX-ROCm's queue, else the device's own where the engine has one, else
+        ROCm's."""
+        if emulated_queue and self.emulates_rocm_queue:
+            return Backend.ROCM
+        if device is not None and device in self.own_formula_devices:
+            return device
+        return Backend.ROCM
+
+    def peak_words(self, device: Backend) -> str:
+        """What its headline peak counts on `device`, in words."""
+        return self.peak_labels.get(device, self.peak_label)
 
 
 ENGINE_SPECS: Mapping[Engine, EngineSpec] = {
@@ -131,7 +156,11 @@ ENGINE_SPECS: Mapping[Engine, EngineSpec] = {
         ),
         options=(EMULATE, ATTENTION, FUSE_BF16),
         emulates_rocm_queue=True,
-        own_formula_devices=frozenset({"cuda", "cpu"}),
+        own_formula_devices=frozenset({Backend.CUDA, Backend.CPU}),
+        peak_label="the torch engine's allocator peak of live tensors",
+        peak_labels={
+            Backend.CPU: "the torch engine's peak resident memory (RSS) over its baseline"
+        },
     ),
     Engine.MLX: EngineSpec(
         label="MLX (mlx-lm)",
@@ -145,9 +174,14 @@ ENGINE_SPECS: Mapping[Engine, EngineSpec] = {
             "os_peak_bytes",
             "os_peak_source",
         ),
-        own_formula_devices=frozenset({"rocm", "cuda", "metal", "cpu"}),
+        own_formula_devices=frozenset(Backend),
         int8_kv=True,
         ranks=True,
+        peak_label="MLX's peak (mx.get_peak_memory)",
+        figure_labels={
+            "active_plus_cache": "MLX's active + cache peak (freed-buffer cache included)",
+            "os_peak": "the process's OS peak (VmHWM on the CPU, its device memory on ROCm)",
+        },
     ),
 }
 

@@ -20,7 +20,8 @@ def add_calibration_flags(p: argparse.ArgumentParser) -> None:
         "--calibrated",
         action="store_true",
         help="also print vramscope's calibrated estimate (your latest `vramscope calibrate`, "
-        "else the built-in gfx1151 ROCm one) beside mlxcel's",
+        "else the built-in gfx1151 ROCm one, where the device is gfx1151) beside mlxcel's, "
+        "or why none applies",
     )
     p.add_argument(
         "--calibration",
@@ -31,7 +32,8 @@ def add_calibration_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--calibration-device",
         metavar="NAME",
-        help="only a calibration for this device (e.g. gfx1151) or for any device",
+        help="the device the estimate is for (e.g. gfx1151, or the CPU as `vramscope "
+        "calibrate` names it): a calibration fitted for a named device applies only there",
     )
     p.add_argument(
         "--calibration-engine",
@@ -75,5 +77,11 @@ def _candidates(choice: str | None) -> list[Any]:
 
 def candidates(args: argparse.Namespace) -> list[Any] | None:
     """The calibrations the answer may choose from (`--calibration`'s, else yours and the
-    built-in one), or None when no calibrated estimate was asked for."""
-    return _candidates(args.calibration) if wanted(args) else None
+    built-in one), or None when no calibrated estimate was asked for; a usage error for an
+    engine `--calibration-engine` does not know."""
+    if not wanted(args):
+        return None
+    from tui.commands.calibrate import engine_flag
+
+    engine_flag("--calibration-engine", args.calibration_engine)
+    return _candidates(args.calibration)

@@ -1,8 +1,9 @@
 """`vramscope calibrate`: fit vramscope's calibrated estimate to measured runs and save it.
 
-Runs come from the measurement history or a CSV (`--rows`); each (engine, backend,
-device) is fitted on its own, or refused with the reason. Fitted calibrations replace
-the ones of the same key in `$XDG_STATE_HOME/vramscope/calibration.json`.
+Runs come from the measurement history or a CSV (`--rows`), each held against the
+formula `table` holds it against; each (engine, formula, device) is fitted on its own,
+or refused with the reason. Fitted calibrations replace the ones of the same key in
+`$XDG_STATE_HOME/vramscope/calibration.json`.
 """
 
 from __future__ import annotations
@@ -11,12 +12,16 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core import __version__
-from core.calibration.targets import DEFAULT_TARGET, TARGETS
+from core.calibration.targets import DEFAULT_TARGET, TARGET_NAMES, target_named
+from core.errors import UsageError
 from tui.commands.shared.flags import add_model_source_flags
 from tui.commands.shared.output import warn
+
+if TYPE_CHECKING:
+    from core.measurement.engine import Engine
 
 
 def register(sub: Any) -> None:
@@ -25,9 +30,11 @@ def register(sub: Any) -> None:
         "calibrate",
         help="fit vramscope's calibrated estimate to measured peaks",
         description="Fit vramscope's own calibrated estimate (W + 2 x KV + in-flight + a "
-        "fixed part, covering every run) to measured peaks, per engine, backend and "
-        "device, with leave-one-model-out figures beside mlxcel's; saved for "
-        "`inspect --calibrated`.",
+        "fixed part covering every run, then a margin covering each model's runs predicted "
+        "from the other models) to measured peaks, per engine, backend and device, with "
+        "leave-one-model-out figures beside mlxcel's; saved for `inspect --calibrated`. "
+        "Runs of 2 models are fitted with a warning that the fit could not be "
+        "cross-validated; runs of 1 are refused.",
     )
     p.add_argument(
         "--rows",
@@ -38,16 +45,20 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--engine", metavar="E", help="only runs of this engine (mlx, torch)")
     p.add_argument(
-        "--backend", choices=("rocm", "cuda", "metal", "cpu"), help="only runs on this backend"
+        "--backend",
+        choices=("rocm", "cuda", "metal", "cpu"),
+        help="only runs measured on this kind of device",
     )
     p.add_argument("--device", metavar="NAME", help="only runs on this device (e.g. gfx1151)")
     p.add_argument(
         "--target",
-        choices=TARGETS,
+        choices=TARGET_NAMES,
         default=DEFAULT_TARGET,
-        help="the recorded figure to fit: MLX's peak (mx.get_peak_memory, the default, "
-        "what mlxcel's published rows are), MLX's active + cache peak, or the process's OS "
-        "peak (VmHWM on the CPU, its device memory on ROCm)",
+        help="the recorded figure to fit: each engine's own peak (the default: MLX's "
+        "mx.get_peak_memory, what mlxcel's published rows are; the torch engine's "
+        "allocator peak on a GPU, its RSS over baseline on the CPU; mlx_peak is its old "
+        "name), MLX's active + cache peak, or the process's OS peak (VmHWM on the CPU, its "
+        "device memory on ROCm)",
     )
     p.add_argument("--json", action="store_true", help="print the fit as JSON")
     add_model_source_flags(p)
@@ -56,6 +67,7 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """`vramscope calibrate`: fit, save, print."""
+    from core.backend import Backend
     from core.calibration.report import calibration_lines, refused_json, refused_line
     from core.calibration.run import CannotSave, NothingToCalibrate, calibrate
     from core.catalog.resolve import resolve_model
@@ -64,14 +76,15 @@ def run(args: argparse.Namespace) -> int:
     def resolve(name: str) -> Any:
         return resolve_model(name, args.models_dir)
 
+    target = target_named(args.target)
     try:
         done = calibrate(
             resolve,
             __version__,
             rows_file=args.rows,
-            target=args.target,
-            engine=args.engine,
-            backend=args.backend,
+            target=target,
+            engine=engine_flag("--engine", args.engine),
+            backend=Backend(args.backend) if args.backend is not None else None,
             device=args.device,
         )
     except (NothingToCalibrate, CannotSave) as exc:
@@ -83,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         doc = {
             "vramscope_version": __version__,
             "source": done.source,
-            "target": args.target,
+            "target": target,
             "saved_to": str(done.saved_to) if done.saved_to else None,
             "calibrations": [c.to_dict() for c in fitted],
             "refused": [refused_json(r) for r in done.results if r.calibration is None],
@@ -102,3 +115,17 @@ def run(args: argparse.Namespace) -> int:
             print(f"vramscope: error: {refused_line(r)}", file=sys.stderr)
         return 2
     return 0
+
+
+def engine_flag(flag: str, value: str | None) -> Engine | None:
+    """The engine a flag names (any case), None when not given; a usage error otherwise."""
+    from core.measurement.engine import ENGINE_NAMES, Engine
+
+    if value is None:
+        return None
+    try:
+        return Engine.named(value.strip().lower())
+    except ValueError:
+        raise UsageError(
+            flag, f"'{value}' is not an engine (give {', '.join(ENGINE_NAMES)})"
+        ) from None

@@ -194,15 +194,39 @@ def preamble(rows: list[TableRow], args: argparse.Namespace) -> list[str]:
             lines.append(
                 f"{label} weights: synthetic (random values of the real shapes and dtypes)."
             )
-    estimate = "mlxcel's ROCm formula at the context with the row's budget"
-    if Engine.MLX in engines:
-        estimate = (
-            f"for the torch engine, {estimate}; for MLX, the formula of the backend it ran "
-            "on (no in-flight term on the CPU, Metal and CUDA)"
-        )
+    estimate = formula_words(rows, engines)
     lines.append(
         f"Workload: warm-up (prefill + {args.warmup_tokens} tokens), then P = context - "
         f"{args.gen_tokens} prompt tokens and {args.gen_tokens} greedy decode tokens. "
         f"Estimate: {estimate}."
     )
     return lines
+
+
+def formula_words(rows: list[TableRow], engines: list[Engine]) -> str:
+    """The formula each engine's peaks were held against, from the rows themselves (the
+    one rule, `core.measurement.comparison.held_against`, that `calibrate` fits against):
+    "mlxcel's ROCm formula at the context with the row's budget"."""
+    parts = []
+    for engine in engines:
+        formulas = list(
+            dict.fromkeys(
+                r.outcome.estimate_backend
+                for r in rows
+                if r.engine is engine and isinstance(r.outcome, MeasuredPeak)
+            )
+        )
+        if not formulas:
+            continue
+        names = " or ".join(b.label for b in formulas)
+        words = f"mlxcel's {names} formula at the context"
+        if any(b.has_inflight_reserve for b in formulas):
+            words += " with the row's budget"
+        else:
+            words += " (no in-flight term)"
+        parts.append((engine, words))
+    if not parts:  # every run failed: the estimate each would have been held against
+        return "mlxcel's formula each run would have been held against, at the context"
+    if len(parts) == 1:
+        return parts[0][1]
+    return "; ".join(f"{e.label}: {w}" for e, w in parts)

@@ -366,6 +366,7 @@ class Loader:
     def _recalibrate(self, peak: MeasuredPeak) -> CalibrateRun | str:
         from core import __version__
         from core.calibration.run import calibrate
+        from core.measurement.comparison import device_backend
 
         deps = self.deps
         try:
@@ -376,8 +377,8 @@ class Loader:
                 lambda name: deps.load_snapshot(deps.resolve_entry(name)),
                 __version__,
                 history=store,
-                engine=peak.engine.value,
-                backend=peak.device_kind,
+                engine=peak.engine,
+                backend=device_backend(peak.device_kind),
                 device=peak.arch or peak.device_name or None,
                 store_path=deps.calibration_store(),
             )

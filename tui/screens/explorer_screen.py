@@ -422,7 +422,6 @@ class ExplorerScreen(FocusKeys):
         self.loader.recalibrate(peak)
 
     def on_recalibrated(self, message: Recalibrated) -> None:
-        from core.calibration.groups import key_words
         from core.calibration.report import refused_line, runs
 
         self.loader.take_recalibrated()
@@ -437,7 +436,7 @@ class ExplorerScreen(FocusKeys):
             if cal is None:
                 self._tell(refused_line(result), title="Not recalibrated", severity="error")
             else:
-                who = key_words((cal.engine, cal.backend, cal.device))
+                who = cal.key.words
                 self._tell(
                     f"{who}: {runs(cal.runs)} of {len(cal.models)} models, fixed part "
                     f"{cal.fixed_bytes:,} bytes",

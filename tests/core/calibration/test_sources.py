@@ -6,7 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from core.calibration.sources import CalibrationInputError, parse_csv, read_csv
+from core.backend import Backend
+from core.calibration.sources import (
+    CalibrationInputError,
+    parse_csv,
+    read_csv,
+    records_from_history,
+)
+from core.measurement.engine import Engine
+from tests.factories import peak
 
 HEADER = "model,context,inflight_mib,backend,peak_bytes"
 
@@ -15,7 +23,7 @@ def test_required_and_optional_columns() -> None:
     text = (
         "# a comment line\n"
         f"{HEADER},engine,device,batch,kv_cache_mode\n"
-        "m1,640,1024,ROCm,6145000000,mlx,gfx1151,2,int8\n"
+        "m1,640,1024,ROCm,6145000000,MLX,gfx1151,2,int8\n"
         "m2,4096,0,cpu,100,,,,\n"
     )
     a, b = parse_csv(text, "runs.csv")
@@ -23,10 +31,10 @@ def test_required_and_optional_columns() -> None:
         "m1",
         640,
         1024,
-        "rocm",
+        Backend.ROCM,
         6_145_000_000,
     )
-    assert (a.engine, a.device, a.batch, a.kv_cache_mode) == ("mlx", "gfx1151", 2, "int8")
+    assert (a.engine, a.device, a.batch, a.kv_cache_mode) == (Engine.MLX, "gfx1151", 2, "int8")
     assert (b.engine, b.device, b.batch, b.kv_cache_mode) == (None, None, 1, "fp16")
 
 
@@ -39,6 +47,10 @@ def test_required_and_optional_columns() -> None:
         (f"{HEADER}\nm,640,0,cpu,-5\n", "runs.csv:2: column 'peak_bytes'"),
         (f"{HEADER}\nm,640,0,cpu,0\n", "runs.csv:2: column 'peak_bytes'"),
         (f"{HEADER}\nm,640,0,tpu,5\n", "runs.csv:2: column 'backend': expected one of"),
+        (
+            f"{HEADER},engine\nm,640,0,cpu,5,llama.cpp\n",
+            "runs.csv:2: column 'engine': expected one of torch, mlx, got 'llama.cpp'",
+        ),
         (f"{HEADER}\n,640,0,cpu,5\n", "runs.csv:2: column 'model' is empty"),
         (f"{HEADER}\nm,640,0,cpu,5,extra\n", "runs.csv:2: more cells than columns"),
         (f"{HEADER}\nm,640,0,cpu,{'9' * 5000}\n", "runs.csv:2: column 'peak_bytes'"),
@@ -66,3 +78,22 @@ def test_only_regular_utf8_files_are_read(tmp_path: Path) -> None:
         read_csv(bad)
     with pytest.raises(CalibrationInputError, match="no such file"):
         read_csv(tmp_path / "missing.csv")
+
+
+def test_a_history_run_is_held_against_the_formula_table_holds_it_against() -> None:
+    emulated = peak("m", engine="torch", device_name="AMD EPYC")  # the queue: ROCm's
+    no_queue = peak("m", engine="torch", extra={"inflight_emulation": "none"})
+    mlx = peak("m", engine="mlx", device_name="AMD EPYC")
+    gpu = peak("m", engine="mlx", device_kind="rocm", arch="gfx1151")
+    (a, b, c, d), lacking = records_from_history([emulated, no_queue, mlx, gpu])
+    assert lacking == 0
+    assert (a.backend, a.measured_on, a.engine) == (Backend.ROCM, Backend.CPU, Engine.TORCH)
+    assert a.backend is emulated.estimate_backend  # the launcher's and table's rule
+    assert (b.backend, b.measured_on) == (Backend.CPU, Backend.CPU)
+    assert (c.backend, c.measured_on, c.engine) == (Backend.CPU, Backend.CPU, Engine.MLX)
+    assert (d.backend, d.device) == (Backend.ROCM, "gfx1151")
+
+
+def test_a_record_of_a_device_kind_no_backend_names_is_left_out() -> None:
+    records, lacking = records_from_history([peak("m", device_kind="tpu")])
+    assert (records, lacking) == ([], 0)

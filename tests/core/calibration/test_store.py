@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from core.backend import Backend
 from core.calibration.builtin import builtin_calibration
 from core.calibration.record import Calibration
-from core.calibration.select import choose
 from core.calibration.store import SIZE_CAP, merged, read_store, write_store
+from core.measurement.engine import Engine
 
 
 def user_copy(**changes: object) -> Calibration:
@@ -32,7 +33,7 @@ def test_a_saved_calibration_reads_back_equal(tmp_path: Path) -> None:
 
 def test_calibrate_replaces_only_the_calibration_of_the_same_key() -> None:
     gfx = user_copy(fitted_at="a")
-    cpu = user_copy(backend="cpu", device="AMD EPYC", fitted_at="a")
+    cpu = user_copy(backend=Backend.CPU, device="AMD EPYC", fitted_at="a")
     newer = user_copy(fitted_at="b")
     assert merged([gfx, cpu], [newer]) == [cpu, newer]
 
@@ -75,17 +76,73 @@ def test_a_missing_file_is_empty_and_silent(tmp_path: Path) -> None:
     assert read_store(tmp_path / "none.json").warnings == ()
 
 
-def test_the_user_s_calibration_comes_before_the_builtin_one() -> None:
-    builtin = builtin_calibration()
-    mine = user_copy(fixed_bytes=1, fitted_at="2026-12-01")
-    assert choose([builtin, mine], "rocm") is mine
-    assert choose([builtin], "rocm", device="gfx1151") is builtin
-    assert choose([builtin], "rocm", device="gfx1100") is None
-    assert choose([builtin, mine], "cpu") is None  # CPU never takes a ROCm calibration
-    whole = user_copy(device=None, engine=None, fitted_at="2026-12-02")
-    # the most specific user calibration wins when a device is named, the latest otherwise
-    assert choose([mine, whole], "rocm", device="gfx1151") is mine
-    assert choose([mine, whole], "rocm") is whole
+OLD_STORE = {
+    # What vramscope wrote before calibrations named their figure and chose their margin:
+    # `mlx_peak`, no `measured_on`, `mlxcel`, `figure` or `form.margin`.
+    "schema": 1,
+    "kind": "vramscope-calibrations",
+    "vramscope_version": "0.1.0",
+    "calibrations": [
+        {
+            "backend": "cpu",
+            "engine": "torch",
+            "device": "AMD EPYC",
+            "target": "mlx_peak",
+            "form": {
+                "weights_factor": 1,
+                "kv_factor": 2,
+                "inflight_factor": 1,
+                "fixed_bytes": 16886528,
+                "margin_basis_points": 100,
+            },
+            "runs": 6,
+            "models": ["a", "b", "c"],
+            "covered_runs": 6,
+            "training": {"rows": 6, "covered": 6, "median_overshoot": 0.83,
+                         "worst_overshoot": 1.86, "least_overshoot": 0.01},
+            "cross_validated": {
+                "method": "leave-one-model-out",
+                "folds": 3,
+                "vramscope": {"rows": 6, "covered": 4, "median_overshoot": 0.83,
+                              "worst_overshoot": 1.86, "least_overshoot": -0.29},
+                "mlxcel": {"rows": 6, "covered": 0, "median_overshoot": -0.47,
+                           "worst_overshoot": -0.31, "least_overshoot": -0.61},
+            },
+            "origin": "user",
+            "fitted_at": "2026-12-01T22:00:00Z",
+        }
+    ],
+}  # fmt: skip
+
+
+def test_an_old_store_still_reads_with_typed_kinds_and_its_figure_named(tmp_path: Path) -> None:
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps(OLD_STORE))
+    read = read_store(path)
+    assert read.warnings == ()
+    (cal,) = read.calibrations
+    assert (cal.backend, cal.engine, cal.device) == (Backend.CPU, Engine.TORCH, "AMD EPYC")
+    assert cal.target == "peak"  # `mlx_peak` was the headline peak of any engine
+    # A torch run's figure on the CPU is its RSS over baseline, never "MLX's peak".
+    assert cal.target_words == "the torch engine's peak resident memory (RSS) over its baseline"
+    assert (cal.margin_basis_points, cal.margin_chosen, cal.mlxcel) == (100, False, None)
+    assert cal.margin_words == "1% margin (stated)"
+    # Written back, the kinds are the same strings as before, and it reads back equal.
+    again = tmp_path / "again.json"
+    write_store(again, [cal], "test")
+    data = json.loads(again.read_text())["calibrations"][0]
+    assert (data["backend"], data["engine"], data["measured_on"]) == ("cpu", "torch", "cpu")
+    assert read_store(again).calibrations == (cal,)
+
+
+def test_a_store_naming_an_unknown_engine_is_ignored_with_one_warning(tmp_path: Path) -> None:
+    doc = json.loads(json.dumps(OLD_STORE))
+    doc["calibrations"][0]["engine"] = "llama.cpp"
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps(doc))
+    read = read_store(path)
+    assert read.calibrations == ()
+    assert len(read.warnings) == 1 and "calibrations[0].engine: expected one of" in read.warnings[0]
 
 
 def test_an_oversized_file_is_ignored_with_one_warning_not_an_error(tmp_path: Path) -> None:

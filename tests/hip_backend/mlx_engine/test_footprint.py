@@ -159,8 +159,9 @@ def test_calibrate_fits_the_figure_its_target_names(
         {k: v for k, v in three_runs[1].to_dict().items() if k not in NEW_FIELDS}
     )
     _history([*three_runs, lacking])
-    default, warned = _fit("mlx_peak")
-    assert default["target"] == "mlx_peak" and default["runs"] == 4  # the old run counts
+    default, warned = _fit("peak")
+    assert default["target"] == "peak" and default["runs"] == 4  # the old run counts
+    assert default["figure"] == "MLX's peak (mx.get_peak_memory)"
     assert warned == ""
     held, warned = _fit("active_plus_cache")
     assert held["target"] == "active_plus_cache" and held["runs"] == 3

@@ -52,7 +52,9 @@ def test_a_csv_of_mlxcel_s_rows_gives_the_builtin_fit(
     code, out, err = run(capsys, "calibrate", "--rows", str(builtin_csv(tmp_path)))
     assert (code, err) == (0, "")
     assert "Calibrated (vramscope): mlx on rocm gfx1151, 18 runs of 3 models" in out
-    assert "vramscope:   18 of 18 covered; overshoot median +4.05%, worst +19.24%" in out
+    assert "  Fitted to:     MLX's peak (mx.get_peak_memory)\n" in out
+    assert "then + 1% margin (the least; no model held out missed by more)" in out
+    assert "vramscope:   18 of 18 covered; overshoot median +4.05%, worst +20.43%" in out
     assert "mlxcel:      18 of 18 covered; overshoot median +7.60%, worst +31.87%" in out
     saved = json.loads((state_home / "vramscope" / "calibration.json").read_text())
     (cal,) = saved["calibrations"]
@@ -60,14 +62,43 @@ def test_a_csv_of_mlxcel_s_rows_gives_the_builtin_fit(
     assert cal["cross_validated"] == builtin_calibration().to_dict()["cross_validated"]
 
 
-def test_fewer_than_three_models_are_refused_and_nothing_is_saved(
+def test_one_model_is_refused_with_the_reason_and_nothing_is_saved(
     tmp_path: Path, state_home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, _out, err = run(capsys, "calibrate", "--rows", str(builtin_csv(tmp_path, models=2)))
+    code, _out, err = run(capsys, "calibrate", "--rows", str(builtin_csv(tmp_path, models=1)))
     assert code == 2
-    assert "needs runs of at least 3 models, got 2" in err
+    assert "needs runs of at least 2 models, got 1" in err
+    assert "predicting one model's runs from another model's" in err
     assert err.count("\n") == 1
     assert not (state_home / "vramscope" / "calibration.json").exists()
+
+
+def test_two_models_give_a_fit_with_one_warning_that_it_is_not_cross_validated(
+    tmp_path: Path, state_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, "calibrate", "--rows", str(builtin_csv(tmp_path, models=2)))
+    assert code == 0
+    (warning,) = err.splitlines()
+    assert warning.startswith(
+        "vramscope: warning: mlx on rocm gfx1151: not cross-validated: runs of 2 models, and "
+        "leave-one-model-out needs 3"
+    )
+    assert "Calibrated (vramscope): mlx on rocm gfx1151, 12 runs of 2 models" in out
+    assert (
+        "  Held out:      not cross-validated (runs of 2 models; leave-one-model-out needs 3)"
+        in out
+    )
+    assert "  Training runs: 12 of 12 covered" in out
+    (cal,) = json.loads((state_home / "vramscope" / "calibration.json").read_text())["calibrations"]
+    assert cal["cross_validated"] is None and cal["runs"] == 12
+    assert cal["form"]["margin"] == "leave-one-model-out"
+    # and inspect says so where it shows it
+    code, out, err = run(
+        capsys, "inspect", "mlx-community/Meta-Llama-3.1-8B-Instruct-4bit", "--backend", "rocm",
+        "--max-tokens", "640", "--calibration-device", "gfx1151",
+    )  # fmt: skip
+    assert code == 0
+    assert out.splitlines()[-1].endswith("; not cross-validated: runs of 2 models)")
 
 
 def test_an_unknown_model_in_a_csv_is_one_line_naming_the_row(
@@ -144,10 +175,16 @@ def test_target_picks_the_csv_column_it_fits_and_the_fit_names_it(
     assert cal["target"] == "os_peak"
     assert cal["form"]["fixed_bytes"] == builtin_calibration().fixed_bytes + extra
     code, out, err = run(capsys, "calibrate", "--rows", str(path), "--json")
-    assert json.loads(out)["calibrations"][0]["target"] == "mlx_peak"
+    assert json.loads(out)["calibrations"][0]["target"] == "peak"
     assert json.loads(out)["calibrations"][0]["form"]["fixed_bytes"] == (
         builtin_calibration().fixed_bytes
     )
+    # the old name of the default still works, and the fit is saved by the new one
+    code, out, err = run(capsys, "calibrate", "--rows", str(path), "--target", "mlx_peak", "--json")
+    assert (code, err) == (0, "")
+    doc = json.loads(out)
+    assert doc["target"] == doc["calibrations"][0]["target"] == "peak"
+    assert doc["calibrations"][0]["figure"] == "MLX's peak (mx.get_peak_memory)"
 
 
 def test_a_target_whose_column_the_csv_lacks_is_one_line(

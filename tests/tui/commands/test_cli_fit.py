@@ -233,7 +233,7 @@ def test_calibrated_column_is_inspect_s_calibrated_total_row_by_row(
     flags = ["--preset", "gfx1151", "--max-tokens", "640"]
     doc = fit_json(capsys, *flags, "--quantizations", "stored", "--calibrated")
     assert doc["inputs"]["calibration"]["origin"] == "builtin"
-    assert doc["inputs"]["calibration"]["target"] == "mlx_peak"
+    assert doc["inputs"]["calibration"]["target"] == "peak"
     rows = doc["rows"]
     assert len(rows) == len(list_profile_ids())
     verdicts = set()

@@ -14,10 +14,9 @@ from core.device.memory import read_cpu_name
 from tests.core.helpers import GFX1151_LIMIT, LLAMA_4BIT, QWEN3_MOE_4BIT
 from tui.cli import main
 
-# The built-in calibration is gfx1151's: a question for that device (its preset: ROCm, and
-# the same available memory as mlxcel's worked example).
-ROCM_640 = ["--max-tokens", "640", "--preset", "gfx1151"]
-UNNAMED_ROCM = ["--max-tokens", "640", "--backend", "rocm", "--memory-limit", str(GFX1151_LIMIT)]
+ROCM_640 = ["--max-tokens", "640", "--backend", "rocm", "--memory-limit", str(GFX1151_LIMIT)]
+GFX1151 = ["--calibration-device", "gfx1151"]
+"""The device the built-in calibration was fitted on, named (it applies only there)."""
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -31,29 +30,19 @@ def test_the_banner_is_mlxcel_s_byte_for_byte_with_one_line_added(
     capsys: pytest.CaptureFixture[str], model: str
 ) -> None:
     _, plain, _ = run(capsys, "inspect", model, *ROCM_640)
-    code, out, err = run(capsys, "inspect", model, *ROCM_640, "--calibrated")
+    code, out, err = run(capsys, "inspect", model, *ROCM_640, "--calibrated", *GFX1151)
     assert (code, err) == (0, "")
     assert out.startswith(plain)
     (added,) = out[len(plain) :].splitlines()
     assert added.startswith("  Calibrated (vramscope, 18 runs on gfx1151): ")
     assert "built-in, mlxcel's published peaks" in added
-
-
-def test_a_rocm_question_naming_no_device_gets_no_device_s_calibration(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    # ROCm chosen on a machine with no GPU names no card: gfx1151's peaks say nothing of it.
-    code, out, err = run(capsys, "inspect", LLAMA_4BIT, *UNNAMED_ROCM, "--calibrated", "--json")
-    assert code == 0
-    report = json.loads(out)
-    assert report["calibrated"] is None
-    assert "no calibration for rocm" in err and "gfx1151" in err
+    assert "; fitted to MLX's peak (mx.get_peak_memory); held-out runs 18 of 18 covered" in added
 
 
 def test_the_calibrated_total_is_the_builtin_form_for_the_workload(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    _, out, _ = run(capsys, "inspect", QWEN3_MOE_4BIT, *ROCM_640, "--json", "--calibrated")
+    _, out, _ = run(capsys, "inspect", QWEN3_MOE_4BIT, *ROCM_640, "--json", *GFX1151)
     report = json.loads(out)
     w, k = report["weights_bytes"], report["kv_bytes_total"]
     s = w + 2 * k + 1024 * 2**20 + builtin_calibration().fixed_bytes
@@ -75,8 +64,9 @@ def test_the_calibrated_total_is_the_builtin_form_for_the_workload(
 def test_every_mlxcel_key_is_identical_and_calibrated_comes_last(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    _, plain, _ = run(capsys, "inspect", LLAMA_4BIT, *ROCM_640, "--json")
-    _, out, _ = run(capsys, "inspect", LLAMA_4BIT, *ROCM_640, "--json", "--calibrated")
+    gfx1151 = ["--max-tokens", "640", "--preset", "gfx1151", "--json"]  # names the device
+    _, plain, _ = run(capsys, "inspect", LLAMA_4BIT, *gfx1151)
+    _, out, _ = run(capsys, "inspect", LLAMA_4BIT, *gfx1151, "--calibrated")
     before = json.loads(plain, object_pairs_hook=list)
     after = json.loads(out, object_pairs_hook=list)
     assert after[:-1] == before
@@ -101,18 +91,41 @@ def test_no_matching_calibration_is_one_line_and_mlxcel_s_estimate_only(
     assert err.count("\n") == 1 and "no calibration for cpu" in err
 
 
+def test_rocm_with_no_device_named_gets_no_gfx1151_calibration_and_says_why(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The issue: on a machine with no GPU, ROCm chosen and no device named, the built-in
+    # gfx1151 calibration was shown as if it were this machine's.
+    _, plain, _ = run(capsys, "inspect", LLAMA_4BIT, *ROCM_640)
+    code, out, err = run(capsys, "inspect", LLAMA_4BIT, *ROCM_640, "--calibrated")
+    assert (code, err) == (0, "")
+    assert "gfx1151):" not in out and "18 runs" not in out
+    assert out[len(plain) :] == (
+        "  Calibrated (vramscope): no calibration for rocm: the built-in one is for gfx1151, "
+        "and no device is named (a preset or --calibration-device names it); mlxcel's "
+        "estimate only (vramscope calibrate fits one from measured runs)\n"
+    )
+    _, out, err = run(capsys, "inspect", LLAMA_4BIT, *ROCM_640, "--calibrated", "--json")
+    assert json.loads(out)["calibrated"] is None
+    assert "the built-in one is for gfx1151, and no device is named" in err
+    # the preset of that device names it
+    _, out, _ = run(capsys, "inspect", LLAMA_4BIT, "--preset", "gfx1151", "--calibrated")
+    assert "Calibrated (vramscope, 18 runs on gfx1151): " in out
+
+
 def test_the_user_s_calibration_comes_first_and_a_file_can_be_named(
     tmp_path: Path, state_home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     mine = dataclasses.replace(builtin_calibration(), origin="user", fixed_bytes=0, fitted_at="t")
     write_store(state_home / "vramscope" / "calibration.json", [mine], "test")
-    _, out, _ = run(capsys, "inspect", LLAMA_4BIT, *ROCM_640, "--json", "--calibrated")
+    rocm = [*ROCM_640, *GFX1151, "--json"]
+    _, out, _ = run(capsys, "inspect", LLAMA_4BIT, *rocm, "--calibrated")
     assert json.loads(out)["calibrated"]["origin"] == "user"
-    _, out, _ = run(capsys, "inspect", LLAMA_4BIT, *ROCM_640, "--json", "--calibration", "builtin")
+    _, out, _ = run(capsys, "inspect", LLAMA_4BIT, *rocm, "--calibration", "builtin")
     assert json.loads(out)["calibrated"]["origin"] == "builtin"
     other = tmp_path / "theirs.json"
     write_store(other, [mine], "test")
-    _, out, _ = run(capsys, "inspect", LLAMA_4BIT, *ROCM_640, "--json", "--calibration", str(other))
+    _, out, _ = run(capsys, "inspect", LLAMA_4BIT, *rocm, "--calibration", str(other))
     assert json.loads(out)["calibrated"]["origin"] == str(other)
 
 
@@ -145,7 +158,7 @@ def test_a_damaged_named_file_is_an_error_and_a_damaged_own_file_a_warning(
     own = state_home / "vramscope" / "calibration.json"
     own.parent.mkdir(parents=True)
     own.write_text("{")
-    code, out, err = run(capsys, "inspect", LLAMA_4BIT, *ROCM_640, "--calibrated")
+    code, out, err = run(capsys, "inspect", LLAMA_4BIT, *ROCM_640, *GFX1151)
     assert code == 0 and err.count("\n") == 1 and "ignored the calibration file" in err
     assert "built-in, mlxcel's published peaks" in out
 
@@ -155,8 +168,22 @@ def test_a_device_or_engine_narrows_the_choice(capsys: pytest.CaptureFixture[str
     assert code == 0 and "18 runs on gfx1151" in out
     _, out, _ = run(capsys, "inspect", LLAMA_4BIT, *ROCM_640, "--calibration-device", "gfx1100")
     assert out.splitlines()[-1] == (
-        "  Calibrated (vramscope): no calibration for rocm gfx1100; mlxcel's estimate only "
-        "(vramscope calibrate fits one from measured runs)"
+        "  Calibrated (vramscope): no calibration for rocm gfx1100: the built-in one is for "
+        "gfx1151; mlxcel's estimate only (vramscope calibrate fits one from measured runs)"
     )
-    _, out, _ = run(capsys, "inspect", LLAMA_4BIT, *ROCM_640, "--calibration-engine", "torch")
+    _, out, _ = run(
+        capsys, "inspect", LLAMA_4BIT, *ROCM_640, *GFX1151, "--calibration-engine", "torch"
+    )
     assert "no calibration for rocm gfx1151 (torch);" in out.splitlines()[-1]
+    _, out, _ = run(
+        capsys, "inspect", LLAMA_4BIT, *ROCM_640, *GFX1151, "--calibration-engine", "MLX"
+    )
+    assert "18 runs on gfx1151" in out
+
+
+def test_an_engine_that_is_none_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "inspect", LLAMA_4BIT, *ROCM_640, "--calibration-engine", "vllm")
+    assert (code, out) == (2, "")
+    assert err == (
+        "vramscope: error: --calibration-engine: 'vllm' is not an engine (give torch, mlx)\n"
+    )
