@@ -79,7 +79,7 @@ class Controls(Widget):
             if first.kind is WidgetKind.SLIDER:
                 yield self._slider(first)
             elif first.kind is WidgetKind.MEMORY:
-                yield MemoryField(self.state.memory, label=first.label, id=first.id)
+                yield MemoryField(first.value(self.state), label=first.label, id=first.id)
             else:
                 line = Horizontal(id=first.row or None)
                 line.display = self._shown(first, self.state)
