@@ -482,7 +482,7 @@ class ExplorerScreen(FocusKeys):
             self.query_one(ModelList).set_current(name)
             self.loader.read_model(name, pick.entry)
             self.query_one(Breakdown).show_loading(reading_text(name))
-        self.update(model=name, quantize_as=pick.row.quantization.word)
+        self.update(model=name, quantize_as=pick.row.quantization)
 
     def action_cycle(self, name: str) -> None:
         """`k` fp16 <-> int8, `n` the next backend, `d` 1 -> 2 -> ... -> 8 -> 1 devices,
