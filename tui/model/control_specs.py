@@ -349,6 +349,7 @@ DEVICES = ControlSpec(
     key="d",
     action=KeyAction.CYCLE,
     key_help="Devices: 1 → 2 → … → 8 → 1 (two or more: TP/PP, Per device, ranks)",
+    # No flag of its own: the count is the TP/PP flag's value (`--tp 4`).
     choices=tuple(
         Choice(
             n,
