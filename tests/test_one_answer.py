@@ -29,6 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.answer.presets import PRESETS
+from core.answer.quantization import Quantization
 from core.backend import Backend
 from core.catalog.profiles import list_profile_ids
 from core.catalog.resolve import build_catalog, resolve_entry
@@ -201,7 +202,8 @@ async def explorer_figures(case: Case, name: str, models_dir: Path | None) -> di
     app = build_app(deps, **options)
     async with app.run_test(size=(200, 60)) as pilot:
         await settle(pilot)
-        app.explorer.update(quantize_as=case.quantization)  # the palette's "Quantize as"
+        # the palette's "Quantize as"
+        app.explorer.update(quantize_as=Quantization.named(case.quantization))
         await settle(pilot)
         shown = {
             "bytes": breakdown_bytes(app),

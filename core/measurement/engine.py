@@ -71,8 +71,11 @@ class EngineOption:
     """A choice a request makes for one engine (a `MeasureRequest` field of that name)."""
 
     name: str
+    """The `MeasureRequest` field; its flag is the name with dashes (`--fuse-bf16`)."""
     choices: tuple[str, ...]
     doc: str
+    """What it chooses, in a phrase: the flag's help after the engine's label (the CLI's
+    flags are generated from these: tui/commands/shared/flags.py)."""
     default: str = "auto"
     labels: Mapping[str, str] = field(default_factory=dict)
     """How a result names the choice that ran."""
@@ -81,22 +84,22 @@ class EngineOption:
 EMULATE = EngineOption(
     "emulate",
     ("auto", "rocm", "none"),
-    "The torch engine's in-flight queue: MLX-ROCm's (`rocm`), none, or `auto` (ROCm's on "
-    "ROCm and the CPU, none on CUDA, where MLX has no bound).",
+    "emulate MLX-ROCm's in-flight queue (rocm) or not (none); auto emulates it on ROCm "
+    "and the CPU, not on CUDA, where MLX has none",
 )
 ATTENTION = EngineOption(
     "attention",
     ("auto", "mlx-fallback", "torch-sdpa"),
-    "The torch engine's attention: MLX's unfused fallback (scores materialised, what MLX "
-    "runs on the CPU and on ROCm), torch's fused SDPA (like MLX's CUDA kernels), or `auto` "
-    "(the one MLX runs on the measured backend).",
+    "MLX's unfused attention, which holds an H x L x S score matrix (mlx-fallback: what "
+    "MLX runs on the CPU and ROCm) or torch's fused SDPA (torch-sdpa: like MLX's CUDA "
+    "kernels); auto picks the device's",
     labels={"mlx-fallback": "MLX's unfused attention", "torch-sdpa": "torch's SDPA"},
 )
 FUSE_BF16 = EngineOption(
     "fuse_bf16",
     ("auto", "on", "off"),
-    "The torch engine's model of MLX-ROCm's fused BF16-scale quantized kernel (no "
-    "dequantized copy): `auto` on a ROCm device with the queue emulated.",
+    "model MLX-ROCm's fused kernel for BF16-scale quantized matmuls (no dequantized "
+    "weight copy); auto: on a ROCm GPU with the queue emulated",
 )
 
 

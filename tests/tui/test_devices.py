@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from core.catalog.profiles import load_profile, profile_snapshot
+from core.parallel.sharding import ParallelKind
 from tests.tui.helpers import LLAMA, build_app, settle, settle_then, type_keys, widget_lines
 from tui.widgets.command_lines_view import CommandLinesView
 from tui.widgets.controls import Controls
@@ -40,11 +41,11 @@ async def test_pipeline_on_llama_is_refused_in_place() -> None:
     app = build_app(preset="rx7900xtx")
     async with app.run_test(size=MEDIUM) as pilot:
         await settle(pilot)
-        app.screen.update(devices=2, split="pp")
+        app.screen.update(devices=2, split=ParallelKind.PIPELINE)
         await settle(pilot)
         text = "\n".join(widget_lines(app.screen.query_one(RanksPanel)))
         assert "has no model.pipeline()" in text
-        assert app.screen.query_one(Controls).state.split == "pp"
+        assert app.screen.query_one(Controls).state.split is ParallelKind.PIPELINE
 
 
 async def test_largest_context_for_the_plan_fits_and_one_more_does_not() -> None:

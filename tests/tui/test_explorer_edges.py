@@ -8,6 +8,7 @@ from textual.binding import Binding
 from textual.widgets import Input, Label, OptionList, Static
 
 from core.measurement.engine import Engine
+from core.parallel.sharding import ParallelKind
 from tests.factories import LLAMA, build_app, peak
 from tests.tui.helpers import handled, settle, type_keys, wait_for, widget_lines
 from tui.app import VramscopeApp, make_app
@@ -113,7 +114,7 @@ async def test_the_new_keys_set_devices_split_engine_and_reach_per_device() -> N
         await type_keys(pilot, "dsw")
         await type_keys(pilot, "p24GB\x1b")
         state = app.explorer.state
-        assert (state.devices, state.split, state.engine) == (2, "pp", Engine.MLX)
+        assert (state.devices, state.split, state.engine) == (2, ParallelKind.PIPELINE, Engine.MLX)
         assert state.device_memory == "24GB"
 
 

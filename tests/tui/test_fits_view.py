@@ -18,6 +18,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input
 
 from core.answer.fit import FitModel
+from core.answer.quantization import Quantization
 from core.catalog.entry import Catalog, CatalogEntry
 from tests.tui.helpers import (
     breakdown_bytes,
@@ -162,7 +163,8 @@ async def test_enter_opens_the_stored_row_with_inspect_s_total(
         state = app.explorer.state
         shown = breakdown_bytes(app)
         command = app.explorer.query_one("#commands", CommandLinesView).vramscope
-    assert (state.model, state.quantize_as) == ("meta-llama/Llama-3.1-8B-Instruct", "stored")
+    assert state.model == "meta-llama/Llama-3.1-8B-Instruct"
+    assert state.quantize_as is Quantization.STORED
     report = inspect_json(capsys, command)
     assert shown["Total estimate"] == report["total_bytes"]
     assert shown["Weights"] == report["weights_bytes"]
@@ -184,7 +186,7 @@ async def test_enter_on_a_what_if_row_opens_it_quantized_as_the_fit_row_says(
         shown = breakdown_bytes(app)
         text = breakdown_text(app)
         command = app.explorer.query_one("#commands", CommandLinesView).vramscope
-    assert (state.model, state.quantize_as) == (QWEN, "mlx-4bit")
+    assert (state.model, state.quantize_as) == (QWEN, Quantization.MLX_4BIT)
     assert command.startswith("vramscope fit --quantizations mlx-4bit")
     assert main([*shlex.split(command)[1:], "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]

@@ -7,6 +7,7 @@ import shlex
 
 import pytest
 
+from core.answer.quantization import Quantization
 from tests.tui.helpers import (
     LLAMA,
     breakdown_bytes,
@@ -39,7 +40,7 @@ async def test_4_bit_shows_the_fit_row_s_weights_and_total(
         text = breakdown_text(app)
         commands = app.explorer.query_one("#commands", CommandLinesView)
         vramscope, mlxcel = commands.vramscope, commands.mlxcel
-    assert state.quantize_as == "mlx-4bit"
+    assert state.quantize_as is Quantization.MLX_4BIT
     assert (
         main(
             [
@@ -80,7 +81,7 @@ async def test_a_quantized_model_is_not_offered_a_what_if() -> None:
         await settle(pilot)
         control = app.explorer.query_one("#quantize", Segmented)
         hint = " ".join(widget_lines(app.explorer.query_one("#quantize-hint")))
-        app.explorer.update(quantize_as="mlx-4bit")  # the palette's entry point
+        app.explorer.update(quantize_as=Quantization.MLX_4BIT)  # the palette's entry point
         await settle(pilot)
         shown = breakdown_bytes(app)
         text = breakdown_text(app)

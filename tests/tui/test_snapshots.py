@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
+from core.answer.quantization import Quantization
 from core.catalog.resolve import Catalog
 from tests.tui.helpers import build_app, fixed_deps, settle, settle_then, wait_for
 from tests.tui.test_robustness import folder_entry, write_broken_model
@@ -140,7 +141,7 @@ class TestFitsView:
 
         async def run(pilot: Pilot[Any]) -> None:
             await settle(pilot)
-            pilot.app.explorer.update(quantize_as="mlx-4bit")
+            pilot.app.explorer.update(quantize_as=Quantization.MLX_4BIT)
             await settle(pilot)
 
         assert snap_compare(app, terminal_size=(160, 48), run_before=run)

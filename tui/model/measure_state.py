@@ -23,6 +23,7 @@ from core.measurement.protocol import (
 from core.measurement.request import MeasureRequest
 from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailure
 from core.units import format_bytes_short
+from tui.model.control_specs import KV_DTYPE
 from tui.model.state import ExplorerState
 
 
@@ -187,7 +188,7 @@ def run_differences(peak: MeasuredPeak, state: ExplorerState) -> tuple[tuple[str
     pairs = (
         (f"{peak.context_tokens:,} tokens", f"{state.max_tokens:,} tokens"),
         (f"in-flight {peak.inflight_mib} MiB", f"in-flight {state.inflight_mib} MiB"),
-        (f"{peak.kv_cache_mode} KV", f"{'int8' if state.kv_int8 else 'fp16'} KV"),
+        (f"{peak.kv_cache_mode} KV", f"{KV_DTYPE.choice(state).word} KV"),
         ("batch 1", f"batch {state.batch}"),
         (f"{peak.estimate_backend.label} formula", f"{state.backend.label} formula"),
     )

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import shlex
 
+from core.parallel.sharding import ParallelKind
+from tui.model.control_specs import DEVICE_CHOICES, SPLIT
 from tui.model.state import ExplorerState
 
-DEVICE_CHOICES = tuple(range(1, 9))
-SPLITS = ("tp", "pp")
+__all__ = ["DEVICE_CHOICES", "launch_command", "memory_limit_text", "with_plan_flag"]
 
 
 def memory_limit_text(state: ExplorerState) -> str | None:
@@ -28,11 +29,12 @@ def launch_command(state: ExplorerState, model_arg: str) -> str:
         "--", "-m", "mlx_lm.benchmark", "--model", model_arg,
         "--prompt-tokens", str(max(state.max_tokens - 128, 1)), "--generation-tokens", "128",
     ]  # fmt: skip
-    if state.split == "pp":
+    if state.split is ParallelKind.PIPELINE:
         words.append("--pipeline")
     return " ".join(shlex.quote(w) for w in words)
 
 
 def with_plan_flag(vramscope_line: str, state: ExplorerState) -> str:
-    """The `vramscope inspect ...` line with `--tp N` / `--pp N` added."""
-    return f"{vramscope_line} --{state.split} {state.devices}"
+    """The `vramscope inspect ...` line with `--tp N` / `--pp N` added (the TP/PP
+    control's word)."""
+    return f"{vramscope_line} {SPLIT.choice(state).word} {state.devices}"

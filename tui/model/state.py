@@ -40,10 +40,9 @@ from tui.model.presets import (
     PRESETS_BY_KEY,
 )
 
-STORED = "stored"
-QUANTIZE_AS = (STORED, "mlx-8bit", "mlx-4bit")
-"""The "Quantize as" choices: `vramscope fit --quantizations`' words
-(core.answer.fit.QUANTIZATION_CHOICES; not imported here, frame one needs none of it)."""
+QUANTIZE_AS = tuple(q.word for q in Quantization)
+"""The "Quantize as" choices' words (`vramscope fit --quantizations`'): the keys of the
+loader's what-ifs."""
 
 DEFAULT_MODEL = "mlx-community/Meta-Llama-3.1-8B-Instruct-4bit"
 """The model of mlxcel's worked example."""
@@ -75,8 +74,9 @@ class MemoryChoice:
 class ExplorerState:
     """Every input of the estimate the explorer lets you change, and the measuring engine.
 
-    Add a control by adding a field here (with its default), a widget in `Controls`
-    that posts `Controls.Changed` with the field changed, and a line in `Controls.show`.
+    Add a control by adding a field here (with its default) and its descriptor in
+    `tui.model.control_specs.CONTROLS`, which the panel, keys, help, palette and command
+    lines read.
     """
 
     model: str = DEFAULT_MODEL
@@ -94,8 +94,8 @@ class ExplorerState:
     """What `m` measures with (`core.measurement.engine.ENGINE_CHOICES`)."""
     devices: int = 1
     """Ranks of a split MLX load (1 = one device; up to 8)."""
-    split: str = "tp"
-    """How the ranks split the model: `tp` (tensor parallel) or `pp` (pipeline)."""
+    split: ParallelKind = ParallelKind.TENSOR
+    """How the ranks split the model: tensor parallel or pipeline parallel."""
     device_memory: str = ""
     """Each rank's available memory as typed in the Devices row (`24GB,16GB`: one size
     per device, or one for all); blank gives every rank the Available value."""
@@ -104,8 +104,8 @@ class ExplorerState:
     total instead of mlxcel's, when a calibration applies; mlxcel's is the default."""
     backend_pinned: bool = False
     """`--backend` was given: picking a preset leaves the backend alone."""
-    quantize_as: str = STORED
-    """`stored`, or a what-if of `vramscope fit` (`mlx-8bit`, `mlx-4bit`): the weights
+    quantize_as: Quantization = Quantization.STORED
+    """As stored, or a what-if of `vramscope fit` (`mlx-8bit`, `mlx-4bit`): the weights
     mlx-lm's conversion would write, vramscope's own figure (offered for 16/32-bit
     float models only)."""
 
@@ -118,11 +118,11 @@ class ExplorerState:
         memory, from the Per device list)."""
         split = ONE_DEVICE
         if self.devices > 1:
-            split = Split(ParallelKind(self.split), self.devices, rank_available)
+            split = Split(self.split, self.devices, rank_available)
         return Question(
             workload=self.workload(),
             device=device,
-            quantize_as=Quantization(self.quantize_as),
+            quantize_as=self.quantize_as,
             split=split,
             inflight_mib=self.inflight_mib,
             headroom_factor=self.headroom_factor,
@@ -205,7 +205,7 @@ def with_memory(state: ExplorerState, choice: MemoryChoice) -> ExplorerState:
 def shown_quantization(state: ExplorerState, what_ifs: Mapping[str, int | str]) -> Quantization:
     """The quantization the screen answers for: "Quantize as"'s, where its what-if has a
     number for this model; as stored otherwise (the control says why not)."""
-    chosen = Quantization(state.quantize_as)
+    chosen = state.quantize_as
     return chosen if isinstance(what_ifs.get(chosen.word), int) else Quantization.STORED
 
 
@@ -238,26 +238,3 @@ def start_backend(options: LaunchOptions, machine: BackendChoice) -> Backend:
     memory = MemoryRequest(MemorySource.PRESET, preset=preset) if preset else MemoryRequest()
     flag = None if options.backend == "auto" else Backend(options.backend)
     return resolve_backend(DeviceRequest(flag, memory=memory), MachineReadings(machine))[0]
-
-
-BACKEND_ORDER: tuple[Backend, ...] = (Backend.ROCM, Backend.CUDA, Backend.METAL, Backend.CPU)
-MAX_DEVICES = 8
-
-
-def next_value(state: ExplorerState, name: str) -> object:
-    """The value a cycling key moves a field to: KV dtype, backend, device count, split
-    (TP <-> PP) or measuring engine."""
-    if name == "kv_int8":
-        return not state.kv_int8
-    if name == "backend":
-        return BACKEND_ORDER[(BACKEND_ORDER.index(state.backend) + 1) % len(BACKEND_ORDER)]
-    if name == "devices":
-        return state.devices % MAX_DEVICES + 1
-    if name == "calibrated_verdict":
-        return not state.calibrated_verdict
-    if name == "split":
-        return "pp" if state.split == "tp" else "tp"
-    if name == "engine":
-        engines = tuple(Engine)
-        return engines[(engines.index(state.engine) + 1) % len(engines)]
-    raise ValueError(f"no cycling key for {name}")

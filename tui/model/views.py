@@ -22,6 +22,7 @@ from core.model.snapshot import ModelSnapshot
 from core.units import format_bytes_short
 from tui.model.chart_data import ENGINE_MARKS, MEASURED_MARK, ChartData, Point
 from tui.model.command_lines import mlxcel_command, vramscope_command
+from tui.model.control_specs import KV_DTYPE
 from tui.model.measure_plan import model_names
 from tui.model.measure_state import Measurements, PanelView, result_words, run_differences
 from tui.model.names import model_arg
@@ -161,7 +162,7 @@ def chart_points(
     """
     if state.batch != 1:
         return ()
-    kv_mode = "int8" if state.kv_int8 else "fp16"
+    kv_mode = KV_DTYPE.choice(state).word
     return tuple(
         (p.context_tokens, p.peak_bytes, p.engine)
         for p in records

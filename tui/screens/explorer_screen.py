@@ -47,6 +47,7 @@ from tui.messages import (
     reading_text,
 )
 from tui.model.command_lines import fit_command
+from tui.model.control_specs import next_value
 from tui.model.names import model_arg
 from tui.model.presets import DEVICE_KEYS
 from tui.model.scales import token_stops
@@ -54,13 +55,12 @@ from tui.model.state import (
     ExplorerState,
     MemoryChoice,
     explorer_device,
-    next_value,
     shown_quantization,
     what_ifs_by_kind,
     with_memory,
 )
 from tui.model.views import build_views, screen_words
-from tui.screens.focus_keys import FocusKeys
+from tui.screens.focus_keys import CYCLE_BINDINGS, FILTER, JUMP_BINDINGS, FocusKeys
 from tui.widgets.breakdown import Breakdown
 from tui.widgets.command_lines_view import CommandLinesView
 from tui.widgets.context_chart import ContextChart
@@ -89,19 +89,10 @@ class ExplorerScreen(FocusKeys):
         Binding("q", "app.quit", "Quit"),
         Binding("question_mark", "app.help", "Help"),
         # The jumps are priority bindings, so a burst like `t4096` lands in the field.
-        Binding("slash", "jump('filter')", "Models", priority=True),
-        Binding("t", "jump('tokens')", "Max tokens", show=False, priority=True),
-        Binding("i", "jump('inflight')", "In-flight MiB", show=False, priority=True),
-        Binding("b", "jump('batch')", "Batch", show=False, priority=True),
-        Binding("h", "jump('factor')", "Overhead factor", show=False, priority=True),
-        Binding("a", "jump('memory')", "Available", show=False, priority=True),
-        Binding("p", "jump('device_memory')", "Per device", show=False, priority=True),
+        Binding("slash", f"jump('{FILTER}')", "Models", priority=True),
+        *JUMP_BINDINGS,  # each control's (tui.model.control_specs), as the cycles below
         Binding("m", "measure", "Measure"),
-        Binding("k", "cycle('kv_int8')", "KV dtype"),
-        Binding("n", "cycle('backend')", "Backend"),
-        Binding("d", "cycle('devices')", "Devices"),
-        Binding("s", "cycle('split')", "TP/PP"),
-        Binding("w", "cycle('engine')", "Measure with"),
+        *CYCLE_BINDINGS,
         Binding("H", "history", "History"),
         Binding("c", "copy('vramscope')", "Copy cmd"),
         Binding("C", "copy('mlxcel')", "Copy mlxcel", show=False),
@@ -239,7 +230,7 @@ class ExplorerScreen(FocusKeys):
         views, self.answer, self.estimate = None, None, None
         plan: Answer | str | None = None
         if facts is not None and device is not None:
-            one = replace(state, devices=1, quantize_as=quantize_as.word)
+            one = replace(state, devices=1, quantize_as=quantize_as)
             try:
                 found = answer(facts, one.question(device), loader.calibrations)
                 assert isinstance(found, Answer)  # the what-if was checked above
@@ -292,7 +283,7 @@ class ExplorerScreen(FocusKeys):
         except VramscopeError as exc:
             return str(exc)
         shown = shown_quantization(self.state, self.loader.what_ifs)
-        state = replace(self.state, quantize_as=shown.word)
+        state = replace(self.state, quantize_as=shown)
         question = state.question(device, tuple(limits) if limits else None)
         found = answer(facts, question)
         assert isinstance(found, Answer)  # a split is always of the stored model
@@ -491,7 +482,7 @@ class ExplorerScreen(FocusKeys):
             self.query_one(ModelList).set_current(name)
             self.loader.read_model(name, pick.entry)
             self.query_one(Breakdown).show_loading(reading_text(name))
-        self.update(model=name, quantize_as=pick.row.quantization.word)
+        self.update(model=name, quantize_as=pick.row.quantization)
 
     def action_cycle(self, name: str) -> None:
         """`k` fp16 <-> int8, `n` the next backend, `d` 1 -> 2 -> ... -> 8 -> 1 devices,

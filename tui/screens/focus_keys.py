@@ -1,21 +1,40 @@
-"""The explorer's keys that move focus: the jumps, Escape, and what a text box keeps.
+"""The explorer's keys of its controls, and the ones that move focus: the jumps, Escape,
+and what a text box keeps.
 
-The jumps (`t` `i` `b` `h` `a` `p` `/`) and Escape from a plain text box are priority
-bindings of the screen (`ExplorerScreen.BINDINGS`): Textual runs them before it hands
-the next key of a burst to any widget, so `t4096` or `/llama` Esc `k` land where
-they name. In a text box letters are text, and a slider's own box keeps Escape to
-restore the value from before typing (`SliderField`).
+Each control's key is its descriptor's (`tui.model.control_specs`): `JUMP_BINDINGS` and
+`CYCLE_BINDINGS` are built from them, and the screen lists them among its own
+(`ExplorerScreen.BINDINGS`), so the footer and help show the descriptors' words. The
+jumps (`t` `i` `b` `h` `a` `p`, and `/` to the model filter) and Escape from a plain text
+box are priority bindings: Textual runs them before it hands the next key of a burst to
+any widget, so `t4096` or `/llama` Esc `k` land where they name. In a text box letters
+are text, and a slider's own box keeps Escape to restore the value from before typing
+(`SliderField`).
 """
 
 from __future__ import annotations
 
+from textual.binding import Binding
 from textual.widgets import Input
 
 from tui.controllers.measure import MeasureController
+from tui.model.control_specs import BY_ID, DEVICES, MAX_TOKENS, KeyAction, keyed
 from tui.screens.styled_once import StyledOnceScreen
 from tui.widgets.controls import Controls
 from tui.widgets.model_list import ModelList
 from tui.widgets.slider_field import ValueInput
+
+FILTER = "filter"
+"""The model list's filter box: a jump target that is no control."""
+
+JUMP_BINDINGS: tuple[Binding, ...] = tuple(
+    Binding(spec.key, f"jump('{spec.id}')", spec.label, show=False, priority=True)
+    for spec in keyed(KeyAction.JUMP)
+)
+"""A key per control that focus jumps to (priority: the keys after it land there)."""
+CYCLE_BINDINGS: tuple[Binding, ...] = tuple(
+    Binding(spec.key, f"cycle('{spec.field}')", spec.label) for spec in keyed(KeyAction.CYCLE)
+)
+"""A key per control that moves to its next choice (shown in the footer while they fit)."""
 
 
 class FocusKeys(StyledOnceScreen):
@@ -33,25 +52,23 @@ class FocusKeys(StyledOnceScreen):
 
     def action_leave_box(self) -> None:
         """Escape in the filter, Per device or size box: back to the token slider."""
-        self.action_jump("tokens")
+        self.action_jump(MAX_TOKENS.id)
 
     def action_jump(self, where: str) -> None:
         """Move focus now (not after a refresh), so the keys after it land there."""
-        if where == "filter":
+        if where == FILTER:
             self.set_focus(self.query_one(ModelList).filter_box)
-        elif where == "memory":
-            self.set_focus(self.query_one("#memory Select"))
-        elif where == "device_memory":
-            if self.query_one("#device-memory-row").display:  # one device: no such row
-                self.set_focus(self.query_one("#device-memory", Input))
-            else:
-                self.notify("Per device needs two devices or more: press d", timeout=4)
-        elif not (field := self.query_one(Controls).field(where)).disabled:
-            self.set_focus(field.slider)
+            return
+        spec = BY_ID[where]
+        target = self.query_one(Controls).focus_target(spec)
+        if target is not None:
+            self.set_focus(target)
+        elif spec.split_only:  # one device: no such row
+            self.notify(f"{spec.label} needs two devices or more: press {DEVICES.key}", timeout=4)
 
     def action_escape(self) -> None:
         """Cancel a run in flight; otherwise (or from a text box) back to the token slider."""
         if self.measure.running and not isinstance(self.focused, Input):
             self.measure.cancel()
         else:
-            self.action_jump("tokens")
+            self.action_jump(MAX_TOKENS.id)

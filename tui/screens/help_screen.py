@@ -1,4 +1,5 @@
-"""`?`: every key and control on one page (Esc, ? or q closes it)."""
+"""`?`: every key and control on one page (Esc, ? or q closes it); the controls' rows
+and keys are their descriptors' (`tui.model.control_specs`)."""
 
 from __future__ import annotations
 
@@ -12,18 +13,15 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-KEYS: tuple[tuple[str, str], ...] = (
+from tui.model.control_specs import CONTROLS, KeyAction, keyed
+
+NAVIGATION: tuple[tuple[str, str], ...] = (
     ("Tab Shift+Tab", "next / previous control"),
     ("← →", "slider one stop down / up; pick an option"),
     ("PgDn PgUp", "slider several stops; Home End: its ends"),
     ("0-9 on a slider", "type an exact value; Enter applies"),
-    ("t i b h a", "jump to Max tokens, In-flight MiB, Batch, Overhead factor, Available"),
-    ("p", "jump to Per device (two devices or more)"),
-    ("k", "KV dtype: fp16 ⇄ int8"),
-    ("n", "next Backend: ROCm → CUDA → Metal → CPU"),
-    ("d", "Devices: 1 → 2 → … → 8 → 1 (two or more: TP/PP, Per device, ranks)"),
-    ("s", "TP/PP: tensor parallel ⇄ pipeline parallel"),
-    ("w", "Measure with: the engine m runs (torch ⇄ mlx)"),
+)
+SCREEN_KEYS: tuple[tuple[str, str], ...] = (
     ("/", "filter the Models; ↓ into the list, Enter picks or reads org/name from the Hub"),
     ("c C", "Copy cmd: the vramscope / mlxcel command line"),
     ("m", "Measure the model on screen (again: cancel)"),
@@ -35,21 +33,23 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("Esc", "cancel a measurement, else back to the token slider"),
     ("? q", "this Help / Quit"),
 )
+"""The screen's own keys (no control's): after the controls' keys."""
 
-CONTROLS: tuple[tuple[str, str], ...] = (
-    ("Max tokens", "context, 256 to the trained context (log scale)"),
-    ("In-flight MiB", "MLX_ROCM_MAX_INFLIGHT_MB; 0 = off, not modelled"),
-    ("Batch", "concurrent sequences; KV and activation scale"),
-    ("KV dtype", "fp16, or int8: half the KV bytes"),
-    ("Overhead factor", "MLXCEL_HEADROOM_FACTOR: overhead = (factor - 1) × (weights + KV)"),
-    ("Backend", "only ROCm builds add the in-flight reserve"),
-    ("Quantize as", "vramscope's what-if: mlx-lm's 8/4-bit weights (16/32-bit models)"),
-    ("Available", "this machine, a device preset, or a typed size"),
-    ("Devices", "split the model over 2-8 devices (d)"),
-    ("TP/PP", "tensor parallel (mlx-lm shard) or pipeline parallel (s)"),
-    ("Per device", "each device's available memory, in rank order: 24GB,16GB (p)"),
-    ("Measure with", "torch (vramscope's engine) or mlx (real MLX through mlx-lm) (w)"),
-)
+
+def control_keys() -> tuple[tuple[str, str], ...]:
+    """The controls' keys, from their descriptors: the plain jumps on one row, then each
+    jump with a note of its own and each key that cycles."""
+    jumps = keyed(KeyAction.JUMP)
+    plain = [spec for spec in jumps if not spec.key_help]
+    rows = [(" ".join(s.key for s in plain), "jump to " + ", ".join(s.label for s in plain))]
+    rows += [(spec.key, spec.key_help) for spec in jumps if spec.key_help]
+    rows += [(spec.key, spec.key_help) for spec in keyed(KeyAction.CYCLE)]
+    return tuple(rows)
+
+
+KEYS: tuple[tuple[str, str], ...] = (*NAVIGATION, *control_keys(), *SCREEN_KEYS)
+CONTROL_ROWS: tuple[tuple[str, str], ...] = tuple((spec.label, spec.help) for spec in CONTROLS)
+"""Every control, in the panel's order."""
 
 
 def _table(title: str, rows: tuple[tuple[str, str], ...]) -> Table:
@@ -76,7 +76,7 @@ class HelpScreen(ModalScreen[None]):
             box.border_title = "vramscope · keys and controls"
             box.border_subtitle = "Esc closes"
             yield Static(_table("Keys", KEYS))
-            yield Static(_table("Controls", CONTROLS), classes="help-section")
+            yield Static(_table("Controls", CONTROL_ROWS), classes="help-section")
             yield Static(
                 Text(
                     "Mouse: click or drag a slider, click an option or a model. "

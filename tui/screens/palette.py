@@ -1,4 +1,5 @@
-"""Command-palette entries (Ctrl+P): every control's common values, one search away."""
+"""Command-palette entries (Ctrl+P): every control's common values, one search away; the
+controls' entries are their descriptors' (`tui.model.control_specs`)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,9 @@ from functools import partial
 
 from textual.app import SystemCommand
 
-from core.backend import Backend
-from core.measurement.engine import ENGINE_CHOICES
-from tui.model.presets import DETECTED, DEVICE_FREE, DEVICE_TOTAL, PRESETS
-from tui.model.scales import INFLIGHT_STOPS
-from tui.model.split_words import DEVICE_CHOICES
-from tui.model.state import MemoryChoice
+from tui.model.control_specs import CONTROLS, ControlSpec, KeyAction, keyed
 from tui.screens.explorer_screen import ExplorerScreen
+from tui.screens.focus_keys import FILTER
 
 
 def sortable(label: str) -> str:
@@ -23,59 +20,42 @@ def sortable(label: str) -> str:
     return re.sub(r"(\d+) (GB|GiB)$", lambda m: f"{int(m[1]):>3} {m[2]}", label)
 
 
-CONTROL_JUMPS: tuple[tuple[str, str], ...] = (
-    ("Max tokens (t)", "tokens"),
-    ("In-flight MiB (i)", "inflight"),
-    ("Batch (b)", "batch"),
-    ("Overhead factor (h): MLXCEL_HEADROOM_FACTOR", "factor"),
-    ("Available memory (a)", "memory"),
-    ("Per device available memory (p)", "device_memory"),
-    ("Models: filter the list (/)", "filter"),
-)
-"""The controls focus can jump to, by name and key; the others are set by value below."""
+FILTER_JUMP = "Models: filter the list (/)"
+"""The jump to the model filter, which is no control."""
+
+
+def control_commands(screen: ExplorerScreen) -> Iterator[SystemCommand]:
+    """Each control's entries, from its descriptor: a jump to it (where it has a jump
+    key), and one entry per choice (a slider's: its common stops)."""
+    for spec in keyed(KeyAction.JUMP):
+        yield SystemCommand(
+            f"Go to {spec.palette_name} ({spec.key}){spec.palette_note}",
+            "move focus to the control",
+            partial(screen.action_jump, spec.id),
+        )
+    yield SystemCommand(
+        f"Go to {FILTER_JUMP}", "move focus to the control", partial(screen.action_jump, FILTER)
+    )
+    for spec in CONTROLS:
+        name = spec.palette_values or spec.palette_name
+        for choice in spec.choices:
+            yield SystemCommand(
+                f"{name}: {sortable(choice.palette or choice.label)}",
+                choice.palette_help or spec.palette_help,
+                partial(_set, screen, spec, choice.value),
+            )
+
+
+def _set(screen: ExplorerScreen, spec: ControlSpec, value: object) -> None:
+    screen.state = spec.with_value(screen.state, value)
 
 
 def explorer_commands(
     screen: ExplorerScreen, show_help: Callable[[], None]
 ) -> Iterator[SystemCommand]:
     """Every control (a jump to it, and its common values), copy, measuring, history, the
-    verdict's basis, recalibrating, help."""
-    for words, where in CONTROL_JUMPS:
-        yield SystemCommand(
-            f"Go to {words}", "move focus to the control", partial(screen.action_jump, where)
-        )
-    for backend in Backend:
-        yield SystemCommand(
-            f"Backend: {backend.label}",
-            "estimate for this backend (only ROCm reserves in-flight memory)",
-            partial(screen.update, backend=backend),
-        )
-    yield SystemCommand("KV dtype: fp16", "16-bit KV cache", partial(screen.update, kv_int8=False))
-    yield SystemCommand("KV dtype: int8", "8-bit KV cache", partial(screen.update, kv_int8=True))
-    for mib in INFLIGHT_STOPS:
-        words = "off (0): unbounded, not modelled" if mib == 0 else f"{mib} MiB"
-        yield SystemCommand(
-            f"In-flight budget: {words}",
-            "MLX_ROCM_MAX_INFLIGHT_MB",
-            partial(screen.update, inflight_mib=mib),
-        )
-    yield SystemCommand(
-        "Available memory: this machine",
-        "what mlxcel would detect here",
-        partial(screen.update, memory=MemoryChoice(DETECTED)),
-    )
-    for key, words in ((DEVICE_TOTAL, "total"), (DEVICE_FREE, "free")):
-        yield SystemCommand(
-            f"Available memory: this device's {words}",
-            f"--memory-limit {words}: read from sysfs, NVML/nvidia-smi, MLX or /proc/meminfo",
-            partial(screen.update, memory=MemoryChoice(key)),
-        )
-    for preset in PRESETS:
-        yield SystemCommand(
-            f"Available memory: {sortable(preset.label)}",
-            preset.source,
-            partial(screen.use_memory, MemoryChoice(preset.key)),
-        )
+    verdict's basis, recalibrating, what fits, help."""
+    yield from control_commands(screen)
     yield SystemCommand(
         "Copy the vramscope command",
         "vramscope inspect ...",
@@ -103,37 +83,9 @@ def explorer_commands(
         "after m: vramscope calibrate for that run's engine, backend and device",
         screen.action_recalibrate,
     )
-    for n in DEVICE_CHOICES:
-        yield SystemCommand(
-            f"Devices: {n}",
-            "one device" if n == 1 else f"split the model over {n} devices (TP or PP)",
-            partial(screen.update, devices=n),
-        )
-    yield SystemCommand(
-        "TP/PP: TP, tensor parallel",
-        "every rank holds a slice of every layer (mlx-lm shard)",
-        partial(screen.update, split="tp"),
-    )
-    yield SystemCommand(
-        "TP/PP: PP, pipeline parallel",
-        "each rank holds a run of whole layers (mlx-lm pipeline)",
-        partial(screen.update, split="pp"),
-    )
-    for engine in ENGINE_CHOICES:
-        yield SystemCommand(
-            f"Measure with: {engine}",
-            "the engine m measures with (torch: hip_backend; mlx: real MLX)",
-            partial(screen.update, engine=engine),
-        )
     yield SystemCommand(
         "What fits on this device (f)",
         "every model and quantization for the settings on screen, as vramscope fit ranks them",
         screen.action_fits,
     )
-    for scheme, words in (("stored", "as stored"), ("mlx-8bit", "8-bit"), ("mlx-4bit", "4-bit")):
-        yield SystemCommand(
-            f"Quantize as: {words}",
-            "vramscope's what-if of mlx_lm.convert -q (16/32-bit float models only)",
-            partial(screen.update, quantize_as=scheme),
-        )
     yield SystemCommand("Keys and controls", "the help screen", show_help)

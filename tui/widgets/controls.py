@@ -1,9 +1,10 @@
 """The control panel: every input of the estimate, and the engine `m` measures with.
 
-The panel shows a state it is given (`show`) and reports what the user changed
-as one `Changed` message carrying the new `ExplorerState` and the edit that made
-it; it never writes the screen's state itself. Each row's exact-value
-box reads text through `tui.model.values`.
+Each row is built from its descriptor (`tui.model.control_specs`): a slider, a line of
+choices, the Available picker or a box of sizes. The panel shows a state it is given
+(`show`) and reports what the user changed as one `Changed` message carrying the new
+`ExplorerState` and the edit that made it; it never writes the screen's state itself.
+Each slider's exact-value box reads text through `tui.model.values`.
 """
 
 from __future__ import annotations
@@ -18,31 +19,24 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Input, Label, Static
 
-from core.measurement.engine import ENGINE_CHOICES
-from tui.model.scales import BATCH_STOPS, FACTOR_STOPS, INFLIGHT_STOPS, token_stops
-from tui.model.split_words import DEVICE_CHOICES, SPLITS
-from tui.model.state import BACKEND_ORDER, QUANTIZE_AS, STORED, ExplorerState, with_memory
-from tui.model.values import BATCH, FACTOR, INFLIGHT, TOKENS
+from tui.model.control_specs import (
+    BY_ID,
+    CONTROLS,
+    INFLIGHT_MIB,
+    MAX_TOKENS,
+    QUANTIZE,
+    ControlSpec,
+    WidgetKind,
+    rows,
+)
+from tui.model.state import ExplorerState, shown_quantization
 from tui.model.views import inflight_hint, tokens_hint
 from tui.widgets.memory_field import MemoryField
 from tui.widgets.segmented import Segmented
 from tui.widgets.slider_field import SliderField
 
-BACKENDS = BACKEND_ORDER
-KV_MODES = ("fp16", "int8")
-QUANTIZE_LABELS = ("as stored", "8-bit", "4-bit")
-"""The "Quantize as" options, in `QUANTIZE_AS` order (mlx-lm's affine, group 64)."""
-
 Edit = Callable[[ExplorerState], ExplorerState]
 """One change of the state, as a function: the old state in, the new one out."""
-
-# Slider id -> the state field it shows, and the state with a new value of it.
-_FIELDS: dict[str, tuple[str, Callable[[ExplorerState, float], ExplorerState]]] = {
-    "tokens": ("max_tokens", lambda s, v: replace(s, max_tokens=int(v))),
-    "inflight": ("inflight_mib", lambda s, v: replace(s, inflight_mib=int(v))),
-    "batch": ("batch", lambda s, v: replace(s, batch=int(v))),
-    "factor": ("headroom_factor", lambda s, v: replace(s, headroom_factor=float(v))),
-}
 
 
 def _per_device_problem(state: ExplorerState) -> str:
@@ -53,7 +47,7 @@ def _per_device_problem(state: ExplorerState) -> str:
 
 
 class Controls(Widget):
-    """Max tokens, in-flight budget, batch, KV dtype, overhead factor, backend, memory, engine."""
+    """Every control of `tui.model.control_specs.CONTROLS`, one row each, in its order."""
 
     DEFAULT_CSS = """
     Controls {
@@ -80,122 +74,119 @@ class Controls(Widget):
         self.border_title = "Controls"
 
     def compose(self) -> ComposeResult:
-        s = self.state
-        yield SliderField(
-            "Max tokens",
-            token_stops(None),
-            s.max_tokens,
-            spec=TOKENS,
-            id="tokens",
-            tooltip="Context length (log scale); type an exact count, e.g. 5000, 32k or 1.5k",
+        for row in rows(CONTROLS):
+            first = row[0]
+            if first.kind is WidgetKind.SLIDER:
+                yield self._slider(first)
+            elif first.kind is WidgetKind.MEMORY:
+                yield MemoryField(first.value(self.state), label=first.label, id=first.id)
+            else:
+                line = Horizontal(id=first.row or None)
+                line.display = self._shown(first, self.state)
+                with line:
+                    for spec in row:
+                        if spec is first:
+                            yield Label(spec.label, classes="field-label")
+                        else:
+                            yield Label("  ")
+                        yield self._widget(spec)
+                        if spec.hint:  # a hint, not a label
+                            yield Static("", id=f"{spec.id}-hint", markup=False)
+
+    def _slider(self, spec: ControlSpec) -> SliderField:
+        assert spec.values is not None  # a slider reads its box through its ValueSpec
+        return SliderField(
+            spec.label,
+            spec.stops,
+            spec.value(self.state),
+            spec=spec.values,
+            page=spec.page,
+            id=spec.id,
+            tooltip=spec.tooltip or None,
         )
-        yield SliderField(
-            "In-flight MiB",
-            INFLIGHT_STOPS,
-            s.inflight_mib,
-            spec=INFLIGHT,
-            page=3,
-            id="inflight",
-            tooltip="MLX_ROCM_MAX_INFLIGHT_MB: transients ROCm may hold before the host waits",
-        )
-        yield SliderField("Batch", BATCH_STOPS, s.batch, spec=BATCH, page=3, id="batch")
-        with Horizontal():
-            yield Label("KV dtype", classes="field-label")
-            yield Segmented(KV_MODES, 1 if s.kv_int8 else 0, id="kv")
-        with Horizontal(id="quantize-row"):
-            yield Label("Quantize as", classes="field-label")
-            quantize = Segmented(QUANTIZE_LABELS, QUANTIZE_AS.index(s.quantize_as), id="quantize")
-            quantize.tooltip = (
-                "vramscope's what-if: the weights mlx_lm.convert -q would write (16/32-bit "
-                "float models only); not an mlxcel figure"
-            )
-            yield quantize
-            yield Static("", id="quantize-hint", markup=False)  # a hint, not a label
-        yield SliderField(
-            "Overhead factor",
-            FACTOR_STOPS,
-            s.headroom_factor,
-            spec=FACTOR,
-            id="factor",
-            tooltip="MLXCEL_HEADROOM_FACTOR: allocator overhead = (factor - 1) x (weights + KV)",
-        )
-        with Horizontal():
-            yield Label("Backend", classes="field-label")
-            yield Segmented([b.label for b in BACKENDS], BACKENDS.index(s.backend), id="backend")
-        yield MemoryField(s.memory, id="memory")
-        devices_row = Horizontal(id="devices-row")
-        devices_row.display = s.devices > 1
-        with devices_row:
-            yield Label("Devices", classes="field-label")
-            yield Segmented(
-                [str(n) for n in DEVICE_CHOICES], DEVICE_CHOICES.index(s.devices), id="devices"
-            )
-            yield Label("  ")
-            yield Segmented(["TP", "PP"], SPLITS.index(s.split), id="split")
-        memory_row = Horizontal(id="device-memory-row")
-        memory_row.display = s.devices > 1
-        with memory_row:
-            yield Label("Per device", classes="field-label")
-            yield Input(
-                s.device_memory,
-                placeholder="blank: Available on each; or 24GB,16GB",
+
+    def _widget(self, spec: ControlSpec) -> Widget:
+        if spec.kind is WidgetKind.SIZES:
+            return Input(
+                spec.value(self.state),
+                placeholder=spec.placeholder,
                 compact=True,
-                id="device-memory",
-                tooltip="Each device's available memory, in rank order (one size: all "
-                "devices); blank: the Available value on every device",
+                id=spec.id,
+                tooltip=spec.tooltip or None,
             )
-        with Horizontal(id="engine-row"):
-            yield Label("Measure with", classes="field-label")
-            yield Segmented(ENGINE_CHOICES, ENGINE_CHOICES.index(s.engine), id="engine")
+        control = Segmented([c.label for c in spec.choices], spec.index(self.state), id=spec.id)
+        if spec.tooltip:
+            control.tooltip = spec.tooltip
+        return control
+
+    @staticmethod
+    def _shown(spec: ControlSpec, state: ExplorerState) -> bool:
+        # One device: a split's rows stay out of the way (`d` brings them: 2 devices).
+        return not spec.split_only or state.devices > 1
 
     def show(self, state: ExplorerState) -> None:
         """Show `state` in every control (no `Changed`; text being typed stays)."""
         self.state = state
-        for field_id, (name, _) in _FIELDS.items():
-            self.query_one(f"#{field_id}", SliderField).set_value(getattr(state, name))
-        self.query_one("#kv", Segmented).set_index(1 if state.kv_int8 else 0)
-        self.query_one("#backend", Segmented).set_index(BACKENDS.index(state.backend))
-        self.query_one("#engine", Segmented).set_index(ENGINE_CHOICES.index(state.engine))
-        # One device: the row stays out of the way (`d` brings it: 2 devices).
-        self.query_one("#devices-row").display = state.devices > 1
-        self.query_one("#device-memory-row").display = state.devices > 1
-        self.query_one("#devices", Segmented).set_index(DEVICE_CHOICES.index(state.devices))
-        self.query_one("#split", Segmented).set_index(SPLITS.index(state.split))
-        box = self.query_one("#device-memory", Input)
-        if not box.has_focus and box.value != state.device_memory:
+        for spec in CONTROLS:
+            if spec.row:
+                self.query_one(f"#{spec.row}").display = self._shown(spec, state)
+            if spec.kind is WidgetKind.SLIDER:
+                self.field(spec.id).set_value(spec.value(state))
+            elif spec.kind is WidgetKind.CHOICE:
+                self.query_one(f"#{spec.id}", Segmented).set_index(spec.index(state))
+            elif spec.kind is WidgetKind.MEMORY:
+                self.query_one(f"#{spec.id}", MemoryField).set_choice(spec.value(state))
+            elif spec.kind is WidgetKind.SIZES:
+                self._show_sizes(spec, state)
+
+    def _show_sizes(self, spec: ControlSpec, state: ExplorerState) -> None:
+        box = self.query_one(f"#{spec.id}", Input)
+        text = spec.value(state)
+        if not box.has_focus and box.value != text:
             with box.prevent(Input.Changed):
-                box.value = state.device_memory
+                box.value = text
         box.set_class(state.devices > 1 and bool(_per_device_problem(state)), "-invalid")
-        self.query_one(MemoryField).set_choice(state.memory)
 
     def show_hints(self, state: ExplorerState, model_known: bool, trained: int | None) -> None:
         """The lines under the in-flight and token sliders."""
-        inflight = self.field("inflight")
-        inflight.disabled = not state.backend.has_inflight_reserve
+        inflight = self.field(INFLIGHT_MIB.id)
+        inflight.disabled = not INFLIGHT_MIB.active(state)
         inflight.set_hint(*inflight_hint(state))
-        self.field("tokens").set_hint(*tokens_hint(state, model_known, trained))
+        self.field(MAX_TOKENS.id).set_hint(*tokens_hint(state, model_known, trained))
 
     def show_quantize(self, state: ExplorerState, what_ifs: dict[str, int | str]) -> None:
         """Offer "Quantize as" only where a what-if has a number (16/32-bit float weights)."""
         offered = any(isinstance(v, int) for v in what_ifs.values())
-        control = self.query_one("#quantize", Segmented)
+        control = self.query_one(f"#{QUANTIZE.id}", Segmented)
         control.disabled = not offered
-        chosen = state.quantize_as if isinstance(what_ifs.get(state.quantize_as), int) else STORED
-        control.set_index(QUANTIZE_AS.index(chosen))
+        chosen = shown_quantization(state, what_ifs)
+        control.set_index(QUANTIZE.index(replace(state, quantize_as=chosen)))
         reasons = {v for v in what_ifs.values() if isinstance(v, str)}
         if not what_ifs:
             hint = ""
         elif not offered:
             hint = "n/a: " + "; ".join(sorted(reasons))
-        elif chosen != STORED:
+        elif chosen.is_what_if:
             hint = "vramscope what-if"
         else:
             hint = ""
-        self.query_one("#quantize-hint", Static).update(hint)
+        self.query_one(f"#{QUANTIZE.id}-hint", Static).update(hint)
 
     def field(self, field_id: str) -> SliderField:
         """A slider row by id (`tokens`, `inflight`, `batch`, `factor`)."""
         return self.query_one(f"#{field_id}", SliderField)
+
+    def focus_target(self, spec: ControlSpec) -> Widget | None:
+        """Where a jump to `spec` puts focus: its slider, picker, box or choices (None while
+        it is inactive or its row is hidden)."""
+        if spec.row and not self.query_one(f"#{spec.row}").display:
+            return None
+        if spec.kind is WidgetKind.SLIDER:
+            found = self.field(spec.id)
+            return None if found.disabled else found.slider
+        if spec.kind is WidgetKind.MEMORY:
+            return self.query_one(f"#{spec.id} Select")
+        return self.query_one(f"#{spec.id}")
 
     # The border lights up while focus is inside, as `:focus-within` would do, but as an
     # inline style: Textual restyles every widget under a `:focus-within` rule's node at
@@ -218,46 +209,33 @@ class Controls(Widget):
         else:
             self.styles.border = None
 
-    def _post(self, edit: Edit) -> None:
+    def _post(self, spec: ControlSpec, value: object) -> None:
+        def edit(state: ExplorerState) -> ExplorerState:
+            return spec.with_value(state, value)
+
         self.post_message(self.Changed(edit(self.state), edit))
 
     @on(SliderField.Changed)
     def _slid(self, event: SliderField.Changed) -> None:
         event.stop()
-        _, change = _FIELDS[event.field.id or ""]
-        value = event.value
-        self._post(lambda s: change(s, value))
+        spec = BY_ID[event.field.id or ""]
+        self._post(spec, spec.cast(event.value))
 
     @on(Segmented.Changed)
     def _segment(self, event: Segmented.Changed) -> None:
         event.stop()
-        i, segment = event.index, event.segmented.id
-        if segment == "kv":
-            self._post(lambda s: replace(s, kv_int8=i == 1))
-        elif segment == "backend":
-            backend = BACKENDS[i % len(BACKENDS)]
-            self._post(lambda s: replace(s, backend=backend))
-        elif segment == "quantize":
-            scheme = QUANTIZE_AS[i % len(QUANTIZE_AS)]
-            self._post(lambda s: replace(s, quantize_as=scheme))
-        elif segment == "engine":
-            engine = ENGINE_CHOICES[i % len(ENGINE_CHOICES)]
-            self._post(lambda s: replace(s, engine=engine))
-        elif segment == "devices":
-            devices = DEVICE_CHOICES[i % len(DEVICE_CHOICES)]
-            self._post(lambda s: replace(s, devices=devices))
-        elif segment == "split":
-            split = SPLITS[i % len(SPLITS)]
-            self._post(lambda s: replace(s, split=split))
+        spec = BY_ID[event.segmented.id or ""]
+        self._post(spec, spec.choices[event.index % len(spec.choices)].value)
 
-    @on(Input.Changed, "#device-memory")
-    def _device_memory(self, event: Input.Changed) -> None:
+    @on(Input.Changed)
+    def _typed(self, event: Input.Changed) -> None:
+        spec = BY_ID.get(event.input.id or "")
+        if spec is None or spec.kind is not WidgetKind.SIZES:
+            return  # a slider's or the memory field's own box: theirs to read
         event.stop()
-        text = event.value
-        self._post(lambda s: replace(s, device_memory=text))
+        self._post(spec, event.value)
 
     @on(MemoryField.Changed)
     def _memory(self, event: MemoryField.Changed) -> None:
         event.stop()
-        choice = event.choice
-        self._post(lambda s: with_memory(s, choice))
+        self._post(BY_ID[event.field.id or ""], event.choice)

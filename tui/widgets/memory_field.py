@@ -88,16 +88,23 @@ class MemoryField(Widget):
             self.choice = choice
             super().__init__()
 
-    def __init__(self, choice: MemoryChoice, *, id: str | None = None) -> None:  # noqa: A002
+    def __init__(
+        self,
+        choice: MemoryChoice,
+        *,
+        label: str = "Available",
+        id: str | None = None,  # noqa: A002
+    ) -> None:
         super().__init__(id=id)
         self.choice = choice
+        self.label = label
         self.detected: AvailableMemory | None = None
         self.device: DeviceMemory | None = None
         self._device_problem = ""
 
     def compose(self) -> ComposeResult:
         with Horizontal():
-            yield Label("Available", classes="field-label")
+            yield Label(self.label, classes="field-label")
             yield Select(
                 _options(None, None, ""), value=self.choice.key, allow_blank=False, compact=True
             )
@@ -185,7 +192,7 @@ class MemoryField(Widget):
         if isinstance(size, Refused):
             # 0 is no limit to compare against: "This machine" is the detected one.
             zero = "; pick This machine to detect it" if "more than 0 " in size.reason else ""
-            self._show_reason(f"Available {size.reason}{zero}")
+            self._show_reason(f"{self.label} {size.reason}{zero}")
             return
         self._show_reason("")
         self.choice = MemoryChoice(CUSTOM, size)

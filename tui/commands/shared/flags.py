@@ -16,7 +16,7 @@ from core.display_text import clean_text
 from core.errors import UsageError
 from core.estimate.estimate import DEFAULT_CTX_LEN
 from core.hub import DEFAULT_TIMEOUT_S
-from core.measurement.engine import ATTENTION, EMULATE, FUSE_BF16
+from core.measurement.engine import Engine, EngineOption
 from core.measurement.request import (
     DEFAULT_GEN_TOKENS,
     DEFAULT_WARMUP_TOKENS,
@@ -229,29 +229,7 @@ def add_run_flags(p: argparse.ArgumentParser) -> None:
         help="where to load: a ROCm or CUDA GPU, or the CPU; with --engine mlx, auto is "
         "MLX's default device (Metal on Apple silicon) (default auto)",
     )
-    p.add_argument(
-        "--emulate",
-        choices=EMULATE.choices,
-        default="auto",
-        help="torch engine: emulate MLX-ROCm's in-flight queue (rocm) or not (none); auto "
-        "emulates it on ROCm and the CPU, not on CUDA, where MLX has none (default auto)",
-    )
-    p.add_argument(
-        "--attention",
-        choices=ATTENTION.choices,
-        default="auto",
-        help="torch engine: MLX's unfused attention, which holds an H x L x S score matrix "
-        "(mlx-fallback: what MLX runs on the CPU and ROCm) or torch's fused SDPA "
-        "(torch-sdpa: like MLX's CUDA kernels); auto picks the device's (default auto)",
-    )
-    p.add_argument(
-        "--fuse-bf16",
-        choices=FUSE_BF16.choices,
-        default="auto",
-        help="torch engine: model MLX-ROCm's fused kernel for BF16-scale quantized matmuls "
-        "(no dequantized weight copy); auto: on a ROCm GPU with the queue emulated "
-        "(default auto)",
-    )
+    add_engine_option_flags(p)
     p.add_argument(
         "--synthetic",
         action="store_true",
@@ -277,6 +255,26 @@ def add_run_flags(p: argparse.ArgumentParser) -> None:
         help="do not append results to the history file ($XDG_STATE_HOME/vramscope)",
     )
     add_model_source_flags(p)
+
+
+def engine_option_flag(option: EngineOption) -> str:
+    """The flag of an engine's option: its name with dashes (`fuse_bf16`: `--fuse-bf16`)."""
+    return "--" + option.name.replace("_", "-")
+
+
+def add_engine_option_flags(p: argparse.ArgumentParser) -> None:
+    """One flag per option each engine declares (`core.measurement.engine`): its choices,
+    its default, and its words after the engine's label; the parsed value is the
+    request field of the option's name (`measure_args.engine_option_values`)."""
+    for engine in Engine:
+        for option in engine.spec.options:
+            p.add_argument(
+                engine_option_flag(option),
+                dest=option.name,
+                choices=option.choices,
+                default=option.default,
+                help=f"{engine.label}: {option.doc} (default {option.default})",
+            )
 
 
 def add_parallel_flags(p: argparse.ArgumentParser, measure: bool = False) -> None:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from core.errors import UsageError
-from core.measurement.engine import ATTENTION, DEFAULT_ENGINE, EMULATE, FUSE_BF16, Engine
+from core.measurement.engine import DEFAULT_ENGINE, Engine
 from core.measurement.request import MeasureRequest
 from core.value_grammar import Refused, read_byte_size
-from tui.commands.shared.flags import MAX_DURATION_S
+from tui.commands.shared.flags import MAX_DURATION_S, engine_option_flag
 
 
 def memory_cap(text: str | None) -> int | None:
@@ -41,11 +42,6 @@ def request_from_args(
     kv_int8 = getattr(args, "kv_cache_mode", "fp16") == "int8"
     if kv_int8 and not engine.spec.int8_kv:
         raise UsageError("--kv-cache-mode", "int8 is measured by --engine mlx only")
-    torch_only = {"--attention": args.attention, "--fuse-bf16": args.fuse_bf16}
-    for flag, value in torch_only.items():
-        if engine is not Engine.TORCH and value != "auto" and not table_row:
-            raise UsageError(flag, "chooses a torch engine kernel; --engine mlx runs MLX's own")
-    torch = engine is Engine.TORCH  # the torch engine's options reach its requests only
     return MeasureRequest(
         model=model,
         prompt_tokens=prompt_tokens,
@@ -58,8 +54,26 @@ def request_from_args(
         host_memory_cap_bytes=memory_cap(args.memory_cap),
         timeout_s=check_timeout(args.timeout),
         engine=engine,
-        emulate=str(getattr(args, "emulate", "auto")) if torch else EMULATE.default,
-        attention=str(args.attention) if torch else ATTENTION.default,
-        fuse_bf16=str(args.fuse_bf16) if torch else FUSE_BF16.default,
         kv_int8=kv_int8,
+        **engine_option_values(args, engine, refuse_others=not table_row),
     )
+
+
+def engine_option_values(
+    args: argparse.Namespace, engine: Engine, refuse_others: bool = True
+) -> dict[str, Any]:
+    """The request fields of every engine's options (`add_engine_option_flags`' flags):
+    `engine`'s as given, any other engine's at its default. Another engine's option
+    given is a usage error (`refuse_others`; a `table` row of that other engine takes
+    it instead)."""
+    values: dict[str, Any] = {}
+    for owner in Engine:
+        for option in owner.spec.options:
+            given = getattr(args, option.name, option.default)
+            if owner is not engine and given != option.default and refuse_others:
+                raise UsageError(
+                    engine_option_flag(option),
+                    f"chooses a {owner.label} option; --engine {engine.value} does not take it",
+                )
+            values[option.name] = given if owner is engine else option.default
+    return values
