@@ -17,7 +17,8 @@ import pytest
 from core.measurement.protocol import MeasureFailed, decode_event, encode_event
 from core.measurement.request import MeasureRequest
 from core.measurement.result import FailureKind, MeasuredPeak
-from hip_backend.launcher import measure, prepare
+from core.measurement.run import peak_or_failure
+from hip_backend import measure, prepare
 from hip_backend.torch_engine.device import DeviceInfo, unsupported_device
 from hip_backend.torch_engine.inflight import InflightQueue, LaggingEvent, emulates_rocm
 
@@ -112,7 +113,7 @@ def test_a_run_without_the_queue_is_held_against_its_own_backends_estimate(
         device="cpu",
         emulate="none",
     )
-    outcome = measure(request, record_history=False)
+    outcome = peak_or_failure(measure(request, record_history=False))
     assert isinstance(outcome, MeasuredPeak), outcome
     assert outcome.extra["inflight_emulation"] == "none"
     assert outcome.extra["attention"] == "mlx-fallback"  # what MLX runs on the CPU

@@ -11,7 +11,8 @@ import pytest
 
 from core.measurement.request import MeasureRequest
 from core.measurement.result import MeasuredPeak
-from hip_backend.launcher import measure
+from core.measurement.run import peak_or_failure
+from hip_backend import measure
 
 torch = pytest.importorskip("torch")
 
@@ -33,7 +34,7 @@ def gpu_run(
         device="auto",
         emulate=emulate,
     )
-    outcome = measure(request, record_history=False)
+    outcome = peak_or_failure(measure(request, record_history=False))
     assert isinstance(outcome, MeasuredPeak), outcome
     return outcome
 

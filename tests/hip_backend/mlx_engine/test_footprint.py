@@ -15,7 +15,8 @@ import pytest
 from core.measurement.history import HISTORY_FILE, SCHEMA_VERSION, HistoryStore, encode_record
 from core.measurement.request import MeasureRequest
 from core.measurement.result import MeasuredPeak
-from hip_backend.launcher import measure
+from core.measurement.run import peak_or_failure
+from hip_backend import measure
 from tests.hip_backend.mlx_models import GEMMA2_CONFIG, LLAMA_CONFIG, write_mlx_model
 
 pytestmark = pytest.mark.usefixtures("mlx_available")
@@ -60,7 +61,7 @@ def three_runs(tmp_path_factory: pytest.TempPathFactory, tiny_llama: Path) -> li
     ]
     out = []
     for folder in folders:
-        outcome = measure(request(folder), record_history=False)
+        outcome = peak_or_failure(measure(request(folder), record_history=False))
         assert isinstance(outcome, MeasuredPeak), outcome
         out.append(outcome)
     return out
