@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from core.backend import Backend
 from core.measurement.history import HISTORY_FILE, SCHEMA_VERSION, HistoryStore, encode_record
 from core.measurement.request import MeasureRequest
 from core.measurement.result import MeasuredPeak
@@ -187,7 +188,7 @@ def test_calibrate_fits_the_figure_its_target_names(
 def test_a_gpu_run_never_reports_the_host_s_vmhwm_as_its_os_peak() -> None:
     from hip_backend.mlx_engine.footprint import VM_HWM_SOURCE, Footprint
 
-    cpu, rocm, cuda = Footprint("cpu"), Footprint("rocm"), Footprint("cuda")
+    cpu, rocm, cuda = Footprint(Backend.CPU), Footprint(Backend.ROCM), Footprint(Backend.CUDA)
     for f in (cpu, rocm, cuda):
         f.sample()  # real MLX counters; this process holds no amdgpu DRM client
         assert f.samples == 1 and f.held_peak >= 0

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from core.backend import Backend
 from core.measurement.history import HistoryStore
 from core.measurement.protocol import MeasureNotice
 from core.measurement.request import MeasureRequest
@@ -181,7 +182,7 @@ def test_the_mlx_peak_is_mlx_lm_s_own(name: str, mlx_model_dir: Path) -> None:
 
     assert peak.engine == "mlx"
     assert peak.peak_kind == "MLX peak (mx.get_peak_memory), cpu"
-    assert peak.device_kind == "cpu"
+    assert peak.device_kind is Backend.CPU
     assert peak.mlx_version and peak.mlx_lm_version
     assert not peak.synthetic_weights
     assert peak.weights_bytes == ref.weights_bytes
