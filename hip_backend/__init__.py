@@ -3,16 +3,21 @@ real MLX through mlx-lm (`MeasureRequest(engine=Engine.MLX)`), on one device or 
 over ranks under `mlx.launch`.
 
 This is the only way in for the UI and the scripts. Importing it is cheap and never
-imports torch or mlx: the launcher below starts `python -m hip_backend.child` (or
-`mlx.launch` and its ranks), where an engine is imported inside functions.
+imports torch or mlx: the run starts `python -m hip_backend.child` (or `mlx.launch`
+and its ranks), where an engine is imported inside functions.
+
+One run API for both (a single-device run is a run of one rank):
 
     from core.measurement.request import MeasureRequest
-    from hip_backend import start_measurement, measure
+    from hip_backend import prepare, prepare_parallel, start_run, measure
 
-    handle = start_measurement(MeasureRequest("mlx-community/Qwen3-30B-A3B-4bit"), on_event)
-    handle.cancel()        # kills the child; a CANCELLED failure event follows
-    handle.wait(timeout)   # MeasuredPeak | MeasurementFailure | None
+    handle = start_run(MeasureRequest("mlx-community/Qwen3-30B-A3B-4bit"), on_event)
+    handle.cancel()        # kills every process; a CANCELLED failure ends the run
+    handle.wait(timeout)   # MeasuredRun | MeasurementFailure | None (still running)
+    outcome = measure(prepare_parallel(request, plan))   # the same, to the end
 
+`on_event` gets the run's notices and progress, then one `RunEnded`; a finished run
+goes to the history (hip_backend/run.py writes it) unless `record_history=False`.
 See docs/measuring.md.
 """
 
@@ -21,26 +26,11 @@ from __future__ import annotations
 from core.measurement.engine import DEFAULT_ENGINE, Engine
 from hip_backend.engines import is_installed
 from hip_backend.errors import MeasureError
-from hip_backend.launcher import (
-    MeasurementHandle,
-    PreparedMeasurement,
-    config_refusal,
-    measure,
-    prepare,
-    record_peaks,
-    start_measurement,
-)
+from hip_backend.launcher import PreparedMeasurement, config_refusal, prepare
 from hip_backend.model.random_weights import write_random_model
 from hip_backend.ranks.hostfile import RingHostfile, read_hostfile
-from hip_backend.ranks.launch import (
-    ParallelHandle,
-    ParallelOutcome,
-    ParallelRun,
-    PreparedParallel,
-    prepare_parallel,
-    run_parallel,
-    run_single,
-)
+from hip_backend.ranks.launch import PreparedParallel, prepare_parallel, run_single
+from hip_backend.run import RunHandle, measure, start_run
 
 
 def is_available(engine: Engine | str = DEFAULT_ENGINE) -> bool:
@@ -51,22 +41,17 @@ def is_available(engine: Engine | str = DEFAULT_ENGINE) -> bool:
 
 __all__ = [
     "MeasureError",
-    "MeasurementHandle",
-    "ParallelHandle",
-    "ParallelOutcome",
-    "ParallelRun",
     "PreparedMeasurement",
     "PreparedParallel",
     "RingHostfile",
+    "RunHandle",
     "config_refusal",
     "is_available",
     "measure",
     "prepare",
     "prepare_parallel",
     "read_hostfile",
-    "record_peaks",
-    "run_parallel",
     "run_single",
-    "start_measurement",
+    "start_run",
     "write_random_model",
 ]

@@ -1,14 +1,13 @@
 """Starting a measurement in a child process and following it (no torch in here).
 
-`start_measurement(request, on_event)` resolves the model and the in-flight budget,
-computes the estimate the peak will be compared with, starts
-`python -m hip_backend.child`, and returns a `MeasurementHandle` at once. A reader
+`prepare(request)` resolves the model and the in-flight budget and computes the
+estimate the peak will be compared with; `start_child(prepared, on_event)` starts
+`python -m hip_backend.child` and returns a `MeasurementHandle` at once. A reader
 thread parses the child's JSON lines and calls `on_event` with
 `core.measurement` events, from that thread (a UI hands them to its own loop).
 Exactly one terminal event (`MeasureResult` or `MeasureFailed`) is delivered, also
-when the child is cancelled, killed, times out or exits without a word.
-
-`measure(request)` is the synchronous form used by the CLI and tests.
+when the child is cancelled, killed, times out or exits without a word. The run
+API over it (one outcome for one device and for a split) is hip_backend/run.py.
 """
 
 from __future__ import annotations
@@ -18,14 +17,14 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from core.backend import Backend
 from core.catalog.resolve import resolve_entry
 from core.environment import read_env, resolve_settings
-from core.errors import UsageError, VramscopeError
+from core.errors import UsageError
 from core.estimate.estimate import EstimateSettings, MemoryEstimate
 from core.estimate.inflight import (
     MAX_ACCEPTED_INFLIGHT_MB,
@@ -38,7 +37,6 @@ from core.measurement.engine import Engine
 from core.measurement.protocol import (
     MeasureEvent,
     MeasureFailed,
-    MeasureNotice,
     MeasureResult,
     decode_event,
 )
@@ -76,7 +74,7 @@ class PreparedMeasurement:
         """The backend whose formula the estimate uses."""
         return self.settings.backend if self.settings is not None else Backend.ROCM
 
-    def estimate_for(self, device_kind: str, *, rocm_queue: bool = True) -> MemoryEstimate:
+    def estimate_for(self, device_kind: Backend, *, rocm_queue: bool = True) -> MemoryEstimate:
         """The estimate a peak measured on `device_kind` is compared with.
 
         A torch run that emulated MLX-ROCm's in-flight queue (`rocm_queue`: ROCm, the
@@ -374,38 +372,13 @@ class MeasurementHandle:
 _CAP_SIGNALS = frozenset({signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT})
 
 
-def start_measurement(
-    request: MeasureRequest | PreparedMeasurement,
-    on_event: EventCallback,
-    *,
-    python: str | None = None,
-    record_history: bool = True,
+def start_child(
+    prepared: PreparedMeasurement, on_event: EventCallback, *, python: str | None = None
 ) -> MeasurementHandle:
-    """Start measuring in a child process; returns immediately.
-
-    Takes a request, or one already `prepare`d (the CLI prepares first so that a bad
-    model name is a usage error). Bad input is delivered as a MeasureFailed event,
-    never raised. Each successful result is appended to the history store unless
-    `record_history` is False.
-    """
-
-    def deliver(event: MeasureEvent) -> None:
-        if record_history and isinstance(event, MeasureResult):
-            record_peaks((event.peak,))
-        on_event(event)
-
-    if isinstance(request, PreparedMeasurement):
-        prepared = request
-    else:
-        try:
-            prepared = prepare(request)
-        except VramscopeError as exc:
-            handle = MeasurementHandle(deliver)
-            handle._finish(MeasurementFailure(FailureKind.BAD_MODEL, str(exc)))
-            return handle
-    handle = MeasurementHandle(deliver, prepared)
-    for warning in prepared.warnings:
-        handle._deliver(MeasureNotice(warning))
+    """Start `python -m hip_backend.child` on a prepared request; returns immediately.
+    The child's events reach `on_event` from a reader thread, the terminal one last
+    (`hip_backend.run.RunHandle` makes them the run's)."""
+    handle = MeasurementHandle(on_event, prepared)
     handle._start(prepared.job, python or sys.executable, prepared.request.timeout_s)
     return handle
 
@@ -426,42 +399,3 @@ def config_refusal(engine: Engine, config: ModelConfig) -> MeasurementFailure | 
     except Exception:  # the launcher reports it when the run is started
         return None
     return None
-
-
-def record_peaks(peaks: Iterable[MeasuredPeak]) -> None:
-    """Append measured peaks to the history store, in order: what `start_measurement`
-    does with each result (unless told not to), and what a caller of
-    `run_parallel` does with a split run's ranks. A store that cannot be written is a
-    warning on stderr, never an error."""
-    from core.measurement.history import HistoryStore
-
-    store = HistoryStore.default()
-    for peak in peaks:
-        try:
-            store.append(peak)
-        except OSError as exc:
-            print(f"vramscope: warning: could not record the result: {exc}", file=sys.stderr)
-
-
-def measure(
-    request: MeasureRequest | PreparedMeasurement,
-    on_event: EventCallback | None = None,
-    *,
-    python: str | None = None,
-    record_history: bool = True,
-) -> Outcome:
-    """Run a measurement to the end and return its peak or failure (never raises for
-    measurement problems; KeyboardInterrupt cancels the child first)."""
-    handle = start_measurement(
-        request, on_event or (lambda _: None), python=python, record_history=record_history
-    )
-    try:
-        while not handle.done:
-            handle.wait(0.2)
-    except KeyboardInterrupt:
-        handle.cancel()
-        handle.wait(KILL_GRACE_S)
-        raise
-    outcome = handle.outcome
-    assert outcome is not None
-    return outcome

@@ -54,6 +54,7 @@ from core.measurement.engine import Engine  # noqa: E402
 from core.measurement.fields import TorchFields  # noqa: E402
 from core.measurement.request import MeasureRequest  # noqa: E402
 from core.measurement.result import MeasuredPeak  # noqa: E402
+from core.measurement.run import peak_or_failure  # noqa: E402
 from hip_backend import measure, write_random_model  # noqa: E402
 
 LOAD_MODEL = {
@@ -177,7 +178,7 @@ def bench_end_to_end(
     result = None
     for _ in range(runs):
         start = time.perf_counter()
-        result = measure(request, record_history=False)
+        result = peak_or_failure(measure(request, record_history=False))
         samples.append(time.perf_counter() - start)
     assert isinstance(result, MeasuredPeak), result
     best, worst = min(samples), max(samples)
@@ -270,7 +271,7 @@ def bench_decode(tmp: Path) -> None:
     )
     request = MeasureRequest(str(folder), prompt_tokens=512, gen_tokens=128, device="cpu")
     start = time.perf_counter()
-    outcome = measure(request, record_history=False)
+    outcome = peak_or_failure(measure(request, record_history=False))
     seconds = time.perf_counter() - start
     if not isinstance(outcome, MeasuredPeak):
         # e.g. ATEN_CPU_CAPABILITY=avx2 on a CPU with AMX: torch's bf16 SDPA (in the
@@ -350,7 +351,7 @@ def bench_fidelity(
                     engine=engine,
                     emulate="none" if engine is Engine.TORCH else "auto",
                 )
-                outcome = measure(request, record_history=False)
+                outcome = peak_or_failure(measure(request, record_history=False))
                 assert isinstance(outcome, MeasuredPeak), outcome
                 peaks[engine] = outcome
             torch_fields = peaks[Engine.TORCH].fields

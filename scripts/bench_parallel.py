@@ -21,10 +21,10 @@ sys.path.insert(0, str(ROOT))
 
 from core.measurement.fields import RankFields  # noqa: E402
 from core.measurement.request import MeasureRequest  # noqa: E402
-from core.measurement.result import MeasuredPeak  # noqa: E402
+from core.measurement.run import MeasuredRun  # noqa: E402
 from core.parallel.plan import ParallelPlan  # noqa: E402
 from core.parallel.sharding import ParallelKind  # noqa: E402
-from hip_backend import ParallelRun, prepare_parallel, run_parallel, run_single  # noqa: E402
+from hip_backend import measure, prepare_parallel, run_single  # noqa: E402
 
 CONFIG = {
     "model_type": "qwen2",
@@ -75,14 +75,14 @@ def main() -> int:
         t0 = time.perf_counter()
         single = run_single(prepared)
         t_single = time.perf_counter() - t0
-        if isinstance(single, MeasuredPeak):
-            print(f"  one process:   {t_single:6.2f} s wall, peak {single.peak_bytes:,} bytes")
+        if isinstance(single, MeasuredRun):
+            print(f"  one process:   {t_single:6.2f} s wall, peak {single.peak.peak_bytes:,} bytes")
         for kind in (ParallelKind.TENSOR, ParallelKind.PIPELINE):
             prepared = prepare_parallel(request, ParallelPlan(kind, 2))
             t0 = time.perf_counter()
-            outcome = run_parallel(prepared)
+            outcome = measure(prepared, record_history=False)
             wall = time.perf_counter() - t0
-            if not isinstance(outcome, ParallelRun):
+            if not isinstance(outcome, MeasuredRun):
                 print(f"  {kind.value} 2: failed ({outcome.kind.label}): {outcome.message}")
                 continue
             print(

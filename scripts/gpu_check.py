@@ -35,9 +35,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from core import __version__  # noqa: E402
+from core.backend import Backend  # noqa: E402
 from core.measurement.fields import TorchFields  # noqa: E402
 from core.measurement.request import MeasureRequest  # noqa: E402
 from core.measurement.result import MeasuredPeak  # noqa: E402
+from core.measurement.run import peak_or_failure  # noqa: E402
 from hip_backend import measure, prepare, write_random_model  # noqa: E402
 from hip_backend.torch_engine import (  # noqa: E402
     VISIBLE_DEVICE_VARIABLES,
@@ -271,7 +273,7 @@ def model_runs(check: Check, plan: dict[str, Any], device_choice: str, tmp: Path
                 timeout_s=left,
             )
             prepared = prepare(request)
-            outcome = measure(prepared, record_history=False)
+            outcome = peak_or_failure(measure(prepared, record_history=False))
             if not isinstance(outcome, MeasuredPeak):
                 check.say(
                     f"| {context} | {budget} | FAILED {outcome.kind.value}: {outcome.message} |"
@@ -292,10 +294,10 @@ def model_runs(check: Check, plan: dict[str, Any], device_choice: str, tmp: Path
     if "last" in locals():
         last_fields = last.fields
         sdpa = last_fields.sdpa_backend if isinstance(last_fields, TorchFields) else None
+        where = ", where MLX has none" if last.device_kind is Backend.CUDA else ""
         check.say(
             f"device-used source: {last.device_used_source}; SDPA kernels: "
-            f"{sdpa}; MLX-ROCm's in-flight queue emulated "
-            f"({last.device_kind}{', where MLX has none' if last.device_kind == 'cuda' else ''})"
+            f"{sdpa}; MLX-ROCm's in-flight queue emulated ({last.device_kind.value}{where})"
         )
 
 

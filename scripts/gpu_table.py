@@ -27,9 +27,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from core.backend import Backend  # noqa: E402
 from core.measurement.report import TableRow, markdown_table  # noqa: E402
 from core.measurement.request import MeasureRequest  # noqa: E402
 from core.measurement.result import MeasuredPeak, MeasurementFailure  # noqa: E402
+from core.measurement.run import peak_or_failure  # noqa: E402
 from hip_backend import measure, prepare, write_random_model  # noqa: E402
 
 TIME_BUDGET_S = 300.0
@@ -64,8 +66,8 @@ DRY_MID = {**DRY_SMALL, "num_hidden_layers": 24, "hidden_size": 512, "intermedia
 
 
 def device_slug(peak: MeasuredPeak) -> str:
-    label = peak.arch if peak.device_kind == "rocm" and peak.arch else peak.device_name
-    return re.sub(r"[^A-Za-z0-9]+", "-", f"{peak.device_kind}-{label}").strip("-").lower()
+    label = peak.arch if peak.device_kind is Backend.ROCM and peak.arch else peak.device_name
+    return re.sub(r"[^A-Za-z0-9]+", "-", f"{peak.device_kind.value}-{label}").strip("-").lower()
 
 
 def main() -> int:
@@ -104,7 +106,7 @@ def main() -> int:
                     )
                     prepared = prepare(request)
                     t0 = time.perf_counter()
-                    outcome = measure(prepared, record_history=False)
+                    outcome = peak_or_failure(measure(prepared, record_history=False))
                     took = time.perf_counter() - t0
                     shown = names[model]
                     if isinstance(outcome, MeasurementFailure):
@@ -127,7 +129,7 @@ def main() -> int:
     preamble = [
         f"{kind}, {date}, vramscope {first.vramscope_version}: `python scripts/gpu_table.py"
         + (" --dry-run`." if args.dry_run else "`."),
-        f"Device: {first.device_kind} {first.device_name}"
+        f"Device: {first.device_kind.value} {first.device_name}"
         + (f" ({first.arch})" if first.arch else "")
         + f"; torch {first.torch_version}"
         + (f", runtime {first.runtime_version}" if first.runtime_version else "")

@@ -10,9 +10,12 @@ know is left in `extra`). The engine's spec names its type
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
+
+from core.parallel.sharding import ParallelKind
 
 
 def _int(value: Any) -> int | None:
@@ -25,6 +28,10 @@ def _str(value: Any) -> str | None:
 
 def _ints(value: Any) -> list[int]:
     return [v for v in value if _int(v) is not None] if isinstance(value, list) else []
+
+
+def _parallel(value: Any) -> ParallelKind | None:
+    return next((k for k in ParallelKind if k.value == value), None)
 
 
 def _texts(value: Any) -> dict[str, str]:
@@ -47,7 +54,7 @@ class EngineFields:
             value = getattr(self, f.name)
             if value is None and f.name in self.OPTIONAL:
                 continue
-            out[f.name] = value
+            out[f.name] = value.value if isinstance(value, enum.Enum) else value
         return out
 
 
@@ -134,8 +141,9 @@ class MlxFields(EngineFields):
 class RankFields(EngineFields):
     """One rank of a split MLX load (hip_backend/ranks), or the single run beside it."""
 
-    parallel: str | None = None
-    """`tp` or `pp`; None for the single-device run a split is compared with."""
+    parallel: ParallelKind | None = None
+    """How the load was split (written `tp` or `pp`); None for the single-device run a
+    split is compared with."""
     rank: int | None = None
     ranks: int | None = None
     """The group's size (1 for the single run)."""
@@ -153,7 +161,7 @@ class RankFields(EngineFields):
         layers = extra.get("layers")
         seconds = extra.get("seconds")
         return cls(
-            parallel=_str(extra.get("parallel")),
+            parallel=_parallel(extra.get("parallel")),
             rank=_int(extra.get("rank")),
             ranks=_int(extra.get("ranks")),
             layers=_ints(layers) if isinstance(layers, list) else None,

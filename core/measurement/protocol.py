@@ -76,16 +76,16 @@ def decode_event(line: str) -> MeasureEvent | None:
     if not isinstance(data, dict):
         return None
     try:
-        kind = data.get("event")
-        if kind == "progress":
+        name = data.get("event")
+        if name == "progress":
             return MeasureProgress(
                 str(data["phase"]), int(data["done"]), int(data["total"]), str(data["detail"])
             )
-        if kind == "notice":
+        if name == "notice":
             return MeasureNotice(str(data["message"]))
-        if kind == "result":
+        if name == "result":
             return MeasureResult(checked_peak(data["peak"]))
-        if kind == "failure":
+        if name == "failure":
             return MeasureFailed(MeasurementFailure.from_dict(data))
     except (KeyError, TypeError, ValueError):
         return None

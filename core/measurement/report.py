@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from core.backend import Backend
 from core.display_text import clean_text
 from core.measurement.comparison import margin
 from core.measurement.engine import DEFAULT_ENGINE, Engine
@@ -34,7 +35,7 @@ def signed_bytes(n: int) -> str:
 
 def device_words(peak: MeasuredPeak) -> str:
     """The device the run measured on: `rocm AMD Radeon 8060S (gfx1151)`."""
-    return f"{peak.device_kind} {peak.device_name}" + (f" ({peak.arch})" if peak.arch else "")
+    return f"{peak.device_kind.value} {peak.device_name}" + (f" ({peak.arch})" if peak.arch else "")
 
 
 def device_line(peak: MeasuredPeak) -> str:
@@ -44,7 +45,8 @@ def device_line(peak: MeasuredPeak) -> str:
         return text + f", mlx {peak.mlx_version}, mlx-lm {peak.mlx_lm_version}"
     text += f", torch {peak.torch_version}"
     if peak.runtime_version:
-        text += f", {'HIP' if peak.device_kind == 'rocm' else 'CUDA'} {peak.runtime_version}"
+        runtime = "HIP" if peak.device_kind is Backend.ROCM else "CUDA"
+        text += f", {runtime} {peak.runtime_version}"
     return text
 
 
@@ -57,9 +59,9 @@ def peak_what(peak: MeasuredPeak) -> str:
     """What the headline peak is, in a few words (it depends on the engine and device)."""
     if peak.engine is Engine.MLX:
         return MLX_PEAK
-    if peak.device_kind in ("rocm", "cuda"):
+    if peak.device_kind in (Backend.ROCM, Backend.CUDA):
         return "allocator peak"
-    if peak.device_kind == "cpu":
+    if peak.device_kind is Backend.CPU:
         return "RSS over baseline"
     return peak.peak_kind
 
@@ -187,7 +189,10 @@ def markdown_table(
     may mix them) two columns after the engine name each row's estimate formula (the
     backend it is held against) and KV cache mode.
     """
-    gpu = any(isinstance(r.outcome, MeasuredPeak) and r.outcome.device_kind != "cpu" for r in rows)
+    gpu = any(
+        isinstance(r.outcome, MeasuredPeak) and r.outcome.device_kind is not Backend.CPU
+        for r in rows
+    )
     out = [f"## {title}", ""]
     out += [*preamble, ""] if preamble else []
     extra = " Formula | KV |" if formulas else ""

@@ -77,8 +77,9 @@ class MeasuredPeak:
     """One measured run (pp P / tg G) and its memory high-water marks, in bytes."""
 
     model: str
-    device_kind: str
-    """`rocm`, `cuda` or `cpu`."""
+    device_kind: Backend
+    """The kind of device it ran on (ROCm, CUDA, the CPU; Metal for MLX on a Mac); a
+    name is taken too, and the JSON writes the name."""
     device_name: str
     peak_bytes: int
     """The headline peak: torch's allocator peak of live tensors on a GPU (the analogue
@@ -141,6 +142,7 @@ class MeasuredPeak:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "engine", Engine.named(self.engine))
+        object.__setattr__(self, "device_kind", Backend(self.device_kind))
 
     @property
     def engine_label(self) -> str:
@@ -173,10 +175,10 @@ class MeasuredPeak:
     def missing_queue(self) -> str | None:
         """Why the run had no in-flight queue ("no in-flight queue (MLX on cpu)"), or
         None when it had one (its budget is `inflight_mib`, 0 with the bound off)."""
-        if self.engine is Engine.MLX and self.device_kind != "rocm":
-            return f"no in-flight queue (MLX on {self.device_kind})"
+        if self.engine is Engine.MLX and not self.device_kind.has_inflight_reserve:
+            return f"no in-flight queue (MLX on {self.device_kind.value})"
         if self.engine is Engine.TORCH and not self.emulated_queue:
-            return f"no in-flight queue emulated (torch on {self.device_kind})"
+            return f"no in-flight queue emulated (torch on {self.device_kind.value})"
         return None
 
     @property
@@ -197,7 +199,7 @@ class MeasuredPeak:
         MLX-ROCm's in-flight queue"."""
         if self.engine is Engine.MLX:
             return self.peak_kind
-        what = "RSS over baseline" if self.device_kind == "cpu" else "allocator peak"
+        what = "RSS over baseline" if self.device_kind is Backend.CPU else "allocator peak"
         queue = (
             "emulating MLX-ROCm's in-flight queue" if self.emulated_queue else "no in-flight queue"
         )
@@ -216,8 +218,8 @@ class MeasuredPeak:
         return margin(self.estimate_bytes, self.peak_bytes)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return asdict(self)
+        """JSON-ready form (the history record's `result`, the child's result line)."""
+        return asdict(self) | {"device_kind": self.device_kind.value}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> MeasuredPeak:
@@ -235,8 +237,10 @@ _NON_NEGATIVE = frozenset(
 
 
 _CHECKED_TYPES = frozenset({"bool", "int", "float", "str", "None"})
-_AS_JSON = {"Engine": "str"}
-"""Field types written as a JSON type (an Engine as its name)."""
+_AS_JSON = {"Engine": "str", "Backend": "str"}
+"""Field types written as a JSON type (an Engine, a Backend as its name)."""
+_NAMES = {"Engine": ENGINE_NAMES, "Backend": tuple(b.value for b in Backend)}
+"""The names a field of an enum type may hold."""
 
 
 def _type_ok(value: Any, hint: str) -> bool:
@@ -280,9 +284,10 @@ def checked_peak(result: dict[str, Any]) -> MeasuredPeak:
         hint = _AS_JSON.get(str(f.type), str(f.type))
         if not _type_ok(value, hint):
             raise TypeError(f"'{f.name}' is {json.dumps(value)[:40]}, not {hint}")
-        if str(f.type) == "Engine" and value not in ENGINE_NAMES:
+        names = _NAMES.get(str(f.type))
+        if names is not None and value not in names:
             raise TypeError(
-                f"'{f.name}' is {json.dumps(value)[:40]}, not one of {', '.join(ENGINE_NAMES)}"
+                f"'{f.name}' is {json.dumps(value)[:40]}, not one of {', '.join(names)}"
             )
         if f.name in _NON_NEGATIVE and value < 0:
             raise TypeError(f"'{f.name}' is negative")

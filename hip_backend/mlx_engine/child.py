@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from core import __version__
+from core.backend import Backend
 from core.measurement.engine import Engine
 from core.measurement.fields import MlxFields
 from core.measurement.protocol import MeasureEvent, MeasureFailed, MeasureNotice
@@ -30,9 +31,9 @@ Progress = Callable[[str, int, int], None]
 CAP_POLL_S = 0.005
 
 
-def peak_kind(device_kind: str) -> str:
+def peak_kind(device_kind: Backend) -> str:
     """What an mlx peak counts, with the device (e.g. `MLX peak (mx.get_peak_memory), cpu`)."""
-    return f"MLX peak (mx.get_peak_memory), {device_kind}"
+    return f"MLX peak (mx.get_peak_memory), {device_kind.value}"
 
 
 class _MemoryCap:
@@ -109,7 +110,7 @@ def measure(job: ChildJob, emit: Emit, progress: Progress) -> MeasuredPeak:
     device = select_device(asked.device)
     emit(
         MeasureNotice(
-            f"device: {device.kind} {device.name}"
+            f"device: {device.kind.value} {device.name}"
             + (f" ({device.arch})" if device.arch else "")
             + f", mlx {versions.mlx}, mlx-lm {versions.mlx_lm}"
         )
@@ -153,7 +154,7 @@ def measure(job: ChildJob, emit: Emit, progress: Progress) -> MeasuredPeak:
             # supports float32." on the CPU for unquantized experts in 16 bits).
             if "only supports" in str(exc) or "not supported" in str(exc).lower():
                 raise UnsupportedModelError(
-                    f"MLX on {device.kind} cannot run this model: {str(exc).strip()}"
+                    f"MLX on {device.kind.value} cannot run this model: {str(exc).strip()}"
                 ) from None
             raise
     finally:
@@ -172,7 +173,7 @@ def measure(job: ChildJob, emit: Emit, progress: Progress) -> MeasuredPeak:
         device_name=device.name,
         peak_bytes=figures.peak_bytes,
         peak_kind=peak_kind(device.kind),
-        inflight_mib=job.inflight_mib if device.kind == "rocm" else 0,
+        inflight_mib=job.inflight_mib if device.kind.has_inflight_reserve else 0,
         prompt_tokens=asked.prompt_tokens,
         gen_tokens=asked.gen_tokens,
         synthetic_weights=synthetic,

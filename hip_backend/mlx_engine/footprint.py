@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.backend import Backend
 from hip_backend.host import status_kib
 
 VM_HWM_SOURCE = "VmHWM (/proc/self/status), the process's resident high-water mark"
@@ -36,7 +37,7 @@ class OsPeak:
 class Footprint:
     """Running peaks of MLX's active + cache and, on ROCm, of this process's DRM memory."""
 
-    def __init__(self, device_kind: str) -> None:
+    def __init__(self, device_kind: Backend) -> None:
         self.device_kind = device_kind
         self.held_peak = 0
         self.drm_peak: int | None = None
@@ -49,7 +50,7 @@ class Footprint:
         held = int(mx.get_active_memory()) + int(mx.get_cache_memory())
         self.held_peak = max(self.held_peak, held)
         self.samples += 1
-        if self.device_kind == "rocm":
+        if self.device_kind is Backend.ROCM:
             from hip_backend.torch_engine.gpu_memory import read_process_drm_memory
 
             drm = read_process_drm_memory()
@@ -58,9 +59,9 @@ class Footprint:
 
     def os_peak(self) -> OsPeak | None:
         """The OS figure of the run (None where this device has none)."""
-        if self.device_kind == "cpu":
+        if self.device_kind is Backend.CPU:
             kib = status_kib("VmHWM")
             return OsPeak(kib * 1024, VM_HWM_SOURCE) if kib is not None else None
-        if self.device_kind == "rocm" and self.drm_peak is not None:
+        if self.device_kind is Backend.ROCM and self.drm_peak is not None:
             return OsPeak(self.drm_peak, DRM_SOURCE)
         return None

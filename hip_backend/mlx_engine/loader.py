@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.backend import Backend
 from hip_backend.errors import BadModelError, NoDeviceError, NoMlxError, UnsupportedModelError
 from hip_backend.host import cpu_name
 from hip_backend.model.manifest import WeightPlan
@@ -107,22 +108,25 @@ def _version(module: Any) -> str:
 class MlxDevice:
     """The device an mlx run used."""
 
-    kind: str
-    """`cpu`, `metal`, `cuda`, `rocm` (an MLX ROCm build: a gfx architecture) or `gpu`."""
+    kind: Backend
+    """The CPU, Metal, CUDA or ROCm (an MLX ROCm build: a gfx architecture)."""
     name: str
     arch: str | None
     total_bytes: int | None
 
 
-def _gpu_kind(mx: Any, info: dict[str, Any]) -> str:
+def gpu_kind(mx: Any, info: dict[str, Any]) -> Backend:
+    """The kind of MLX's GPU (NoDeviceError for one no backend of the estimate names)."""
     if mx.metal.is_available():
-        return "metal"
+        return Backend.METAL
     cuda = getattr(mx, "cuda", None)
     if cuda is not None and cuda.is_available():
-        return "cuda"
+        return Backend.CUDA
     if str(info.get("architecture", "")).startswith("gfx"):
-        return "rocm"
-    return "gpu"
+        return Backend.ROCM
+    # A GPU none of the estimate's backends names: no formula to hold its peak against.
+    arch = info.get("architecture") or info.get("device_name") or "unknown"
+    raise NoDeviceError(f"MLX's GPU here ({arch}) is not one vramscope has a formula for")
 
 
 def select_device(choice: str) -> MlxDevice:
@@ -132,7 +136,7 @@ def select_device(choice: str) -> MlxDevice:
     gpu_ok = mx.is_available(mx.gpu)
     if choice == "cpu" or (choice == "auto" and not gpu_ok):
         mx.set_default_device(mx.cpu)
-        return MlxDevice("cpu", cpu_name(), None, None)
+        return MlxDevice(Backend.CPU, cpu_name(), None, None)
     if not gpu_ok:
         wheel = "mlx-cuda-12 or mlx-cuda-13" if choice == "cuda" else "an MLX ROCm build"
         raise NoDeviceError(
@@ -141,14 +145,14 @@ def select_device(choice: str) -> MlxDevice:
         )
     mx.set_default_device(mx.gpu)
     info = dict(mx.device_info(mx.gpu))
-    kind = _gpu_kind(mx, info)
-    if choice != "auto" and kind != choice:
-        raise NoDeviceError(f"{choice.upper()} was asked for, but MLX's GPU here is {kind}")
+    kind = gpu_kind(mx, info)
+    if choice != "auto" and kind is not Backend(choice):
+        raise NoDeviceError(f"{choice.upper()} was asked for, but MLX's GPU here is {kind.value}")
     total = info.get("memory_size", info.get("total_memory"))
     arch = info.get("architecture")
     return MlxDevice(
         kind,
-        str(info.get("device_name") or kind),
+        str(info.get("device_name") or kind.value),
         str(arch) if arch else None,
         int(total) if isinstance(total, int) else None,
     )

@@ -9,6 +9,7 @@ still works while the measurement says plainly that it cannot run.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,7 +20,17 @@ from hip_backend.errors import BadModelError, UnsupportedModelError
 SUPPORTED_FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "qwen3_moe")
 SUPPORTED_BITS = (2, 4, 8)
 """MLX affine widths whose packing is byte aligned (checked against mx.dequantize)."""
-SUPPORTED_ROPE = ("default", "llama3", "linear")
+
+
+class RopeKind(enum.Enum):
+    """The rope scalings the torch engine runs (config.json's `rope_type`)."""
+
+    DEFAULT = "default"
+    LLAMA3 = "llama3"
+    LINEAR = "linear"
+
+
+SUPPORTED_ROPE = tuple(k.value for k in RopeKind)
 
 
 @dataclass(frozen=True)
@@ -49,7 +60,7 @@ class RopeSpec:
     """Rotary embedding: base, and Llama 3 or linear scaling when configured."""
 
     theta: float
-    kind: str = "default"
+    kind: RopeKind = RopeKind.DEFAULT
     factor: float = 1.0
     low_freq_factor: float = 1.0
     high_freq_factor: float = 4.0
@@ -137,7 +148,7 @@ def _rope(cfg: Mapping[str, Any]) -> RopeSpec:
         raise UnsupportedModelError(f"rope scaling '{kind}' is not supported for measurement")
     return RopeSpec(
         theta=theta,
-        kind=str(kind),
+        kind=RopeKind(kind),
         factor=_float(scaling, "factor", 1.0),
         low_freq_factor=_float(scaling, "low_freq_factor", 1.0),
         high_freq_factor=_float(scaling, "high_freq_factor", 4.0),

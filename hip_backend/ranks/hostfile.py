@@ -82,11 +82,13 @@ def read_hostfile(text_path: str, ranks: int) -> RingHostfile:
         raise _fail(path, "JSON nested too deep to be an MLX hostfile") from None
     hosts_data: Any
     if isinstance(data, dict):
-        backend = data.get("backend", "")
-        if backend not in ("", "ring"):
+        # mlx.launch's own word for its transport, read at the file's boundary (not
+        # vramscope's Backend).
+        transport = data.get("backend", "")
+        if transport not in ("", "ring"):
             raise _fail(
                 path,
-                f"names backend {str(backend)[:40]!r}; vramscope measures with the ring backend",
+                f"names backend {str(transport)[:40]!r}; vramscope measures with the ring backend",
             )
         _check_envs(path, data.get("envs", []))
         if "hosts" not in data:

@@ -15,6 +15,7 @@ from core.measurement.request import (
     DEFAULT_PROMPT_TOKENS,
     DEFAULT_WARMUP_TOKENS,
 )
+from core.parallel.sharding import ParallelKind
 
 RANK_FILE = "rank-{rank}.jsonl"
 SINGLE_FILE = "single.jsonl"
@@ -25,8 +26,7 @@ class RankJob:
     """What every rank reads from the job file."""
 
     display: str
-    kind: str
-    """`tp` or `pp`."""
+    kind: ParallelKind
     ranks: int
     out_dir: str
     folder: str | None = None
@@ -40,7 +40,7 @@ class RankJob:
 
     def to_json(self) -> str:
         """The job file's text."""
-        return json.dumps(asdict(self))
+        return json.dumps(asdict(self) | {"kind": self.kind.value})
 
     @classmethod
     def from_json(cls, text: str) -> RankJob:
@@ -48,8 +48,8 @@ class RankJob:
         data: Any = json.loads(text)
         if not isinstance(data, dict) or set(data) - {f.name for f in fields(cls)}:
             raise ValueError("not a rank job")
-        job = cls(**data)
-        if job.kind not in ("tp", "pp") or (job.folder is None) == (job.profile_id is None):
+        job = cls(**(data | {"kind": ParallelKind(data.get("kind"))}))
+        if (job.folder is None) == (job.profile_id is None):
             raise ValueError("a rank job needs kind tp|pp and exactly one of folder, profile_id")
         if job.profile_id is not None and not job.synthetic:
             raise ValueError("a built-in profile has no weights: synthetic only")

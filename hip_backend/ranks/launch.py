@@ -16,7 +16,8 @@ points at our folder so its pid and host files go away with it. Each rank
 writes its protocol lines to `rank-<r>.jsonl`; rank 0's progress is passed on
 while the run goes. Whatever happens (success, a failed rank, a timeout, a
 cancel, an exception here), the whole process group is killed before
-`run_parallel` returns, so no rank is left running.
+`run_parallel` returns, so no rank is left running. hip_backend/run.py runs it
+as one run (`start_run`).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from core.measurement.protocol import (
 )
 from core.measurement.request import MeasureRequest
 from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailure
+from core.measurement.run import MeasuredRun, RunOutcome
 from core.parallel.plan import ParallelEstimate, ParallelPlan, estimate_parallel
 from hip_backend.launcher import resolve_budget
 from hip_backend.parent_watch import PARENT_ENV, parent_token
@@ -81,18 +83,6 @@ class PreparedParallel:
     """MLX's hostfile the ranks are placed by; None runs them all on the loopback."""
 
 
-@dataclass(frozen=True)
-class ParallelRun:
-    """Every rank's peak (rank order), each with that rank's estimate attached."""
-
-    plan: ParallelPlan
-    ranks: tuple[MeasuredPeak, ...]
-    wall_seconds: float
-
-
-ParallelOutcome = ParallelRun | MeasurementFailure
-
-
 def prepare_parallel(
     request: MeasureRequest,
     plan: ParallelPlan,
@@ -116,7 +106,7 @@ def prepare_parallel(
     real = entry.path is not None and entry.weights_on_disk and not request.synthetic
     job = RankJob(
         display=request.model,
-        kind=plan.kind.value,
+        kind=plan.kind,
         ranks=plan.ranks,
         out_dir="",
         folder=str(entry.path.resolve()) if entry.path is not None else None,
@@ -226,7 +216,7 @@ def run_parallel(
     *,
     python: str | None = None,
     handle: ParallelHandle | None = None,
-) -> ParallelOutcome:
+) -> RunOutcome:
     """Run every rank to the end; the per-rank peaks or one typed failure naming a rank."""
     on_event = on_event or (lambda _: None)
     handle = handle or ParallelHandle()
@@ -303,7 +293,7 @@ def _any_rank_failed(tmp: Path, ranks: int) -> bool:
 
 def _collect(
     prepared: PreparedParallel, tmp: Path, wall: float, tail: collections.deque[str]
-) -> ParallelOutcome:
+) -> RunOutcome:
     peaks: list[MeasuredPeak] = []
     missing: list[int] = []
     for r, rank_est in enumerate(prepared.estimate.ranks):
@@ -327,7 +317,7 @@ def _collect(
         )
     if missing:
         return _missing_rank_failure(prepared.plan.ranks, missing, tail)
-    return ParallelRun(prepared.plan, tuple(peaks), wall)
+    return MeasuredRun(tuple(peaks), prepared.plan, wall)
 
 
 _EXITED = re.compile(r"Node with rank (\d+) exited with code (-?\d+)")
@@ -358,9 +348,7 @@ def _missing_rank_failure(
     )
 
 
-def run_single(
-    prepared: PreparedParallel, *, python: str | None = None
-) -> MeasuredPeak | MeasurementFailure:
+def run_single(prepared: PreparedParallel, *, python: str | None = None) -> RunOutcome:
     """The same load and workload in one process, no group: the single-device peak."""
     python = python or sys.executable
     tmp = Path(tempfile.mkdtemp(prefix="vramscope-single-"))
@@ -380,7 +368,8 @@ def run_single(
         events = _read_events(tmp / SINGLE_FILE)
         last = events[-1] if events else None
         if isinstance(last, MeasureResult):
-            return replace(last.peak, estimate_bytes=prepared.estimate.single.total_bytes)
+            peak = replace(last.peak, estimate_bytes=prepared.estimate.single.total_bytes)
+            return MeasuredRun((peak,))
         if isinstance(last, MeasureFailed):
             return last.failure
         lines = [line for line in (err or "").splitlines() if line.strip()]

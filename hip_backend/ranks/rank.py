@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from core import __version__
+from core.backend import Backend
 from core.measurement.engine import Engine
 from core.measurement.fields import RankFields
 from core.measurement.protocol import (
@@ -39,6 +40,7 @@ from core.measurement.protocol import (
     encode_event,
 )
 from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailure
+from core.parallel.sharding import ParallelKind
 from hip_backend.parent_watch import watch_parent
 from hip_backend.ranks.job import RANK_FILE, SINGLE_FILE, RankJob
 
@@ -82,7 +84,7 @@ def _load(job: RankJob, group: Any) -> Any:
 
     model = _lazy_model(job)
     if group is not None:
-        if job.kind == "tp":
+        if job.kind is ParallelKind.TENSOR:
             model.shard(group)
         else:
             model.model.pipeline(group)
@@ -97,12 +99,15 @@ def _vocab(model: Any) -> int:
     return int(getattr(args, "vocab_size", 0) or 32)
 
 
-def _device() -> tuple[str, str]:
+def _device() -> tuple[Backend, str]:
     import mlx.core as mx
 
+    from hip_backend.mlx_engine.loader import gpu_kind
+
     if mx.default_device() == mx.cpu:
-        return "cpu", f"MLX CPU ({platform.machine()})"
-    return "gpu", f"MLX GPU ({mx.device_info().get('device_name', 'unknown')})"
+        return Backend.CPU, f"MLX CPU ({platform.machine()})"
+    info = dict(mx.device_info())
+    return gpu_kind(mx, info), f"MLX GPU ({info.get('device_name', 'unknown')})"
 
 
 def run_rank(job: RankJob, single: bool = False) -> int:
@@ -154,7 +159,7 @@ def run_rank(job: RankJob, single: bool = False) -> int:
         ran = time.perf_counter()
         kind, device = _device()
         layers = None
-        if job.kind == "pp" and group is not None:
+        if job.kind is ParallelKind.PIPELINE and group is not None:
             layers = [int(model.model.start_idx), int(model.model.end_idx)]
         emit(
             MeasureResult(

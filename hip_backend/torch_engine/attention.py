@@ -24,6 +24,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from core.backend import Backend
+
 if TYPE_CHECKING:
     import torch
 
@@ -42,9 +44,9 @@ ATTENTION_NOTES = {
 }
 
 
-def attention_kind(device_kind: str) -> str:
-    """The attention MLX runs on a backend (`cpu`, `rocm`, `cuda`)."""
-    return FUSED if device_kind == "cuda" else MLX_FALLBACK
+def attention_kind(device_kind: Backend) -> str:
+    """The attention MLX runs on a backend (the CPU, ROCm, CUDA)."""
+    return FUSED if device_kind is Backend.CUDA else MLX_FALLBACK
 
 
 def mlx_fallback_attention(

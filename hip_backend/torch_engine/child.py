@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from core import __version__
+from core.backend import Backend
 from core.measurement.fields import TorchFields
 from core.measurement.protocol import MeasureEvent, MeasureNotice
 from core.measurement.result import MeasuredPeak
@@ -87,16 +88,17 @@ def _run(
     where = f" ({info.arch})" if info.arch else ""
     if info.bus_id:
         where += f" at {info.bus_id}"
-    emit(MeasureNotice(f"device: {info.kind} {info.name}{where}"))
+    emit(MeasureNotice(f"device: {info.kind.value} {info.name}{where}"))
     emulated = emulates_rocm(asked.emulate, info.kind)
     if not emulated:
         emit(
             MeasureNotice(
                 "no in-flight queue emulated (MLX has none on "
-                f"{info.kind.upper()}); compared with the {info.kind.upper()} estimate"
+                f"{info.kind.value.upper()}); compared with the {info.kind.value.upper()} "
+                "estimate"
             )
         )
-    fuse_bf16 = _FUSE_BF16.get(asked.fuse_bf16, emulated and info.kind == "rocm")
+    fuse_bf16 = _FUSE_BF16.get(asked.fuse_bf16, emulated and info.kind is Backend.ROCM)
     arch: ArchSpec = resolved.arch
     dtype = getattr(torch_module(), _float_dtype_name(arch))
     chunk = min(job.prefill_chunk, max(1, asked.prompt_tokens))

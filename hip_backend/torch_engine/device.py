@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from core.backend import Backend
 from hip_backend.errors import NoDeviceError, NoTorchError, UnsupportedDeviceError
 from hip_backend.host import cpu_name
 from hip_backend.torch_engine import int4_cpu
@@ -25,8 +26,8 @@ if TYPE_CHECKING:
 class DeviceInfo:
     """The device a run used, for the result."""
 
-    kind: str
-    """`rocm`, `cuda` or `cpu`."""
+    kind: Backend
+    """ROCm, CUDA or the CPU."""
     name: str
     arch: str | None
     torch_version: str
@@ -40,7 +41,7 @@ class DeviceInfo:
     @property
     def is_gpu(self) -> bool:
         """True for ROCm and CUDA."""
-        return self.kind != "cpu"
+        return self.kind is not Backend.CPU
 
 
 def import_torch() -> Any:
@@ -66,7 +67,9 @@ def select_device(choice: str) -> tuple[torch.device, DeviceInfo]:
     if choice == "auto":
         choice = gpu_kind if gpu_ok else "cpu"
     if choice == "cpu":
-        return torch.device("cpu"), DeviceInfo("cpu", cpu_name(), None, torch.__version__, None)
+        return torch.device("cpu"), DeviceInfo(
+            Backend.CPU, cpu_name(), None, torch.__version__, None
+        )
     if choice == "rocm" and not hip:
         raise NoDeviceError(f"ROCm was asked for, but {build} is not a ROCm (HIP) build")
     if choice == "cuda" and not cuda:
@@ -81,7 +84,7 @@ def select_device(choice: str) -> tuple[torch.device, DeviceInfo]:
     else:
         arch = f"sm_{props.major}{props.minor}"
     info = DeviceInfo(
-        kind=choice,
+        kind=Backend(choice),
         name=str(props.name),
         arch=arch,
         torch_version=torch.__version__,
@@ -123,7 +126,9 @@ def unsupported_device(exc: BaseException, info: DeviceInfo) -> UnsupportedDevic
     first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
     arch = info.arch or "this GPU"
     runtime = (
-        f"HIP {info.runtime_version}" if info.kind == "rocm" else f"CUDA {info.runtime_version}"
+        f"HIP {info.runtime_version}"
+        if info.kind is Backend.ROCM
+        else f"CUDA {info.runtime_version}"
     )
     return UnsupportedDeviceError(
         f"torch {info.torch_version} ({runtime}) has no kernels for {arch} ({info.name}): "

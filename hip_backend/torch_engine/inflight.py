@@ -23,16 +23,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from core.backend import Backend
+
 DEFAULT_OP_CAP = 2000
 """`MLX_MAX_OPS_PER_BUFFER`'s default."""
 
 
-def emulates_rocm(emulate: str, device_kind: str) -> bool:
+def emulates_rocm(emulate: str, device_kind: Backend) -> bool:
     """Whether a run on `device_kind` emulates MLX-ROCm's in-flight queue (the request's
     `emulate`, `core.measurement.engine.EMULATE`: `auto` is ROCm's on ROCm and the CPU,
     which stands in for the ROCm machine, and none on CUDA, where MLX has no bound)."""
     if emulate == "auto":
-        return device_kind in ("rocm", "cpu")
+        return device_kind in (Backend.ROCM, Backend.CPU)
     return emulate == "rocm"
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from core.backend import Backend
 from hip_backend.host import status_kib
 from hip_backend.torch_engine.gpu_memory import (
     normalize_bus_id,
@@ -176,7 +177,7 @@ class GpuPeakMonitor:
     def __init__(
         self,
         device: torch.device,
-        kind: str,
+        kind: Backend,
         total_bytes: int | None,
         bus_id: str | None = None,
         index: int = 0,
@@ -200,7 +201,7 @@ class GpuPeakMonitor:
         device-wide free/total, which also counts other processes."""
         import torch
 
-        if self.kind == "rocm":
+        if self.kind is Backend.ROCM:
             own = _fdinfo_reader(self.bus_id)
             if own() is not None:
                 return own, "fdinfo drm-memory-vram + drm-memory-gtt of this process"
@@ -218,7 +219,7 @@ class GpuPeakMonitor:
                 return None
             return int(total - free)
 
-        return mem_get_info, "hipMemGetInfo" if self.kind == "rocm" else "cudaMemGetInfo"
+        return mem_get_info, "hipMemGetInfo" if self.kind is Backend.ROCM else "cudaMemGetInfo"
 
     def start(self) -> None:
         """Reset torch's peaks and take the device baseline just before the load."""
@@ -231,7 +232,7 @@ class GpuPeakMonitor:
         self._base_reserved = int(torch.cuda.memory_reserved(self.device))
         read, self._source = self._device_used_reader()
         self._base_used = read() or 0
-        drm = read_process_drm_memory(bus_id=self.bus_id) if self.kind == "rocm" else None
+        drm = read_process_drm_memory(bus_id=self.bus_id) if self.kind is Backend.ROCM else None
         if drm is not None:
             self._drm_base = (drm.vram_bytes, drm.gtt_bytes)
 
@@ -274,7 +275,7 @@ class GpuPeakMonitor:
 
 def monitor_for(
     device: torch.device,
-    kind: str,
+    kind: Backend,
     total_bytes: int | None,
     bus_id: str | None = None,
     index: int = 0,

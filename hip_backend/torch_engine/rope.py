@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from hip_backend.model.arch import RopeSpec
+from hip_backend.model.arch import RopeKind, RopeSpec
 
 if TYPE_CHECKING:
     import torch
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 def rope_periods(spec: RopeSpec, dims: int) -> list[float]:
     """Per-pair periods `base ** (2i / dims)`, Llama 3 scaled when configured."""
     periods = [spec.theta ** (i / dims) for i in range(0, dims, 2)]
-    if spec.kind != "llama3":
+    if spec.kind is not RopeKind.LLAMA3:
         return periods
     factor, low, high = spec.factor, spec.low_freq_factor, spec.high_freq_factor
     old = spec.original_max_position_embeddings
@@ -43,7 +43,7 @@ class Rope:
         import torch
 
         self.dims = dims
-        self.position_scale = 1.0 / spec.factor if spec.kind == "linear" else 1.0
+        self.position_scale = 1.0 / spec.factor if spec.kind is RopeKind.LINEAR else 1.0
         periods = torch.tensor(rope_periods(spec, dims), dtype=torch.float32)
         self.inv_freq = (1.0 / periods).to(device)
 

@@ -14,15 +14,19 @@ from pathlib import Path
 
 import pytest
 
+from core.backend import Backend
 from core.measurement.protocol import MeasureFailed, decode_event, encode_event
 from core.measurement.request import MeasureRequest
 from core.measurement.result import FailureKind, MeasuredPeak
-from hip_backend.launcher import measure, prepare
+from core.measurement.run import peak_or_failure
+from hip_backend import measure, prepare
 from hip_backend.torch_engine.device import DeviceInfo, unsupported_device
 from hip_backend.torch_engine.inflight import InflightQueue, LaggingEvent, emulates_rocm
 
-ROCM = DeviceInfo("rocm", "AMD Radeon 8060S", "gfx1151", "2.13.0+rocm7.1", "7.1.25424", bus_id=None)
-CUDA = DeviceInfo("cuda", "NVIDIA H200", "sm_90", "2.13.0+cu128", "12.8")
+ROCM = DeviceInfo(
+    Backend.ROCM, "AMD Radeon 8060S", "gfx1151", "2.13.0+rocm7.1", "7.1.25424", bus_id=None
+)
+CUDA = DeviceInfo(Backend.CUDA, "NVIDIA H200", "sm_90", "2.13.0+cu128", "12.8")
 
 # As torch's HIP and CUDA builds print them (first lines of the RuntimeError text).
 RECORDED_ERRORS = [
@@ -73,7 +77,7 @@ def test_other_runtime_errors_stay_untyped() -> None:
     ],
 )
 def test_where_the_rocm_queue_is_emulated(emulate: str, device: str, expected: bool) -> None:
-    assert emulates_rocm(emulate, device) is expected
+    assert emulates_rocm(emulate, Backend(device)) is expected
 
 
 class Buffer:
@@ -112,7 +116,7 @@ def test_a_run_without_the_queue_is_held_against_its_own_backends_estimate(
         device="cpu",
         emulate="none",
     )
-    outcome = measure(request, record_history=False)
+    outcome = peak_or_failure(measure(request, record_history=False))
     assert isinstance(outcome, MeasuredPeak), outcome
     assert outcome.extra["inflight_emulation"] == "none"
     assert outcome.extra["attention"] == "mlx-fallback"  # what MLX runs on the CPU

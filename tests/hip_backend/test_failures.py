@@ -1,4 +1,5 @@
-"""Every way a measurement can fail ends in one typed failure event; the parent never hangs.
+"""Every way a measurement can fail ends in one typed failure (the run's one `RunEnded`);
+the parent never hangs.
 
 Each test runs the real launcher and a real child process.
 """
@@ -15,10 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from core.measurement.protocol import MeasureEvent, MeasureFailed, MeasureProgress, MeasureResult
+from core.measurement.protocol import MeasureProgress
 from core.measurement.request import MeasureRequest
-from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailure
-from hip_backend.launcher import measure, start_measurement
+from core.measurement.result import FailureKind, MeasurementFailure
+from core.measurement.run import MeasuredRun, RunEnded, RunEvent
+from hip_backend import measure, start_run
+
+MeasureEvent = RunEvent
 
 MIB = 1 << 20
 
@@ -37,7 +41,7 @@ class Recorder:
 
     @property
     def terminal(self) -> list[MeasureEvent]:
-        return [e for e in self.events if isinstance(e, MeasureResult | MeasureFailed)]
+        return [e for e in self.events if isinstance(e, RunEnded)]
 
 
 def failure_of(outcome: object, kind: FailureKind) -> MeasurementFailure:
@@ -85,7 +89,7 @@ def test_a_device_this_torch_cannot_reach(tiny_llama: Path, device: str) -> None
 
 def test_an_unsupported_family_fails_while_the_estimate_still_works() -> None:
     rec = Recorder()
-    handle = start_measurement(request("google/gemma-2-2b-it"), rec, record_history=False)
+    handle = start_run(request("google/gemma-2-2b-it"), rec, record_history=False)
     failure = failure_of(handle.wait(60), FailureKind.UNSUPPORTED_MODEL)
     assert "gemma2" in failure.message
     assert "the estimate still works" in failure.message
@@ -137,7 +141,7 @@ def test_a_memory_cap_too_small_to_start_is_out_of_memory(tiny_llama: Path, cap_
 
 def test_a_killed_child(tiny_llama: Path) -> None:
     rec = Recorder()
-    handle = start_measurement(request(tiny_llama, gen_tokens=500), rec, record_history=False)
+    handle = start_run(request(tiny_llama, gen_tokens=500), rec, record_history=False)
     assert rec.progressed.wait(120)
     assert handle.pid is not None
     os.kill(handle.pid, signal.SIGKILL)
@@ -148,7 +152,7 @@ def test_a_killed_child(tiny_llama: Path) -> None:
 
 def test_cancelling_kills_the_child(tiny_llama: Path) -> None:
     rec = Recorder()
-    handle = start_measurement(request(tiny_llama, gen_tokens=500), rec, record_history=False)
+    handle = start_run(request(tiny_llama, gen_tokens=500), rec, record_history=False)
     assert rec.progressed.wait(120)
     pid = handle.pid
     handle.cancel()
@@ -188,12 +192,12 @@ def test_an_interpreter_that_does_not_exist(tiny_llama: Path, tmp_path: Path) ->
 
 def test_a_name_that_resolves_to_nothing_fails_without_a_child() -> None:
     rec = Recorder()
-    handle = start_measurement(request("no/such-model"), rec)
+    handle = start_run(request("no/such-model"), rec)
     assert handle.done
     assert handle.pid is None
     failure = failure_of(handle.outcome, FailureKind.BAD_MODEL)
     assert "no/such-model" in failure.message
-    assert rec.terminal == [MeasureFailed(failure)]
+    assert rec.terminal == [RunEnded(failure)]
 
 
 def test_a_failing_callback_does_not_lose_the_result(tiny_llama: Path) -> None:
@@ -203,6 +207,6 @@ def test_a_failing_callback_does_not_lose_the_result(tiny_llama: Path) -> None:
         seen.append(event)
         raise RuntimeError("UI bug")
 
-    handle = start_measurement(request(tiny_llama), explode, record_history=False)
-    assert isinstance(handle.wait(120), MeasuredPeak)
-    assert isinstance(seen[-1], MeasureResult)
+    handle = start_run(request(tiny_llama), explode, record_history=False)
+    assert isinstance(handle.wait(120), MeasuredRun)
+    assert isinstance(seen[-1], RunEnded)

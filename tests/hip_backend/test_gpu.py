@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from core.backend import Backend
 from core.measurement.request import MeasureRequest
 from core.measurement.result import MeasuredPeak
-from hip_backend.launcher import measure
+from core.measurement.run import peak_or_failure
+from hip_backend import measure
 
 torch = pytest.importorskip("torch")
 
@@ -33,14 +35,14 @@ def gpu_run(
         device="auto",
         emulate=emulate,
     )
-    outcome = measure(request, record_history=False)
+    outcome = peak_or_failure(measure(request, record_history=False))
     assert isinstance(outcome, MeasuredPeak), outcome
     return outcome
 
 
 def test_a_gpu_run_reports_allocator_and_device_figures(tiny_llama: Path) -> None:
     result = gpu_run(tiny_llama, 64)
-    assert result.device_kind in ("rocm", "cuda")
+    assert result.device_kind in (Backend.ROCM, Backend.CUDA)
     assert result.arch
     assert result.runtime_version
     assert result.peak_bytes >= (result.weights_bytes or 0)
@@ -75,7 +77,7 @@ def test_on_a_gpu_the_bound_keeps_the_peak_below_the_unbounded_one(sweep_model: 
 
 def test_the_queue_is_emulated_only_where_mlx_has_it(tiny_llama: Path) -> None:
     result = gpu_run(tiny_llama, 64)
-    expected = "rocm" if result.device_kind == "rocm" else "none"
+    expected = "rocm" if result.device_kind is Backend.ROCM else "none"
     assert result.extra["inflight_emulation"] == expected
     assert result.extra["sdpa_backend"]["first_chunk"] != "unknown"
     if expected == "none":

@@ -12,7 +12,7 @@ import pytest
 from core.catalog.profiles import list_profile_ids, load_profile
 from core.model.config import ModelConfig
 from hip_backend.errors import BadModelError, UnsupportedModelError
-from hip_backend.model.arch import QuantParams, arch_from_config
+from hip_backend.model.arch import QuantParams, RopeKind, arch_from_config
 from hip_backend.model.layout import tensors_from_config
 from hip_backend.model.manifest import plan_from_folder
 from hip_backend.model.source import ModelSource, resolve_source
@@ -41,7 +41,7 @@ def test_measured_families_resolve_with_the_exact_profile_tensors(repo_id: str) 
 def test_llama_31_4bit_reads_llama3_rope_and_the_quantization_block() -> None:
     arch = arch_from_config(load_profile("mlx-community/Meta-Llama-3.1-8B-Instruct-4bit").config)
     assert (arch.rope.kind, arch.rope.factor, arch.rope.original_max_position_embeddings) == (
-        "llama3",
+        RopeKind.LLAMA3,
         8.0,
         8192,
     )

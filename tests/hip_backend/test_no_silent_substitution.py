@@ -16,8 +16,8 @@ import pytest
 from core.measurement.history import HistoryStore, encode_record
 from core.measurement.request import MeasureRequest
 from core.measurement.result import FailureKind, MeasurementFailure
+from hip_backend import measure
 from hip_backend.child import _is_oom
-from hip_backend.launcher import measure
 
 from .mlx_models import LLAMA_CONFIG, write_mlx_model
 from .test_history import peak

@@ -1,4 +1,4 @@
-"""A stand-in for `hip_backend.start_measurement` that keeps the launcher's promises.
+"""A stand-in for `hip_backend.start_run` that keeps the launcher's promises.
 
 It returns at once, delivers events from another thread, and delivers exactly
 one terminal event per handle: `finish`, `fail`, or the CANCELLED failure that
@@ -11,9 +11,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 
-from core.measurement.protocol import MeasureEvent, MeasureFailed, MeasureResult
 from core.measurement.request import MeasureRequest
 from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailure
+from core.measurement.run import MeasuredRun, RunEnded, RunEvent
+
+MeasureEvent = RunEvent
 
 
 class FakeHandle:
@@ -39,17 +41,17 @@ class FakeHandle:
         with self._lock:
             if self.terminal is not None:
                 return
-            if isinstance(event, MeasureResult | MeasureFailed):
+            if isinstance(event, RunEnded):
                 self.terminal = event
         thread = threading.Thread(target=self._on_event, args=(event,))
         thread.start()
         thread.join()
 
     def finish(self, peak: MeasuredPeak) -> None:
-        self.emit(MeasureResult(peak))
+        self.emit(RunEnded(MeasuredRun((peak,))))
 
     def fail(self, failure: MeasurementFailure) -> None:
-        self.emit(MeasureFailed(failure))
+        self.emit(RunEnded(failure))
 
     def cancel(self) -> None:
         if not self.done:

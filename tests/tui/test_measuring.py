@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from core.backend import Backend
 from core.catalog.resolve import resolve_entry
 from core.measurement.history import HistoryStore
 from core.measurement.protocol import MeasureNotice, MeasureProgress
@@ -153,7 +154,7 @@ async def test_a_real_tiny_model_is_measured_and_shown_beside_the_estimate(
         peak = panel(app).peak
         assert peak is not None
         assert (peak.model, peak.prompt_tokens, peak.gen_tokens) == (str(tiny_model), 16, 16)
-        assert (peak.device_kind, peak.inflight_mib) == ("cpu", 1024)
+        assert (peak.device_kind, peak.inflight_mib) == (Backend.CPU, 1024)
         # The launcher's estimate, the explorer's and the Total estimate row agree.
         total = breakdown_bytes(app)["Total estimate"]
         assert peak.estimate_bytes == total

@@ -1,27 +1,18 @@
-"""`--tp N` / `--pp N` for inspect and measure: one estimate (or one measured peak) per
-rank, and the plan's verdict."""
+"""`--tp N` / `--pp N`: the plan the flags ask for, and `inspect`'s answer for it (one
+estimate per rank and the plan's verdict; `measure` runs it as one run)."""
 
 from __future__ import annotations
 
 import argparse
-import sys
-from typing import TYPE_CHECKING, Any
 
 from core import __version__
-from core.display_text import clean_text, json_safe
+from core.display_text import clean_text
 from core.errors import ShardingError
 from core.estimate.estimate import QuantHint
-from core.measurement.engine import Engine
-from core.measurement.fields import RankFields
-from core.measurement.result import MeasuredPeak, MeasurementFailure
 from core.parallel.plan import ParallelPlan, parse_rank_limits
 from core.parallel.sharding import ParallelKind
 from tui.commands.shared.estimate_args import question_from_args
-from tui.commands.shared.measure_args import request_from_args
-from tui.commands.shared.output import EXIT_FAILED, ProgressLine, failure_line, note, warn
-
-if TYPE_CHECKING:
-    from hip_backend import ParallelRun, PreparedParallel
+from tui.commands.shared.output import EXIT_FAILED, note, warn
 
 
 def parallel_plan(args: argparse.Namespace) -> ParallelPlan | None:
@@ -72,119 +63,3 @@ def run_parallel(args: argparse.Namespace, quant: QuantHint) -> int:
         print("".join(clean_text(line) + "\n" for line in text.splitlines()), end="")
         print("\n".join(answer_lines(found)))
     return EXIT_FAILED if getattr(args, "check", False) and not pe.fits else 0
-
-
-def measure_parallel(args: argparse.Namespace, plan: ParallelPlan) -> int:
-    """`vramscope measure MODEL --engine mlx --tp N | --pp N`: one row per rank."""
-    import json
-
-    from hip_backend import ParallelRun, prepare_parallel, read_hostfile, record_peaks, run_parallel
-
-    hostfile = read_hostfile(args.hostfile, plan.ranks) if args.hostfile is not None else None
-    request = request_from_args(args, args.model, args.prompt_tokens)
-    prepared = prepare_parallel(request, plan, hostfile=hostfile)  # refusals: exit 2
-    warn(prepared.warnings)
-    progress = ProgressLine(enabled=False if args.json or args.quiet else None)
-    outcome = run_parallel(prepared, progress)
-    progress.clear()
-    if isinstance(outcome, ParallelRun) and not args.no_history:
-        record_peaks(outcome.ranks)
-    if args.json:
-        doc = json_safe(parallel_measure_json(prepared, outcome))
-        print(json.dumps(doc, indent=2, ensure_ascii=False))
-    elif isinstance(outcome, ParallelRun):
-        print("\n".join(clean_text(line) for line in parallel_measure_lines(prepared, outcome)))
-    if not isinstance(outcome, ParallelRun):
-        print(failure_line(outcome), file=sys.stderr)
-        return EXIT_FAILED
-    if getattr(args, "check", False) and not all(
-        p.margin is not None and p.margin.covered for p in outcome.ranks
-    ):
-        return EXIT_FAILED  # --check: some rank's estimate does not cover its peak
-    return 0
-
-
-def launcher_text(prepared: PreparedParallel) -> str:
-    """How the ranks were placed: the loopback, or the hostfile's hosts."""
-    hf = prepared.hostfile
-    if hf is None:
-        return f"mlx.launch --backend ring -n {prepared.plan.ranks} on the loopback"
-    hosts = ", ".join(dict.fromkeys(h.ssh for h in hf.hosts))
-    return f"mlx.launch --backend ring --hostfile {hf.path} (hosts: {hosts})"
-
-
-def parallel_measure_lines(prepared: PreparedParallel, run: ParallelRun) -> list[str]:
-    """The plan, then one table row per rank: estimate peak against measured peak."""
-    first = run.ranks[0]
-    req = prepared.request
-    lines = [
-        f"Model:     {req.model}  ({prepared.estimate.family}, {prepared.plan.kind.label}, "
-        f"{prepared.plan.ranks} ranks)"
-        + ("  [synthetic weights]" if first.synthetic_weights else ""),
-        f"Launch:    {launcher_text(prepared)}; {first.device_name}, {first.runtime_version}",
-        f"Workload:  pp{req.prompt_tokens} / tg{req.gen_tokens} after a warm-up pass "
-        f"({req.warmup_tokens} tokens); estimate for {prepared.backend.label} at "
-        f"{req.context_tokens} tokens",
-        "Peak:      mx.get_peak_memory() of each rank (load + workload); estimate = the rank's "
-        "max(load peak, running total)",
-        "",
-        "| Rank | Holds | Estimate (bytes) | Measured peak (bytes) | Margin (bytes) | Covered "
-        "| Weights held (bytes) |",
-        "|---:|---|---:|---:|---:|---|---:|",
-    ]
-    for peak, rank in zip(run.ranks, prepared.estimate.ranks, strict=True):
-        m = peak.margin
-        holds = (
-            f"layers {rank.layers[0]}-{rank.layers[1] - 1}"
-            if rank.layers is not None
-            else f"1/{prepared.plan.ranks}, {rank.kv_heads} KV heads"
-        )
-        lines.append(
-            f"| {rank.rank} | {holds} | {peak.estimate_bytes or 0:,} | {peak.peak_bytes:,} | "
-            f"{(m.bytes if m else 0):+,} | {'yes' if m and m.covered else 'NO'} | "
-            f"{peak.weights_bytes or 0:,} |"
-        )
-    lines += [
-        "",
-        f"Single device estimate: {prepared.estimate.single.total_bytes:,} bytes; "
-        f"wall time of the {prepared.plan.ranks}-rank run: {run.wall_seconds:.2f} s",
-    ]
-    return lines
-
-
-def parallel_measure_json(
-    prepared: PreparedParallel, outcome: ParallelRun | MeasurementFailure
-) -> dict[str, Any]:
-    """The `--json` document: the plan, then one entry per rank (or the failure)."""
-    doc: dict[str, Any] = {
-        "parallel": {"kind": prepared.plan.kind.value, "ranks": prepared.plan.ranks},
-        "engine": Engine.MLX,
-        "launcher": launcher_text(prepared),
-        "estimate_backend": prepared.backend.value,
-        "single_device_estimate_bytes": prepared.estimate.single.total_bytes,
-        "estimate_bytes": [r.peak_bytes for r in prepared.estimate.ranks],
-    }
-    if isinstance(outcome, MeasurementFailure):
-        doc["error"] = outcome.to_dict()
-        return doc
-    doc["wall_seconds"] = round(outcome.wall_seconds, 3)
-    ranks = []
-    for peak in outcome.ranks:
-        m = peak.margin
-        ranks.append(
-            {
-                "rank": _rank(peak),
-                "estimate_bytes": peak.estimate_bytes,
-                "measured": peak.to_dict(),
-                "margin": None
-                if m is None
-                else {"bytes": m.bytes, "percent": round(m.percent, 3), "covered": m.covered},
-            }
-        )
-    doc["ranks"] = ranks
-    return doc
-
-
-def _rank(peak: MeasuredPeak) -> int | None:
-    fields = peak.fields
-    return fields.rank if isinstance(fields, RankFields) else None

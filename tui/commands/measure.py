@@ -1,8 +1,9 @@
 """`vramscope measure MODEL`: launch a real load, show its peak beside the estimate.
 
 The load runs in a child process (hip_backend); this module imports neither torch
-nor Textual. Exit status: 0 with a measured peak, 1 when the measurement failed
-(the reason on one line), 2 for usage errors.
+nor Textual. A split load (`--tp N` / `--pp N`) is the same run, of N ranks.
+Exit status: 0 with a measured peak, 2 when the measurement failed (the reason on
+one line) and for usage errors, 1 for `--check` when the estimate does not cover.
 """
 
 from __future__ import annotations
@@ -10,19 +11,22 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.display_text import clean_text, json_safe
 from core.errors import UsageError
 from core.measurement.engine import DEFAULT_ENGINE, ENGINE_NAMES, Engine
 from core.measurement.request import DEFAULT_PROMPT_TOKENS, MAX_MEASURED_TOKENS
-from core.measurement.result import MeasuredPeak, MeasurementFailure
-from tui.commands._parallel import measure_parallel, parallel_plan
+from core.measurement.run import MeasuredRun
+from tui.commands._parallel import parallel_plan
 from tui.commands.shared.flags import add_parallel_flags, add_run_flags, token_count
 from tui.commands.shared.measure_args import request_from_args
-from tui.commands.shared.output import EXIT_FAILED, failure_line, warn
+from tui.commands.shared.output import EXIT_ERROR, EXIT_FAILED, failure_line, warn
 from tui.commands.shared.run_progress import phase_view
 from tui.commands.shared.signals import sigterm_as_interrupt
+
+if TYPE_CHECKING:
+    from hip_backend import PreparedMeasurement, PreparedParallel
 
 
 def register(sub: Any) -> None:
@@ -91,19 +95,22 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from core.measurement.report import comparison_lines
-    from hip_backend import measure, prepare
+    from hip_backend import measure, prepare, prepare_parallel, read_hostfile
+    from tui.commands.shared.run_report import run_json, run_lines
 
     plan = parallel_plan(args)
     if plan is None and args.hostfile is not None:
         raise UsageError("--hostfile", "places the ranks of --tp N or --pp N; give one of them")
-    if plan is not None:
-        if not Engine.named(args.engine).spec.ranks:
-            raise UsageError(f"--{plan.kind.value}", "measures ranks with --engine mlx only")
-        return measure_parallel(args, plan)
+    if plan is not None and not Engine.named(args.engine).spec.ranks:
+        raise UsageError(f"--{plan.kind.value}", "measures ranks with --engine mlx only")
     request = request_from_args(args, args.model, args.prompt_tokens)
-    prepared = prepare(request)  # a model that does not resolve is a usage error (exit 2)
-    if args.quiet:  # the launcher hands them over as notices, which --quiet drops
+    # A model that does not resolve, or a plan inspect would refuse, is a usage error.
+    if plan is None:
+        prepared: PreparedMeasurement | PreparedParallel = prepare(request)
+    else:
+        hostfile = read_hostfile(args.hostfile, plan.ranks) if args.hostfile else None
+        prepared = prepare_parallel(request, plan, hostfile=hostfile)
+    if args.quiet:  # the run hands them over as notices, which --quiet drops
         warn(prepared.warnings)
     progress = phase_view(request.engine, quiet=args.quiet)
     progress.begin()
@@ -112,38 +119,13 @@ def _run(args: argparse.Namespace) -> int:
     finally:  # also on Ctrl-C: the live display gives the terminal back
         progress.close()
     if args.json:
-        document = outcome_json(outcome, prepared.estimate.total_bytes, request.engine)
-        print(json.dumps(json_safe(document), indent=2, ensure_ascii=False))
-    elif isinstance(outcome, MeasuredPeak):
-        print("\n".join(clean_text(line) for line in comparison_lines(outcome)))
-    if isinstance(outcome, MeasurementFailure):
+        document = json_safe(run_json(prepared, outcome))
+        print(json.dumps(document, indent=2, ensure_ascii=False))
+    elif isinstance(outcome, MeasuredRun):
+        print("\n".join(clean_text(line) for line in run_lines(prepared, outcome)))
+    if not isinstance(outcome, MeasuredRun):
         print(failure_line(outcome), file=sys.stderr)
-        return EXIT_FAILED
-    held = outcome.margin
-    if args.check and (held is None or not held.covered):
-        return EXIT_FAILED  # --check: the estimate does not cover the peak
+        return EXIT_ERROR
+    if args.check and not outcome.covered:
+        return EXIT_FAILED  # --check: the estimate does not cover the peak (of every rank)
     return 0
-
-
-def outcome_json(
-    outcome: MeasuredPeak | MeasurementFailure,
-    estimate_bytes: int,
-    engine: Engine = DEFAULT_ENGINE,
-) -> dict[str, Any]:
-    """The `--json` document: the engine and what its peak counts, the estimate it is
-    held against (the run's backend formula for mlx, ROCm's for torch), the margin."""
-    if isinstance(outcome, MeasurementFailure):
-        return {"engine": engine, "estimate_bytes": estimate_bytes, "error": outcome.to_dict()}
-    m = outcome.margin
-    return {
-        "engine": outcome.engine,
-        "counted": outcome.counted,
-        "estimate_bytes": outcome.estimate_bytes
-        if outcome.estimate_bytes is not None
-        else estimate_bytes,
-        "estimate_backend": outcome.estimate_backend.value,
-        "measured": outcome.to_dict(),
-        "margin": None
-        if m is None
-        else {"bytes": m.bytes, "percent": round(m.percent, 3), "covered": m.covered},
-    }

@@ -19,9 +19,10 @@ from core.errors import UsageError
 from core.measurement.comparison import expected_backend
 from core.measurement.engine import DEFAULT_ENGINE, ENGINE_NAMES, Engine
 from core.measurement.result import MeasuredPeak, MeasurementFailure
+from core.measurement.run import MeasuredRun
 from tui.commands.shared.flags import add_run_flags
 from tui.commands.shared.measure_args import request_from_args
-from tui.commands.shared.output import failure_line, warn
+from tui.commands.shared.output import EXIT_ERROR, failure_line, warn
 from tui.commands.shared.run_progress import phase_view
 from tui.commands.shared.signals import sigterm_as_interrupt
 
@@ -150,9 +151,10 @@ def _run(args: argparse.Namespace) -> int:
         progress = phase_view(engine, quiet=args.quiet)
         progress.begin()
         try:
-            outcome = measure(prepared, progress, record_history=not args.no_history)
+            ran = measure(prepared, progress, record_history=not args.no_history)
         finally:  # also on Ctrl-C: the live display gives the terminal back
             progress.close()
+        outcome = ran.peak if isinstance(ran, MeasuredRun) else ran
         if isinstance(outcome, MeasurementFailure):
             print(failure_line(outcome), file=sys.stderr)
         held_against = (
@@ -168,7 +170,7 @@ def _run(args: argparse.Namespace) -> int:
             args.out.write_text(text, encoding="utf-8")
         except OSError as exc:
             raise UsageError("--out", f"cannot write {args.out}: {exc.strerror or exc}") from None
-    return 0 if all(isinstance(r.outcome, MeasuredPeak) for r in rows) else 1
+    return 0 if all(isinstance(r.outcome, MeasuredPeak) for r in rows) else EXIT_ERROR
 
 
 def preamble(rows: list[TableRow], args: argparse.Namespace) -> list[str]:

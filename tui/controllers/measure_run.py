@@ -19,16 +19,16 @@ from typing import Protocol
 from textual.dom import DOMNode
 from textual.message import Message
 
-from core.measurement.protocol import MeasureEvent, MeasureFailed
 from core.measurement.request import MeasureRequest
 from core.measurement.result import FailureKind, MeasurementFailure
+from core.measurement.run import RunEnded, RunEvent
 
 CLOSE_WAIT_S = 5.0
 """How long quitting waits for a start that is still spawning the child (see `close`)."""
 
 
 class MeasureHandle(Protocol):
-    """What the explorer needs of `hip_backend.MeasurementHandle`."""
+    """What the explorer needs of `hip_backend.RunHandle`."""
 
     @property
     def pid(self) -> int | None:
@@ -39,20 +39,21 @@ class MeasureHandle(Protocol):
         """True once the terminal event was delivered."""
 
     def cancel(self) -> None:
-        """Kill the child; a CANCELLED failure event follows."""
+        """Kill the child; a CANCELLED failure ends the run."""
 
 
-StartMeasurement = Callable[[MeasureRequest, Callable[[MeasureEvent], None]], MeasureHandle]
-"""`hip_backend.start_measurement`'s shape: returns at once, events come from other threads."""
+StartMeasurement = Callable[[MeasureRequest, Callable[[RunEvent], None]], MeasureHandle]
+"""`hip_backend.start_run`'s shape: returns at once, events come from other threads."""
 
 
 def start_with_hip_backend(
-    request: MeasureRequest, on_event: Callable[[MeasureEvent], None]
+    request: MeasureRequest, on_event: Callable[[RunEvent], None]
 ) -> MeasureHandle:
     """The real launcher, imported only now (it never imports torch itself)."""
-    from hip_backend import start_measurement
+    from hip_backend import start_run
 
-    return start_measurement(request, on_event)
+    handle: MeasureHandle = start_run(request, on_event)
+    return handle
 
 
 _run_ids = itertools.count(1)
@@ -61,7 +62,7 @@ _run_ids = itertools.count(1)
 class MeasureEventMessage(Message):
     """A launcher event of run `run_id`, delivered on the UI thread."""
 
-    def __init__(self, run_id: int, event: MeasureEvent) -> None:
+    def __init__(self, run_id: int, event: RunEvent) -> None:
         super().__init__()
         self.run_id = run_id
         self.event = event
@@ -112,7 +113,7 @@ class MeasureRun:
             failure = MeasurementFailure(
                 FailureKind.INTERNAL, f"cannot start the measurement: {type(exc).__name__}: {exc}"
             )
-            self._post(MeasureFailed(failure))
+            self._post(RunEnded(failure))
             return
         with self._lock:
             self._handle = handle
@@ -120,7 +121,7 @@ class MeasureRun:
         if stopped:
             handle.cancel()
 
-    def _post(self, event: MeasureEvent) -> None:
+    def _post(self, event: RunEvent) -> None:
         if self._stopped:
             return
         with contextlib.suppress(Exception):  # the app or its loop is gone: nobody to tell

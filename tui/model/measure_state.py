@@ -13,15 +13,10 @@ from typing import Protocol
 
 from core.measurement.comparison import margin
 from core.measurement.engine import DEFAULT_ENGINE, Engine
-from core.measurement.protocol import (
-    MeasureEvent,
-    MeasureFailed,
-    MeasureNotice,
-    MeasureProgress,
-    MeasureResult,
-)
+from core.measurement.protocol import MeasureNotice, MeasureProgress
 from core.measurement.request import MeasureRequest
 from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailure
+from core.measurement.run import MeasuredRun, RunEvent
 from core.units import format_bytes_short
 from tui.model.control_specs import KV_DTYPE
 from tui.model.state import ExplorerState
@@ -103,22 +98,22 @@ class Measurements:
             run.cancel()
             self.fail(run.request.model, CANCELLED)
 
-    def apply(self, run_id: int, event: MeasureEvent) -> bool:
+    def apply(self, run_id: int, event: RunEvent) -> bool:
         """Take an event of run `run_id`; True when the run ended (late words are dropped)."""
         run = self.run
         if run is None or run_id != run.id:
             return False
         if isinstance(event, MeasureProgress):
             self.progress = event
-        elif isinstance(event, MeasureNotice):
+            return False
+        if isinstance(event, MeasureNotice):
             self.notice = event.message
-        elif isinstance(event, MeasureResult):
-            self.run, self.measured = None, event.peak
-            return True
-        elif isinstance(event, MeasureFailed):
-            self.fail(run.request.model, event.failure)
-            return True
-        return False
+            return False
+        if isinstance(event.outcome, MeasuredRun):  # the run's one end: RunEnded
+            self.run, self.measured = None, event.outcome.peak
+        else:
+            self.fail(run.request.model, event.outcome)
+        return True
 
     def activity(self, now: float) -> str:
         """What the run in flight is doing, in a few words ("" when none is)."""

@@ -84,7 +84,7 @@ def history_row(peak: MeasuredPeak) -> HistoryRow:
     workload = f"{peak.prompt_tokens}+{peak.gen_tokens}"
     if peak.kv_cache_mode != "fp16":  # mlx-lm's quantized cache (the mlx engine)
         workload += f" {peak.kv_cache_mode} KV"
-    device = peak.device_kind + (" (synth)" if peak.synthetic_weights else "")
+    device = peak.device_kind.value + (" (synth)" if peak.synthetic_weights else "")
     m = peak.margin
     if peak.estimate_bytes is None or m is None:
         estimate, margin_cell, covered_cell, covered = "-", "-", "-", None

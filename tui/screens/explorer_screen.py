@@ -396,7 +396,7 @@ class ExplorerScreen(FocusKeys):
             if peak is not None:
                 self.recalibrate_from = peak
                 self._tell(
-                    f"R: recalibrate {peak.engine.value} on {peak.device_kind} from the "
+                    f"R: recalibrate {peak.engine.value} on {peak.device_kind.value} from the "
                     "measurement history, this run included (as vramscope calibrate)",
                     title="Measured",
                     timeout=10,

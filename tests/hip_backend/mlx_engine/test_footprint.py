@@ -12,10 +12,12 @@ from typing import Any
 
 import pytest
 
+from core.backend import Backend
 from core.measurement.history import HISTORY_FILE, SCHEMA_VERSION, HistoryStore, encode_record
 from core.measurement.request import MeasureRequest
 from core.measurement.result import MeasuredPeak
-from hip_backend.launcher import measure
+from core.measurement.run import peak_or_failure
+from hip_backend import measure
 from tests.hip_backend.mlx_models import GEMMA2_CONFIG, LLAMA_CONFIG, write_mlx_model
 
 pytestmark = pytest.mark.usefixtures("mlx_available")
@@ -60,7 +62,7 @@ def three_runs(tmp_path_factory: pytest.TempPathFactory, tiny_llama: Path) -> li
     ]
     out = []
     for folder in folders:
-        outcome = measure(request(folder), record_history=False)
+        outcome = peak_or_failure(measure(request(folder), record_history=False))
         assert isinstance(outcome, MeasuredPeak), outcome
         out.append(outcome)
     return out
@@ -186,7 +188,7 @@ def test_calibrate_fits_the_figure_its_target_names(
 def test_a_gpu_run_never_reports_the_host_s_vmhwm_as_its_os_peak() -> None:
     from hip_backend.mlx_engine.footprint import VM_HWM_SOURCE, Footprint
 
-    cpu, rocm, cuda = Footprint("cpu"), Footprint("rocm"), Footprint("cuda")
+    cpu, rocm, cuda = Footprint(Backend.CPU), Footprint(Backend.ROCM), Footprint(Backend.CUDA)
     for f in (cpu, rocm, cuda):
         f.sample()  # real MLX counters; this process holds no amdgpu DRM client
         assert f.samples == 1 and f.held_peak >= 0

@@ -21,11 +21,13 @@ from typing import Any
 
 import pytest
 
+from core.backend import Backend
 from core.measurement.history import HistoryStore
 from core.measurement.protocol import MeasureNotice
 from core.measurement.request import MeasureRequest
 from core.measurement.result import FailureKind, MeasuredPeak
-from hip_backend.launcher import measure, prepare, start_measurement
+from core.measurement.run import peak_or_failure
+from hip_backend import measure, prepare, start_run
 from tests.hip_backend.mlx_models import (
     DEEPSEEK_V2_CONFIG,
     GEMMA2_CONFIG,
@@ -172,7 +174,7 @@ def test_the_mlx_peak_is_mlx_lm_s_own(name: str, mlx_model_dir: Path) -> None:
     elif name == "gemma2-f16":
         peak = measured_via_cli_text(folder)
     else:
-        outcome = measure(request(folder))
+        outcome = peak_or_failure(measure(request(folder)))
         assert isinstance(outcome, MeasuredPeak), outcome
         peak = outcome
         assert HistoryStore.default().read().results == [peak]
@@ -180,7 +182,7 @@ def test_the_mlx_peak_is_mlx_lm_s_own(name: str, mlx_model_dir: Path) -> None:
 
     assert peak.engine == "mlx"
     assert peak.peak_kind == "MLX peak (mx.get_peak_memory), cpu"
-    assert peak.device_kind == "cpu"
+    assert peak.device_kind is Backend.CPU
     assert peak.mlx_version and peak.mlx_lm_version
     assert not peak.synthetic_weights
     assert peak.weights_bytes == ref.weights_bytes
@@ -212,8 +214,8 @@ def test_models_without_weights_are_measured_with_random_arrays_of_their_shapes(
         shutil.copy(real / "config.json", bare / "config.json")
         req = request(bare)  # what mlx_lm.convert writes for the config
     rec = Recorder()
-    handle = start_measurement(req, rec, record_history=False)
-    peak = handle.wait(300)
+    handle = start_run(req, rec, record_history=False)
+    peak = peak_or_failure(handle.wait(300))
     ref = reference.result()
     assert isinstance(peak, MeasuredPeak), peak
     assert peak.synthetic_weights
@@ -234,7 +236,7 @@ def test_without_mlx_the_engine_is_a_one_line_error(tiny_llama: Path, tmp_path: 
     (shim / "mlx" / "__init__.py").write_text("raise ImportError('No module named mlx')\n")
     env = {**os.environ, "PYTHONPATH": str(shim)}
     done = vramscope("measure", str(tiny_llama), *WORKLOAD_FLAGS, env=env)
-    assert done.returncode == 1
+    assert done.returncode == 2  # a failed measurement
     assert done.stdout == ""
     # The run's progress (no terminal: a line per phase), then the one error line.
     started, stopped, line = done.stderr.strip().splitlines()
@@ -278,7 +280,7 @@ def _long(tiny_llama: Path, **kw: Any) -> MeasureRequest:
 
 def test_cancelling_an_mlx_run_kills_its_child(tiny_llama: Path) -> None:
     rec = Recorder()
-    handle = start_measurement(_long(tiny_llama), rec, record_history=False)
+    handle = start_run(_long(tiny_llama), rec, record_history=False)
     assert rec.progressed.wait(120)
     pid = handle.pid
     handle.cancel()
@@ -290,7 +292,7 @@ def test_cancelling_an_mlx_run_kills_its_child(tiny_llama: Path) -> None:
 
 def test_a_killed_mlx_child(tiny_llama: Path) -> None:
     rec = Recorder()
-    handle = start_measurement(_long(tiny_llama), rec, record_history=False)
+    handle = start_run(_long(tiny_llama), rec, record_history=False)
     assert rec.progressed.wait(120)
     assert handle.pid is not None
     os.kill(handle.pid, signal.SIGKILL)
@@ -300,7 +302,7 @@ def test_a_killed_mlx_child(tiny_llama: Path) -> None:
 
 
 def test_an_mlx_run_past_its_time_limit(tiny_llama: Path) -> None:
-    outcome = measure(_long(tiny_llama, timeout_s=0.5), record_history=False)
+    outcome = peak_or_failure(measure(_long(tiny_llama, timeout_s=0.5), record_history=False))
     assert "0.5 s" in failure_of(outcome, FailureKind.TIMEOUT).message
 
 
@@ -368,7 +370,7 @@ def test_mlx_variables_reach_the_child_unchanged(
 def test_an_int8_kv_cache_is_mlx_lm_s_quantized_cache(mlx_model_dir: Path) -> None:
     folder = mlx_model_dir / "qwen3_moe-4bit"
     reference = ReferenceRun(folder, kv_bits=8)
-    peak = measure(request(folder, kv_int8=True), record_history=False)
+    peak = peak_or_failure(measure(request(folder, kv_int8=True), record_history=False))
     ref = reference.result()
     assert isinstance(peak, MeasuredPeak), peak
     assert peak.kv_cache_mode == "int8"

@@ -20,15 +20,11 @@ import pytest
 from core.errors import ShardingError
 from core.measurement.request import MeasureRequest
 from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailure
+from core.measurement.run import MeasuredRun
 from core.parallel.plan import ParallelPlan
 from core.parallel.sharding import ParallelKind
-from hip_backend.ranks.launch import (
-    ParallelHandle,
-    ParallelRun,
-    prepare_parallel,
-    run_parallel,
-    run_single,
-)
+from hip_backend import start_run
+from hip_backend.ranks.launch import ParallelHandle, prepare_parallel, run_parallel, run_single
 from tests.hip_backend.mlx_models import write_mlx_model
 
 # Weight-dominated so that the estimate's terms, sized for real models, apply: 8 layers
@@ -89,9 +85,9 @@ def group_members(pgid: int) -> list[int]:
 @pytest.fixture(scope="module")
 def single_peak(qwen2_fp16: Path) -> MeasuredPeak:
     prepared = prepare_parallel(request(qwen2_fp16), ParallelPlan(ParallelKind.TENSOR, 2))
-    peak = run_single(prepared)
-    assert isinstance(peak, MeasuredPeak), peak
-    return peak
+    single = run_single(prepared)
+    assert isinstance(single, MeasuredRun), single
+    return single.peak
 
 
 @pytest.mark.slow
@@ -100,10 +96,12 @@ def test_two_tp_ranks_each_covered_by_its_estimate_and_below_one_process(
 ) -> None:
     kind = ParallelKind.TENSOR
     prepared = prepare_parallel(request(qwen2_fp16), ParallelPlan(kind, 2))
-    handle = ParallelHandle()
-    outcome = run_parallel(prepared, handle=handle)
-    assert isinstance(outcome, ParallelRun), outcome
-    assert handle.pgid is not None and group_members(handle.pgid) == []
+    # The one run API: a split is a run of N ranks, with the handle a single device has.
+    handle = start_run(prepared, lambda _: None, record_history=False)
+    outcome = handle.wait(600)
+    assert isinstance(outcome, MeasuredRun), outcome
+    assert outcome.plan == prepared.plan
+    assert handle.pid is not None and group_members(handle.pid) == []
     assert [p.extra["rank"] for p in outcome.ranks] == [0, 1]
     for peak, est in zip(outcome.ranks, prepared.estimate.ranks, strict=True):
         assert peak.engine == "mlx"

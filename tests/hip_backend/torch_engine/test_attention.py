@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from core.backend import Backend
+
 torch = pytest.importorskip("torch")
 mx = pytest.importorskip("mlx.core")
 np = pytest.importorskip("numpy")
@@ -84,9 +86,12 @@ def test_fused_attention_has_no_score_matrix_and_the_same_result() -> None:
 
 
 @pytest.mark.parametrize(
-    ("device_kind", "expected"), [("cpu", MLX_FALLBACK), ("rocm", MLX_FALLBACK), ("cuda", FUSED)]
+    ("device_kind", "expected"),
+    [(Backend.CPU, MLX_FALLBACK), (Backend.ROCM, MLX_FALLBACK), (Backend.CUDA, FUSED)],
 )
-def test_each_backend_gets_the_attention_mlx_runs_there(device_kind: str, expected: str) -> None:
+def test_each_backend_gets_the_attention_mlx_runs_there(
+    device_kind: Backend, expected: str
+) -> None:
     assert attention_kind(device_kind) == expected
 
 

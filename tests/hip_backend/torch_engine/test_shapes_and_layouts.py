@@ -11,8 +11,9 @@ import pytest
 from core.measurement.protocol import MeasureNotice
 from core.measurement.request import MeasureRequest
 from core.measurement.result import MeasuredPeak
+from core.measurement.run import MeasuredRun
 from core.model.safetensors_header import read_header_json
-from hip_backend.launcher import start_measurement
+from hip_backend import start_run
 from hip_backend.model.manifest import plan_from_folder
 from tests.hip_backend.conftest import write_skeleton_file
 from tests.hip_backend.mlx_models import QWEN3_MOE_CONFIG, write_mlx_model
@@ -40,9 +41,9 @@ def run(folder: Path) -> tuple[MeasuredPeak, list[str]]:
     request = MeasureRequest(
         str(folder), prompt_tokens=16, gen_tokens=2, warmup_tokens=0, device="cpu"
     )
-    outcome = start_measurement(request, on_event, record_history=False).wait(120)
-    assert isinstance(outcome, MeasuredPeak), outcome
-    return outcome, notices
+    outcome = start_run(request, on_event, record_history=False).wait(120)
+    assert isinstance(outcome, MeasuredRun), outcome
+    return outcome.peak, notices
 
 
 def test_a_header_only_folder_is_measured_with_synthetic_weights(

@@ -16,7 +16,8 @@ import pytest
 from core.measurement.history import HistoryStore
 from core.measurement.request import MeasureRequest
 from core.measurement.result import MeasuredPeak
-from hip_backend.launcher import measure, prepare
+from core.measurement.run import peak_or_failure
+from hip_backend import measure, prepare
 
 pytest.importorskip("torch")
 
@@ -37,7 +38,7 @@ def sweep(sweep_model: Path) -> dict[int, tuple[MeasuredPeak, int]]:
             inflight=budget,
             device="cpu",
         )
-        outcome = measure(request, record_history=False)
+        outcome = peak_or_failure(measure(request, record_history=False))
         assert isinstance(outcome, MeasuredPeak), outcome
         out[budget] = (outcome, prepare(request).estimate.total_bytes)
     return out
@@ -90,7 +91,7 @@ def test_a_run_is_recorded_in_the_history(tiny_llama: Path, state_home: Path) ->
     request = MeasureRequest(
         str(tiny_llama), prompt_tokens=4, gen_tokens=1, warmup_tokens=0, device="cpu"
     )
-    outcome = measure(request)
+    outcome = peak_or_failure(measure(request))
     assert isinstance(outcome, MeasuredPeak)
     read = HistoryStore.default().read()
     assert read.results == [outcome]

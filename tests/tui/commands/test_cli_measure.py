@@ -54,9 +54,10 @@ def test_measure_json_carries_the_margin(tiny_llama: Path) -> None:
     assert HistoryStore.default().read().results == []
 
 
-def test_a_failed_measurement_is_one_line_and_exit_1(tiny_llama: Path) -> None:
+def test_a_failed_measurement_is_one_line_and_exit_2(tiny_llama: Path) -> None:
+    # The README's promise for errors: one line, exit 2 (1 is --check's verdict).
     done = vramscope("measure", "google/gemma-2-2b-it", *FAST)
-    assert done.returncode == 1
+    assert done.returncode == 2
     assert done.stdout == ""
     errors = [line for line in done.stderr.splitlines() if "error" in line]
     assert errors == [

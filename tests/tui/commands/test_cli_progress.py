@@ -90,7 +90,7 @@ def test_quiet_shows_no_progress_and_json_stdout_stays_json(tiny_llama: Path) ->
 def test_a_run_that_stops_says_where(tiny_llama: Path) -> None:
     # Half a second is less than the child takes to start (Python, torch, kernels).
     done = vramscope("measure", str(tiny_llama), *RUN, "--timeout", "0.5")
-    assert done.returncode == 1
+    assert done.returncode == 2
     lines = done.stderr.splitlines()
     stop = next(i for i, line in enumerate(lines) if "stopped after" in line)
     assert re.fullmatch(

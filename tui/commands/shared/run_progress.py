@@ -1,4 +1,5 @@
-"""What `measure` and `table` show on stderr while a child measures: the run's phases.
+"""What `measure` and `table` show on stderr while a run measures: its phases, for a
+single device and for a split (rank 0's phases stand for the ranks') alike.
 
 The child reports each phase (load, warm-up prefill and decode, prefill, decode) as
 progress events from step 0 to its last step (hip_backend's throttle passes both).
@@ -18,13 +19,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from core.display_text import clean_text
-from core.measurement.protocol import (
-    MeasureEvent,
-    MeasureFailed,
-    MeasureNotice,
-    MeasureProgress,
-    MeasureResult,
-)
+from core.measurement.protocol import MeasureNotice, MeasureProgress
+from core.measurement.run import MeasuredRun, RunEnded, RunEvent
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -145,7 +141,7 @@ class PhaseView:
         self._open = True
         self.started(self.tracker.begin())
 
-    def __call__(self, event: MeasureEvent) -> None:
+    def __call__(self, event: RunEvent) -> None:
         if isinstance(event, MeasureNotice):
             self.notice(f"vramscope: {clean_text(event.message)}")
         elif isinstance(event, MeasureProgress):
@@ -158,8 +154,8 @@ class PhaseView:
                 self.stepped(stepped)
                 if stepped.ended is not None:
                     self.ended(stepped, stopped=False)
-        elif isinstance(event, MeasureResult | MeasureFailed):
-            self.close(stopped=isinstance(event, MeasureFailed))
+        elif isinstance(event, RunEnded):
+            self.close(stopped=not isinstance(event.outcome, MeasuredRun))
 
     def close(self, stopped: bool = True) -> None:
         """End the phase still open (a run that stopped there) and the display."""

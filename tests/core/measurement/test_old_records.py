@@ -1,0 +1,74 @@
+"""History lines written before the device kind and the split were typed still read,
+typed, and are written back byte for byte (one codec: `MeasuredPeak.to_dict` /
+`checked_peak`, `core.measurement.history`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from core.backend import Backend
+from core.measurement.engine import Engine
+from core.measurement.fields import RankFields, TorchFields
+from core.measurement.history import HistoryStore, encode_record
+from core.parallel.sharding import ParallelKind
+
+# Copied from `HistoryStore.append`'s output on main 09ae223 (device kind and split as
+# strings then): a torch run on ROCm, and rank 1 of a two-rank PP MLX load.
+TORCH_ROCM = (
+    b'{"schema":1,"kind":"measurement","result":{"model":"mlx-community/Meta-Llama-3.1-8B-Instru'
+    b'ct-4bit","device_kind":"rocm","device_name":"AMD Radeon 8060S","peak_bytes":6145000000,"pe'
+    b'ak_kind":"torch.cuda.max_memory_allocated over baseline","inflight_mib":1024,"prompt_token'
+    b's":512,"gen_tokens":128,"synthetic_weights":false,"load_seconds":3.2,"prefill_tokens_per_s'
+    b'":1651.6,"decode_tokens_per_s":40.0,"torch_version":"2.13.0","runtime_version":"6.4","arch'
+    b'":"gfx1151","reserved_peak_bytes":null,"device_used_delta_bytes":null,"estimate_bytes":650'
+    b'0000000,"timestamp":"2025-01-01T00:00:00+00:00","vramscope_version":"0.9.0","extra":{"infl'
+    b'ight_emulation":"rocm","inflight_commits":12,"inflight_waits":null,"inflight_max_committed'
+    b'_bytes":null,"inflight_max_held_bytes":null,"ops":null,"fused_bf16_modules":null,"attentio'
+    b'n":"mlx-fallback","sdpa_backend":{},"generated_tokens":[1,2]},"warmup_tokens":20,"weights_'
+    b'bytes":null,"device_used_source":null,"family":"llama","engine":"torch","mlx_version":null'
+    b',"mlx_lm_version":null,"active_bytes":null,"cache_bytes":null,"kv_cache_mode":"fp16","acti'
+    b've_plus_cache_peak_bytes":null,"os_peak_bytes":null,"os_peak_source":null}}'
+)
+MLX_RANK = (
+    b'{"schema":1,"kind":"measurement","result":{"model":"m (pp 2, rank 1)","device_kind":"cpu",'
+    b'"device_name":"MLX CPU (x86_64)","peak_bytes":10000000,"peak_kind":"mx.get_peak_memory() o'
+    b'f this rank (load + workload)","inflight_mib":0,"prompt_tokens":32,"gen_tokens":4,"synthet'
+    b'ic_weights":true,"load_seconds":0.1,"prefill_tokens_per_s":1.0,"decode_tokens_per_s":1.0,"'
+    b'torch_version":"","runtime_version":"mlx 0.32.4, mlx-lm 0.32.2","arch":null,"reserved_peak'
+    b'_bytes":null,"device_used_delta_bytes":null,"estimate_bytes":11521433,"timestamp":"2025-01'
+    b'-01T00:00:00+00:00","vramscope_version":"0.9.0","extra":{"parallel":"pp","rank":1,"ranks":'
+    b'2,"layers":[4,8],"seconds":{"load":0.1}},"warmup_tokens":20,"weights_bytes":8921608,"devic'
+    b'e_used_source":null,"family":null,"engine":"mlx","mlx_version":null,"mlx_lm_version":null,'
+    b'"active_bytes":null,"cache_bytes":null,"kv_cache_mode":"fp16","active_plus_cache_peak_byte'
+    b's":null,"os_peak_bytes":null,"os_peak_source":null}}'
+)
+
+
+def test_an_old_torch_line_reads_typed_and_writes_back_the_same(tmp_path: Path) -> None:
+    history = tmp_path / "measurements.jsonl"
+    history.write_bytes(TORCH_ROCM + b"\n" + MLX_RANK + b"\n")
+    read = HistoryStore(history).read()
+    assert read.warnings == []
+    torch_run, rank = read.results
+    assert torch_run.device_kind is Backend.ROCM
+    assert torch_run.engine is Engine.TORCH
+    assert torch_run.estimate_backend is Backend.ROCM
+    fields = torch_run.fields
+    assert isinstance(fields, TorchFields)
+    assert (fields.emulated_queue, fields.inflight_commits, fields.attention) == (
+        True,
+        12,
+        "mlx-fallback",
+    )
+    assert rank.device_kind is Backend.CPU
+    assert rank.missing_queue == "no in-flight queue (MLX on cpu)"
+    split = rank.fields
+    assert isinstance(split, RankFields)
+    assert (split.parallel, split.rank, split.ranks, split.layers) == (
+        ParallelKind.PIPELINE,
+        1,
+        2,
+        [4, 8],
+    )
+    assert encode_record(torch_run) == TORCH_ROCM + b"\n"
+    assert encode_record(rank) == MLX_RANK + b"\n"
