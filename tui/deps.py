@@ -15,12 +15,14 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.backend import Backend, BackendChoice, detect_backend
+from core.backend import Backend, BackendChoice
 from core.catalog.entry import Catalog, CatalogEntry
+from core.device.available import read_available_memory
 from core.environment import read_env
-from core.estimate.available import MEMORY_LIMIT_ENV, AvailableMemory, resolve_available_memory
+from core.estimate.available import MEMORY_LIMIT_ENV, AvailableMemory
 from core.measurement.history import HistoryStore
 from core.model.snapshot import ModelSnapshot
+from core.probes.device_nodes import detect_backend
 from tui.controllers.measure_run import StartMeasurement, start_with_hip_backend
 
 if TYPE_CHECKING:  # core.calibration, the Fits view's and the device's reads: worker threads
@@ -101,7 +103,7 @@ def _fit_models(catalog: Catalog, use_cache: bool) -> Iterator[tuple[CatalogEntr
 
 
 def _read_device(backend: Backend) -> DeviceMemory | None:
-    from core.device.memory import read_device_memory
+    from core.device.reading import read_device_memory
 
     return read_device_memory(backend)
 
@@ -157,7 +159,7 @@ def default_deps(models_dirs: Sequence[Path] = ()) -> AppDeps:
         resolve_entry=partial(_resolve, models_dirs=dirs),
         load_snapshot=_load,
         detect_backend=detect_backend,
-        detect_available=lambda backend: resolve_available_memory(
+        detect_available=lambda backend: read_available_memory(
             backend, env_limit=env.get(MEMORY_LIMIT_ENV)
         ),
         env=env,

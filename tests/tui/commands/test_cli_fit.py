@@ -18,9 +18,9 @@ from core.backend import Backend
 from core.catalog.fit_models import read_fit_model
 from core.catalog.profiles import list_profile_ids
 from core.catalog.resolve import build_catalog
-from core.device.memory import read_cpu_name
 from core.estimate.available import AvailableMemory
 from core.estimate.estimate import Workload
+from core.probes.cpuinfo import read_cpu_name
 from tui.cli import main
 
 STORED = Quantization.STORED.word
