@@ -20,8 +20,8 @@ from core.catalog.entry import Catalog, CatalogEntry
 from core.device.available import read_available_memory
 from core.environment import read_env
 from core.estimate.available import MEMORY_LIMIT_ENV, AvailableMemory
+from core.estimate.snapshot import ModelSnapshot
 from core.measurement.history import HistoryStore
-from core.model.snapshot import ModelSnapshot
 from core.probes.device_nodes import detect_backend
 from tui.controllers.measure_run import StartMeasurement, start_with_hip_backend
 

@@ -22,9 +22,9 @@ from core.catalog.profiles import PROFILE_DIR, load_profile, profile_file_name
 from core.catalog.resolve import entry_snapshot
 from core.display_text import clean_text
 from core.errors import FileFault, describe_os_error
+from core.estimate.snapshot import ModelSnapshot, snapshot_from_config
 from core.estimate.weights import WeightsTerm
 from core.model.config import ModelConfig, load_config
-from core.model.snapshot import ModelSnapshot, snapshot_from_config
 from core.model.tensor_list import folder_identity, folder_tensors
 from core.paths import cache_dir
 

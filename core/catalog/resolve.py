@@ -28,6 +28,7 @@ from core.catalog.entry import (
     SkippedModel,
 )
 from core.catalog.hf_cache import scan_hf_cache_repo
+from core.catalog.model_dir import read_model_dir
 from core.catalog.profiles import list_profile_ids, load_profile, profile_snapshot
 from core.catalog.sources import (
     cached_model_entry,
@@ -43,10 +44,10 @@ from core.errors import (
     ModelError,
     ModelNotFoundError,
 )
+from core.estimate.snapshot import ModelSnapshot
 from core.estimate.weights import WeightsSource
 from core.hub.remote import HubOptions, HubRead, hub_offline_reason, read_hub_model
 from core.hub.store import is_repo_id
-from core.model.snapshot import ModelSnapshot, read_model_dir
 from core.paths import hf_cache_dir, hub_store_dir, models_dirs_from_env, repo_folder_name
 
 # When several entries share a name, the one with real files wins over the profile.

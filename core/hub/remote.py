@@ -28,10 +28,10 @@ from typing import Any
 
 from core.display_text import clean_text
 from core.errors import HeaderError, HubError, HubNotFoundError
-from core.estimate.weights import INDEX_FILE, INDEX_SIZE_CAP, has_safetensors_extension
 from core.hub import DEFAULT_TIMEOUT_S, store
 from core.model.config import CONFIG_FILE, CONFIG_SIZE_CAP, decode_json
 from core.model.safetensors_header import HEADER_SIZE_CAP, METADATA_KEY, header_weight_bytes
+from core.model.weight_files import INDEX_FILE, INDEX_SIZE_CAP, has_safetensors_extension
 from core.paths import hf_cache_dir, hub_store_dir
 from core.regular_file import read_regular
 

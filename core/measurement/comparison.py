@@ -22,7 +22,7 @@ from core.probes.device_nodes import detect_backend
 
 if TYPE_CHECKING:
     from core.estimate.estimate import EstimateSettings, MemoryEstimate
-    from core.model.snapshot import ModelSnapshot
+    from core.estimate.snapshot import ModelSnapshot
 
 
 def device_backend(device_kind: Backend | str) -> Backend | None:
