@@ -21,6 +21,7 @@ from core.answer.question import ONE_DEVICE, Question, Split
 from core.backend import Backend
 from core.device.available import read_available_memory
 from core.device.memory import MEMORY_CHOICES
+from core.device.reading import read_card, read_device_memory
 from core.environment import read_env, resolve_settings
 from core.errors import UsageError
 from core.estimate.available import MEMORY_LIMIT_ENV
@@ -100,8 +101,6 @@ def read_machine(
     """What this machine's probes say for the request: its backend, mlxcel's detected
     memory (when that is the source), the device's reading (`free`/`total`; with
     `identify`, the card's name and gfx target, for choosing a calibration)."""
-    from core.device.reading import read_card, read_device_memory
-
     machine = MachineReadings(detect_backend())
     backend, _, _ = resolve_backend(request, machine)
     source = request.memory.source
