@@ -12,8 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from core.backend import Backend
+from core.device.available import read_available_memory
 from core.estimate.activation import ACTIVATION_MULT_ENV, resolve_activation_mult
-from core.estimate.available import MEMORY_LIMIT_ENV, AvailableMemory, resolve_available_memory
+from core.estimate.available import MEMORY_LIMIT_ENV, AvailableMemory
 from core.estimate.estimate import EstimateSettings
 from core.estimate.headroom import HEADROOM_FACTOR_ENV, resolve_headroom_factor
 from core.estimate.inflight import ROCM_MAX_INFLIGHT_ENV, InflightBudget, resolve_inflight_budget
@@ -62,7 +63,7 @@ def resolve_settings(
     else:
         inflight = resolve_inflight_budget(env.get(ROCM_MAX_INFLIGHT_ENV))
     if available is None:
-        available = resolve_available_memory(
+        available = read_available_memory(
             backend, cli_limit=memory_limit, env_limit=env.get(MEMORY_LIMIT_ENV)
         )
     for note in (factor.warning, mult.warning, available.warning):

@@ -6,7 +6,7 @@ Standard library only; nothing here imports an engine.
 
 from __future__ import annotations
 
-from core.device.memory import read_cpu_name
+from core.probes.cpuinfo import read_cpu_name
 
 # What native allocators say when they cannot map memory (oneDNN says the second
 # when RLIMIT_AS stops it, libgomp the last when a thread stack cannot be mapped);
@@ -32,7 +32,7 @@ def status_kib(field: str) -> int | None:
 
 
 def cpu_name() -> str:
-    """The CPU's model name (`core.device.memory.read_cpu_name`: the name a calibration
+    """The CPU's model name (`core.probes.cpuinfo.read_cpu_name`: the name a calibration
     of this CPU's runs is for, and the one the estimate's device is named by)."""
     return read_cpu_name()
 

@@ -32,6 +32,7 @@ from core.estimate.inflight import (
     InflightBudget,
     resolve_inflight_budget,
 )
+from core.estimate.snapshot import ModelSnapshot
 from core.measurement.comparison import expected_backend, held_against, held_against_estimate
 from core.measurement.engine import Engine
 from core.measurement.protocol import (
@@ -43,7 +44,6 @@ from core.measurement.protocol import (
 from core.measurement.request import MeasureRequest
 from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailure
 from core.model.config import ModelConfig
-from core.model.snapshot import ModelSnapshot
 from hip_backend.engines import runtime
 from hip_backend.host import CAPPED_ALLOCATION_TEXTS
 from hip_backend.job import ChildJob

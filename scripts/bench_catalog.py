@@ -33,11 +33,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from core.catalog import sources as catalog_module
 from core.catalog.disk_cache import CACHE_FILE
-from core.catalog.hf_cache import _import_hub, repo_folder_name
+from core.catalog.hf_cache import _import_hub
 from core.catalog.profiles import PROFILE_DIR, Profile, list_profile_ids, load_profile
 from core.catalog.resolve import build_catalog
-from core.estimate.weights import INDEX_FILE
 from core.model.safetensors_header import tensor_bytes
+from core.model.weight_files import INDEX_FILE
+from core.paths import repo_folder_name
 from tests.model_writers import write_cache_file, write_ref, write_skeleton
 
 SHARD = 5 * 10**9

@@ -31,9 +31,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from core.catalog.model_dir import read_model_dir
 from core.catalog.profiles import load_profile
 from core.catalog.resolve import HubOptions, resolve_model
-from core.model.snapshot import read_model_dir
 from tests.hub_server import FakeHub, sparse_from_folder
 from tests.model_writers import write_skeleton
 

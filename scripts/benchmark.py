@@ -19,11 +19,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from core.backend import Backend  # noqa: E402
+from core.catalog.model_dir import read_model_dir  # noqa: E402
 from core.catalog.profiles import load_profile  # noqa: E402
 from core.estimate.available import AvailableMemory  # noqa: E402
 from core.estimate.estimate import EstimateSettings, Workload, estimate  # noqa: E402
 from core.model.safetensors_header import DTYPE_ITEMSIZE, read_header_json  # noqa: E402
-from core.model.snapshot import read_model_dir  # noqa: E402
 from tests.model_writers import disk_usage, write_safetensors_skeleton, write_skeleton  # noqa: E402
 
 

@@ -32,8 +32,8 @@ from core.calibration.fit import (  # noqa: E402
 )
 from core.calibration.report import figures_words, percent  # noqa: E402
 from core.calibration.sources import records_from_history, rows_from_records  # noqa: E402
+from core.catalog.model_dir import read_model_dir  # noqa: E402
 from core.measurement.history import HISTORY_FILE, HistoryStore  # noqa: E402
-from core.model.snapshot import read_model_dir  # noqa: E402
 from tests.hip_backend.mlx_models import GEMMA2_CONFIG, LLAMA_CONFIG, write_mlx_model  # noqa: E402
 
 QWEN2_CONFIG = {

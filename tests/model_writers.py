@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from core.catalog.profiles import Profile, Tensor
-from core.estimate.weights import INDEX_FILE
 from core.model.config import CONFIG_FILE
 from core.model.safetensors_header import DTYPE_ITEMSIZE, tensor_bytes
+from core.model.weight_files import INDEX_FILE
 
 # --- Skeleton folders: real headers over sparse data --------------------------------------
 

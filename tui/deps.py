@@ -13,15 +13,18 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from core.backend import Backend, BackendChoice, detect_backend
+from core.backend import Backend, BackendChoice
 from core.catalog.entry import Catalog, CatalogEntry
+from core.device.available import read_available_memory
 from core.environment import read_env
-from core.estimate.available import MEMORY_LIMIT_ENV, AvailableMemory, resolve_available_memory
+from core.estimate.available import MEMORY_LIMIT_ENV, AvailableMemory
+from core.estimate.snapshot import ModelSnapshot
 from core.measurement.history import HistoryStore
-from core.model.snapshot import ModelSnapshot
-from tui.controllers.measure_run import StartMeasurement, start_with_hip_backend
+from core.measurement.request import MeasureRequest
+from core.measurement.run import RunEvent
+from core.probes.device_nodes import detect_backend
 
 if TYPE_CHECKING:  # core.calibration, the Fits view's and the device's reads: worker threads
     from core.answer.fit import FitModel
@@ -37,6 +40,35 @@ def _default_candidates() -> CalibrationCandidates:
     from core.calibration.select import default_candidates
 
     return default_candidates()
+
+
+class MeasureHandle(Protocol):
+    """What the explorer needs of `hip_backend.RunHandle`."""
+
+    @property
+    def pid(self) -> int | None:
+        """The child's process id while it runs."""
+
+    @property
+    def done(self) -> bool:
+        """True once the terminal event was delivered."""
+
+    def cancel(self) -> None:
+        """Kill the child; a CANCELLED failure ends the run."""
+
+
+StartMeasurement = Callable[[MeasureRequest, Callable[[RunEvent], None]], MeasureHandle]
+"""`hip_backend.start_run`'s shape: returns at once, events come from other threads."""
+
+
+def start_with_hip_backend(
+    request: MeasureRequest, on_event: Callable[[RunEvent], None]
+) -> MeasureHandle:
+    """The real launcher, imported only now (it never imports torch itself)."""
+    from hip_backend import start_run
+
+    handle: MeasureHandle = start_run(request, on_event)
+    return handle
 
 
 @dataclass(frozen=True)
@@ -89,8 +121,8 @@ class AppDeps:
 
 
 def _fit_models(catalog: Catalog, use_cache: bool) -> Iterator[tuple[CatalogEntry, FitModel | str]]:
-    from core.catalog.fit_models import fit_reader
     from core.errors import VramscopeError
+    from core.fit_models import fit_reader
 
     with fit_reader(use_cache=use_cache) as reader:
         for entry in catalog.entries:
@@ -101,7 +133,7 @@ def _fit_models(catalog: Catalog, use_cache: bool) -> Iterator[tuple[CatalogEntr
 
 
 def _read_device(backend: Backend) -> DeviceMemory | None:
-    from core.device.memory import read_device_memory
+    from core.device.reading import read_device_memory
 
     return read_device_memory(backend)
 
@@ -157,7 +189,7 @@ def default_deps(models_dirs: Sequence[Path] = ()) -> AppDeps:
         resolve_entry=partial(_resolve, models_dirs=dirs),
         load_snapshot=_load,
         detect_backend=detect_backend,
-        detect_available=lambda backend: resolve_available_memory(
+        detect_available=lambda backend: read_available_memory(
             backend, env_limit=env.get(MEMORY_LIMIT_ENV)
         ),
         env=env,

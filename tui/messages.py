@@ -16,8 +16,8 @@ from textual.message import Message
 from core.backend import Backend
 from core.catalog.entry import Catalog, CatalogEntry
 from core.estimate.available import AvailableMemory
+from core.estimate.snapshot import ModelSnapshot
 from core.measurement.history import HistoryRead
-from core.model.snapshot import ModelSnapshot
 
 if TYPE_CHECKING:  # the calibration code, the Fits view's rows, the device: worker reads
     from core.answer.fit import FitRow

@@ -29,7 +29,7 @@ from core.answer.solve import largest_fitting_inflight as _largest_inflight
 from core.answer.solve_guess import largest_context
 from core.errors import ShardingError
 from core.estimate.estimate import MemoryEstimate, estimate
-from core.model.snapshot import ModelSnapshot
+from core.estimate.snapshot import ModelSnapshot
 from core.parallel.plan import (
     ParallelEstimate,
     ParallelPlan,

@@ -18,7 +18,7 @@ from core.estimate.activation import ACTIVATION_BUFFER_MULT
 from core.estimate.estimate import EstimateSettings, Workload
 from core.estimate.headroom import DEFAULT_HEADROOM_FACTOR
 from core.estimate.inflight import ROCM_DEFAULT_MAX_INFLIGHT_MB
-from core.model.snapshot import ModelSnapshot
+from core.estimate.snapshot import ModelSnapshot
 from core.parallel.sharding import ParallelKind
 
 Tensor = tuple[str, str, tuple[int, ...]]

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 from core.estimate.estimate import EstimateSettings, Workload, estimate
 from core.estimate.inflight import MAX_ACCEPTED_INFLIGHT_MB
-from core.model.snapshot import ModelSnapshot
+from core.estimate.snapshot import ModelSnapshot
 
 CONTEXT_SEARCH_LIMIT = 1 << 32
 """Contexts are searched up to 4,294,967,296 tokens; beyond that "it always fits"."""

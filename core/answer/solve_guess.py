@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from core.answer.solve import CONTEXT_SEARCH_LIMIT, FitLimit, largest_fitting_context
 from core.estimate.estimate import EstimateSettings, Workload, estimate
-from core.model.snapshot import ModelSnapshot
+from core.estimate.snapshot import ModelSnapshot
 
 _PROBES = (1 << 16, 1 << 17)
 _FIRST_STEP = 256

@@ -19,9 +19,9 @@ from core.calibration.store import default_path, merged, read_store, write_store
 from core.calibration.targets import DEFAULT_TARGET, target_named, target_words
 from core.display_text import clean_text
 from core.errors import VramscopeError
+from core.estimate.snapshot import ModelSnapshot
 from core.measurement.engine import Engine
 from core.measurement.history import HistoryStore
-from core.model.snapshot import ModelSnapshot
 
 
 class NothingToCalibrate(VramscopeError):

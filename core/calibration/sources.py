@@ -28,11 +28,11 @@ from core.display_text import clean_text
 from core.errors import VramscopeError, describe_os_error
 from core.estimate.available import AvailableMemory
 from core.estimate.estimate import EstimateSettings, Workload, estimate
+from core.estimate.snapshot import ModelSnapshot
 from core.measurement.comparison import device_backend
 from core.measurement.engine import ENGINE_NAMES, Engine
 from core.measurement.result import MeasuredPeak
 from core.model.config import read_small_file
-from core.model.snapshot import ModelSnapshot
 from core.numbers import decimal_to_int
 from core.units import U64_MAX
 

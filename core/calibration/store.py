@@ -9,19 +9,18 @@ another schema is ignored with one warning: the built-in calibration still appli
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.atomic_write import atomic_write
 from core.calibration.key import CalibrationKey
 from core.calibration.record import Calibration
 from core.display_text import clean_text
 from core.errors import OversizedFileError, describe_os_error
-from core.measurement.history import state_dir
 from core.model.config import decode_json, read_small_file
+from core.paths import state_dir
 
 CALIBRATION_FILE = "calibration.json"
 SCHEMA_VERSION = 1
@@ -111,15 +110,4 @@ def encode(cals: Sequence[Calibration], version: str) -> bytes:
 
 def write_store(path: Path, cals: Sequence[Calibration], version: str) -> None:
     """Replace `path` atomically with `cals` (OSError when the folder cannot be written)."""
-    data = encode(cals, version)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".calibration.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, encode(cals, version))

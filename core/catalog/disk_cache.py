@@ -20,30 +20,23 @@ import dataclasses
 import enum
 import json
 import os
-import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from core.atomic_write import atomic_write
 from core.catalog.entry import CatalogEntry
 from core.estimate.kv_cache import KvKind
 from core.estimate.weights import WeightsSource
+from core.paths import cache_dir
 from core.regular_file import read_regular
 
 CACHE_FILE = "catalog.json"
 CACHE_SIZE_CAP = 64 * 1024 * 1024
 _FORMAT = 1
-
-
-def cache_dir(environ: dict[str, str] | None = None) -> Path:
-    """`$XDG_CACHE_HOME/vramscope`, or `~/.cache/vramscope` when unset or relative."""
-    env = os.environ if environ is None else environ
-    base = env.get("XDG_CACHE_HOME", "")
-    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".cache"
-    return root / "vramscope"
 
 
 @cache
@@ -151,16 +144,8 @@ class CatalogCache:
             return
         doc = {"fingerprint": code_fingerprint(), "entries": self._entries}
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".catalog-", suffix=".tmp", dir=self.path.parent)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as fh:
-                    json.dump(doc, fh, separators=(",", ":"))
-                os.replace(tmp, self.path)
-            except BaseException:
-                with suppress(OSError):
-                    os.unlink(tmp)
-                raise
+            data = json.dumps(doc, separators=(",", ":")).encode("utf-8", "surrogateescape")
+            atomic_write(self.path, data)
         except (OSError, ValueError, TypeError):
             return
         self._dirty = False

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,49 +23,9 @@ from typing import Any
 
 from core.catalog.disk_cache import ACTIVE as ACTIVE_DISK_CACHE
 from core.errors import describe_os_error
+from core.paths import HF_MODEL_PREFIX, repo_folder_name
 
-MODEL_PREFIX = "models--"
 IGNORED_ENTRIES = frozenset({".locks", "CACHEDIR.TAG", ".DS_Store", ".gitignore"})
-
-
-def _expand(path: str, env: Mapping[str, str]) -> str:
-    """`os.path.expanduser` then `expandvars`, but reading `env` instead of os.environ."""
-    if path == "~" or path.startswith("~/"):
-        path = (env.get("HOME") or os.path.expanduser("~")) + path[1:]
-    elif path.startswith("~"):
-        path = os.path.expanduser(path)  # ~user comes from the password database
-
-    def var(match: re.Match[str]) -> str:
-        name = match.group(1) or match.group(2)
-        return env.get(name, match.group(0))
-
-    return _VAR.sub(var, path)
-
-
-_VAR = re.compile(r"\$(\w+)|\$\{([^}]*)\}")
-
-
-def hf_cache_dir(env: Mapping[str, str] | None = None) -> Path:
-    """The hub cache folder huggingface_hub would use, from `env` (default os.environ).
-
-    Same order as `huggingface_hub.constants`: `HF_HUB_CACHE`, the legacy
-    `HUGGINGFACE_HUB_CACHE`, `$HF_HOME/hub`, `$XDG_CACHE_HOME/huggingface/hub`,
-    `~/.cache/huggingface/hub`; `~` and `$VARS` are expanded.
-    """
-    env = os.environ if env is None else env
-    # Step by step as the hub's constants module does it (an empty value counts as set).
-    default_home = os.path.join(_expand("~", env), ".cache")
-    hf_home = _expand(
-        env.get("HF_HOME", os.path.join(env.get("XDG_CACHE_HOME", default_home), "huggingface")),
-        env,
-    )
-    legacy = env.get("HUGGINGFACE_HUB_CACHE", os.path.join(hf_home, "hub"))
-    return Path(_expand(env.get("HF_HUB_CACHE", legacy), env))
-
-
-def repo_folder_name(repo_id: str) -> str:
-    """`models--org--name` for `org/name`, as the hub names cache folders."""
-    return MODEL_PREFIX + repo_id.replace("/", "--")
 
 
 @dataclass(frozen=True)
@@ -132,7 +91,9 @@ def _pick_revision(revisions: Iterable[Any]) -> tuple[Any, list[Any]]:
 def _repo_problem(repo_path: Path, reason: str) -> CacheProblem:
     name = repo_path.name
     repo_id = (
-        name[len(MODEL_PREFIX) :].replace("--", "/") if name.startswith(MODEL_PREFIX) else None
+        name[len(HF_MODEL_PREFIX) :].replace("--", "/")
+        if name.startswith(HF_MODEL_PREFIX)
+        else None
     )
     return CacheProblem(str(repo_path), reason, repo_id)
 

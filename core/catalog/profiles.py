@@ -23,16 +23,11 @@ from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
-from core.estimate.weights import (
-    INDEX_FILE,
-    SINGLE_FILE,
-    WeightsSource,
-    WeightsTerm,
-    weights_from_config,
-)
+from core.estimate.snapshot import ModelSnapshot, snapshot_from_config
+from core.estimate.weights import WeightsSource, WeightsTerm, weights_from_config
 from core.model.config import CONFIG_FILE, ModelConfig, decode_json
 from core.model.safetensors_header import DTYPE_ITEMSIZE, tensor_bytes
-from core.model.snapshot import ModelSnapshot, snapshot_from_config
+from core.model.weight_files import INDEX_FILE, SINGLE_FILE
 from core.numbers import U64_DIGITS
 from core.units import sat_add, sat_mul
 

@@ -27,11 +27,8 @@ from core.catalog.entry import (
     CatalogEntry,
     SkippedModel,
 )
-from core.catalog.hf_cache import (
-    hf_cache_dir,
-    repo_folder_name,
-    scan_hf_cache_repo,
-)
+from core.catalog.hf_cache import scan_hf_cache_repo
+from core.catalog.model_dir import read_model_dir
 from core.catalog.profiles import list_profile_ids, load_profile, profile_snapshot
 from core.catalog.sources import (
     cached_model_entry,
@@ -47,20 +44,17 @@ from core.errors import (
     ModelError,
     ModelNotFoundError,
 )
+from core.estimate.snapshot import ModelSnapshot
 from core.estimate.weights import WeightsSource
 from core.hub.remote import HubOptions, HubRead, hub_offline_reason, read_hub_model
-from core.hub.store import is_repo_id, store_dir
-from core.model.snapshot import ModelSnapshot, read_model_dir
-
-MODELS_DIR_ENV = "VRAMSCOPE_MODELS_DIR"
-"""Extra folders of models, separated like PATH (`os.pathsep`)."""
+from core.hub.store import is_repo_id
+from core.paths import hf_cache_dir, hub_store_dir, models_dirs_from_env, repo_folder_name
 
 # When several entries share a name, the one with real files wins over the profile.
 # A Hub copy is headers only, like a profile, and read only for names nothing else has.
 _ORIGIN_RANK = {ORIGIN_HF_CACHE: 0, ORIGIN_FOLDER: 1, ORIGIN_BUILTIN: 2, ORIGIN_HUB: 3}
 
 __all__ = [
-    "MODELS_DIR_ENV",
     "ORIGIN_BUILTIN",
     "ORIGIN_FOLDER",
     "ORIGIN_HF_CACHE",
@@ -81,12 +75,6 @@ __all__ = [
 
 
 # --- The catalog -------------------------------------------------------------------------
-
-
-def models_dirs_from_env(env: Mapping[str, str] | None = None) -> list[Path]:
-    """The folders in VRAMSCOPE_MODELS_DIR (separated by os.pathsep; `~` expanded)."""
-    raw = (os.environ if env is None else env).get(MODELS_DIR_ENV, "")
-    return [Path(os.path.expanduser(p)) for p in raw.split(os.pathsep) if p.strip()]
 
 
 def _real(path: Path | str) -> str:
@@ -177,7 +165,7 @@ def _build_catalog(
             entries.extend(found)
             skipped.extend(left)
     if include_hub:
-        root = store_dir(env)
+        root = hub_store_dir(env)
         found, left = _guarded(str(root), partial(hub_store_entries, root))
         entries.extend(found)
         skipped.extend(left)

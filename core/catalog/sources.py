@@ -28,6 +28,7 @@ from core.catalog.hf_cache import (
     CachedModel,
     scan_hf_cache,
 )
+from core.catalog.model_dir import check_model_dir, read_model_dir
 from core.catalog.profiles import load_profile, profile_snapshot
 from core.errors import (
     FileFault,
@@ -35,14 +36,8 @@ from core.errors import (
     ShardIndexError,
     describe_os_error,
 )
-from core.estimate.weights import (
-    INDEX_FILE,
-    INDEX_SIZE_CAP,
-    WeightsSource,
-    WeightsTerm,
-    is_acceptable_shard_name,
-    read_index_shards,
-)
+from core.estimate.snapshot import ModelSnapshot, snapshot_from_config
+from core.estimate.weights import WeightsSource, WeightsTerm
 from core.model.config import (
     CONFIG_FILE,
     ModelConfig,
@@ -52,7 +47,12 @@ from core.model.config import (
 )
 from core.model.format import describe_format
 from core.model.safetensors_header import DTYPE_ITEMSIZE
-from core.model.snapshot import ModelSnapshot, check_model_dir, read_model_dir, snapshot_from_config
+from core.model.weight_files import (
+    INDEX_FILE,
+    INDEX_SIZE_CAP,
+    is_acceptable_shard_name,
+    read_index_shards,
+)
 from core.numbers import decimal_to_int
 
 # Display-only context defaults for families whose configs leave the field out

@@ -11,12 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from core.catalog.model_dir import read_model_dir
 from core.catalog.profiles import load_profile
 from core.catalog.resolve import _existing_path, entry_snapshot, resolve_entry
 from core.errors import FileFault, ShardingError
-from core.estimate.weights import INDEX_FILE, WeightsSource, read_index_shards
+from core.estimate.snapshot import ModelSnapshot
+from core.estimate.weights import WeightsSource
 from core.model.safetensors_header import parse_header_entries, read_header_json
-from core.model.snapshot import ModelSnapshot, read_model_dir
+from core.model.weight_files import INDEX_FILE, read_index_shards
 from core.parallel.plan import Tensor
 
 

@@ -7,24 +7,15 @@ constant; it is sized in FP16 and scales linearly with batch.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from core.estimate.headroom import FloatSetting, resolve_positive_float
+from core.model.config import ActivationDims
 from core.units import U64_MAX, f64_to_u64, sat_add, sat_mul
 
 ACTIVATION_MULT_ENV = "MLXCEL_ACTIVATION_MULT"
 ACTIVATION_BUFFER_MULT = 2.0
 ACTIVATION_PREFILL_TOKENS = 512
 ACTIVATION_DTYPE_BYTES = 2
-
-
-@dataclass(frozen=True)
-class ActivationDims:
-    """The config sizes the activation term needs."""
-
-    hidden: int
-    intermediate: int
-    vocab: int
 
 
 def resolve_activation_mult(raw: str | None) -> FloatSetting:

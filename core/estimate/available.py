@@ -8,22 +8,20 @@ Order, first non-zero answer wins, as mlxcel's `available_bytes`:
 3. Apple unified memory, floored to whole GiB;
 4. `/proc/meminfo` `MemAvailable`, else `MemTotal`;
 5. 0 (nothing fits).
-Every probe is injectable so tests never depend on the machine.
+This module is the rule alone: each reading comes from a probe passed in, called only
+when the sources before it gave nothing (so a flag never runs `nvidia-smi`). The
+machine's own probes are wired in by `core.device.available.read_available_memory`.
 """
 
 from __future__ import annotations
 
-import glob
-import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from core.backend import Backend
 from core.display_text import shorten
 from core.memory_size import is_explicitly_unset, parse_optional_memory_size
-from core.numbers import decimal_to_int
-from core.units import GIB, MIB
+from core.units import GIB
 
 MEMORY_LIMIT_ENV = "MLXCEL_MEMORY_LIMIT"
 MLX_DEVICE_LIMIT_FRACTION = 0.8
@@ -40,7 +38,7 @@ class AvailableMemory:
 
 @dataclass(frozen=True)
 class DeviceMemory:
-    """A device's total memory, read without a GPU runtime."""
+    """A device's total memory, as a probe read it (without a GPU runtime)."""
 
     total_bytes: int
     name: str
@@ -55,102 +53,14 @@ def mlx_device_limit(total: int) -> int:
     return int(total * MLX_DEVICE_LIMIT_FRACTION)
 
 
-def read_amdgpu_vram(
-    pattern: str = "/sys/class/drm/card*/device/mem_info_vram_total",
-) -> DeviceMemory | None:
-    """The largest amdgpu VRAM size in sysfs (the first device MLX would use)."""
-    best: DeviceMemory | None = None
-    for path in sorted(glob.glob(pattern)):
-        try:
-            with open(path, encoding="ascii") as fh:
-                total = int(fh.read().strip())
-        except (OSError, ValueError):
-            continue
-        if total > 0 and (best is None or total > best.total_bytes):
-            best = DeviceMemory(total, f"amdgpu VRAM ({path.split('/')[4]})")
-    return best
-
-
-def query_nvidia_smi(timeout: float = 2.0) -> tuple[str, int, int] | None:
-    """GPU 0's name, total and used bytes from `nvidia-smi` (no CUDA context), or None."""
-    try:
-        out = subprocess.run(
-            [
-                "nvidia-smi",
-                "--query-gpu=name,memory.total,memory.used",
-                "--format=csv,noheader,nounits",
-                "-i",
-                "0",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=True,
-        ).stdout
-        name, total, used = (part.strip() for part in out.splitlines()[0].rsplit(",", 2))
-        return name, int(total) * MIB, int(used) * MIB
-    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
-        return None
-
-
-def read_nvidia_memory(timeout: float = 2.0) -> DeviceMemory | None:
-    """GPU 0's memory from `nvidia-smi` (NVML; no CUDA context is created)."""
-    found = query_nvidia_smi(timeout)
-    return None if found is None else DeviceMemory(found[1], found[0])
-
-
-def probe_device_memory(backend: Backend) -> DeviceMemory | None:
-    """The device size for a GPU backend, or None (CPU, Metal or nothing readable)."""
-    if backend is Backend.ROCM:
-        return read_amdgpu_vram()
-    if backend is Backend.CUDA:
-        return read_nvidia_memory()
-    return None
-
-
-def read_unified_memory_gib() -> int | None:
-    """macOS `hw.memsize` floored to whole GiB (mlxcel's `unified_memory_gb`)."""
-    if sys.platform != "darwin":
-        return None
-    try:
-        out = subprocess.run(
-            ["sysctl", "-n", "hw.memsize"], capture_output=True, text=True, timeout=2.0, check=True
-        ).stdout
-        return int(out.strip()) // GIB
-    except (OSError, subprocess.SubprocessError, ValueError):
-        return None
-
-
-def parse_meminfo(text: str) -> int | None:
-    """`MemAvailable` (preferred) or `MemTotal` from /proc/meminfo text, in bytes."""
-    values: dict[str, int] = {}
-    for line in text.splitlines():
-        for key in ("MemAvailable:", "MemTotal:"):
-            if line.startswith(key):
-                fields = line[len(key) :].split()
-                kib = decimal_to_int(fields[0]) if fields and fields[0].isascii() else None
-                if kib is not None and fields[0].isdigit():
-                    values[key] = kib * 1024
-    return values.get("MemAvailable:") or values.get("MemTotal:")
-
-
-def read_meminfo(path: str = "/proc/meminfo") -> int | None:
-    """Linux available memory, or None off Linux."""
-    try:
-        with open(path, encoding="ascii", errors="replace") as fh:
-            return parse_meminfo(fh.read())
-    except OSError:
-        return None
-
-
 def resolve_available_memory(
     backend: Backend,
     *,
     cli_limit: int | None = None,
     env_limit: str | None = None,
-    device_probe: DeviceProbe = probe_device_memory,
-    unified_probe: Probe = read_unified_memory_gib,
-    meminfo_probe: Probe = read_meminfo,
+    device_probe: DeviceProbe,
+    unified_probe: Probe,
+    meminfo_probe: Probe,
 ) -> AvailableMemory:
     """Walk the sources in order; each probe is called only if the ones before fail."""
     if cli_limit:

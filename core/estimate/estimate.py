@@ -14,11 +14,7 @@ import enum
 from dataclasses import dataclass
 
 from core.backend import Backend
-from core.estimate.activation import (
-    ACTIVATION_BUFFER_MULT,
-    ActivationDims,
-    compute_activation_bytes,
-)
+from core.estimate.activation import ACTIVATION_BUFFER_MULT, compute_activation_bytes
 from core.estimate.available import AvailableMemory
 from core.estimate.headroom import (
     DEFAULT_HEADROOM_FACTOR,
@@ -27,8 +23,9 @@ from core.estimate.headroom import (
 )
 from core.estimate.inflight import ROCM_DEFAULT_MAX_INFLIGHT_MB
 from core.estimate.kv_cache import KvArch, KvTerm, kv_term
+from core.estimate.snapshot import ModelSnapshot
 from core.estimate.weights import WeightsSource
-from core.model.snapshot import ModelSnapshot
+from core.model.config import ActivationDims
 from core.units import MIB, sat_add, sat_sub
 
 DEFAULT_CTX_LEN = 8192

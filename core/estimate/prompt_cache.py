@@ -18,7 +18,7 @@ from core.estimate.downstream import (
 )
 from core.estimate.estimate import EstimateSettings, Workload, estimate
 from core.estimate.kv_cache import KvArch, KvKind, kv_term
-from core.model.snapshot import ModelSnapshot
+from core.estimate.snapshot import ModelSnapshot
 
 SNAPSHOT_FAMILIES = frozenset(
     {

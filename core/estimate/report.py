@@ -10,8 +10,8 @@ from typing import Any
 from core.display_text import clean_text, json_safe
 from core.estimate.downstream import paged_v2_workspace_reserve_bytes
 from core.estimate.estimate import MemoryEstimate, kv_bytes_per_token
+from core.estimate.snapshot import ModelSnapshot
 from core.model.config import PER_SLOT_OVERHEAD_FAMILIES
-from core.model.snapshot import ModelSnapshot
 from core.units import format_bytes
 
 _LABEL_WIDTH = 19  # values start at column 20

@@ -28,10 +28,11 @@ from typing import Any
 
 from core.display_text import clean_text
 from core.errors import HeaderError, HubError, HubNotFoundError
-from core.estimate.weights import INDEX_FILE, INDEX_SIZE_CAP, has_safetensors_extension
 from core.hub import DEFAULT_TIMEOUT_S, store
 from core.model.config import CONFIG_FILE, CONFIG_SIZE_CAP, decode_json
 from core.model.safetensors_header import HEADER_SIZE_CAP, METADATA_KEY, header_weight_bytes
+from core.model.weight_files import INDEX_FILE, INDEX_SIZE_CAP, has_safetensors_extension
+from core.paths import hf_cache_dir, hub_store_dir
 from core.regular_file import read_regular
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
@@ -103,7 +104,7 @@ def read_hub_model(
     env = os.environ if env is None else env
     revision = options.revision or "main"
     endpoint = hub_endpoint(env)
-    root = store.store_dir(env)
+    root = hub_store_dir(env)
     stored = store.lookup(root, repo_id, revision)
     offline = "--offline" if options.offline else hub_offline_reason(env)
     if offline is not None:
@@ -335,8 +336,6 @@ def _download_small(
 ) -> bytes:
     """A config or index through `hf_hub_download` (so it lands in the HF cache), capped."""
     from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
-
-    from core.catalog.hf_cache import hf_cache_dir
 
     url = hf_hub_url(repo_id, name, revision=commit, endpoint=api.endpoint)
     meta = get_hf_file_metadata(url, timeout=options.timeout_s, endpoint=api.endpoint)

@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.catalog.disk_cache import cache_dir
-from core.catalog.hf_cache import repo_folder_name
+from core.atomic_write import atomic_write
+from core.paths import repo_folder_name
 from core.regular_file import read_regular
 
 COMMIT_RE = re.compile(r"[0-9a-f]{40}")
@@ -38,11 +38,6 @@ def is_repo_id(name: str) -> bool:
         and ".." not in name
         and not name.endswith(".")
     )
-
-
-def store_dir(env: Mapping[str, str] | None = None) -> Path:
-    """`$XDG_CACHE_HOME/vramscope/hub` (default `~/.cache/vramscope/hub`)."""
-    return cache_dir(dict(os.environ if env is None else env)) / "hub"
 
 
 @dataclass(frozen=True)
@@ -107,10 +102,7 @@ def set_ref(root: Path, repo_id: str, revision: str, commit: str) -> None:
     ref = None if COMMIT_RE.fullmatch(revision) else _ref_file(root, repo_id, revision)
     if ref is None:
         return
-    ref.parent.mkdir(parents=True, exist_ok=True)
-    tmp = ref.with_name(f".{ref.name}.{os.getpid()}.tmp")
-    tmp.write_text(commit + "\n", encoding="ascii")
-    os.replace(tmp, ref)
+    atomic_write(ref, (commit + "\n").encode("ascii"))
 
 
 def list_stored(root: Path) -> list[StoredModel]:

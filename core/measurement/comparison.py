@@ -16,12 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from core.backend import Backend, detect_backend
+from core.backend import Backend
 from core.measurement.engine import Engine
+from core.probes.device_nodes import detect_backend
 
 if TYPE_CHECKING:
     from core.estimate.estimate import EstimateSettings, MemoryEstimate
-    from core.model.snapshot import ModelSnapshot
+    from core.estimate.snapshot import ModelSnapshot
 
 
 def device_backend(device_kind: Backend | str) -> Backend | None:

@@ -21,20 +21,13 @@ from typing import Any
 
 from core.errors import describe_os_error
 from core.measurement.result import MeasuredPeak, checked_peak
+from core.paths import state_dir
 from core.regular_file import check_regular_fd, read_regular
 
 HISTORY_FILE = "measurements.jsonl"
 SCHEMA_VERSION = 1
 HISTORY_SIZE_CAP = 256 * 1024 * 1024
 """The most of the history read (a run's record is under 2 KB: 100,000 runs in 200 MB)."""
-
-
-def state_dir(environ: dict[str, str] | None = None) -> Path:
-    """`$XDG_STATE_HOME/vramscope`, or `~/.local/state/vramscope` when unset or relative."""
-    env = os.environ if environ is None else environ
-    base = env.get("XDG_STATE_HOME", "")
-    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".local" / "state"
-    return root / "vramscope"
 
 
 @dataclass(frozen=True)

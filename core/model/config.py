@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import ConfigError, OversizedFileError, describe_os_error
-from core.estimate.activation import ActivationDims
 from core.numbers import decimal_to_int
 from core.regular_file import read_regular
 from core.units import U64_MAX, sat_mul
@@ -111,6 +110,15 @@ def get_f64(obj: JsonObject, keys: Sequence[str]) -> float | None:
         if value is not None:
             return value
     return None
+
+
+@dataclass(frozen=True)
+class ActivationDims:
+    """The config sizes the activation term needs."""
+
+    hidden: int
+    intermediate: int
+    vocab: int
 
 
 @dataclass(frozen=True)

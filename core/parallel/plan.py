@@ -28,12 +28,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 
 from core.errors import ShardingError
-from core.estimate.activation import ActivationDims
 from core.estimate.estimate import EstimateSettings, MemoryEstimate, Workload, estimate, estimate_of
 from core.estimate.kv_cache import KvArch, KvGroup, KvKind, attn_dims
-from core.model.config import NUM_HEADS_KEYS, get_u64
+from core.estimate.snapshot import ModelSnapshot
+from core.model.config import NUM_HEADS_KEYS, ActivationDims, get_u64
 from core.model.safetensors_header import tensor_bytes
-from core.model.snapshot import ModelSnapshot
 from core.parallel.sharding import (
     HeadCounts,
     ParallelKind,

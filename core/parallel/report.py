@@ -6,7 +6,7 @@ from typing import Any
 
 from core.estimate.kv_cache import kv_term
 from core.estimate.report import format_estimate, inspect_report
-from core.model.snapshot import ModelSnapshot
+from core.estimate.snapshot import ModelSnapshot
 from core.parallel.plan import ParallelEstimate, RankEstimate
 from core.parallel.sharding import MLX_LM_VERSION, ParallelKind
 from core.units import format_bytes

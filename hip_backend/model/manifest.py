@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import FileFault, ShardIndexError
-from core.estimate.weights import INDEX_FILE, SINGLE_FILE, glob_safetensors, read_index_shards
 from core.model.safetensors_header import parse_header_entries, read_header_json, tensor_bytes
+from core.model.weight_files import INDEX_FILE, SINGLE_FILE, glob_safetensors, read_index_shards
 from hip_backend.errors import BadModelError
 from hip_backend.model.layout import TensorShape
 

@@ -7,8 +7,9 @@ import multiprocessing
 from dataclasses import replace
 from pathlib import Path
 
-from core.measurement.history import HISTORY_FILE, HistoryStore, encode_record, state_dir
+from core.measurement.history import HISTORY_FILE, HistoryStore, encode_record
 from core.measurement.result import MeasuredPeak
+from core.paths import state_dir
 
 
 def peak(n: int, model: str = "m") -> MeasuredPeak:

@@ -10,8 +10,9 @@ import pytest
 from textual.widgets import Select
 
 from core.backend import Backend
-from core.device import memory
-from core.device.memory import DeviceMemory, read_device_memory
+from core.device import reading
+from core.device.memory import DeviceMemory
+from core.device.reading import read_device_memory
 from core.units import GIB
 from tests.tui.helpers import (
     ROCM_MACHINE,
@@ -64,8 +65,8 @@ async def test_picking_this_device_s_free_or_total(
     assert "gfx1151" in status
     # The command line reads the device again, as the screen did: the same total.
     assert f"--memory-limit {which}" in command
-    monkeypatch.setattr(memory, "SYS_ROOT", DATA / "sys")
-    monkeypatch.setattr(memory, "PROC_ROOT", DATA / "proc")
+    monkeypatch.setattr(reading, "SYS_ROOT", DATA / "sys")
+    monkeypatch.setattr(reading, "PROC_ROOT", DATA / "proc")
     assert main([*shlex.split(command)[1:], "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["budget_bytes"] == expected

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from core.catalog.resolve import ORIGIN_FOLDER, Catalog, CatalogEntry
+from core.estimate.snapshot import ModelSnapshot
 from core.estimate.weights import WeightsSource
-from core.model.snapshot import ModelSnapshot
 from core.units import MIB
 from tests.tui.helpers import (
     LLAMA,

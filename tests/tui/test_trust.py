@@ -19,8 +19,8 @@ from textual.widgets._footer import FooterKey
 from core.catalog.profiles import load_profile
 from core.catalog.resolve import Catalog, CatalogEntry
 from core.errors import ModelError
+from core.estimate.snapshot import ModelSnapshot
 from core.measurement.protocol import MeasureProgress
-from core.model.snapshot import ModelSnapshot
 from tests.factories import LLAMA, burst, peak
 from tests.tui.fake_launcher import FakeLauncher
 from tests.tui.helpers import (

@@ -103,9 +103,9 @@ def run(args: argparse.Namespace) -> int:
     from core.answer.calibrated import choose_for_device
     from core.answer.fit import model_rows, rank_rows
     from core.calibration.report import calibration_json
-    from core.catalog.fit_models import fit_reader
     from core.catalog.resolve import build_catalog
     from core.errors import VramscopeError
+    from core.fit_models import fit_reader
     from tui.render.fit_table import CalibratedColumn, fit_heading, fit_text
 
     quantizations = parse_quantizations(args.quantizations)

@@ -30,9 +30,9 @@ from core.backend import Backend
 from core.catalog.entry import Catalog, CatalogEntry
 from core.errors import VramscopeError
 from core.estimate.available import AvailableMemory
+from core.estimate.snapshot import ModelSnapshot
 from core.measurement.history import HistoryRead
 from core.measurement.result import MeasuredPeak
-from core.model.snapshot import ModelSnapshot
 from tui.deps import AppDeps, what_ifs_of
 from tui.messages import (
     AvailableRead,

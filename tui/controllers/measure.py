@@ -15,9 +15,9 @@ from textual.screen import Screen
 from textual.timer import Timer
 
 from core.catalog.entry import CatalogEntry
+from core.estimate.snapshot import ModelSnapshot
 from core.measurement.engine import Engine
 from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailure
-from core.model.snapshot import ModelSnapshot
 from tui.controllers.measure_run import MeasureEventMessage, MeasureRun
 from tui.deps import AppDeps
 from tui.model.measure_plan import measure_request

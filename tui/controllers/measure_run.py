@@ -1,7 +1,7 @@
 """One measurement started from the explorer: the child process, its events, cancelling it.
 
 The explorer never imports torch or hip_backend at start-up: the real launcher is
-reached through `start_with_hip_backend`, which imports it when `m` is pressed.
+reached through `tui.deps.start_with_hip_backend`, which imports it when `m` is pressed.
 Starting happens on a Textual thread worker (the launcher reads the model and
 computes the estimate before it spawns the child); the launcher's events arrive
 on its reader thread and are posted to the screen as `MeasureEventMessage`s,
@@ -13,8 +13,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import threading
-from collections.abc import Callable
-from typing import Protocol
 
 from textual.dom import DOMNode
 from textual.message import Message
@@ -22,38 +20,10 @@ from textual.message import Message
 from core.measurement.request import MeasureRequest
 from core.measurement.result import FailureKind, MeasurementFailure
 from core.measurement.run import RunEnded, RunEvent
+from tui.deps import MeasureHandle, StartMeasurement
 
 CLOSE_WAIT_S = 5.0
 """How long quitting waits for a start that is still spawning the child (see `close`)."""
-
-
-class MeasureHandle(Protocol):
-    """What the explorer needs of `hip_backend.RunHandle`."""
-
-    @property
-    def pid(self) -> int | None:
-        """The child's process id while it runs."""
-
-    @property
-    def done(self) -> bool:
-        """True once the terminal event was delivered."""
-
-    def cancel(self) -> None:
-        """Kill the child; a CANCELLED failure ends the run."""
-
-
-StartMeasurement = Callable[[MeasureRequest, Callable[[RunEvent], None]], MeasureHandle]
-"""`hip_backend.start_run`'s shape: returns at once, events come from other threads."""
-
-
-def start_with_hip_backend(
-    request: MeasureRequest, on_event: Callable[[RunEvent], None]
-) -> MeasureHandle:
-    """The real launcher, imported only now (it never imports torch itself)."""
-    from hip_backend import start_run
-
-    handle: MeasureHandle = start_run(request, on_event)
-    return handle
 
 
 _run_ids = itertools.count(1)

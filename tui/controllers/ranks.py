@@ -11,7 +11,7 @@ from __future__ import annotations
 from core.answer.answer import Answer
 from core.catalog.entry import CatalogEntry
 from core.errors import VramscopeError
-from core.model.snapshot import ModelSnapshot
+from core.estimate.snapshot import ModelSnapshot
 from core.parallel.plan import Tensor
 from tui.model.parallel_view import ParallelView, parallel_view
 from tui.widgets.ranks_panel import RanksPanel

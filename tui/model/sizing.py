@@ -25,7 +25,7 @@ from core.estimate.downstream import (
 )
 from core.estimate.estimate import DEFAULT_CTX_LEN, EstimateSettings, Workload, estimate
 from core.estimate.prompt_cache import PromptCacheCapacity, prompt_cache_capacity
-from core.model.snapshot import ModelSnapshot
+from core.estimate.snapshot import ModelSnapshot
 from core.units import GIB, format_bytes_short
 
 if TYPE_CHECKING:

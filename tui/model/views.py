@@ -14,11 +14,11 @@ from core.answer.answer import WHAT_IF_RULE, Answer, WhatIf
 from core.catalog.entry import CatalogEntry
 from core.estimate.available import AvailableMemory
 from core.estimate.estimate import EstimateSettings, MemoryEstimate, Workload, estimate
+from core.estimate.snapshot import ModelSnapshot
 from core.estimate.weights import WeightsSource
 from core.measurement.comparison import held_against_estimate
 from core.measurement.history import HistoryRead
 from core.measurement.result import MeasuredPeak
-from core.model.snapshot import ModelSnapshot
 from core.units import format_bytes_short
 from tui.model.chart_data import ENGINE_MARKS, MEASURED_MARK, ChartData, Point
 from tui.model.command_lines import mlxcel_command, vramscope_command

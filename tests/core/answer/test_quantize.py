@@ -18,8 +18,8 @@ from core.answer.quantize import (
     mlx_quantized_weights,
     quantized_tensor_bytes,
 )
+from core.catalog.model_dir import read_model_dir
 from core.catalog.profiles import load_profile
-from core.model.snapshot import read_model_dir
 from core.model.tensor_list import folder_tensors
 
 from .mlx_convert import FAMILIES

@@ -18,8 +18,8 @@ from core.catalog.profiles import load_profile, profile_snapshot
 from core.estimate.available import AvailableMemory
 from core.estimate.estimate import EstimateSettings, Workload, estimate
 from core.estimate.inflight import MAX_ACCEPTED_INFLIGHT_MB
+from core.estimate.snapshot import ModelSnapshot, snapshot_from_config
 from core.estimate.weights import WeightsSource, WeightsTerm
-from core.model.snapshot import ModelSnapshot, snapshot_from_config
 from core.units import GIB, U64_MAX
 
 LLAMA_4BIT = "mlx-community/Meta-Llama-3.1-8B-Instruct-4bit"

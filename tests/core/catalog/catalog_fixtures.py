@@ -20,8 +20,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from core.catalog.hf_cache import repo_folder_name
 from core.catalog.profiles import load_profile
+from core.paths import repo_folder_name
 from tests.model_writers import write_cache_file, write_ref, write_skeleton
 
 T = TypeVar("T")

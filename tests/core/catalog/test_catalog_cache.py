@@ -15,11 +15,11 @@ import core.catalog.sources as sources
 from core.catalog.disk_cache import (
     CACHE_FILE,
     CatalogCache,
-    cache_dir,
     entry_from_json,
     entry_to_json,
 )
 from core.catalog.resolve import build_catalog
+from core.paths import cache_dir
 from tests.core.catalog.catalog_fixtures import HubCache, write_tiny_model
 from tui.cli import main
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from core.catalog.model_dir import read_model_dir
 from core.catalog.profiles import load_profile
 from core.catalog.resolve import (
     ORIGIN_FOLDER,
@@ -18,8 +19,8 @@ from core.catalog.resolve import (
     build_catalog,
 )
 from core.estimate.kv_cache import KvKind
-from core.estimate.weights import INDEX_FILE, WeightsSource
-from core.model.snapshot import read_model_dir
+from core.estimate.weights import WeightsSource
+from core.model.weight_files import INDEX_FILE
 from tests.core.catalog.catalog_fixtures import (
     TINY_CONFIG,
     HubCache,

@@ -22,7 +22,8 @@ from core.catalog.resolve import (
     resolve_model,
 )
 from core.errors import ModelError, ModelNotFoundError, VramscopeError
-from core.estimate.weights import INDEX_FILE, WeightsSource
+from core.estimate.weights import WeightsSource
+from core.model.weight_files import INDEX_FILE
 from tests.core.catalog.catalog_fixtures import HubCache, write_tiny_model
 from tests.model_writers import write_skeleton
 

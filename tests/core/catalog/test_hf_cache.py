@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from core.catalog.hf_cache import hf_cache_dir, repo_folder_name, scan_hf_cache, scan_hf_cache_repo
+from core.catalog.hf_cache import scan_hf_cache, scan_hf_cache_repo
+from core.paths import hf_cache_dir, repo_folder_name
 from tests.core.catalog.catalog_fixtures import HubCache, commit_hash
 from tests.model_writers import write_ref
 

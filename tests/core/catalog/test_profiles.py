@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core.catalog.model_dir import read_model_dir
 from core.catalog.profiles import (
     PROFILE_DIR,
     decode_profile,
@@ -27,9 +28,10 @@ from core.catalog.profiles import (
     rows_to_json,
 )
 from core.catalog.resolve import build_catalog, profile_entry
-from core.estimate.weights import INDEX_FILE, WeightsSource
+from core.estimate.snapshot import ModelSnapshot
+from core.estimate.weights import WeightsSource
 from core.model.safetensors_header import tensor_bytes
-from core.model.snapshot import ModelSnapshot, read_model_dir
+from core.model.weight_files import INDEX_FILE
 from tests.model_writers import write_skeleton
 from tui.cli import main
 

@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 
 from core.backend import Backend
-from core.device.memory import (
+from core.device.reading import (
     device_available,
-    gfx_target,
-    read_amdgpu_cards,
     read_device_memory,
 )
-from core.device.mlx_device import MlxDevice, mlx_installed, parse_mlx_reply, read_mlx_device
 from core.errors import UsageError
+from core.probes.amdgpu_sysfs import read_amdgpu_cards
+from core.probes.kfd_topology import gfx_target
+from core.probes.mlx_device import MlxDevice, mlx_installed, parse_mlx_reply, read_mlx_device
 from core.units import GIB, MIB
 
 DATA = Path(__file__).parent / "data"
@@ -151,9 +151,9 @@ def test_neither_nvml_nor_mlx_is_imported_off_cuda() -> None:
     # The CPU reading asks MLX (where installed) in a child: this interpreter never
     # imports it, nor pynvml.
     code = (
-        "import sys; from core.backend import Backend; from core.device import memory;"
-        "memory.read_device_memory(Backend.ROCM, mlx=lambda: None);"
-        "memory.read_device_memory(Backend.CPU);"
+        "import sys; from core.backend import Backend; from core.device import reading;"
+        "reading.read_device_memory(Backend.ROCM, mlx=lambda: None);"
+        "reading.read_device_memory(Backend.CPU);"
         "print('pynvml' in sys.modules, 'mlx' in sys.modules)"
     )
     out = subprocess.run(

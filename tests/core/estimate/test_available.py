@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from core.backend import Backend, detect_backend, resolve_backend
+from core.backend import Backend
 from core.estimate.available import (
     DeviceMemory,
     mlx_device_limit,
-    parse_meminfo,
-    read_amdgpu_vram,
     resolve_available_memory,
 )
 from core.units import GIB
@@ -87,33 +83,3 @@ def test_invalid_env_falls_back_with_one_warning(raw: str) -> None:
     assert got.bytes == GIB
     assert got.warning is not None and "\n" not in got.warning
     assert f'MLXCEL_MEMORY_LIMIT="{raw}"' in got.warning
-
-
-def test_meminfo_parsing() -> None:
-    text = "MemTotal:       32493820 kB\nMemFree: 1 kB\nMemAvailable:   30000000 kB\n"
-    assert parse_meminfo(text) == 30_000_000 * 1024
-    assert parse_meminfo("MemTotal:       32493820 kB\n") == 32_493_820 * 1024
-    assert parse_meminfo("garbage") is None
-
-
-def test_amdgpu_sysfs(tmp_path: Path) -> None:
-    for card, size in (("card0", "1024\n"), ("card1", "103079215104\n"), ("card2", "junk")):
-        d = tmp_path / "class" / "drm" / card / "device"
-        d.mkdir(parents=True)
-        (d / "mem_info_vram_total").write_text(size)
-    got = read_amdgpu_vram(str(tmp_path / "class/drm/card*/device/mem_info_vram_total"))
-    assert got is not None and got.total_bytes == 103_079_215_104
-    assert read_amdgpu_vram(str(tmp_path / "nothing/*")) is None
-
-
-def test_backend_detection_from_device_nodes() -> None:
-    def only(*paths: str):  # type: ignore[no-untyped-def]
-        return lambda p: p in paths
-
-    assert detect_backend(only("/dev/kfd"), "linux", "x86_64").backend is Backend.ROCM
-    assert detect_backend(only("/dev/nvidiactl"), "linux", "x86_64").backend is Backend.CUDA
-    assert detect_backend(only(), "darwin", "arm64").backend is Backend.METAL
-    cpu = detect_backend(only(), "linux", "x86_64")
-    assert (cpu.backend, cpu.detected) == (Backend.CPU, True)
-    chosen = resolve_backend("rocm")
-    assert (chosen.backend, chosen.detected) == (Backend.ROCM, False)

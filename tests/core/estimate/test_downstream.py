@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from core.backend import Backend
+from core.catalog.model_dir import read_model_dir
 from core.catalog.profiles import load_profile, profile_snapshot
 from core.estimate.downstream import (
     BudgetDirectiveKind,
@@ -24,7 +25,6 @@ from core.estimate.downstream import (
 from core.estimate.estimate import Workload, estimate, kv_bytes_per_token
 from core.estimate.prompt_cache import prompt_cache_capacity
 from core.model.config import ModelConfig
-from core.model.snapshot import read_model_dir
 from tests.core.helpers import LLAMA_4BIT, MINIMAL_CONFIG, settings
 
 

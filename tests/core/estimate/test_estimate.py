@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from core.backend import Backend
+from core.catalog.model_dir import read_model_dir
 from core.catalog.profiles import load_profile, profile_snapshot
 from core.estimate.estimate import Workload, estimate, kv_bytes_per_token
 from core.estimate.headroom import compute_runtime_headroom
 from core.estimate.weights import WeightsSource
-from core.model.snapshot import read_model_dir
 from core.units import GIB, MIB, U64_MAX
 from tests.core.helpers import LLAMA_4BIT, MINIMAL_CONFIG, QWEN3_MOE_4BIT, QWEN25_4BIT, settings
 

@@ -6,13 +6,9 @@ import math
 
 import pytest
 
-from core.estimate.activation import (
-    ActivationDims,
-    compute_activation_bytes,
-    resolve_activation_mult,
-)
+from core.estimate.activation import compute_activation_bytes, resolve_activation_mult
 from core.estimate.headroom import compute_runtime_headroom, resolve_headroom_factor
-from core.model.config import ModelConfig
+from core.model.config import ActivationDims, ModelConfig
 from core.units import MIB, U64_MAX
 
 

@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 
+from core.catalog.model_dir import read_model_dir, resolve_weight_bytes
 from core.estimate.kv_cache import KvKind, classify_kv_arch, kv_term
-from core.estimate.weights import WeightsSource, has_safetensors_extension, resolve_weight_bytes
+from core.estimate.weights import WeightsSource
 from core.model.config import ModelConfig, decode_json
-from core.model.snapshot import read_model_dir
+from core.model.weight_files import has_safetensors_extension
 from tests.core.helpers import MINIMAL_CONFIG, safetensors_bytes
 from tui.cli import main
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from core.backend import Backend
+from core.catalog.model_dir import read_model_dir
 from core.estimate.estimate import QuantHint, Workload, estimate, parse_quant_hint
 from core.estimate.report import (
     format_estimate,
@@ -16,7 +17,6 @@ from core.estimate.report import (
     inspect_report,
     to_json_pretty,
 )
-from core.model.snapshot import read_model_dir
 from core.units import format_bytes
 from tests.core.helpers import LLAMA_4BIT, MINIMAL_CONFIG, settings
 

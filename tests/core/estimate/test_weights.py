@@ -10,16 +10,12 @@ from typing import Any
 
 import pytest
 
+from core.catalog.model_dir import resolve_weight_bytes
 from core.errors import HeaderError
-from core.estimate.weights import (
-    WeightsSource,
-    estimate_params_from_config,
-    is_acceptable_shard_name,
-    resolve_weight_bytes,
-    safetensors_weight_bytes,
-)
+from core.estimate.weights import WeightsSource, estimate_params_from_config
 from core.model.config import ModelConfig
 from core.model.safetensors_header import DTYPE_ITEMSIZE, header_weight_bytes, read_header_info
+from core.model.weight_files import is_acceptable_shard_name, safetensors_weight_bytes
 from tests.core.helpers import MINIMAL_CONFIG, safetensors_bytes
 
 MakeDir = Callable[..., Path]

@@ -11,7 +11,7 @@ import pytest
 
 from core.catalog.profiles import load_profile
 from core.catalog.resolve import build_catalog
-from core.hub.store import store_dir
+from core.paths import hub_store_dir
 from tests.hub_server import FakeHub, sparse_from_folder
 from tests.model_writers import write_skeleton
 from tui.cli import main
@@ -75,7 +75,7 @@ def test_bytes_fetched_stay_below_one_percent_of_the_weights(
     data, _ = report(capsys, "test-org/llama")
     weights = data["weights_bytes"]
     assert hub.bytes_sent < weights / 100, (hub.bytes_sent, weights)
-    stored = sum(f.stat().st_size for f in store_dir().rglob("*") if f.is_file())
+    stored = sum(f.stat().st_size for f in hub_store_dir().rglob("*") if f.is_file())
     assert stored < 1_000_000  # headers and two small files, no data region
 
 

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from core.catalog.model_dir import read_model_dir
 from core.catalog.profiles import list_profile_ids, load_profile
+from core.estimate.snapshot import ModelSnapshot
 from core.estimate.weights import WeightsSource, weights_from_config
 from core.model.config import ModelConfig
 from core.model.shape_count import analytical_warning, count_from_shapes
-from core.model.snapshot import ModelSnapshot, read_model_dir
 from core.units import format_bytes
 from tui.cli import main
 

@@ -452,8 +452,8 @@ def test_null_in_optional_fields_is_not_warned(
 
 def test_display_text_is_clean_at_the_source_for_every_screen(tmp_path: Path) -> None:
     # class: config strings and folder names that the TUI shows without the CLI's help
+    from core.catalog.model_dir import read_model_dir
     from core.catalog.sources import folder_entry
-    from core.model.snapshot import read_model_dir
 
     folder = tmp_path / "evil\x1b[2J"
     folder.mkdir()

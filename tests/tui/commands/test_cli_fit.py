@@ -15,12 +15,12 @@ from core.answer.fit import WHAT_IF_FORMULA, model_rows
 from core.answer.quantization import Quantization
 from core.answer.question import Question
 from core.backend import Backend
-from core.catalog.fit_models import read_fit_model
 from core.catalog.profiles import list_profile_ids
 from core.catalog.resolve import build_catalog
-from core.device.memory import read_cpu_name
 from core.estimate.available import AvailableMemory
 from core.estimate.estimate import Workload
+from core.fit_models import read_fit_model
+from core.probes.cpuinfo import read_cpu_name
 from tui.cli import main
 
 STORED = Quantization.STORED.word

@@ -10,7 +10,7 @@ import pytest
 
 from core.calibration.builtin import builtin_calibration
 from core.calibration.store import write_store
-from core.device.memory import read_cpu_name
+from core.probes.cpuinfo import read_cpu_name
 from tests.core.helpers import GFX1151_LIMIT, LLAMA_4BIT, QWEN3_MOE_4BIT
 from tui.cli import main
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from core.device import memory
+from core.device import reading
 from core.units import GIB
 from tui.cli import main
 
@@ -20,8 +20,8 @@ QWEN = "Qwen/Qwen2.5-7B-Instruct"
 @pytest.fixture
 def apu(monkeypatch: pytest.MonkeyPatch) -> None:
     """The recorded gfx1151 APU: 96 GiB of GTT, 30 GiB of it used by other processes."""
-    monkeypatch.setattr(memory, "SYS_ROOT", DATA / "gfx1151-apu" / "sys")
-    monkeypatch.setattr(memory, "PROC_ROOT", DATA / "gfx1151-apu" / "proc")
+    monkeypatch.setattr(reading, "SYS_ROOT", DATA / "gfx1151-apu" / "sys")
+    monkeypatch.setattr(reading, "PROC_ROOT", DATA / "gfx1151-apu" / "proc")
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -77,9 +77,9 @@ def test_mlxcel_s_keys_are_those_of_the_same_size_typed(
 def test_nothing_readable_is_one_line_and_exit_2(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(memory, "SYS_ROOT", tmp_path)
-    monkeypatch.setattr(memory, "PROC_ROOT", tmp_path)
-    monkeypatch.setattr(memory, "read_mlx_device", lambda: None)
+    monkeypatch.setattr(reading, "SYS_ROOT", tmp_path)
+    monkeypatch.setattr(reading, "PROC_ROOT", tmp_path)
+    monkeypatch.setattr(reading, "read_mlx_device", lambda: None)
     code, out, err = run(capsys, "inspect", QWEN, "--backend", "cpu", "--memory-limit", "free")
     assert (code, out) == (2, "")
     assert len(err.strip().splitlines()) == 1 and "no device memory is readable" in err

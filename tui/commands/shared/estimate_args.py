@@ -18,13 +18,16 @@ from core.answer.device import (
     resolve_device,
 )
 from core.answer.question import ONE_DEVICE, Question, Split
-from core.backend import Backend, detect_backend
+from core.backend import Backend
+from core.device.available import read_available_memory
 from core.device.memory import MEMORY_CHOICES
+from core.device.reading import read_card, read_device_memory
 from core.environment import read_env, resolve_settings
 from core.errors import UsageError
-from core.estimate.available import MEMORY_LIMIT_ENV, resolve_available_memory
+from core.estimate.available import MEMORY_LIMIT_ENV
 from core.estimate.estimate import QuantHint, Workload, parse_quant_hint
 from core.numbers import rust_trim
+from core.probes.device_nodes import detect_backend
 from core.value_grammar import Refused, read_byte_size
 from tui.commands.shared.output import warn
 from tui.model.state import LaunchOptions
@@ -98,14 +101,12 @@ def read_machine(
     """What this machine's probes say for the request: its backend, mlxcel's detected
     memory (when that is the source), the device's reading (`free`/`total`; with
     `identify`, the card's name and gfx target, for choosing a calibration)."""
-    from core.device.memory import read_card, read_device_memory
-
     machine = MachineReadings(detect_backend())
     backend, _, _ = resolve_backend(request, machine)
     source = request.memory.source
     available = None
     if source is MemorySource.DETECTED:
-        available = resolve_available_memory(backend, env_limit=env.get(MEMORY_LIMIT_ENV))
+        available = read_available_memory(backend, env_limit=env.get(MEMORY_LIMIT_ENV))
     device = None
     if source in (MemorySource.DEVICE_FREE, MemorySource.DEVICE_TOTAL):
         device = read_device_memory(backend)

@@ -16,16 +16,17 @@ from core.answer.fit import FitModel, Tensor, what_if_weights
 from core.answer.quantization import Quantization
 from core.answer.quantize import SCHEMES
 from core.answer.question import ModelFacts
-from core.catalog.disk_cache import CatalogCache, cache_dir
+from core.catalog.disk_cache import CatalogCache
 from core.catalog.entry import ORIGIN_BUILTIN, CatalogEntry
 from core.catalog.profiles import PROFILE_DIR, load_profile, profile_file_name
 from core.catalog.resolve import entry_snapshot
 from core.display_text import clean_text
 from core.errors import FileFault, describe_os_error
+from core.estimate.snapshot import ModelSnapshot, snapshot_from_config
 from core.estimate.weights import WeightsTerm
 from core.model.config import ModelConfig, load_config
-from core.model.snapshot import ModelSnapshot, snapshot_from_config
 from core.model.tensor_list import folder_identity, folder_tensors
+from core.paths import cache_dir
 
 FIT_CACHE_FILE = "fit.json"
 
