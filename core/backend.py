@@ -31,6 +31,12 @@ class Backend(enum.Enum):
 BACKEND_CHOICES = ("auto", "rocm", "cuda", "metal", "cpu")
 
 
+def backend_choice(text: str) -> Backend | None:
+    """`--backend`'s word as its type: None for `auto` (the machine's, or a preset's,
+    decides); ValueError for a word no backend has."""
+    return None if text == BACKEND_CHOICES[0] else Backend(text)
+
+
 @dataclass(frozen=True)
 class BackendChoice:
     """A backend and whether it was detected on this machine or chosen."""

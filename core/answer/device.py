@@ -40,6 +40,14 @@ class MemorySource(enum.Enum):
     """This device's total or free memory, read (`--memory-limit total|free`)."""
 
 
+def device_memory_choice(text: str) -> MemorySource | None:
+    """`--memory-limit free|total` as its source (case and spaces aside); None for any
+    other text (a size, or nothing)."""
+    word = text.strip().lower()
+    chosen = (MemorySource.DEVICE_FREE, MemorySource.DEVICE_TOTAL)
+    return next((m for m in chosen if m.value == word), None)
+
+
 @dataclass(frozen=True)
 class MemoryRequest:
     """The available memory asked for."""

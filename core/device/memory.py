@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from core.estimate.available import AvailableMemory, mlx_device_limit
 from core.units import format_bytes_short, sat_sub
 
-MEMORY_CHOICES = ("free", "total")
-
 
 @dataclass(frozen=True)
 class DeviceMemory:

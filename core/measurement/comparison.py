@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from core.backend import Backend
+from core.backend import Backend, backend_choice
 from core.measurement.engine import Engine
 from core.probes.device_nodes import detect_backend
 
@@ -46,9 +46,10 @@ def expected_backend(engine: Engine, device: str) -> Backend:
     held against its own device's formula once it reports)."""
     if engine.spec.emulates_rocm_queue:
         return held_against(engine, device, emulated_queue=True)
-    if device == "auto":
+    chosen = backend_choice(device)
+    if chosen is None:
         return detect_backend().backend
-    return held_against(engine, device, emulated_queue=False)
+    return held_against(engine, chosen, emulated_queue=False)
 
 
 def held_against_estimate(

@@ -32,12 +32,3 @@ def detect_backend(
     if exists("/dev/nvidiactl") or exists("/proc/driver/nvidia/version"):
         return BackendChoice(Backend.CUDA, True, "NVIDIA driver present")
     return BackendChoice(Backend.CPU, True, "no GPU device node found")
-
-
-def resolve_backend(
-    name: str, detect: Callable[[], BackendChoice] = detect_backend
-) -> BackendChoice:
-    """`auto` detects; any other name is taken as chosen."""
-    if name == "auto":
-        return detect()
-    return BackendChoice(Backend(name), False, "chosen")

@@ -7,6 +7,7 @@ from __future__ import annotations
 from textual.binding import Binding
 from textual.widgets import Input, Label, OptionList, Static
 
+from core.backend import Backend
 from core.measurement.engine import Engine
 from core.parallel.sharding import ParallelKind
 from tests.factories import LLAMA, build_app, peak
@@ -138,7 +139,7 @@ async def test_the_footer_keeps_whole_keys_and_lists_the_new_ones_where_they_fit
 async def test_a_result_says_when_the_screen_left_its_runs_settings() -> None:
     app = make_app(
         build_app(preset="gfx1151").deps,
-        LaunchOptions(max_tokens=640, preset="gfx1151", backend="rocm"),
+        LaunchOptions(max_tokens=640, preset="gfx1151", backend=Backend.ROCM),
         measured=peak(model=LLAMA),
     )
     async with app.run_test(size=(160, 60)) as pilot:

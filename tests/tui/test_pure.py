@@ -206,7 +206,7 @@ def test_the_explorer_opens_on_the_backend_inspect_picks_and_names_why() -> None
     # where no GPU is found (as `inspect` with the same flags).
     assert start_backend(LaunchOptions(), NO_GPU) is Backend.CPU
     assert start_backend(LaunchOptions(), ROCM) is Backend.ROCM
-    assert start_backend(LaunchOptions(backend="cuda"), ROCM) is Backend.CUDA
+    assert start_backend(LaunchOptions(backend=Backend.CUDA), ROCM) is Backend.CUDA
     assert start_backend(LaunchOptions(preset="rtx4090"), NO_GPU) is Backend.CUDA
     memory = MachineReadings(NO_GPU, AvailableMemory(GIB, "/proc/meminfo"))
     state, _ = initial_state(LaunchOptions(), {}, NO_GPU)

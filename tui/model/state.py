@@ -149,12 +149,12 @@ class LaunchOptions:
     batch: int = 1
     kv_int8: bool = False
     quant: QuantHint = QuantHint.DEFAULT
-    backend: str = "auto"
-    """`auto` or a backend value (`rocm`, `cuda`, `metal`, `cpu`)."""
+    backend: Backend | None = None
+    """`--backend`: None for `auto`."""
     inflight_raw: str | None = None
     """`--inflight-mb`, parsed like `MLX_ROCM_MAX_INFLIGHT_MB`."""
     memory_limit: int | None = None
-    memory_device: str | None = None
+    memory_device: MemorySource | None = None
     """`--memory-limit free|total`: this device's free or total memory."""
     preset: str | None = None
     models_dirs: tuple[Path, ...] = ()
@@ -171,7 +171,8 @@ def initial_state(
     if options.preset is not None:
         memory = MemoryChoice(options.preset)
     elif options.memory_device is not None:
-        memory = MemoryChoice(DEVICE_FREE if options.memory_device == "free" else DEVICE_TOTAL)
+        free = options.memory_device is MemorySource.DEVICE_FREE
+        memory = MemoryChoice(DEVICE_FREE if free else DEVICE_TOTAL)
     elif options.memory_limit:
         memory = MemoryChoice(CUSTOM, options.memory_limit)
     else:
@@ -187,7 +188,7 @@ def initial_state(
         inflight_mib=resolved.inflight.mib,
         backend=backend,
         memory=memory,
-        backend_pinned=options.backend != "auto",
+        backend_pinned=options.backend is not None,
     )
     return state, resolved.warnings
 
@@ -236,5 +237,5 @@ def start_backend(options: LaunchOptions, machine: BackendChoice) -> Backend:
     """The backend the explorer opens on: what `inspect` with the same flags picks."""
     preset = options.preset
     memory = MemoryRequest(MemorySource.PRESET, preset=preset) if preset else MemoryRequest()
-    flag = None if options.backend == "auto" else Backend(options.backend)
-    return resolve_backend(DeviceRequest(flag, memory=memory), MachineReadings(machine))[0]
+    request = DeviceRequest(options.backend, memory=memory)
+    return resolve_backend(request, MachineReadings(machine))[0]

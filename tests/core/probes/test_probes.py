@@ -6,7 +6,7 @@ from pathlib import Path
 
 from core.backend import Backend
 from core.probes.amdgpu_sysfs import read_amdgpu_vram
-from core.probes.device_nodes import detect_backend, resolve_backend
+from core.probes.device_nodes import detect_backend
 from core.probes.meminfo import parse_meminfo
 
 
@@ -36,5 +36,3 @@ def test_backend_detection_from_device_nodes() -> None:
     assert detect_backend(only(), "darwin", "arm64").backend is Backend.METAL
     cpu = detect_backend(only(), "linux", "x86_64")
     assert (cpu.backend, cpu.detected) == (Backend.CPU, True)
-    chosen = resolve_backend("rocm")
-    assert (chosen.backend, chosen.detected) == (Backend.ROCM, False)

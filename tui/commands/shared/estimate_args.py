@@ -14,13 +14,13 @@ from core.answer.device import (
     MachineReadings,
     MemoryRequest,
     MemorySource,
+    device_memory_choice,
     resolve_backend,
     resolve_device,
 )
 from core.answer.question import ONE_DEVICE, Question, Split
-from core.backend import Backend
+from core.backend import backend_choice
 from core.device.available import read_available_memory
-from core.device.memory import MEMORY_CHOICES
 from core.device.reading import read_card, read_device_memory
 from core.environment import read_env, resolve_settings
 from core.errors import UsageError
@@ -80,12 +80,11 @@ def device_request(args: argparse.Namespace, *, per_rank: bool = False) -> Devic
     SIZE|free|total`, else mlxcel's detection); with `per_rank`, a `--memory-limit` list
     is each rank's (`split_limits`), not the device's."""
     preset = check_preset(args)
-    backend = None if args.backend == "auto" else Backend(args.backend)
+    backend = backend_choice(args.backend)
     text = (args.memory_limit or "").strip().lower()
     if preset is not None:
         memory = MemoryRequest(MemorySource.PRESET, preset=preset)
-    elif text in MEMORY_CHOICES:
-        source = MemorySource.DEVICE_FREE if text == "free" else MemorySource.DEVICE_TOTAL
+    elif (source := device_memory_choice(text)) is not None:
         memory = MemoryRequest(source)
     elif per_rank and args.memory_limit is not None and "," in args.memory_limit:
         memory = MemoryRequest()
@@ -175,7 +174,7 @@ def launch_options(args: argparse.Namespace) -> LaunchOptions:
     quant = parse_quant_flag(args.quant)
     check_preset(args)
     device = (args.memory_limit or "").strip().lower()
-    device_choice = device if device in ("free", "total") else None
+    device_choice = device_memory_choice(device)
     limit = None if device_choice else parse_memory_limit_flag(args.memory_limit)
     return LaunchOptions(
         model=args.model,
@@ -183,7 +182,7 @@ def launch_options(args: argparse.Namespace) -> LaunchOptions:
         batch=args.batch,
         kv_int8=args.kv_cache_mode == "int8",
         quant=quant,
-        backend=args.backend,
+        backend=backend_choice(args.backend),
         inflight_raw=args.inflight_mb,
         memory_limit=limit,
         memory_device=device_choice,
