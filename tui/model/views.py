@@ -11,12 +11,12 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from core.answer.answer import WHAT_IF_RULE, Answer, WhatIf
+from core.answer.held_against import held_against_answer
 from core.catalog.entry import CatalogEntry
 from core.estimate.available import AvailableMemory
 from core.estimate.estimate import EstimateSettings, MemoryEstimate, Workload, estimate
 from core.estimate.snapshot import ModelSnapshot
 from core.estimate.weights import WeightsSource
-from core.measurement.comparison import held_against_estimate
 from core.measurement.history import HistoryRead
 from core.measurement.result import MeasuredPeak
 from core.units import format_bytes_short
@@ -122,16 +122,16 @@ def peak_estimate(
     cache, and the formula of the backend the run is held against (`estimate_backend`:
     ROCm's for a torch run that emulated its queue, the device's own for an MLX run on
     the CPU, Metal or CUDA), as the launcher and `vramscope measure` compare it
-    (`core.measurement.comparison.held_against_estimate`).
+    (the `Answer` of the run's question: `core.answer.held_against`).
     """
     settings = replace(state.settings(available), inflight_mib=peak.inflight_mib)
-    return held_against_estimate(
+    return held_against_answer(
         snapshot,
         settings,
         peak.estimate_backend,
         context_tokens=peak.context_tokens,
         kv_int8=peak.kv_cache_mode == "int8",
-    ).total_bytes
+    ).estimate.total_bytes
 
 
 def estimate_for(
