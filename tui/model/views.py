@@ -14,7 +14,7 @@ from core.answer.answer import WHAT_IF_RULE, Answer, WhatIf
 from core.answer.held_against import held_against_answer
 from core.catalog.entry import CatalogEntry
 from core.estimate.available import AvailableMemory
-from core.estimate.estimate import EstimateSettings, MemoryEstimate, Workload, estimate
+from core.estimate.estimate import EstimateSettings, KvCacheMode, MemoryEstimate, Workload, estimate
 from core.estimate.snapshot import ModelSnapshot
 from core.estimate.weights import WeightsSource
 from core.measurement.history import HistoryRead
@@ -22,7 +22,6 @@ from core.measurement.result import MeasuredPeak
 from core.units import format_bytes_short
 from tui.model.chart_data import ENGINE_MARKS, MEASURED_MARK, ChartData, Point
 from tui.model.command_lines import mlxcel_command, vramscope_command
-from tui.model.control_specs import KV_DTYPE
 from tui.model.measure_plan import model_names
 from tui.model.measure_state import Measurements, PanelView, result_words, run_differences
 from tui.model.names import model_arg
@@ -130,7 +129,7 @@ def peak_estimate(
         settings,
         peak.estimate_backend,
         context_tokens=peak.context_tokens,
-        kv_int8=peak.kv_cache_mode == "int8",
+        kv_int8=peak.kv_cache_mode.int8,
     ).estimate.total_bytes
 
 
@@ -162,11 +161,11 @@ def chart_points(
     """
     if state.batch != 1:
         return ()
-    kv_mode = KV_DTYPE.choice(state).word
+    kv_mode = KvCacheMode.of(state.kv_int8)
     return tuple(
         (p.context_tokens, p.peak_bytes, p.engine)
         for p in records
-        if p.model in names and p.inflight_mib == state.inflight_mib and p.kv_cache_mode == kv_mode
+        if p.model in names and p.inflight_mib == state.inflight_mib and p.kv_cache_mode is kv_mode
     )
 
 
