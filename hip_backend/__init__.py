@@ -30,7 +30,7 @@ from hip_backend.launcher import PreparedMeasurement, config_refusal, prepare
 from hip_backend.model.random_weights import write_random_model
 from hip_backend.ranks.hostfile import RingHostfile, read_hostfile
 from hip_backend.ranks.launch import PreparedParallel, prepare_parallel, run_single
-from hip_backend.run import RunHandle, measure, start_run
+from hip_backend.run import RunHandle, measure, record_run, start_run
 
 
 def is_available(engine: Engine | str = DEFAULT_ENGINE) -> bool:
@@ -51,6 +51,7 @@ __all__ = [
     "prepare",
     "prepare_parallel",
     "read_hostfile",
+    "record_run",
     "run_single",
     "start_run",
     "write_random_model",

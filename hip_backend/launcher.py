@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from core.answer.held_against import held_against_answer
 from core.backend import Backend
 from core.catalog.resolve import resolve_entry
 from core.environment import read_env, resolve_settings
@@ -33,7 +34,7 @@ from core.estimate.inflight import (
     resolve_inflight_budget,
 )
 from core.estimate.snapshot import ModelSnapshot
-from core.measurement.comparison import expected_backend, held_against, held_against_estimate
+from core.measurement.comparison import expected_backend, held_against
 from core.measurement.engine import Engine
 from core.measurement.protocol import (
     MeasureEvent,
@@ -86,13 +87,13 @@ class PreparedMeasurement:
         backend = held_against(self.request.engine, device_kind, emulated_queue=rocm_queue)
         if self.settings is None or backend is self.settings.backend:
             return self.estimate
-        return held_against_estimate(
+        return held_against_answer(
             self.snapshot,
             self.settings,
             backend,
             context_tokens=self.request.context_tokens,
             kv_int8=self.request.kv_int8,
-        )
+        ).estimate
 
 
 def resolve_budget(inflight: str | int | None, env: dict[str, str | None]) -> InflightBudget:
@@ -154,13 +155,13 @@ def prepare(
     snapshot = entry_snapshot(entry, request.model)
     budget = resolve_budget(request.inflight, env)
     settings, notes = comparison_settings(request, budget, env)
-    est = held_against_estimate(
+    est = held_against_answer(
         snapshot,
         settings,
         settings.backend,
         context_tokens=request.context_tokens,
         kv_int8=request.kv_int8,
-    )
+    ).estimate
     warning = budget.warning()
     job = ChildJob(
         request,

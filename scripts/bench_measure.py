@@ -51,7 +51,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from core.measurement.engine import Engine  # noqa: E402
-from core.measurement.fields import TorchFields  # noqa: E402
+from core.measurement.fields import QueueEmulation, TorchFields  # noqa: E402
 from core.measurement.request import MeasureRequest  # noqa: E402
 from core.measurement.result import MeasuredPeak  # noqa: E402
 from core.measurement.run import peak_or_failure  # noqa: E402
@@ -356,7 +356,7 @@ def bench_fidelity(
                 peaks[engine] = outcome
             torch_fields = peaks[Engine.TORCH].fields
             assert isinstance(torch_fields, TorchFields)
-            assert torch_fields.inflight_emulation == "none", torch_fields
+            assert torch_fields.inflight_emulation is QueueEmulation.NONE, torch_fields
             ours, theirs = peaks[Engine.TORCH].peak_bytes, peaks[Engine.MLX].peak_bytes
             held = (peaks[Engine.TORCH].weights_bytes or 0, peaks[Engine.MLX].weights_bytes or 0)
             line = (

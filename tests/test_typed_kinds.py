@@ -14,7 +14,22 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SCANNED = ("hip_backend", "core/measurement")
-KIND_NAMES = frozenset({"kind", "device_kind", "engine", "backend", "split", "parallel"})
+KIND_NAMES = frozenset(
+    {
+        "kind",
+        "device_kind",
+        "engine",
+        "backend",
+        "split",
+        "parallel",
+        "inflight_emulation",
+        "kv_cache_mode",
+    }
+)
+MODE_NAMES = frozenset({"inflight_emulation", "kv_cache_mode"})
+"""Typed everywhere (core.measurement.fields.QueueEmulation, core.estimate.estimate.
+KvCacheMode): scanned in every package, the command line's text included."""
+EVERYWHERE = ("core", "tui", "hip_backend", "scripts")
 
 
 def _named(node: ast.expr) -> str | None:
@@ -53,14 +68,21 @@ def string_compares(source: str, filename: str = "<text>") -> list[str]:
     return found
 
 
-def test_no_kind_is_compared_with_a_string() -> None:
-    found = [
+def _scan(tops: tuple[str, ...]) -> list[str]:
+    return [
         hit
-        for top in SCANNED
+        for top in tops
         for path in sorted((ROOT / top).rglob("*.py"))
         for hit in string_compares(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))
     ]
-    assert found == []
+
+
+def test_no_queue_emulation_or_kv_cache_mode_is_compared_with_a_string() -> None:
+    assert [hit for hit in _scan(EVERYWHERE) if hit.split()[-1] in MODE_NAMES] == []
+
+
+def test_no_kind_is_compared_with_a_string() -> None:
+    assert _scan(SCANNED) == []
 
 
 def test_the_scan_finds_a_planted_compare() -> None:
@@ -71,9 +93,13 @@ def test_the_scan_finds_a_planted_compare() -> None:
         "also = 'tp' != job.kind\n"
         "typed = backend is Backend.ROCM\n"
         "fine = name == 'x'\n"
+        "kv = peak.kv_cache_mode != 'fp16'\n"
+        "queue = fields.inflight_emulation == 'rocm'\n"
     )
     assert string_compares(planted) == [
         "<text>:1 device_kind",
         "<text>:3 engine",
         "<text>:4 kind",
+        "<text>:7 kv_cache_mode",
+        "<text>:8 inflight_emulation",
     ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from core.backend import Backend
-from core.estimate.estimate import MemoryEstimate
+from core.estimate.estimate import KvCacheMode, MemoryEstimate
 from core.measurement.engine import Engine
 
 
@@ -35,7 +35,7 @@ class CalibrationRow:
     device: str | None = None
     """None: the run calibrates its backend as a whole."""
     batch: int = 1
-    kv_cache_mode: str = "fp16"
+    kv_cache_mode: KvCacheMode = KvCacheMode.FP16
     measured_on: Backend | None = None
     """The kind of device the run ran on, where it is not `backend` (a torch run on the
     CPU that emulated MLX-ROCm's queue is held against ROCm's formula)."""

@@ -27,7 +27,7 @@ from core.calibration.targets import DEFAULT_TARGET, target_named
 from core.display_text import clean_text
 from core.errors import VramscopeError, describe_os_error
 from core.estimate.available import AvailableMemory
-from core.estimate.estimate import EstimateSettings, Workload, estimate
+from core.estimate.estimate import EstimateSettings, KvCacheMode, Workload, estimate
 from core.estimate.snapshot import ModelSnapshot
 from core.measurement.comparison import device_backend
 from core.measurement.engine import ENGINE_NAMES, Engine
@@ -75,7 +75,7 @@ class RunRecord:
     engine: Engine | None = None
     device: str | None = None
     batch: int = 1
-    kv_cache_mode: str = "fp16"
+    kv_cache_mode: KvCacheMode = KvCacheMode.FP16
     measured_on: Backend | None = None
     """The kind of device the run ran on, where it is not `backend`."""
 
@@ -145,8 +145,9 @@ def parse_csv(data: str, name: str, target: str = DEFAULT_TARGET) -> list[RunRec
             if engine_text.strip()
             else None
         )
-        mode = cell.get("kv_cache_mode", "").strip().lower() or "fp16"
-        if mode not in ("fp16", "int8"):
+        mode_text = cell.get("kv_cache_mode", "").strip().lower() or KvCacheMode.FP16.value
+        mode = next((m for m in KvCacheMode if m.value == mode_text), None)
+        if mode is None:
             raise CalibrationInputError(f"{where}: column 'kv_cache_mode': expected fp16 or int8")
         batch_text = cell.get("batch", "").strip()
         out.append(
@@ -243,7 +244,7 @@ def rows_from_records(
         settings = EstimateSettings(
             rec.backend, AvailableMemory(0, "calibration"), inflight_mib=rec.inflight_mib
         )
-        wl = Workload(rec.context, rec.batch, rec.kv_cache_mode == "int8")
+        wl = Workload(rec.context, rec.batch, rec.kv_cache_mode.int8)
         rows.append(
             row_from_estimate(
                 estimate(snap, wl, settings),

@@ -72,6 +72,23 @@ def parse_quant_hint(text: str) -> QuantHint:
     return hint
 
 
+class KvCacheMode(enum.StrEnum):
+    """The KV cache's dtype (its value is mlxcel's word: `--kv-cache-mode`, the JSON)."""
+
+    FP16 = "fp16"
+    INT8 = "int8"
+
+    @classmethod
+    def of(cls, kv_int8: bool) -> KvCacheMode:
+        """The mode of a workload's `kv_int8`."""
+        return cls.INT8 if kv_int8 else cls.FP16
+
+    @property
+    def int8(self) -> bool:
+        """The 8-bit cache (`Workload.kv_int8`)."""
+        return self is KvCacheMode.INT8
+
+
 @dataclass(frozen=True)
 class Workload:
     """What the model will be asked to hold."""
@@ -83,9 +100,9 @@ class Workload:
     quant: QuantHint = QuantHint.DEFAULT
 
     @property
-    def kv_cache_mode(self) -> str:
+    def kv_cache_mode(self) -> KvCacheMode:
         """`fp16` or `int8`, as the banner and JSON show it."""
-        return "int8" if self.kv_int8 else "fp16"
+        return KvCacheMode.of(self.kv_int8)
 
 
 @dataclass(frozen=True)

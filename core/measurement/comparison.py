@@ -5,7 +5,8 @@ emulated MLX-ROCm's in-flight queue is held against ROCm's formula (in-flight te
 included) on any device; any other run against the formula of the device it ran on,
 where the engine has one (the torch engine: CUDA and the CPU; MLX: ROCm, CUDA, Metal and
 the CPU), else ROCm's. The launcher attaches that estimate to a result, the explorer
-recomputes it for a past run, and both take it with `held_against_estimate`;
+recomputes it for a past run, and both take it from the `Answer` of the run's question
+(`core.answer.held_against`);
 `vramscope calibrate` fits each run against the terms of the same formula, so `table`
 and `calibrate` say the same of the same runs (a torch run on the CPU that emulated the
 queue stands in for MLX on ROCm: both hold it against ROCm's formula with its budget).
@@ -13,16 +14,11 @@ queue stands in for MLX on ROCm: both hold it against ROCm's formula with its bu
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 from core.backend import Backend, backend_choice
 from core.measurement.engine import Engine
 from core.probes.device_nodes import detect_backend
-
-if TYPE_CHECKING:
-    from core.estimate.estimate import EstimateSettings, MemoryEstimate
-    from core.estimate.snapshot import ModelSnapshot
 
 
 def device_backend(device_kind: Backend | str) -> Backend | None:
@@ -50,24 +46,6 @@ def expected_backend(engine: Engine, device: str) -> Backend:
     if chosen is None:
         return detect_backend().backend
     return held_against(engine, chosen, emulated_queue=False)
-
-
-def held_against_estimate(
-    snapshot: ModelSnapshot,
-    settings: EstimateSettings,
-    backend: Backend,
-    *,
-    context_tokens: int,
-    kv_int8: bool,
-) -> MemoryEstimate:
-    """The estimate a peak is compared with: the run's context P + G, batch 1, its KV
-    cache, under `settings` (the run's budget) with `backend`'s formula."""
-    from core.estimate.estimate import Workload, estimate
-
-    workload = Workload(max_tokens=context_tokens, kv_int8=kv_int8)
-    if backend is not settings.backend:
-        settings = replace(settings, backend=backend)
-    return estimate(snapshot, workload, settings)
 
 
 @dataclass(frozen=True)

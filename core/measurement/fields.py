@@ -18,6 +18,22 @@ from typing import Any, ClassVar
 from core.parallel.sharding import ParallelKind
 
 
+class QueueEmulation(enum.StrEnum):
+    """Whether a torch run emulated MLX-ROCm's in-flight queue (its value is the record's
+    word, `--emulate`'s choice)."""
+
+    ROCM = "rocm"
+    NONE = "none"
+
+    @classmethod
+    def named(cls, value: object) -> QueueEmulation:
+        """The emulation a record's word names; a record without one emulated the queue
+        (the choice came later), one with a word this version does not know did not."""
+        if value is None:
+            return cls.ROCM
+        return next((e for e in cls if e.value == value), cls.NONE)
+
+
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -66,7 +82,7 @@ class TorchFields(EngineFields):
         {"drm_vram_delta_bytes", "drm_gtt_delta_bytes", "pci_bus_id", "allocator_settings"}
     )
 
-    inflight_emulation: str = "rocm"
+    inflight_emulation: QueueEmulation = QueueEmulation.ROCM
     """`rocm` (MLX-ROCm's queue emulated) or `none`; records from before the choice
     existed always emulated it."""
     inflight_commits: int | None = None
@@ -94,7 +110,7 @@ class TorchFields(EngineFields):
     @property
     def emulated_queue(self) -> bool:
         """True when the run emulated MLX-ROCm's in-flight queue."""
-        return self.inflight_emulation == "rocm"
+        return self.inflight_emulation is QueueEmulation.ROCM
 
     @classmethod
     def from_extra(cls, extra: Mapping[str, Any]) -> TorchFields:
@@ -102,7 +118,7 @@ class TorchFields(EngineFields):
         attention = extra.get("attention")
         settings = extra.get("allocator_settings")
         return cls(
-            inflight_emulation=str(extra.get("inflight_emulation", "rocm")),
+            inflight_emulation=QueueEmulation.named(extra.get("inflight_emulation")),
             inflight_commits=_int(extra.get("inflight_commits")),
             inflight_waits=_int(extra.get("inflight_waits")),
             inflight_max_committed_bytes=_int(extra.get("inflight_max_committed_bytes")),

@@ -13,6 +13,7 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
 from core.backend import Backend
+from core.estimate.estimate import KvCacheMode
 from core.measurement.comparison import Margin, held_against, margin
 from core.measurement.engine import ATTENTION, DEFAULT_ENGINE, ENGINE_NAMES, Engine
 from core.measurement.fields import RankFields, RunFields, TorchFields
@@ -128,8 +129,9 @@ class MeasuredPeak:
     """mx.get_active_memory() at the end of an mlx run (weights and anything still held)."""
     cache_bytes: int | None = None
     """mx.get_cache_memory() at the end of an mlx run (freed buffers MLX keeps for reuse)."""
-    kv_cache_mode: str = "fp16"
-    """`fp16`, or `int8` (mlx-lm's 8-bit quantized KV cache; mlx engine only)."""
+    kv_cache_mode: KvCacheMode = KvCacheMode.FP16
+    """`fp16`, or `int8` (mlx-lm's 8-bit quantized KV cache; mlx engine only); a name
+    is taken too, and the JSON writes the name."""
     active_plus_cache_peak_bytes: int | None = None
     """The largest mx.get_active_memory() + mx.get_cache_memory() of an mlx run, sampled
     after the load, every prefill chunk and every token: what MLX held from the system,
@@ -143,6 +145,7 @@ class MeasuredPeak:
     def __post_init__(self) -> None:
         object.__setattr__(self, "engine", Engine.named(self.engine))
         object.__setattr__(self, "device_kind", Backend(self.device_kind))
+        object.__setattr__(self, "kv_cache_mode", KvCacheMode(self.kv_cache_mode))
 
     @property
     def engine_label(self) -> str:
@@ -219,7 +222,10 @@ class MeasuredPeak:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (the history record's `result`, the child's result line)."""
-        return asdict(self) | {"device_kind": self.device_kind.value}
+        return asdict(self) | {
+            "device_kind": self.device_kind.value,
+            "kv_cache_mode": self.kv_cache_mode.value,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> MeasuredPeak:
@@ -237,9 +243,13 @@ _NON_NEGATIVE = frozenset(
 
 
 _CHECKED_TYPES = frozenset({"bool", "int", "float", "str", "None"})
-_AS_JSON = {"Engine": "str", "Backend": "str"}
+_AS_JSON = {"Engine": "str", "Backend": "str", "KvCacheMode": "str"}
 """Field types written as a JSON type (an Engine, a Backend as its name)."""
-_NAMES = {"Engine": ENGINE_NAMES, "Backend": tuple(b.value for b in Backend)}
+_NAMES = {
+    "Engine": ENGINE_NAMES,
+    "Backend": tuple(b.value for b in Backend),
+    "KvCacheMode": tuple(m.value for m in KvCacheMode),
+}
 """The names a field of an enum type may hold."""
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from core import __version__
 from core.backend import Backend
+from core.estimate.estimate import KvCacheMode
 from core.measurement.engine import Engine
 from core.measurement.fields import MlxFields
 from core.measurement.protocol import MeasureEvent, MeasureFailed, MeasureNotice
@@ -196,7 +197,7 @@ def measure(job: ChildJob, emit: Emit, progress: Progress) -> MeasuredPeak:
         mlx_lm_version=versions.mlx_lm,
         active_bytes=figures.active_bytes,
         cache_bytes=figures.cache_bytes,
-        kv_cache_mode="int8" if asked.kv_int8 else "fp16",
+        kv_cache_mode=KvCacheMode.of(asked.kv_int8),
         active_plus_cache_peak_bytes=footprint.held_peak,
         os_peak_bytes=os_peak.bytes if os_peak is not None else None,
         os_peak_source=os_peak.source if os_peak is not None else None,

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from core import __version__
 from core.backend import Backend
-from core.measurement.fields import TorchFields
+from core.measurement.fields import QueueEmulation, TorchFields
 from core.measurement.protocol import MeasureEvent, MeasureNotice
 from core.measurement.result import MeasuredPeak
 from hip_backend.job import ChildJob
@@ -151,7 +151,7 @@ def _run(
     decode_rate = asked.gen_tokens / measured.decode_seconds if measured.decode_seconds else 0.0
     readings = figures.extra
     fields = TorchFields(
-        inflight_emulation="rocm" if emulated else "none",
+        inflight_emulation=QueueEmulation.ROCM if emulated else QueueEmulation.NONE,
         inflight_commits=queue.stats.commits,
         inflight_waits=queue.stats.waits,
         inflight_max_committed_bytes=queue.stats.max_committed_bytes,

@@ -11,18 +11,17 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from core.answer.answer import WHAT_IF_RULE, Answer, WhatIf
+from core.answer.held_against import held_against_answer
 from core.catalog.entry import CatalogEntry
 from core.estimate.available import AvailableMemory
-from core.estimate.estimate import EstimateSettings, MemoryEstimate, Workload, estimate
+from core.estimate.estimate import EstimateSettings, KvCacheMode, MemoryEstimate, Workload, estimate
 from core.estimate.snapshot import ModelSnapshot
 from core.estimate.weights import WeightsSource
-from core.measurement.comparison import held_against_estimate
 from core.measurement.history import HistoryRead
 from core.measurement.result import MeasuredPeak
 from core.units import format_bytes_short
 from tui.model.chart_data import ENGINE_MARKS, MEASURED_MARK, ChartData, Point
 from tui.model.command_lines import mlxcel_command, vramscope_command
-from tui.model.control_specs import KV_DTYPE
 from tui.model.measure_plan import model_names
 from tui.model.measure_state import Measurements, PanelView, result_words, run_differences
 from tui.model.names import model_arg
@@ -122,16 +121,16 @@ def peak_estimate(
     cache, and the formula of the backend the run is held against (`estimate_backend`:
     ROCm's for a torch run that emulated its queue, the device's own for an MLX run on
     the CPU, Metal or CUDA), as the launcher and `vramscope measure` compare it
-    (`core.measurement.comparison.held_against_estimate`).
+    (the `Answer` of the run's question: `core.answer.held_against`).
     """
     settings = replace(state.settings(available), inflight_mib=peak.inflight_mib)
-    return held_against_estimate(
+    return held_against_answer(
         snapshot,
         settings,
         peak.estimate_backend,
         context_tokens=peak.context_tokens,
-        kv_int8=peak.kv_cache_mode == "int8",
-    ).total_bytes
+        kv_int8=peak.kv_cache_mode.int8,
+    ).estimate.total_bytes
 
 
 def estimate_for(
@@ -162,11 +161,11 @@ def chart_points(
     """
     if state.batch != 1:
         return ()
-    kv_mode = KV_DTYPE.choice(state).word
+    kv_mode = KvCacheMode.of(state.kv_int8)
     return tuple(
         (p.context_tokens, p.peak_bytes, p.engine)
         for p in records
-        if p.model in names and p.inflight_mib == state.inflight_mib and p.kv_cache_mode == kv_mode
+        if p.model in names and p.inflight_mib == state.inflight_mib and p.kv_cache_mode is kv_mode
     )
 
 

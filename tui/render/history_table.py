@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.estimate.estimate import KvCacheMode
 from core.measurement.report import TableRow, markdown_table, peak_what
 from core.measurement.result import MeasuredPeak
 from core.units import format_bytes_short
@@ -82,7 +83,7 @@ def history_row(peak: MeasuredPeak) -> HistoryRow:
     """Time, model, device, budget, P + G, peak, estimate, margin and ✓ / ✗."""
     budget = f"{peak.inflight_mib} MiB" if peak.inflight_mib else "0 (off)"
     workload = f"{peak.prompt_tokens}+{peak.gen_tokens}"
-    if peak.kv_cache_mode != "fp16":  # mlx-lm's quantized cache (the mlx engine)
+    if peak.kv_cache_mode is not KvCacheMode.FP16:  # mlx-lm's quantized cache (the mlx engine)
         workload += f" {peak.kv_cache_mode} KV"
     device = peak.device_kind.value + (" (synth)" if peak.synthetic_weights else "")
     m = peak.margin

@@ -43,6 +43,40 @@ MLX_RANK = (
     b's":null,"os_peak_bytes":null,"os_peak_source":null}}'
 )
 
+# Copied from `HistoryStore.append`'s output on main a64ef49 (engine-only fields at the
+# top level then): a single-device MLX run on the CPU with every MLX figure, and a torch
+# run on CUDA with the device readings and the optional fields set.
+MLX_CPU = (
+    b'{"schema":1,"kind":"measurement","result":{"model":"mlx-community/Qwen2.5-0.5B-Instruct-bf'
+    b'16","device_kind":"cpu","device_name":"MLX CPU (x86_64)","peak_bytes":1234567890,"peak_kin'
+    b'd":"mx.get_peak_memory() (MLX\'s peak of its allocations), cpu","inflight_mib":0,"prompt_to'
+    b'kens":256,"gen_tokens":32,"synthetic_weights":false,"load_seconds":1.2345,"prefill_tokens_'
+    b'per_s":321.5,"decode_tokens_per_s":12.25,"torch_version":"","runtime_version":null,"arch":'
+    b'null,"reserved_peak_bytes":null,"device_used_delta_bytes":null,"estimate_bytes":null,"time'
+    b'stamp":"2026-12-02T19:40:00+00:00","vramscope_version":"0.9.0","extra":{"generated_tokens"'
+    b':[5,6,7],"mlx_memory_limit_bytes":99999999999},"warmup_tokens":20,"weights_bytes":98800000'
+    b'0,"device_used_source":null,"family":"qwen2","engine":"mlx","mlx_version":"0.32.4","mlx_lm'
+    b'_version":"0.32.2","active_bytes":990000000,"cache_bytes":120000000,"kv_cache_mode":"int8"'
+    b',"active_plus_cache_peak_bytes":1300000000,"os_peak_bytes":1500000000,"os_peak_source":"Vm'
+    b'HWM over baseline"}}'
+)
+TORCH_CUDA = (
+    b'{"schema":1,"kind":"measurement","result":{"model":"m","device_kind":"cuda","device_name":'
+    b'"NVIDIA H200","peak_bytes":5000000000,"peak_kind":"torch.cuda.max_memory_allocated over ba'
+    b'seline","inflight_mib":0,"prompt_tokens":512,"gen_tokens":64,"synthetic_weights":true,"loa'
+    b'd_seconds":2.5,"prefill_tokens_per_s":9000.0,"decode_tokens_per_s":80.5,"torch_version":"2'
+    b'.13.0","runtime_version":"12.8","arch":"9.0","reserved_peak_bytes":5200000000,"device_used'
+    b'_delta_bytes":5300000000,"estimate_bytes":5100000000,"timestamp":"2026-12-02T19:40:00+00:0'
+    b'0","vramscope_version":"0.9.0","extra":{"inflight_emulation":"none","inflight_commits":0,"'
+    b'inflight_waits":0,"inflight_max_committed_bytes":0,"inflight_max_held_bytes":0,"ops":100,"'
+    b'fused_bf16_modules":0,"attention":"torch-sdpa","sdpa_backend":{"prefill":"flash"},"generat'
+    b'ed_tokens":[1],"pci_bus_id":"0000:01:00.0","allocator_settings":{"PYTORCH_CUDA_ALLOC_CONF"'
+    b':"expandable_segments:True"}},"warmup_tokens":20,"weights_bytes":4000000000,"device_used_s'
+    b'ource":"cudaMemGetInfo","family":"llama","engine":"torch","mlx_version":null,"mlx_lm_versi'
+    b'on":null,"active_bytes":null,"cache_bytes":null,"kv_cache_mode":"fp16","active_plus_cache_'
+    b'peak_bytes":null,"os_peak_bytes":null,"os_peak_source":null}}'
+)
+
 
 def test_an_old_torch_line_reads_typed_and_writes_back_the_same(tmp_path: Path) -> None:
     history = tmp_path / "measurements.jsonl"
@@ -72,3 +106,18 @@ def test_an_old_torch_line_reads_typed_and_writes_back_the_same(tmp_path: Path) 
     )
     assert encode_record(torch_run) == TORCH_ROCM + b"\n"
     assert encode_record(rank) == MLX_RANK + b"\n"
+
+
+def test_current_engine_lines_read_and_write_back_the_same(tmp_path: Path) -> None:
+    history = tmp_path / "measurements.jsonl"
+    history.write_bytes(MLX_CPU + b"\n" + TORCH_CUDA + b"\n")
+    read = HistoryStore(history).read()
+    assert read.warnings == []
+    mlx_run, torch_run = read.results
+    assert (mlx_run.engine, mlx_run.device_kind) == (Engine.MLX, Backend.CPU)
+    assert mlx_run.estimate_backend is Backend.CPU
+    assert (torch_run.engine, torch_run.device_kind) == (Engine.TORCH, Backend.CUDA)
+    assert torch_run.estimate_backend is Backend.CUDA
+    assert not torch_run.emulated_queue
+    assert encode_record(mlx_run) == MLX_CPU + b"\n"
+    assert encode_record(torch_run) == TORCH_CUDA + b"\n"

@@ -25,7 +25,7 @@ from core.device.reading import read_card, read_device_memory
 from core.environment import read_env, resolve_settings
 from core.errors import UsageError
 from core.estimate.available import MEMORY_LIMIT_ENV
-from core.estimate.estimate import QuantHint, Workload, parse_quant_hint
+from core.estimate.estimate import KvCacheMode, QuantHint, Workload, parse_quant_hint
 from core.numbers import rust_trim
 from core.probes.device_nodes import detect_backend
 from core.value_grammar import Refused, read_byte_size
@@ -156,7 +156,7 @@ def question_from_args(
         workload=Workload(
             max_tokens=args.max_tokens,
             batch=args.batch,
-            kv_int8=args.kv_cache_mode == "int8",
+            kv_int8=KvCacheMode(args.kv_cache_mode).int8,
             quant=quant,
         ),
         device=device,
@@ -180,7 +180,7 @@ def launch_options(args: argparse.Namespace) -> LaunchOptions:
         model=args.model,
         max_tokens=args.max_tokens,
         batch=args.batch,
-        kv_int8=args.kv_cache_mode == "int8",
+        kv_int8=KvCacheMode(args.kv_cache_mode).int8,
         quant=quant,
         backend=backend_choice(args.backend),
         inflight_raw=args.inflight_mb,
