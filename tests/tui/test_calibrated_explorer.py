@@ -128,7 +128,7 @@ async def test_the_calibrated_verdict_is_inspect_s_and_v_holds_the_verdict_again
 
 async def test_no_calibration_for_the_backend_shows_mlxcel_s_verdict_alone() -> None:
     deps = fixed_deps(calibrations=lambda: ((builtin_calibration(),), ()))
-    app = build_app(deps, model=LLAMA, backend="cpu")
+    app = build_app(deps, model=LLAMA, backend=Backend.CPU)
     async with app.run_test(size=(120, 48)) as pilot:
         await settle(pilot)
         assert CALIBRATED not in breakdown_text(app)
@@ -180,7 +180,7 @@ async def test_r_after_m_recalibrates_from_the_history_with_the_new_run(
         calibrations=default_candidates,
         read_device=read_card,  # this CPU, named: its runs' calibration is for it
     )
-    app = build_app(deps, model=str(tiny_model), backend="cpu", max_tokens=32)
+    app = build_app(deps, model=str(tiny_model), backend=Backend.CPU, max_tokens=32)
     told: list[str] = []
     real_notify = app.notify
 

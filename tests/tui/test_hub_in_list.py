@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import OptionList
 
+from core.backend import Backend
 from core.catalog.entry import ORIGIN_HUB
 from core.catalog.profiles import load_profile
 from core.estimate.available import AvailableMemory
@@ -54,7 +55,7 @@ def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeHub]:
 
 def hub_app() -> VramscopeApp:
     deps = builtin_deps(AvailableMemory(GFX1151_LIMIT, "test"), GFX1151_MACHINE, hub=True)
-    return build_app(deps, backend="rocm", memory_limit=GFX1151_LIMIT)
+    return build_app(deps, backend=Backend.ROCM, memory_limit=GFX1151_LIMIT)
 
 
 def rows(app: VramscopeApp) -> list[str]:

@@ -274,7 +274,7 @@ async def test_a_digit_on_a_slider_starts_typing_in_its_box() -> None:
 
 @pytest.mark.parametrize(
     "options",
-    [{"memory_limit": 24 << 30}, {"preset": "rtx4090"}, {"backend": "cuda"}, {}],
+    [{"memory_limit": 24 << 30}, {"preset": "rtx4090"}, {"backend": Backend.CUDA}, {}],
     ids=["memory-limit", "preset", "backend", "none"],
 )
 async def test_focus_starts_on_the_token_slider_whatever_the_flags(options: dict) -> None:

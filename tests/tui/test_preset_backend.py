@@ -47,7 +47,7 @@ async def test_rtx4090_starts_on_cuda_and_its_command_line_gives_the_same_total(
 
 
 async def test_an_explicit_backend_is_kept_with_an_nvidia_preset() -> None:
-    app = build_app(preset="rtx4090", backend="rocm")
+    app = build_app(preset="rtx4090", backend=Backend.ROCM)
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
         assert app.explorer.state.backend is Backend.ROCM
