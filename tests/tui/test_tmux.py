@@ -173,3 +173,15 @@ def test_at_60x20_the_footer_is_whole_and_help_lists_the_devices_keys() -> None:
         app.burst("dw")
         screen = app.wait_for(lambda s: "mlx.launch" in s or "2×TP" in s, "two devices")
         assert screen.splitlines()[-1].rstrip().endswith("^p palette")
+
+
+def test_a_burst_through_tab_lands_every_character_in_the_next_box() -> None:
+    # `a` then Tab and a size in one write: Tab moved focus only once it had bubbled up
+    # from the picker, and the `3` that followed went to the picker: 2GB, not 32GB.
+    with tmux_vramscope((160, 48), *ARGS) as app:
+        started(app)
+        app.burst("a\t32GB")
+        app.wait_for(lambda s: "32.00 GiB available · typed size" in s, "32GB typed")
+        app.burst("\x1b[Z")  # Shift+Tab, back to the picker, then on into the box again
+        app.burst("\t48GB")
+        app.wait_for(lambda s: "48.00 GiB available · typed size" in s, "48GB typed")

@@ -103,6 +103,11 @@ class ExplorerScreen(FocusKeys):
         # From a text box, at once: keys sent with the Escape (`/llama` Esc `k`) are
         # already on their way to the focused widget when a plain binding would run.
         Binding("escape", "leave_box", show=False, priority=True),
+        # Tab too: a plain binding runs only once the key has bubbled up from the focused
+        # widget, and the next key of a burst (`a` Tab `32GB`) was already handed to the
+        # widget focus was leaving, so its first character was lost.
+        Binding("tab", "app.focus_next", show=False, priority=True),
+        Binding("shift+tab", "app.focus_previous", show=False, priority=True),
     ]
 
     state: reactive[ExplorerState] = reactive(ExplorerState, init=False)
