@@ -63,15 +63,20 @@ def calibrate_groups(
         except CalibrationRefused as exc:
             out.append(GroupResult(key, len(members), None, str(exc)))
             continue
-        cal = Calibration.from_fit(
-            fit,
-            engine=key.engine,
-            backend=key.backend,
-            device=key.device,
-            measured_on=key.measured_on,
-            fitted_at=fitted_at,
-            target=target,
-        )
+        try:  # the reader's own checks: a fit it would refuse is never saved
+            cal = Calibration.from_fit(
+                fit,
+                engine=key.engine,
+                backend=key.backend,
+                device=key.device,
+                measured_on=key.measured_on,
+                fitted_at=fitted_at,
+                target=target,
+            ).checked()
+        except ValueError as exc:
+            refused = f"the fit is outside what a calibration file holds ({exc})"
+            out.append(GroupResult(key, len(members), None, refused))
+            continue
         why = fit.not_cross_validated
         warning = f"{key.words}: {why}" if why is not None else None
         out.append(GroupResult(key, len(members), cal, warning=warning))
