@@ -17,7 +17,7 @@ from core.answer.quantization import Quantization
 from core.answer.quantize import SCHEMES
 from core.answer.question import ModelFacts
 from core.catalog.disk_cache import CatalogCache
-from core.catalog.entry import ORIGIN_BUILTIN, CatalogEntry
+from core.catalog.entry import ORIGIN_BUILTIN, Catalog, CatalogEntry
 from core.catalog.profiles import PROFILE_DIR, load_profile, profile_file_name
 from core.catalog.resolve import entry_snapshot
 from core.display_text import clean_text
@@ -123,6 +123,7 @@ class FitReader:
             ),
             where=clean_text(entry_where(entry)),
             format_label=clean_text(entry.format_label),
+            warnings=tuple(clean_text(w) for w in entry.warnings),
         )
 
 
@@ -135,6 +136,12 @@ def fit_reader(use_cache: bool = True, directory: Path | None = None) -> Iterato
     finally:
         if disk is not None:
             disk.save()
+
+
+def skipped_lines(catalog: Catalog) -> list[str]:
+    """What the catalog left out, one line each, as `vramscope models --verbose` says it:
+    `fit` and the Fits view list them beside their rows."""
+    return [clean_text(f"{s.location}: {s.reason}") for s in catalog.skipped]
 
 
 def read_fit_model(entry: CatalogEntry) -> FitModel:
