@@ -21,6 +21,7 @@ from core.measurement.result import MeasuredPeak
 from tui.controllers.loader import DaemonExecutor
 from tui.deps import AppDeps, default_deps
 from tui.model.state import LaunchOptions, initial_state
+from tui.out_of_memory import loop_exception_handler
 from tui.screens.explorer_screen import ExplorerScreen
 
 
@@ -80,7 +81,10 @@ class VramscopeApp(App[None]):
 
     def on_load(self) -> None:
         # Thread workers in daemon threads: quitting never waits for a read that hangs.
-        asyncio.get_running_loop().set_default_executor(DaemonExecutor())
+        loop = asyncio.get_running_loop()
+        loop.set_default_executor(DaemonExecutor())
+        # A task that ran out of memory: one line and exit 2, not a traceback and a hang.
+        loop.set_exception_handler(loop_exception_handler)
 
     def _display(self, screen: Screen[Any], renderable: RenderableType | None) -> None:
         # Textual writes every frame here. The first one written releases the explorer's
