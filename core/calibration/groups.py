@@ -48,13 +48,18 @@ def calibrate_groups(
     """Fit every (engine, formula, device) group of the rows the filters keep: `engine`,
     `backend` (the kind of device the runs ran on) and `device` (its name, any case)."""
     groups: dict[CalibrationKey, list[CalibrationRow]] = {}
+    kept: dict[int, list[CalibrationRow] | None] = {}  # by workload: its rows share terms
     for r in rows:
-        if (
-            (engine is None or r.engine is engine)
-            and (backend is None or r.device_kind is backend)
-            and _same_device(r.device, device)
-        ):
-            groups.setdefault(row_key(r), []).append(r)
+        group = kept.get(id(r.terms), kept)
+        if group is kept:
+            wanted = (
+                (engine is None or r.engine is engine)
+                and (backend is None or r.device_kind is backend)
+                and _same_device(r.device, device)
+            )
+            group = kept[id(r.terms)] = groups.setdefault(row_key(r), []) if wanted else None
+        if isinstance(group, list):
+            group.append(r)
     out = []
     for key in sorted(groups, key=CalibrationKey.sort_key):
         members = groups[key]

@@ -14,7 +14,7 @@ from pathlib import Path
 from core.backend import Backend
 from core.calibration.groups import GroupResult, calibrate_groups
 from core.calibration.record import Calibration
-from core.calibration.sources import read_csv, records_from_history, rows_from_records
+from core.calibration.sources import iter_csv, records_from_history, rows_from_records
 from core.calibration.store import default_path, save_merged
 from core.calibration.targets import DEFAULT_TARGET, target_named, target_words
 from core.display_text import clean_text
@@ -69,9 +69,9 @@ def calibrate(
     target = target_named(target)
     warnings: list[str] = []
     if rows_file is not None:
-        records = read_csv(rows_file, target)
         source = clean_text(str(rows_file))
-        rows, skipped = rows_from_records(records, resolve, skip_unresolved=False)
+        streamed = iter_csv(rows_file, target)  # a line at a time: never the file whole
+        rows, skipped = rows_from_records(streamed, resolve, skip_unresolved=False)
     else:
         store = history if history is not None else HistoryStore.default()
         read = store.read()
