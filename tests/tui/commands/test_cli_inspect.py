@@ -383,7 +383,8 @@ def test_model_safetensors_that_is_a_folder_or_fifo_never_hangs(tmp_path: Path, 
         )
         assert code == 0
         assert "(analytical estimate from config.json)" in out
-        assert "model.safetensors: is not a regular file" in err
+        why = "is a directory" if kind == "dir" else "is not a regular file"
+        assert f"model.safetensors: {why}" in err
 
 
 @pytest.mark.parametrize(
