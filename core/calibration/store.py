@@ -54,7 +54,7 @@ class StoreRead:
 def read_store(path: Path, origin: str = "user") -> StoreRead:
     """Every calibration in `path`; a missing file is empty, a damaged one a warning."""
     try:
-        raw = read_small_file(path, SIZE_CAP)
+        raw = read_small_file(path, SIZE_CAP, "a calibration file is a few kB, so this is not one")
     except FileNotFoundError:
         return StoreRead()
     except OSError as exc:
