@@ -128,14 +128,19 @@ class FitReader:
 
 
 @contextmanager
-def fit_reader(use_cache: bool = True, directory: Path | None = None) -> Iterator[FitReader]:
-    """A reader whose what-if cache is saved when the block ends."""
+def fit_reader(
+    use_cache: bool = True, directory: Path | None = None, notices: list[str] | None = None
+) -> Iterator[FitReader]:
+    """A reader whose what-if cache is saved when the block ends (and `notices` told
+    where an unreadable cache file was kept aside)."""
     disk = CatalogCache((directory or cache_dir()) / FIT_CACHE_FILE) if use_cache else None
     try:
         yield FitReader(disk)
     finally:
         if disk is not None:
             disk.save()
+            if disk.kept is not None and notices is not None:
+                notices.append(disk.kept)
 
 
 def skipped_lines(catalog: Catalog) -> list[str]:

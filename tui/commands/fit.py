@@ -118,7 +118,8 @@ def run(args: argparse.Namespace) -> int:
     catalog = build_catalog(args.models_dir, use_cache=not args.no_cache)
     rows = []
     skipped = skipped_lines(catalog)
-    with fit_reader(use_cache=not args.no_cache) as reader:
+    notices = list(catalog.notices)
+    with fit_reader(use_cache=not args.no_cache, notices=notices) as reader:
         for entry in catalog.entries:
             try:
                 model = reader.read(entry, what_ifs_too=quantizations != (Quantization.STORED,))
@@ -128,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
             rows.extend(
                 model_rows(model, quantizations, question, calibrations, args.calibration_engine)
             )
+    warn(notices)
     ranked = rank_rows(rows)
     column = None
     if calibrations is not None:
