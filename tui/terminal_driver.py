@@ -13,7 +13,7 @@ Here each of them stops the app the same way (`_stop`): the terminal is restored
 once, with Textual's own sequences written straight to it (the app's teardown, and
 an event loop busy with reads, took 0.2-0.6 s more on a loaded machine), later output
 is dropped, the app is asked to exit, and if it has not ended `EXIT_GRACE_S` later
-the process ends there (a measurement's child dies with it, `hip_backend/parent_watch.py`).
+the process ends there, with the children it started (`end_now`).
 The exit status is 128 + the signal, 129 for a hang-up.
 """
 
@@ -27,6 +27,7 @@ import termios
 import threading
 from contextlib import suppress
 from types import FrameType
+from typing import NoReturn
 
 from textual.drivers.linux_driver import LinuxDriver
 
@@ -46,6 +47,34 @@ RESTORE = (
 )
 """What Textual's `stop_application_mode` writes, in its order."""
 _HANGUP = select.POLLHUP | select.POLLERR | select.POLLNVAL
+
+
+def children() -> list[int]:
+    """This process's children (Linux: /proc/self/task/*/children; elsewhere none)."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return found
+    for tid in tasks:
+        try:
+            with open(f"/proc/self/task/{tid}/children", encoding="ascii") as fh:
+                found.extend(int(p) for p in fh.read().split())
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def end_now(code: int) -> NoReturn:
+    """End the process at once, with the children it started (a probe in a child
+    interpreter, a measurement's child and its group), so none outlives the explorer."""
+    for pid in children():
+        with suppress(OSError):
+            if os.getpgid(pid) == pid:  # leads its own group: take the group
+                os.killpg(pid, signal.SIGKILL)
+            else:
+                os.kill(pid, signal.SIGKILL)
+    os._exit(code)
 
 
 class TerminalDriver(LinuxDriver):
@@ -90,7 +119,7 @@ class TerminalDriver(LinuxDriver):
                 os.write(self._file.fileno(), RESTORE)
         with suppress(RuntimeError):  # the loop closed meanwhile: the app is gone
             self._loop.call_soon_threadsafe(self._app.exit, None, code)
-        deadline = threading.Timer(EXIT_GRACE_S, os._exit, (code,))
+        deadline = threading.Timer(EXIT_GRACE_S, end_now, (code,))
         deadline.daemon = True
         deadline.start()
 
