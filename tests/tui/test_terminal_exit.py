@@ -146,6 +146,7 @@ def test_ctrl_c_quits_the_explorer_and_restores_the_terminal(explorer: Explorer)
     assert b"Press q to quit" not in written
     for sequence in RESTORED:
         assert sequence in written, sequence
+    assert group_is_gone(explorer.process.pid)
 
 
 def test_a_closed_terminal_ends_the_explorer(explorer: Explorer) -> None:
