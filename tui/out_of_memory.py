@@ -55,6 +55,8 @@ def exit_out_of_memory(exc: BaseException) -> None:
 def install_hooks() -> None:
     """Route an out-of-memory failure on any thread, in a thread's bootstrap or in an
     event loop's task to `exit_out_of_memory`; anything else goes where it went."""
+    if getattr(threading.excepthook, "vramscope_memory_hook", False):
+        return  # once per process: `main` may run many times in one (the tests)
     previous_thread = threading.excepthook
     previous_unraisable = sys.unraisablehook
 
@@ -68,6 +70,7 @@ def install_hooks() -> None:
             exit_out_of_memory(unraisable.exc_value)
         previous_unraisable(unraisable)
 
+    thread_hook.vramscope_memory_hook = True  # type: ignore[attr-defined]
     threading.excepthook = thread_hook
     sys.unraisablehook = unraisable_hook
 
