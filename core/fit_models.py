@@ -17,7 +17,7 @@ from core.answer.quantization import Quantization
 from core.answer.quantize import SCHEMES
 from core.answer.question import ModelFacts
 from core.catalog.disk_cache import CatalogCache
-from core.catalog.entry import ORIGIN_BUILTIN, CatalogEntry
+from core.catalog.entry import ORIGIN_BUILTIN, Catalog, CatalogEntry
 from core.catalog.profiles import PROFILE_DIR, load_profile, profile_file_name
 from core.catalog.resolve import entry_snapshot
 from core.display_text import clean_text
@@ -123,18 +123,30 @@ class FitReader:
             ),
             where=clean_text(entry_where(entry)),
             format_label=clean_text(entry.format_label),
+            warnings=tuple(clean_text(w) for w in entry.warnings),
         )
 
 
 @contextmanager
-def fit_reader(use_cache: bool = True, directory: Path | None = None) -> Iterator[FitReader]:
-    """A reader whose what-if cache is saved when the block ends."""
+def fit_reader(
+    use_cache: bool = True, directory: Path | None = None, notices: list[str] | None = None
+) -> Iterator[FitReader]:
+    """A reader whose what-if cache is saved when the block ends (and `notices` told
+    where an unreadable cache file was kept aside)."""
     disk = CatalogCache((directory or cache_dir()) / FIT_CACHE_FILE) if use_cache else None
     try:
         yield FitReader(disk)
     finally:
         if disk is not None:
             disk.save()
+            if disk.kept is not None and notices is not None:
+                notices.append(disk.kept)
+
+
+def skipped_lines(catalog: Catalog) -> list[str]:
+    """What the catalog left out, one line each, as `vramscope models --verbose` says it:
+    `fit` and the Fits view list them beside their rows."""
+    return [clean_text(f"{s.location}: {s.reason}") for s in catalog.skipped]
 
 
 def read_fit_model(entry: CatalogEntry) -> FitModel:

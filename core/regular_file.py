@@ -9,9 +9,27 @@ check and the open), then read up to a cap.
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import stat
+from io import BufferedReader, FileIO
 from pathlib import Path
+
+
+def open_regular(path: Path) -> BufferedReader:
+    """`path` opened for reading as a binary file, checked regular on the open descriptor
+    first (OSError "is not a regular file" otherwise): every reader of a file vramscope
+    did not write opens it here or through `read_regular`."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        check_regular_fd(fd, path)
+        # Blocking again: a regular file never blocks, and buffered reads expect it.
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        raw = FileIO(fd, "rb", closefd=True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return BufferedReader(raw)
 
 
 def read_regular(path: Path, cap: int) -> bytes:

@@ -15,8 +15,9 @@ variables read their suffixes, so `--memory-limit 24GB` is `MLXCEL_MEMORY_LIMIT=
 
 There is no decimal (10^9) unit: 24 x 10^9 bytes is typed as `24000000000`. Digits
 may be grouped with `,` or `_` (`8,192`). A token count must come out whole (`1.1k`
-is refused); a size drops a fraction of a byte, as mlxcel's `parse_memory_size` does
-(`4.1GB` = 4,402,341,478). A reading is refused, never clamped or sign-stripped, when
+is refused); a size in a unit drops a fraction of a byte, as mlxcel's `parse_memory_size`
+does (`4.1GB` = 4,402,341,478), and a bare fraction (`1.5`, `1.5B`) is refused, as mlxcel
+refuses `MLXCEL_MEMORY_LIMIT=1.5`. A reading is refused, never clamped or sign-stripped, when
 it is empty, negative, not a number, in an unknown unit or out of range; the
 refusal is a one-line reason.
 
@@ -118,4 +119,16 @@ def read_byte_size(text: str, minimum: int = 0, maximum: int = U64_MAX) -> int |
     )
     if isinstance(value, Refused):
         return value
+    if value != value.to_integral_value() and _unit(text) in ("", "b"):
+        # mlxcel reads a bare number as whole bytes and refuses `1.5` outright: a fraction
+        # of a byte is not a size (`1.5GB`, in a unit, drops only the byte's fraction).
+        return _refused(
+            f"'{_shown(text)}' is not a whole number of bytes; give a unit (e.g. "
+            f"{_shown(text)}GB) or whole bytes, as MLXCEL_MEMORY_LIMIT reads it"
+        )
     return _in_range(int(value), minimum, maximum, "bytes", text)
+
+
+def _unit(text: str) -> str:
+    m = _FORM.fullmatch(text.strip().lower())
+    return m.group("unit") if m is not None else ""

@@ -27,6 +27,41 @@ class NoMlxError(MeasureError):
     kind = FailureKind.NO_MLX
 
 
+class EngineLoadError(MeasureError):
+    """The engine's package is installed but failed to load (a broken build, a library
+    that does not link)."""
+
+    kind = FailureKind.ENGINE_LOAD_FAILED
+
+
+_MEMORY_WORDS = ("failed to map segment", "cannot allocate memory", "out of memory")
+"""What the dynamic loader says when a library does not fit the address space."""
+
+
+def import_failure(
+    module: str, exc: BaseException, not_installed: type[MeasureError], hint: str
+) -> MeasureError:
+    """The one wording of an engine module that cannot be imported (`torch`, `mlx`):
+    `not_installed` only when the module is not there; out of memory when loading it ran
+    out; otherwise that it failed to load, and why. `hint` says how to install it."""
+    import sys
+
+    python = sys.executable
+    why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    missing = (
+        isinstance(exc, ModuleNotFoundError)
+        and (exc.name or "").split(".")[0] == (module.split(".")[0])
+    )
+    if missing:
+        return not_installed(f"{module} cannot be imported by {python} ({why}); {hint}")
+    if isinstance(exc, MemoryError) or any(w in why.lower() for w in _MEMORY_WORDS):
+        return OutOfMemoryError(
+            f"{module} is installed but failed to load in {python}: out of memory ({why}); "
+            "raise the memory limit (ulimit -v) or free memory"
+        )
+    return EngineLoadError(f"{module} is installed but failed to load in {python} ({why})")
+
+
 class NoDeviceError(MeasureError):
     """The device asked for is not there (or this torch build cannot reach it)."""
 

@@ -48,7 +48,15 @@ from core.model.config import ModelConfig
 from hip_backend.engines import runtime
 from hip_backend.host import CAPPED_ALLOCATION_TEXTS
 from hip_backend.job import ChildJob
-from hip_backend.spawn import CHILD_MALLOC_ENV, CHILD_THREAD_ENV, child_env, signal_group, spawn
+from hip_backend.spawn import (
+    CHILD_MALLOC_ENV,
+    CHILD_THREAD_ENV,
+    child_env,
+    kill_group,
+    signal_group,
+    spawn,
+    thread_failure,
+)
 
 EventCallback = Callable[[MeasureEvent], None]
 Outcome = MeasuredPeak | MeasurementFailure
@@ -270,17 +278,22 @@ class MeasurementHandle:
         except OSError as exc:
             self._finish(MeasurementFailure(FailureKind.INTERNAL, f"cannot start {python}: {exc}"))
             return
-        if timeout is not None:
-            self._timer = threading.Timer(timeout, self._stop, (FailureKind.TIMEOUT,))
-            self._timer.daemon = True
-            self._timer.start()
-        self._stderr_reader = threading.Thread(
-            target=self._read_stderr, daemon=True, name="vramscope-child-err"
-        )
-        self._stderr_reader.start()
-        threading.Thread(
-            target=self._read_stdout, args=(job,), daemon=True, name="vramscope-child-out"
-        ).start()
+        try:
+            if timeout is not None:
+                self._timer = threading.Timer(timeout, self._stop, (FailureKind.TIMEOUT,))
+                self._timer.daemon = True
+                self._timer.start()
+            self._stderr_reader = threading.Thread(
+                target=self._read_stderr, daemon=True, name="vramscope-child-err"
+            )
+            self._stderr_reader.start()
+            threading.Thread(
+                target=self._read_stdout, args=(job,), daemon=True, name="vramscope-child-out"
+            ).start()
+        except RuntimeError as exc:  # "can't start new thread": no memory for its stack
+            kill_group(self._process.pid)
+            self._process.wait()
+            self._finish(MeasurementFailure(FailureKind.OUT_OF_MEMORY, thread_failure(exc)))
 
     def _read_stderr(self) -> None:
         assert self._process is not None

@@ -203,6 +203,9 @@ def record_run(run: MeasuredRun) -> None:
     store = HistoryStore.default()
     for peak in run.ranks:
         try:
-            store.append(peak)
+            kept = store.append(peak)
         except OSError as exc:
             print(f"vramscope: warning: could not record the result: {exc}", file=sys.stderr)
+        else:
+            if kept is not None:
+                print(f"vramscope: warning: {kept}", file=sys.stderr)

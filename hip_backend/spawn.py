@@ -122,3 +122,9 @@ def group_alive(pgid: int) -> bool:
         if int(group) == pgid and state != "Z":
             return True
     return False
+
+
+def thread_failure(exc: RuntimeError) -> str:
+    """What a thread that could not start means (Python says "can't start new thread"
+    when there is no memory for its stack: `ulimit -v`, a full cgroup)."""
+    return f"cannot start a thread to follow the run ({exc}): no memory for its stack"

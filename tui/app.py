@@ -14,12 +14,14 @@ from typing import Any, ClassVar
 from rich.console import RenderableType
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.driver import Driver
 from textual.screen import Screen
 
 from core.measurement.result import MeasuredPeak
 from tui.controllers.loader import DaemonExecutor
 from tui.deps import AppDeps, default_deps
 from tui.model.state import LaunchOptions, initial_state
+from tui.out_of_memory import loop_exception_handler
 from tui.screens.explorer_screen import ExplorerScreen
 
 
@@ -31,6 +33,8 @@ class VramscopeApp(App[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),
         Binding("question_mark", "help", "Help"),
+        # Textual's default shows "Press q to quit"; a terminal program quits on Ctrl-C.
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True, system=True),
     ]
 
     def __init__(
@@ -46,6 +50,18 @@ class VramscopeApp(App[None]):
         self.initial, self.env_warnings = initial_state(options, deps.env, self.machine)
         self.measured = measured
         self._first_frame_out = False
+
+    def get_driver_class(self) -> type[Driver]:
+        # Textual's Linux driver, made to exit cleanly on SIGTERM, SIGHUP and a closed
+        # terminal (tui/terminal_driver.py); any other (Windows, TEXTUAL_DRIVER) as is.
+        found = super().get_driver_class()
+        try:
+            from textual.drivers.linux_driver import LinuxDriver
+
+            from tui.terminal_driver import TerminalDriver
+        except ImportError:  # no termios
+            return found
+        return TerminalDriver if found is LinuxDriver else found
 
     def get_default_screen(self) -> Screen[None]:
         return ExplorerScreen(
@@ -65,7 +81,10 @@ class VramscopeApp(App[None]):
 
     def on_load(self) -> None:
         # Thread workers in daemon threads: quitting never waits for a read that hangs.
-        asyncio.get_running_loop().set_default_executor(DaemonExecutor())
+        loop = asyncio.get_running_loop()
+        loop.set_default_executor(DaemonExecutor())
+        # A task that ran out of memory: one line and exit 2, not a traceback and a hang.
+        loop.set_exception_handler(loop_exception_handler)
 
     def _display(self, screen: Screen[Any], renderable: RenderableType | None) -> None:
         # Textual writes every frame here. The first one written releases the explorer's

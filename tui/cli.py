@@ -18,6 +18,7 @@ from core.display_text import cap_echoes, clean_text
 from core.errors import VramscopeError
 from tui.commands.registry import COMMANDS
 from tui.commands.shared.signals import exit_status
+from tui.out_of_memory import install_hooks, is_out_of_memory, out_of_memory_line
 
 EXIT_USAGE = 2
 
@@ -85,6 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if reconfigure is not None:
             with contextlib.suppress(ValueError, OSError):
                 reconfigure(errors="backslashreplace")
+    install_hooks()
     parser = build_parser()
     words = list(sys.argv[1:] if argv is None else argv)
     if words and words[0].startswith("-") and words[0] not in ("-h", "--help", "--version"):
@@ -103,11 +105,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except VramscopeError as exc:
         print(f"vramscope: error: {cap_echoes(clean_text(str(exc)))}", file=sys.stderr)
         return EXIT_USAGE
-    except MemoryError:
-        print(
-            "vramscope: error: out of memory (a file in the model folder is too large?)",
-            file=sys.stderr,
-        )
+    except (MemoryError, RuntimeError) as exc:
+        if not is_out_of_memory(exc):
+            raise
+        print(out_of_memory_line(exc), file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt as exc:  # Ctrl-C; SIGTERM too, inside measure and table
         return exit_status(exc)

@@ -48,6 +48,8 @@ class FitModel:
     where: str
     """Where it was read from (`built-in profile`, `HF cache @ main 1a2b3c4d: /path`)."""
     format_label: str
+    warnings: tuple[str, ...] = ()
+    """File faults the estimate fell back past (`vramscope models` marks them (!))."""
 
     @property
     def name(self) -> str:
@@ -68,6 +70,8 @@ class FitRow:
     unavailable: str | None = None
     bits: int = 16
     """Bits per weight as stored, or the what-if's."""
+    warnings: tuple[str, ...] = ()
+    """The model's file faults the estimate fell back past (marked (!))."""
 
     @property
     def formula(self) -> str:
@@ -147,6 +151,7 @@ class FitRow:
             "past_trained_context": self.past_trained,
             "trained_context_tokens": trained.tokens if trained else None,
             "params": params.json() if params else None,
+            "warnings": list(self.warnings),
         }
 
 
@@ -192,13 +197,16 @@ def model_rows(
         bits = quantization.bits or stored
         if isinstance(found, Answer):
             rows.append(
-                FitRow(model.name, quantization, model.format_label, model.where, found, None, bits)
-            )
+                FitRow(
+                    model.name, quantization, model.format_label, model.where, found, None,
+                    bits, model.warnings,
+                )
+            )  # fmt: skip
         else:
             rows.append(
                 FitRow(
                     model.name, quantization, model.format_label, model.where, None,
-                    found.reason, bits,
+                    found.reason, bits, model.warnings,
                 )
             )  # fmt: skip
     return rows

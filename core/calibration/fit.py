@@ -128,10 +128,37 @@ def models_of(rows: Sequence[CalibrationRow]) -> tuple[str, ...]:
     return tuple(sorted({r.model for r in rows}))
 
 
+def highest_peaks(rows: Sequence[CalibrationRow]) -> list[CalibrationRow]:
+    """One row per workload, the one with its highest peak: the fixed part and every
+    covering margin depend on nothing else (both only grow with a workload's peak), so a
+    10^6-run file with a few thousand workloads is fitted on those."""
+    best: dict[int, CalibrationRow] = {}
+    for r in rows:
+        key = id(r.terms)  # rows of one workload share its terms
+        kept = best.get(key)
+        if kept is None or r.peak_bytes > kept.peak_bytes:
+            best[key] = r
+    return list(best.values())
+
+
+def predictions(rows: Sequence[CalibrationRow], fixed: int, margin_bp: int) -> list[int]:
+    """Each row's calibrated total (computed once per workload)."""
+    by_terms: dict[int, int] = {}
+    out = []
+    for r in rows:
+        key = id(r.terms)
+        total = by_terms.get(key)
+        if total is None:
+            total = by_terms[key] = row_prediction(r, fixed, margin_bp)
+        out.append(total)
+    return out
+
+
 def largest_miss(rows: Sequence[CalibrationRow]) -> int:
     """The margin, in basis points, that covers every model's runs predicted by a fixed
     part fitted on the other models (needs at least 2 models; may be 0)."""
     needed = 0
+    rows = highest_peaks(rows)
     for held in models_of(rows):
         fixed = fit_fixed_bytes([r for r in rows if r.model != held])
         for r in rows:
@@ -174,14 +201,14 @@ def cross_validate(rows: Sequence[CalibrationRow]) -> CrossValidation:
     estimates: list[int] = []
     peaks: list[int] = []
     mlxcel: list[int] = []
+    highest = highest_peaks(rows)
     for held in models:
-        rest = [r for r in rows if r.model != held]
+        rest = [r for r in highest if r.model != held]
         fixed, margin = fit_fixed_bytes(rest), chosen_margin(rest)
-        for r in rows:
-            if r.model == held:
-                estimates.append(row_prediction(r, fixed, margin))
-                peaks.append(r.peak_bytes)
-                mlxcel.append(r.mlxcel_total_bytes)
+        held_rows = [r for r in rows if r.model == held]
+        estimates.extend(predictions(held_rows, fixed, margin))
+        peaks.extend(r.peak_bytes for r in held_rows)
+        mlxcel.extend(r.mlxcel_total_bytes for r in held_rows)
     return CrossValidation(len(models), figures(estimates, peaks), figures(mlxcel, peaks))
 
 
@@ -218,15 +245,16 @@ def fit_rows(rows: Sequence[CalibrationRow]) -> Fit:
     """Fit the fixed part on every row and the margin on the leave-one-model-out misses;
     CalibrationRefused with fewer than 2 models."""
     models = check_enough(rows)
-    fixed = fit_fixed_bytes(rows)
-    margin = chosen_margin(rows)
+    highest = highest_peaks(rows)
+    fixed = fit_fixed_bytes(highest)
+    margin = chosen_margin(highest)
     peaks = [r.peak_bytes for r in rows]
     return Fit(
         fixed_bytes=fixed,
         margin_basis_points=margin,
         models=models,
         runs=len(rows),
-        training=figures([row_prediction(r, fixed, margin) for r in rows], peaks),
+        training=figures(predictions(rows, fixed, margin), peaks),
         training_mlxcel=figures([r.mlxcel_total_bytes for r in rows], peaks),
         cross_validated=(cross_validate(rows) if len(models) >= CROSS_VALIDATION_MODELS else None),
     )

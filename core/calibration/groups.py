@@ -48,13 +48,18 @@ def calibrate_groups(
     """Fit every (engine, formula, device) group of the rows the filters keep: `engine`,
     `backend` (the kind of device the runs ran on) and `device` (its name, any case)."""
     groups: dict[CalibrationKey, list[CalibrationRow]] = {}
+    kept: dict[int, list[CalibrationRow] | None] = {}  # by workload: its rows share terms
     for r in rows:
-        if (
-            (engine is None or r.engine is engine)
-            and (backend is None or r.device_kind is backend)
-            and _same_device(r.device, device)
-        ):
-            groups.setdefault(row_key(r), []).append(r)
+        group = kept.get(id(r.terms), kept)
+        if group is kept:
+            wanted = (
+                (engine is None or r.engine is engine)
+                and (backend is None or r.device_kind is backend)
+                and _same_device(r.device, device)
+            )
+            group = kept[id(r.terms)] = groups.setdefault(row_key(r), []) if wanted else None
+        if isinstance(group, list):
+            group.append(r)
     out = []
     for key in sorted(groups, key=CalibrationKey.sort_key):
         members = groups[key]
@@ -63,15 +68,20 @@ def calibrate_groups(
         except CalibrationRefused as exc:
             out.append(GroupResult(key, len(members), None, str(exc)))
             continue
-        cal = Calibration.from_fit(
-            fit,
-            engine=key.engine,
-            backend=key.backend,
-            device=key.device,
-            measured_on=key.measured_on,
-            fitted_at=fitted_at,
-            target=target,
-        )
+        try:  # the reader's own checks: a fit it would refuse is never saved
+            cal = Calibration.from_fit(
+                fit,
+                engine=key.engine,
+                backend=key.backend,
+                device=key.device,
+                measured_on=key.measured_on,
+                fitted_at=fitted_at,
+                target=target,
+            ).checked()
+        except ValueError as exc:
+            refused = f"the fit is outside what a calibration file holds ({exc})"
+            out.append(GroupResult(key, len(members), None, refused))
+            continue
         why = fit.not_cross_validated
         warning = f"{key.words}: {why}" if why is not None else None
         out.append(GroupResult(key, len(members), cal, warning=warning))

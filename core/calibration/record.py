@@ -162,6 +162,11 @@ class Calibration:
             "fitted_at": self.fitted_at,
         }
 
+    def checked(self) -> Calibration:
+        """This calibration as the reader reads it back (ValueError naming the field the
+        reader would refuse): the one validator, shared by the store's reader and writer."""
+        return Calibration.from_dict(self.to_dict(), self.origin)
+
     @classmethod
     def from_dict(cls, data: Any, origin: str) -> Calibration:
         """A checked calibration from untrusted JSON (any version's); ValueError naming

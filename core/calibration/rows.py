@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from core.backend import Backend
 from core.estimate.estimate import KvCacheMode, MemoryEstimate
 from core.measurement.engine import Engine
 
 
-@dataclass(frozen=True)
-class CalibrationRow:
-    """A measured peak beside the terms of mlxcel's estimate for the same workload."""
+@dataclass(frozen=True, slots=True)
+class RunTerms:
+    """What a run's workload gives, shared by every run of the same workload (a 10^6-run
+    file holds a few thousand of these, not a million)."""
 
     model: str
     context: int
@@ -21,9 +23,6 @@ class CalibrationRow:
     backend: Backend
     """The backend whose formula the terms follow: the one the run is held against
     (`core.measurement.comparison.held_against`), as `table` holds it."""
-    peak_bytes: int
-    """The figure being fitted (by default the engine's own peak: MLX's
-    `mx.get_peak_memory()`, the torch engine's RSS over baseline on the CPU)."""
     weights_bytes: int
     kv_bytes: int
     activation_bytes: int
@@ -40,10 +39,111 @@ class CalibrationRow:
     """The kind of device the run ran on, where it is not `backend` (a torch run on the
     CPU that emulated MLX-ROCm's queue is held against ROCm's formula)."""
 
+
+@dataclass(frozen=True, slots=True)
+class CalibrationRow:
+    """A measured peak beside the terms of mlxcel's estimate for the same workload."""
+
+    terms: RunTerms
+    peak_bytes: int
+    """The figure being fitted (by default the engine's own peak: MLX's
+    `mx.get_peak_memory()`, the torch engine's RSS over baseline on the CPU)."""
+
+    @classmethod
+    def build(cls, *, peak_bytes: int, **terms: Any) -> CalibrationRow:
+        """A row from every field at once (`RunTerms`' and the peak)."""
+        return cls(RunTerms(**terms), peak_bytes)
+
+    @property
+    def model(self) -> str:
+        return self.terms.model
+
+    @property
+    def context(self) -> int:
+        return self.terms.context
+
+    @property
+    def inflight_mib(self) -> int:
+        return self.terms.inflight_mib
+
+    @property
+    def backend(self) -> Backend:
+        return self.terms.backend
+
+    @property
+    def weights_bytes(self) -> int:
+        return self.terms.weights_bytes
+
+    @property
+    def kv_bytes(self) -> int:
+        return self.terms.kv_bytes
+
+    @property
+    def activation_bytes(self) -> int:
+        return self.terms.activation_bytes
+
+    @property
+    def inflight_bytes(self) -> int:
+        return self.terms.inflight_bytes
+
+    @property
+    def mlxcel_total_bytes(self) -> int:
+        return self.terms.mlxcel_total_bytes
+
+    @property
+    def engine(self) -> Engine | None:
+        return self.terms.engine
+
+    @property
+    def device(self) -> str | None:
+        return self.terms.device
+
+    @property
+    def batch(self) -> int:
+        return self.terms.batch
+
+    @property
+    def kv_cache_mode(self) -> KvCacheMode:
+        return self.terms.kv_cache_mode
+
+    @property
+    def measured_on(self) -> Backend | None:
+        return self.terms.measured_on
+
     @property
     def device_kind(self) -> Backend:
         """The kind of device the run ran on."""
-        return self.measured_on or self.backend
+        return self.terms.measured_on or self.terms.backend
+
+
+def terms_from_estimate(
+    est: MemoryEstimate,
+    *,
+    model: str,
+    backend: Backend,
+    inflight_mib: int,
+    engine: Engine | None = None,
+    device: str | None = None,
+    measured_on: Backend | None = None,
+) -> RunTerms:
+    """The terms of a workload whose estimate (same context, batch, KV mode) is `est`."""
+    wl = est.workload
+    return RunTerms(
+        model=model,
+        context=wl.max_tokens,
+        inflight_mib=inflight_mib,
+        backend=backend,
+        weights_bytes=est.weights_bytes,
+        kv_bytes=est.kv_bytes,
+        activation_bytes=est.activation_bytes,
+        inflight_bytes=est.backend_inflight_bytes,
+        mlxcel_total_bytes=est.total_bytes,
+        engine=engine,
+        device=device,
+        batch=wl.batch,
+        kv_cache_mode=wl.kv_cache_mode,
+        measured_on=measured_on if measured_on is not backend else None,
+    )
 
 
 def row_from_estimate(
@@ -58,21 +158,13 @@ def row_from_estimate(
     measured_on: Backend | None = None,
 ) -> CalibrationRow:
     """The row of one run whose estimate (same context, batch, KV mode) is `est`."""
-    wl = est.workload
-    return CalibrationRow(
+    terms = terms_from_estimate(
+        est,
         model=model,
-        context=wl.max_tokens,
-        inflight_mib=inflight_mib,
         backend=backend,
-        peak_bytes=peak_bytes,
-        weights_bytes=est.weights_bytes,
-        kv_bytes=est.kv_bytes,
-        activation_bytes=est.activation_bytes,
-        inflight_bytes=est.backend_inflight_bytes,
-        mlxcel_total_bytes=est.total_bytes,
+        inflight_mib=inflight_mib,
         engine=engine,
         device=device,
-        batch=wl.batch,
-        kv_cache_mode=wl.kv_cache_mode,
-        measured_on=measured_on if measured_on is not backend else None,
+        measured_on=measured_on,
     )
+    return CalibrationRow(terms, peak_bytes)

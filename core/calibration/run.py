@@ -14,8 +14,8 @@ from pathlib import Path
 from core.backend import Backend
 from core.calibration.groups import GroupResult, calibrate_groups
 from core.calibration.record import Calibration
-from core.calibration.sources import read_csv, records_from_history, rows_from_records
-from core.calibration.store import default_path, merged, read_store, write_store
+from core.calibration.sources import iter_csv, records_from_history, rows_from_records
+from core.calibration.store import default_path, save_merged
 from core.calibration.targets import DEFAULT_TARGET, target_named, target_words
 from core.display_text import clean_text
 from core.errors import VramscopeError
@@ -69,9 +69,9 @@ def calibrate(
     target = target_named(target)
     warnings: list[str] = []
     if rows_file is not None:
-        records = read_csv(rows_file, target)
         source = clean_text(str(rows_file))
-        rows, skipped = rows_from_records(records, resolve, skip_unresolved=False)
+        streamed = iter_csv(rows_file, target)  # a line at a time: never the file whole
+        rows, skipped = rows_from_records(streamed, resolve, skip_unresolved=False)
     else:
         store = history if history is not None else HistoryStore.default()
         read = store.read()
@@ -98,11 +98,10 @@ def calibrate(
     fitted = [r.calibration for r in results if r.calibration is not None]
     path = store_path if store_path is not None else default_path()
     if fitted:
-        old = read_store(path)
-        warnings.extend(old.warnings)
         try:
-            write_store(path, merged(old.calibrations, fitted), version)
-        except OSError as exc:
+            warnings.extend(save_merged(path, fitted, version))
+        except (OSError, ValueError) as exc:
             where = clean_text(str(path))
-            raise CannotSave(f"{where}: cannot save ({exc.strerror or exc})") from None
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            raise CannotSave(f"{where}: cannot save ({why})") from None
     return CalibrateRun(source, tuple(results), path if fitted else None, tuple(warnings))

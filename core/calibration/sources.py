@@ -17,26 +17,33 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Callable, Iterable, Sequence
+import os
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from core.backend import Backend
-from core.calibration.rows import CalibrationRow, row_from_estimate
+from core.calibration.rows import CalibrationRow, RunTerms, terms_from_estimate
 from core.calibration.targets import DEFAULT_TARGET, target_named
 from core.display_text import clean_text
 from core.errors import VramscopeError, describe_os_error
 from core.estimate.available import AvailableMemory
-from core.estimate.estimate import EstimateSettings, KvCacheMode, Workload, estimate
+from core.estimate.estimate import (
+    EstimateSettings,
+    KvCacheMode,
+    Workload,
+    estimate,
+)
 from core.estimate.snapshot import ModelSnapshot
 from core.measurement.comparison import device_backend
 from core.measurement.engine import ENGINE_NAMES, Engine
 from core.measurement.result import MeasuredPeak
-from core.model.config import read_small_file
 from core.numbers import decimal_to_int
+from core.regular_file import open_regular
 from core.units import U64_MAX
 
-CSV_SIZE_CAP = 16 * 2**20
+CSV_SIZE_CAP = 1 << 30
+"""A runs file is read a line at a time: 1 GiB is some 16 million runs."""
 REQUIRED = ("model", "context", "inflight_mib", "backend", "peak_bytes")
 OPTIONAL = (
     "engine",
@@ -60,7 +67,7 @@ class CalibrationInputError(VramscopeError):
     """A runs file cannot be used; the message names the file, line and column."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RunRecord:
     """One measured run before its model is resolved."""
 
@@ -108,12 +115,31 @@ def _choice_cell(text: str, where: str, column: str, names: tuple[str, ...]) -> 
     return value
 
 
+Line = tuple[int, str]
+"""A physical line of a runs file: its number (from 1, comments counted) and text."""
+
+
 def parse_csv(data: str, name: str, target: str = DEFAULT_TARGET) -> list[RunRecord]:
     """The runs of a CSV text, each with the target's peak; CalibrationInputError naming
-    the first bad cell (or the target's missing column)."""
-    lines = [ln for ln in data.splitlines() if not ln.lstrip().startswith("#")]
-    reader = csv.DictReader(io.StringIO("\n".join(lines)))
-    header = [h.strip() for h in reader.fieldnames or []]
+    the first bad cell (or the target's missing column) by its physical line."""
+    return list(records_of_lines(enumerate(data.splitlines(keepends=True), 1), name, target))
+
+
+def records_of_lines(
+    lines: Iterable[Line], name: str, target: str = DEFAULT_TARGET
+) -> Iterator[RunRecord]:
+    """The runs of numbered lines, one at a time (a file is never held whole): lines
+    starting with `#` are comments, counted in the line numbers errors name."""
+    at = [0]
+
+    def data_lines() -> Iterator[str]:
+        for number, text in lines:
+            if not text.lstrip().startswith("#"):
+                at[0] = number
+                yield text
+
+    reader = csv.reader(data_lines())
+    header = [h.strip() for h in next(reader, [])]
     missing = [c for c in REQUIRED if c not in header]
     if missing:
         raise CalibrationInputError(f"{name}: missing column(s) {', '.join(missing)}")
@@ -128,60 +154,134 @@ def parse_csv(data: str, name: str, target: str = DEFAULT_TARGET) -> list[RunRec
         raise CalibrationInputError(
             f"{name}: --target {target} needs the column '{column}', which the file lacks"
         )
-    reader.fieldnames = header
-    out = []
-    for n, rec in enumerate(reader, start=2):
-        where = f"{name}:{n}"
-        if None in rec:
+    width = len(header)
+    peak_at = header.index(column)
+    memo: dict[tuple[str, ...], _RunCells] = {}
+    for cells in reader:
+        if not cells:
+            continue  # a blank line, as csv.DictReader skips it
+        where = f"{name}:{at[0]}"
+        if len(cells) > width:
             raise CalibrationInputError(f"{where}: more cells than columns")
-        cell = {k: (v or "") for k, v in rec.items()}
-        model = _text(cell["model"], where, "model")
-        if model is None:
-            raise CalibrationInputError(f"{where}: column 'model' is empty")
-        backend = Backend(_choice_cell(cell["backend"], where, "backend", BACKEND_NAMES))
-        engine_text = cell.get("engine", "")
-        engine = (
-            Engine(_choice_cell(engine_text, where, "engine", ENGINE_NAMES))
-            if engine_text.strip()
-            else None
-        )
-        mode_text = cell.get("kv_cache_mode", "").strip().lower() or KvCacheMode.FP16.value
-        mode = next((m for m in KvCacheMode if m.value == mode_text), None)
-        if mode is None:
-            raise CalibrationInputError(f"{where}: column 'kv_cache_mode': expected fp16 or int8")
-        batch_text = cell.get("batch", "").strip()
-        out.append(
-            RunRecord(
-                model=model,
-                context=_int(cell["context"], where, "context", 1),
-                inflight_mib=_int(cell["inflight_mib"], where, "inflight_mib", 0, MAX_INFLIGHT_MIB),
-                backend=backend,
-                peak_bytes=_int(cell[column], where, column, 1),
-                where=where,
-                engine=engine,
-                device=_text(cell.get("device"), where, "device"),
-                batch=_int(batch_text, where, "batch", 1) if batch_text else 1,
-                kv_cache_mode=mode,
+        peak_text = cells[peak_at] if len(cells) > peak_at else ""
+        key = tuple(cells[:peak_at] + cells[peak_at + 1 :])
+        read = memo.get(key)
+        if read is None:
+            read = _run_cells(dict(zip(header, cells, strict=False)), where)  # raises
+            if len(memo) >= _MEMO_ROWS:
+                memo.clear()
+            memo[key] = read
+        yield _record(read, _int(peak_text, where, column, 1), where)
+
+
+_MEMO_ROWS = 65_536
+"""Rows kept parsed by their cells other than the peak: runs repeat their model, device,
+backend, context and budget, and a 10^6-run file would otherwise read each a million
+times."""
+
+
+@dataclass(frozen=True, slots=True)
+class _RunCells:
+    """A row's cells other than the peak, read."""
+
+    model: str
+    context: int
+    inflight_mib: int
+    backend: Backend
+    engine: Engine | None
+    device: str | None
+    batch: int
+    kv_cache_mode: KvCacheMode
+
+
+def _run_cells(cell: dict[str, str], where: str) -> _RunCells:
+    model = _text(cell.get("model"), where, "model")
+    if model is None:
+        raise CalibrationInputError(f"{where}: column 'model' is empty")
+    batch_text = cell.get("batch", "").strip()
+    return _RunCells(
+        model=model,
+        context=_int(cell.get("context", ""), where, "context", 1),
+        inflight_mib=_int(cell.get("inflight_mib", ""), where, "inflight_mib", 0, MAX_INFLIGHT_MIB),
+        backend=_backend_cell(cell.get("backend", ""), where),
+        engine=_engine_cell(cell.get("engine", ""), where),
+        device=_text(cell.get("device"), where, "device"),
+        batch=_int(batch_text, where, "batch", 1) if batch_text else 1,
+        kv_cache_mode=_mode_cell(cell.get("kv_cache_mode", ""), where),
+    )
+
+
+def _record(read: _RunCells, peak: int, where: str) -> RunRecord:
+    return RunRecord(
+        model=read.model,
+        context=read.context,
+        inflight_mib=read.inflight_mib,
+        backend=read.backend,
+        peak_bytes=peak,
+        where=where,
+        engine=read.engine,
+        device=read.device,
+        batch=read.batch,
+        kv_cache_mode=read.kv_cache_mode,
+    )
+
+
+def _backend_cell(text: str, where: str) -> Backend:
+    return Backend(_choice_cell(text, where, "backend", BACKEND_NAMES))
+
+
+def _engine_cell(text: str, where: str) -> Engine | None:
+    if not text.strip():
+        return None
+    return Engine(_choice_cell(text, where, "engine", ENGINE_NAMES))
+
+
+def _mode_cell(text: str, where: str) -> KvCacheMode:
+    mode_text = text.strip().lower() or KvCacheMode.FP16.value
+    mode = next((m for m in KvCacheMode if m.value == mode_text), None)
+    if mode is None:
+        raise CalibrationInputError(f"{where}: column 'kv_cache_mode': expected fp16 or int8")
+    return mode
+
+
+def iter_csv(path: Path, target: str = DEFAULT_TARGET) -> Iterator[RunRecord]:
+    """The runs of a CSV file (regular, at most `CSV_SIZE_CAP` bytes, UTF-8), read and
+    yielded one line at a time, with the target's peak."""
+    name = clean_text(str(path))
+    try:
+        fh = open_regular(path)
+    except OSError as exc:
+        raise CalibrationInputError(f"{name}: {describe_os_error(exc)}") from None
+    with fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size > CSV_SIZE_CAP:
+            raise CalibrationInputError(
+                f"{name}: {size:,} bytes, over vramscope's {CSV_SIZE_CAP:,}-byte limit for a "
+                f"runs file (a run is a line of about 60 bytes: some {CSV_SIZE_CAP // 64:,} "
+                "runs); split it or leave out repeated runs"
             )
-        )
-    return out
+        text = io.TextIOWrapper(fh, encoding="utf-8-sig", newline="")
+        lines = enumerate(text, 1)
+        try:
+            yield from records_of_lines(lines, name, target)
+        except UnicodeDecodeError as exc:
+            line = _line_after(lines)
+            raise CalibrationInputError(f"{name}:{line}: not UTF-8 (byte {exc.start})") from None
+        except csv.Error as exc:
+            raise CalibrationInputError(f"{name}: not a CSV file ({exc})") from None
+
+
+def _line_after(lines: Iterator[Line]) -> int:
+    """The number of the line a decoding error was met on (the next one to be read)."""
+    try:
+        return next(lines)[0]
+    except (StopIteration, UnicodeDecodeError, ValueError):
+        return 0
 
 
 def read_csv(path: Path, target: str = DEFAULT_TARGET) -> list[RunRecord]:
-    """The runs of a CSV file (regular, at most 16 MiB, UTF-8), with the target's peak."""
-    name = clean_text(str(path))
-    try:
-        raw = read_small_file(path, CSV_SIZE_CAP)
-    except OSError as exc:
-        raise CalibrationInputError(f"{name}: {describe_os_error(exc)}") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise CalibrationInputError(f"{name}: not UTF-8 (byte {exc.start})") from None
-    try:
-        return parse_csv(text, name, target)
-    except csv.Error as exc:
-        raise CalibrationInputError(f"{name}: not a CSV file ({exc})") from None
+    """Every run of a CSV file (`iter_csv`), as a list."""
+    return list(iter_csv(path, target))
 
 
 def records_from_history(
@@ -218,15 +318,21 @@ def records_from_history(
     return out, lacking
 
 
+TERMS_CACHE = 4096
+"""Workloads whose terms are kept while rows are made (runs repeat their workloads, and
+the rows of one workload share its terms)."""
+
+
 def rows_from_records(
-    records: Sequence[RunRecord],
+    records: Iterable[RunRecord],
     resolve: Callable[[str], ModelSnapshot],
     *,
     skip_unresolved: bool,
 ) -> tuple[list[CalibrationRow], list[str]]:
-    """Rows with mlxcel's terms; an unresolvable model is an error, or with
-    `skip_unresolved` (the history) a warning and its runs left out."""
+    """Rows with mlxcel's terms, one record at a time; an unresolvable model is an error,
+    or with `skip_unresolved` (the history) a warning and its runs left out."""
     snapshots: dict[str, ModelSnapshot | None] = {}
+    cached: dict[tuple[object, ...], RunTerms] = {}
     rows: list[CalibrationRow] = []
     warnings: list[str] = []
     for rec in records:
@@ -241,20 +347,26 @@ def rows_from_records(
         snap = snapshots[rec.model]
         if snap is None:
             continue
-        settings = EstimateSettings(
-            rec.backend, AvailableMemory(0, "calibration"), inflight_mib=rec.inflight_mib
-        )
-        wl = Workload(rec.context, rec.batch, rec.kv_cache_mode.int8)
-        rows.append(
-            row_from_estimate(
+        workload = (
+            rec.model, rec.backend, rec.inflight_mib, rec.context, rec.batch, rec.kv_cache_mode,
+            rec.engine, rec.device, rec.measured_on,
+        )  # fmt: skip
+        terms = cached.get(workload)
+        if terms is None:
+            if len(cached) >= TERMS_CACHE:
+                cached.clear()
+            settings = EstimateSettings(
+                rec.backend, AvailableMemory(0, "calibration"), inflight_mib=rec.inflight_mib
+            )
+            wl = Workload(rec.context, rec.batch, rec.kv_cache_mode.int8)
+            terms = cached[workload] = terms_from_estimate(
                 estimate(snap, wl, settings),
                 model=rec.model,
                 backend=rec.backend,
                 inflight_mib=rec.inflight_mib,
-                peak_bytes=rec.peak_bytes,
                 engine=rec.engine,
                 device=rec.device,
                 measured_on=rec.measured_on,
             )
-        )
+        rows.append(CalibrationRow(terms, rec.peak_bytes))
     return rows, warnings

@@ -4,11 +4,16 @@ One JSON object, versioned (`schema`), written whole to a temporary file in the 
 folder, flushed and renamed over the old one, so a reader sees the old file or the new
 one, never half of either. A file that is damaged, too large, not a regular file or of
 another schema is ignored with one warning: the built-in calibration still applies.
+Such a file is never written over: `save_merged` keeps it aside under a dated name
+(`core/kept_aside.py`) and says where. Every calibration written is first read back
+through the reader's own checks (`Calibration.checked`), so a fit the reader would
+refuse is never saved.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +24,7 @@ from core.calibration.key import CalibrationKey
 from core.calibration.record import Calibration
 from core.display_text import clean_text
 from core.errors import OversizedFileError, describe_os_error
+from core.kept_aside import kept_aside_line, set_aside
 from core.model.config import decode_json, read_small_file
 from core.paths import state_dir
 
@@ -48,7 +54,7 @@ class StoreRead:
 def read_store(path: Path, origin: str = "user") -> StoreRead:
     """Every calibration in `path`; a missing file is empty, a damaged one a warning."""
     try:
-        raw = read_small_file(path, SIZE_CAP)
+        raw = read_small_file(path, SIZE_CAP, "a calibration file is a few kB, so this is not one")
     except FileNotFoundError:
         return StoreRead()
     except OSError as exc:
@@ -109,5 +115,21 @@ def encode(cals: Sequence[Calibration], version: str) -> bytes:
 
 
 def write_store(path: Path, cals: Sequence[Calibration], version: str) -> None:
-    """Replace `path` atomically with `cals` (OSError when the folder cannot be written)."""
-    atomic_write(path, encode(cals, version))
+    """Replace `path` atomically with `cals` (OSError when the folder cannot be written;
+    ValueError, before anything is written, for a calibration the reader would refuse)."""
+    atomic_write(path, encode([c.checked() for c in cals], version))
+
+
+def save_merged(path: Path, new: Sequence[Calibration], version: str) -> tuple[str, ...]:
+    """Add `new` to the calibrations saved in `path`, replacing those of the same key;
+    the lines to show. A file that cannot be read is renamed aside first (and the line
+    says where); OSError when it cannot be renamed or the new file cannot be written,
+    ValueError for a calibration the reader would refuse: then `path` is untouched."""
+    checked = [c.checked() for c in new]
+    old = read_store(path)
+    lines: list[str] = []
+    if old.problem is not None and os.path.lexists(path):
+        aside = set_aside(path)
+        lines.append(kept_aside_line(path, aside, old.problem))
+    write_store(path, merged(old.calibrations, checked), version)
+    return tuple(lines)

@@ -9,9 +9,11 @@ sources, and a different one starts an empty cache.
 
 Writes go to a temporary file in the same folder, then `os.replace`: a reader sees
 the old file or the new one, never half of one, and concurrent writers cannot
-interleave (the last one wins; the loser's entries are rebuilt next time). A file
-that does not decode is treated as empty and rewritten, without a warning: the
-cache only ever saves time.
+interleave (the last one wins; the loser's entries are rebuilt next time). A file of
+another build (its fingerprint) is simply replaced: the cache only ever saves time. A
+file that cannot be read at all (not JSON, not a regular file, too large) is not
+written over: it is kept aside under a dated name first (`core/kept_aside.py`), and
+`kept` holds the line saying where.
 """
 
 from __future__ import annotations
@@ -29,8 +31,10 @@ from typing import Any
 
 from core.atomic_write import atomic_write
 from core.catalog.entry import CatalogEntry
+from core.errors import describe_os_error
 from core.estimate.kv_cache import KvKind
 from core.estimate.weights import WeightsSource
+from core.kept_aside import kept_aside_line, set_aside
 from core.paths import cache_dir
 from core.regular_file import read_regular
 
@@ -100,15 +104,26 @@ class CatalogCache:
         self.path = path
         self._entries: dict[str, Any] = {}
         self._dirty = False
+        self._problem: str | None = None
+        self.kept: str | None = None
+        """The line saying where an unreadable cache file was kept aside, once saved."""
         if path is not None:
             self._entries = self._load(path)
 
-    @staticmethod
-    def _load(path: Path) -> dict[str, Any]:
+    def _load(self, path: Path) -> dict[str, Any]:
         try:
-            data = json.loads(read_regular(path, CACHE_SIZE_CAP))
-        except (OSError, ValueError, RecursionError, MemoryError):
-            return {}  # missing or damaged: start over, silently
+            raw = read_regular(path, CACHE_SIZE_CAP)
+            if not raw.strip():
+                return {}  # nothing in it to keep
+            if len(raw) > CACHE_SIZE_CAP:
+                raise ValueError(f"over {CACHE_SIZE_CAP:,} bytes")
+            data = json.loads(raw)
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError, RecursionError, MemoryError) as exc:
+            why = describe_os_error(exc) if isinstance(exc, OSError) else str(exc)[:200]
+            self._problem = why or type(exc).__name__
+            return {}  # start over; the file is kept aside before it is written over
         if (
             not isinstance(data, dict)
             or data.get("fingerprint") != code_fingerprint()
@@ -145,6 +160,10 @@ class CatalogCache:
         doc = {"fingerprint": code_fingerprint(), "entries": self._entries}
         try:
             data = json.dumps(doc, separators=(",", ":")).encode("utf-8", "surrogateescape")
+            if self._problem is not None and os.path.lexists(self.path):
+                aside = set_aside(self.path)  # OSError: then nothing is written
+                self.kept = kept_aside_line(self.path, aside, self._problem)
+            self._problem = None
             atomic_write(self.path, data)
         except (OSError, ValueError, TypeError):
             return
@@ -155,8 +174,11 @@ ACTIVE: ContextVar[CatalogCache | None] = ContextVar("vramscope_catalog_cache", 
 
 
 @contextmanager
-def catalog_cache(enabled: bool = True, directory: Path | None = None) -> Iterator[None]:
-    """Use the on-disk cache for catalog builds inside the block, then save it."""
+def catalog_cache(
+    enabled: bool = True, directory: Path | None = None, notices: list[str] | None = None
+) -> Iterator[None]:
+    """Use the on-disk cache for catalog builds inside the block, then save it (and add
+    to `notices` the line saying where an unreadable cache file was kept)."""
     if not enabled:
         yield
         return
@@ -167,3 +189,5 @@ def catalog_cache(enabled: bool = True, directory: Path | None = None) -> Iterat
     finally:
         ACTIVE.reset(token)
         disk.save()
+        if disk.kept is not None and notices is not None:
+            notices.append(disk.kept)

@@ -79,3 +79,5 @@ class Catalog:
     """The HF cache folder that was read (None when it was not searched)."""
     models_dirs: tuple[Path, ...] = ()
     """The model folders that were searched, flags first, then VRAMSCOPE_MODELS_DIR."""
+    notices: tuple[str, ...] = ()
+    """Lines for stderr about the stores read (an unreadable cache file kept aside)."""

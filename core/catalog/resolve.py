@@ -136,10 +136,12 @@ def build_catalog(
     Repos read from the Hub before come from the vramscope Hub store (no network)
     unless `include_hub` is False. Never raises.
     """
-    with catalog_cache(use_cache, cache_dir):
-        return _build_catalog(
+    notices: list[str] = []
+    with catalog_cache(use_cache, cache_dir, notices):
+        catalog = _build_catalog(
             models_dirs, hf_cache_dir, include_profiles, include_hf_cache, include_hub, env
         )
+    return dataclasses.replace(catalog, notices=tuple(notices)) if notices else catalog
 
 
 def _build_catalog(

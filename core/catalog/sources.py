@@ -54,6 +54,7 @@ from core.model.weight_files import (
     read_index_shards,
 )
 from core.numbers import decimal_to_int
+from core.regular_file import open_regular
 
 # Display-only context defaults for families whose configs leave the field out
 # (Gemma 3's sparse `text_config`: `Gemma3TextConfig.max_position_embeddings`).
@@ -172,7 +173,7 @@ def _dtype_bytes(path: Path, files: Sequence[str]) -> dict[str, int]:
     if not files:
         return {}
     try:
-        with (path / files[0]).open("rb") as fh:
+        with open_regular(path / files[0]) as fh:
             prefix = fh.read(8 + _LABEL_PREFIX)
     except OSError:
         return {}

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from core.display_text import clean_text
 from core.estimate.kv_cache import KvArch, classify_kv_arch
-from core.estimate.weights import WeightsSource, WeightsTerm
+from core.estimate.weights import WeightsSource, WeightsTerm, read_as_numbers
 from core.model.config import CONFIG_FILE, ActivationDims, ModelConfig
 from core.model.shape_count import analytical_warning
 
@@ -56,10 +56,22 @@ def snapshot_from_config(
     """Derive the KV architecture and activation sizes from a config (no I/O)."""
     mistyped = config.mistyped_fields() if config is not None else []
     if mistyped:
-        warnings += (
+        line = (
             f"{display}/{CONFIG_FILE}: not unsigned integers, so read as absent (as mlxcel "
-            f"does): {', '.join(mistyped)}",
+            f"does): {', '.join(mistyped)}"
         )
+        numbers = read_as_numbers(config) if config is not None else []
+        if numbers and weights.source is WeightsSource.ANALYTICAL_CONFIG:
+            # mlxcel's analytical count reads them as floats: the weights are not the 7 B
+            # fallback an absent size gives, but what those numbers make.
+            line = line.replace(
+                "read as absent (as", "read as absent by the KV cache and activation (as"
+            )
+            line += (
+                f"; the analytical weight count reads {', '.join(numbers)} as a number, "
+                f"as mlxcel does: weights {weights.bytes:,} bytes"
+            )
+        warnings += (line,)
     if config is not None and weights.source is WeightsSource.ANALYTICAL_CONFIG:
         # mlxcel's bytes stay; one line when its MoE- and dtype-blind count looks far off.
         far_off = analytical_warning(config, weights.bytes)

@@ -28,6 +28,8 @@ from core.model.config import (
     NUM_HEADS_KEYS,
     NUM_KV_HEADS_KEYS,
     ModelConfig,
+    as_f64,
+    as_u64,
     get_f64,
 )
 from core.units import U64_MAX, f64_to_u64
@@ -62,6 +64,32 @@ class WeightsTerm:
     warnings: tuple[str, ...] = field(default=())
     files: tuple[str, ...] = field(default=())
     """The safetensors files whose headers or index gave the figure."""
+
+
+ANALYTICAL_KEYS = frozenset(
+    (
+        *HIDDEN_SIZE_KEYS,
+        *LAYER_COUNT_KEYS,
+        "vocab_size",
+        *INTERMEDIATE_SIZE_KEYS,
+        *EXPERT_COUNT_KEYS,
+        *NUM_HEADS_KEYS,
+        *NUM_KV_HEADS_KEYS,
+        *HEAD_DIM_KEYS,
+    )
+)
+"""The keys mlxcel's analytical count reads, each as a float (`as_f64`): a negative or
+fractional size the typed (u64) lookups skip as absent is a number here."""
+
+
+def read_as_numbers(config: ModelConfig) -> list[str]:
+    """The keys of `config` the KV cache and activation skip as absent (not unsigned
+    integers) and the analytical count reads as numbers (`-1`, `4096.0`)."""
+    text = config.text
+    return [
+        k for k in sorted(ANALYTICAL_KEYS)
+        if k in text and as_u64(text[k]) is None and as_f64(text[k]) is not None
+    ]  # fmt: skip
 
 
 def _round_half_away(x: float) -> float:

@@ -5,12 +5,16 @@ Each record is one line written with a single `write` on a file opened for
 appending, under an exclusive lock, then flushed to disk. A crash mid-write can
 at worst leave a partial last line: the next append starts on a fresh line so
 that fragment stays on its own, and the reader skips any line that does not
-decode, with a warning naming its line number. Earlier records are never
-rewritten. Standard library only.
+decode (or that a newer vramscope wrote), with a warning naming its line number.
+Earlier records are never rewritten; something other than a regular file in its place
+(a FIFO, a folder) is kept aside under a dated name (`core/kept_aside.py`) before a
+new history is started, and `append` returns the line saying where. Standard library
+only.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from collections.abc import Iterator
@@ -20,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import describe_os_error
+from core.kept_aside import kept_aside_line, set_aside
 from core.measurement.result import MeasuredPeak, checked_peak
 from core.paths import state_dir
 from core.regular_file import check_regular_fd, read_regular
@@ -28,6 +33,10 @@ HISTORY_FILE = "measurements.jsonl"
 SCHEMA_VERSION = 1
 HISTORY_SIZE_CAP = 256 * 1024 * 1024
 """The most of the history read (a run's record is under 2 KB: 100,000 runs in 200 MB)."""
+
+
+_NOT_REGULAR = (errno.EINVAL, errno.EISDIR, errno.ENXIO)
+"""What opening something other than a regular file for appending fails with."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +72,11 @@ def decode_record(line: bytes) -> MeasuredPeak:
     data: Any = json.loads(line.decode("utf-8"))
     if not isinstance(data, dict) or data.get("kind") != "measurement":
         raise ValueError("not a measurement record")
+    if data.get("schema", SCHEMA_VERSION) != SCHEMA_VERSION:
+        raise ValueError(
+            f"schema {data.get('schema')!r}, this vramscope reads {SCHEMA_VERSION}: "
+            "written by another version"
+        )
     result = data["result"]
     if not isinstance(result, dict):
         raise TypeError("result is not an object")
@@ -80,14 +94,21 @@ class HistoryStore:
         """The store in the user's state directory."""
         return cls(state_dir() / HISTORY_FILE)
 
-    def append(self, peak: MeasuredPeak) -> None:
-        """Add one record durably; earlier records are never touched."""
+    def append(self, peak: MeasuredPeak) -> str | None:
+        """Add one record durably; earlier records are never touched. Returns the line
+        saying where a non-regular file in the history's place was kept, else None."""
         data = encode_record(peak)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        # Non-blocking, then checked: a FIFO in its place would block the write.
-        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o644)
+        kept: str | None = None
         try:
-            check_regular_fd(fd, self.path)
+            fd = self._open_regular()
+        except OSError as exc:
+            if not os.path.lexists(self.path) or exc.errno not in _NOT_REGULAR:
+                raise
+            aside = set_aside(self.path)
+            kept = kept_aside_line(self.path, aside, describe_os_error(exc))
+            fd = self._open_regular()
+        try:
             with _locked(fd):
                 size = os.fstat(fd).st_size
                 if size and os.pread(fd, 1, size - 1) != b"\n":
@@ -98,6 +119,17 @@ class HistoryStore:
                 os.fsync(fd)
         finally:
             os.close(fd)
+        return kept
+
+    def _open_regular(self) -> int:
+        # Non-blocking, then checked: a FIFO in its place would block the write.
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o644)
+        try:
+            check_regular_fd(fd, self.path)
+        except OSError:
+            os.close(fd)
+            raise
+        return fd
 
     def read(self) -> HistoryRead:
         """Every record in order; damaged lines are skipped with a warning each."""

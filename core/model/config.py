@@ -308,19 +308,23 @@ def decode_json(data: bytes, what: str) -> Any:
     return value
 
 
-def read_small_file(path: Path, cap: int) -> bytes:
+MODEL_CAP_REASON = "mlxcel would read it, so vramscope refuses rather than answer from a fallback"
+"""Why a model's config or index over its cap is refused (not fallen back past)."""
+
+
+def read_small_file(path: Path, cap: int, reason: str = MODEL_CAP_REASON) -> bytes:
     """Read a regular file of at most `cap` bytes (never a FIFO, device or folder).
 
-    A larger file raises OversizedFileError (a ModelError, not an OSError): callers
-    that fall back on an unreadable file must not fall back on this one."""
+    A larger file raises OversizedFileError (a ModelError, not an OSError) whose message
+    ends with `reason` (why this kind of file has this cap): callers that fall back on an
+    unreadable file must not fall back on this one."""
     st = path.stat()
     if not stat.S_ISREG(st.st_mode):
         raise OSError(errno.EINVAL, "is not a regular file", str(path))
     if st.st_size > cap:
         raise OversizedFileError(
             path.parent,
-            f"{path.name} is {st.st_size:,} bytes, over vramscope's {cap:,}-byte limit; "
-            "mlxcel would read it, so vramscope refuses rather than answer from a fallback",
+            f"{path.name} is {st.st_size:,} bytes, over vramscope's {cap:,}-byte limit; {reason}",
         )
     data = read_regular(path, cap)  # non-blocking: swapped for a FIFO since the stat
     if len(data) > cap:  # grew between the stat and the read

@@ -9,7 +9,7 @@ entry rejects the whole file; the reason is kept for the warning line.
 
 from __future__ import annotations
 
-import stat
+import os
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -18,6 +18,7 @@ from typing import Any
 
 from core.errors import HeaderError, describe_os_error
 from core.model.config import as_u64, decode_json
+from core.regular_file import open_regular
 from core.units import U64_MAX, sat_mul
 
 HEADER_SIZE_CAP = 256 * 1024 * 1024  # mlxcel's cap on the JSON header length
@@ -140,10 +141,8 @@ def read_header_json(path: Path) -> tuple[Any, int, int]:
     """Read and decode one file's header; returns (header, header length, file size)."""
     n = 0
     try:
-        st = path.stat()
-        if not stat.S_ISREG(st.st_mode):
-            raise HeaderError(path, "is not a regular file")
-        with path.open("rb") as fh:
+        with open_regular(path) as fh:
+            size = os.fstat(fh.fileno()).st_size
             prefix = fh.read(8)
             if len(prefix) < 8:
                 raise HeaderError(
@@ -154,9 +153,9 @@ def read_header_json(path: Path) -> tuple[Any, int, int]:
                 raise HeaderError(path, "header length is 0")
             if n > HEADER_SIZE_CAP:
                 raise HeaderError(path, f"header length {n} is over the {HEADER_SIZE_CAP}-byte cap")
-            if 8 + n > st.st_size:
+            if 8 + n > size:
                 raise HeaderError(
-                    path, f"header length {n} runs past the end of the file ({st.st_size} bytes)"
+                    path, f"header length {n} runs past the end of the file ({size} bytes)"
                 )
             data = fh.read(n)
     except OSError as exc:
@@ -169,7 +168,7 @@ def read_header_json(path: Path) -> tuple[Any, int, int]:
         header = decode_json(data, "header")
     except ValueError as exc:
         raise HeaderError(path, str(exc)) from None
-    return header, n, st.st_size
+    return header, n, size
 
 
 def read_header_info(path: Path) -> HeaderInfo:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from core.errors import HeaderError, describe_os_error
 from core.model.safetensors_header import HEADER_SIZE_CAP, parse_header_entries
+from core.regular_file import open_regular
 
 Tensor = tuple[str, str, tuple[int, ...]]
 
@@ -29,7 +30,7 @@ def header_tensors(path: Path) -> list[Tensor]:
     what-ifs, where mlx-lm (the safetensors library) is the reader to follow.
     """
     try:
-        with path.open("rb") as fh:
+        with open_regular(path) as fh:
             prefix = fh.read(8)
             if len(prefix) < 8:
                 raise HeaderError(path, "shorter than the 8-byte header length")

@@ -23,7 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from core.backend import Backend
-from hip_backend.errors import BadModelError, NoDeviceError, NoMlxError, UnsupportedModelError
+from hip_backend.errors import (
+    BadModelError,
+    NoDeviceError,
+    NoMlxError,
+    UnsupportedModelError,
+    import_failure,
+)
 from hip_backend.host import cpu_name
 from hip_backend.model.manifest import WeightPlan
 
@@ -56,16 +62,12 @@ def import_mlx() -> MlxVersions:
     """Import mlx and mlx-lm, or NoMlxError naming the interpreter that lacks them."""
     try:
         import mlx.core as mx
-    except ImportError as exc:
-        raise NoMlxError(
-            f"mlx cannot be imported by {sys.executable} ({exc}); {INSTALL_HINT}"
-        ) from None
+    except (ImportError, MemoryError, OSError) as exc:
+        raise import_failure("mlx", exc, NoMlxError, INSTALL_HINT) from None
     try:
         mlx_lm = _import_mlx_lm_without_torch()
-    except ImportError as exc:
-        raise NoMlxError(
-            f"mlx-lm cannot be imported by {sys.executable} ({exc}); {INSTALL_HINT}"
-        ) from None
+    except (ImportError, MemoryError, OSError) as exc:
+        raise import_failure("mlx_lm", exc, NoMlxError, INSTALL_HINT) from None
     return MlxVersions(_version(mx), _version(mlx_lm))
 
 

@@ -263,6 +263,7 @@ def run_parallel(
             seen = len(events)
             time.sleep(POLL_S)
         wall = time.monotonic() - start
+        ended = process.poll()  # before our kill: how mlx.launch itself ended, if it did
         kill_group(process.pid)
         process.wait()
         reader.join(2.0)
@@ -272,7 +273,7 @@ def run_parallel(
             return MeasurementFailure(
                 stop, f"the parallel measurement ran past its {timeout:g} s limit; ranks killed"
             )
-        return _collect(prepared, tmp, wall, tail)
+        return _collect(prepared, tmp, wall, tail, ended)
     except OSError as exc:
         return MeasurementFailure(FailureKind.INTERNAL, f"cannot launch the ranks: {exc}")
     finally:
@@ -292,7 +293,11 @@ def _any_rank_failed(tmp: Path, ranks: int) -> bool:
 
 
 def _collect(
-    prepared: PreparedParallel, tmp: Path, wall: float, tail: collections.deque[str]
+    prepared: PreparedParallel,
+    tmp: Path,
+    wall: float,
+    tail: collections.deque[str],
+    launcher_status: int | None = None,
 ) -> RunOutcome:
     peaks: list[MeasuredPeak] = []
     missing: list[int] = []
@@ -316,8 +321,24 @@ def _collect(
             )
         )
     if missing:
+        if launcher_status is not None and launcher_status < 0:
+            return _launcher_stopped(-launcher_status, prepared.plan.ranks, len(missing))
         return _missing_rank_failure(prepared.plan.ranks, missing, tail)
     return MeasuredRun(tuple(peaks), prepared.plan, wall)
+
+
+def _signal_name(sig: int) -> str:
+    return signal.Signals(sig).name if sig in signal.valid_signals() else str(sig)
+
+
+def _launcher_stopped(sig: int, ranks: int, missing: int) -> MeasurementFailure:
+    """mlx.launch itself was ended by a signal from outside (`kill`, a closed terminal):
+    the run was stopped; its ranks did not fail on their own."""
+    return MeasurementFailure(
+        FailureKind.KILLED,
+        f"the run was stopped: mlx.launch was ended by {_signal_name(sig)} before "
+        f"{missing} of its {ranks} ranks had a result",
+    )
 
 
 _EXITED = re.compile(r"Node with rank (\d+) exited with code (-?\d+)")
@@ -334,8 +355,7 @@ def _missing_rank_failure(
             rank, code = int(m.group(1)), int(m.group(2))
             if code < 0:
                 sig = -code
-                name = signal.Signals(sig).name if sig in signal.valid_signals() else str(sig)
-                how = f"was killed by {name}"
+                how = f"was killed by {_signal_name(sig)}"
                 if sig == signal.SIGKILL:
                     how += " (the kernel's out-of-memory killer sends this when memory runs out)"
             else:

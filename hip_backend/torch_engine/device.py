@@ -6,13 +6,17 @@ A ROCm build of torch exposes HIP devices through the `torch.cuda` API, with
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from core.backend import Backend
-from hip_backend.errors import NoDeviceError, NoTorchError, UnsupportedDeviceError
+from hip_backend.errors import (
+    NoDeviceError,
+    NoTorchError,
+    UnsupportedDeviceError,
+    import_failure,
+)
 from hip_backend.host import cpu_name
 from hip_backend.torch_engine import int4_cpu
 from hip_backend.torch_engine.inflight import Event, LaggingEvent
@@ -48,11 +52,9 @@ def import_torch() -> Any:
     """torch, or NoTorchError naming the interpreter that lacks it."""
     try:
         import torch
-    except ImportError as exc:
-        raise NoTorchError(
-            f"torch cannot be imported by {sys.executable} ({exc}); "
-            "install it with: pip install 'vramscope[measure]'"
-        ) from None
+    except (ImportError, MemoryError, OSError) as exc:
+        hint = "install it with: pip install 'vramscope[measure]'"
+        raise import_failure("torch", exc, NoTorchError, hint) from None
     return torch
 
 

@@ -20,6 +20,7 @@ from io import FileIO
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.regular_file import open_regular
 from hip_backend.errors import BadModelError, OutOfMemoryError
 from hip_backend.model.manifest import StoredTensor
 
@@ -62,7 +63,9 @@ class TensorReader:
         fh = self._files.get(path)
         if fh is None:
             try:
-                fh = path.open("rb", buffering=0)
+                raw = open_regular(path).detach()
+                assert isinstance(raw, FileIO)
+                fh = raw
             except OSError as exc:
                 raise BadModelError(f"{path}: {exc.strerror or exc}") from None
             self._files[path] = fh

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
 
 from core.memory_size import parse_memory_size
@@ -123,3 +125,21 @@ def test_a_5000_digit_value_is_refused_with_its_echo_cut() -> None:
     assert isinstance(refused, Refused)
     assert refused.reason == f"'{'9' * 24}…' (5,000 characters) is too long to be a size"
     assert len(refused.reason) < 300
+
+
+@pytest.mark.parametrize("text", ["1.5", "1.5B", "0.5", "2.25b"])
+def test_a_bare_fraction_of_a_byte_is_refused_as_mlxcel_refuses_it(text: str) -> None:
+    refused = read_byte_size(text)
+    assert isinstance(refused, Refused)
+    assert "not a whole number of bytes" in refused.reason
+    assert read_byte_size(text.rstrip("Bb") + "GB") == int(Decimal(text.rstrip("Bb")) * 2**30)
+
+
+def test_memory_limit_1_5_is_refused_by_the_command_not_read_as_1_byte(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from tui.cli import main
+
+    assert main(["inspect", "Qwen/Qwen2.5-7B-Instruct", "--memory-limit", "1.5"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("vramscope: error: --memory-limit: '1.5' is not a whole number")

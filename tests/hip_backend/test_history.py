@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
+import re
+import stat
 from dataclasses import replace
 from pathlib import Path
+
+import pytest
 
 from core.measurement.history import HISTORY_FILE, HistoryStore, encode_record
 from core.measurement.result import MeasuredPeak
@@ -137,3 +142,35 @@ def test_records_name_their_engine_and_old_ones_read_as_torch(tmp_path: Path) ->
     )
     assert second == mlx
     assert second.counted == "MLX peak (mx.get_peak_memory), cpu"
+
+
+def test_a_fifo_in_the_history_s_place_is_kept_aside_and_a_new_history_started(
+    state_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from core.measurement.run import MeasuredRun
+    from hip_backend.run import record_run
+
+    path = state_dir() / HISTORY_FILE
+    path.parent.mkdir(parents=True)
+    os.mkfifo(path)
+    record_run(MeasuredRun((peak(1),)))
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is not a regular file" in err
+    found = re.search(r"kept it as (\S+\.unreadable-\d{8}T\d{6}Z) ", err)
+    assert found is not None, err
+    assert stat.S_ISFIFO(Path(found.group(1)).lstat().st_mode)
+    assert [p.peak_bytes for p in HistoryStore(path).read().results] == [1]
+
+
+def test_a_record_of_a_newer_schema_is_skipped_with_its_line_and_never_rewritten(
+    tmp_path: Path,
+) -> None:
+    store = HistoryStore(tmp_path / HISTORY_FILE)
+    newer = json.dumps({"schema": 2, "kind": "measurement", "result": peak(9).to_dict()})
+    store.path.write_text(newer + "\n")
+    store.append(peak(1))
+    read = store.read()
+    assert [p.peak_bytes for p in read.results] == [1]
+    assert len(read.warnings) == 1 and ":1: skipped" in read.warnings[0]
+    assert "schema 2" in read.warnings[0]
+    assert store.path.read_text().splitlines()[0] == newer

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from core import __version__
 from core.answer.quantization import Quantization
 from core.backend import BACKEND_CHOICES
-from core.display_text import json_safe
+from core.display_text import clean_text, json_safe
 from core.errors import UsageError
 from core.estimate.estimate import QuantHint
 from tui.commands._calibrated import add_calibration_flags, candidates, wanted
@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
     from core.calibration.report import calibration_json
     from core.catalog.resolve import build_catalog
     from core.errors import VramscopeError
-    from core.fit_models import fit_reader
+    from core.fit_models import fit_reader, skipped_lines
     from tui.render.fit_table import CalibratedColumn, fit_heading, fit_text
 
     quantizations = parse_quantizations(args.quantizations)
@@ -117,16 +117,19 @@ def run(args: argparse.Namespace) -> int:
     calibrations = candidates(args)
     catalog = build_catalog(args.models_dir, use_cache=not args.no_cache)
     rows = []
-    with fit_reader(use_cache=not args.no_cache) as reader:
+    skipped = skipped_lines(catalog)
+    notices = list(catalog.notices)
+    with fit_reader(use_cache=not args.no_cache, notices=notices) as reader:
         for entry in catalog.entries:
             try:
                 model = reader.read(entry, what_ifs_too=quantizations != (Quantization.STORED,))
             except VramscopeError as exc:
-                warn([f"{entry.name}: skipped: {exc}"])
+                skipped.append(clean_text(f"{entry.name}: {exc}"))
                 continue
             rows.extend(
                 model_rows(model, quantizations, question, calibrations, args.calibration_engine)
             )
+    warn(notices)
     ranked = rank_rows(rows)
     column = None
     if calibrations is not None:
@@ -158,10 +161,12 @@ def run(args: argparse.Namespace) -> int:
             "vramscope_version": __version__,
             "inputs": inputs_json,
             "rows": [_row_json(row, column) for row in ranked],
+            # vramscope's, after every key fit always wrote: as `models --json` says them.
+            "skipped": skipped,
         }
         print(json.dumps(json_safe(document), indent=2, ensure_ascii=False))
         return 0
-    print("\n".join(fit_text(ranked, fit_heading(question), column)))
+    print("\n".join(fit_text(ranked, fit_heading(question), column, skipped)))
     return 0
 
 

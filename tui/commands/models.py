@@ -18,6 +18,7 @@ from core.display_text import clean_text, json_safe
 from core.estimate.weights import WeightsSource
 from core.units import format_bytes_short
 from tui.commands.shared.flags import add_hub_timeout_flag, add_model_source_flags, int_at_least
+from tui.commands.shared.output import warn
 
 _SOURCE_WORDS = {
     WeightsSource.SAFETENSORS_HEADER: "header",
@@ -155,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
     if args.hub is not None:
         return run_hub_search(args)
     catalog = build_catalog(args.models_dir, use_cache=not args.no_cache)
+    warn(catalog.notices)
     if args.json:
         print(json.dumps(json_safe(catalog_json(catalog)), indent=2, ensure_ascii=False))
         return 0

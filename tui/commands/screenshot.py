@@ -10,6 +10,7 @@ from typing import Any
 from core.errors import UsageError
 from tui.commands.shared.estimate_args import launch_options
 from tui.commands.shared.flags import add_launch_flags
+from tui.commands.shared.output import check_out_path, write_out
 
 DEFAULT_SIZE = (120, 40)
 PNG_WIDTH_PER_COLUMN = 12
@@ -58,23 +59,19 @@ def run(args: argparse.Namespace) -> int:
     out: Path = args.out
     if out.suffix.lower() not in (".svg", ".png"):
         raise UsageError("OUT", f"'{out}' must end in .svg or .png")
-    if not out.parent.is_dir():  # say so before spending a second on the render
-        raise UsageError("OUT", f"cannot write '{out}': no such folder")
+    check_out_path("OUT", out)  # before spending a second on the render
     from tui.deps import default_deps
     from tui.headless import PngUnavailable, render_svg, svg_to_png
 
     press = [k.strip() for k in args.press.split(",") if k.strip()]
     svg = render_svg(default_deps(options.models_dirs), options, args.size, press)
-    try:
-        if out.suffix.lower() == ".png":
-            try:
-                data = svg_to_png(svg, args.size[0] * PNG_WIDTH_PER_COLUMN)
-            except PngUnavailable as exc:
-                raise UsageError("OUT", str(exc)) from None
-            out.write_bytes(data)
-        else:
-            out.write_text(svg, encoding="utf-8")
-    except OSError as exc:
-        raise UsageError("OUT", f"cannot write '{out}': {exc.strerror or exc}") from None
+    if out.suffix.lower() == ".png":
+        try:
+            data = svg_to_png(svg, args.size[0] * PNG_WIDTH_PER_COLUMN)
+        except PngUnavailable as exc:
+            raise UsageError("OUT", str(exc)) from None
+    else:
+        data = svg.encode("utf-8")
+    write_out("OUT", out, data)
     print(out)
     return 0

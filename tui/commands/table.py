@@ -22,7 +22,13 @@ from core.measurement.result import MeasuredPeak, MeasurementFailure
 from core.measurement.run import MeasuredRun
 from tui.commands.shared.flags import add_run_flags
 from tui.commands.shared.measure_args import request_from_args
-from tui.commands.shared.output import EXIT_ERROR, failure_line, warn
+from tui.commands.shared.output import (
+    EXIT_ERROR,
+    check_out_path,
+    failure_line,
+    warn,
+    write_out,
+)
 from tui.commands.shared.run_progress import phase_view
 from tui.commands.shared.signals import sigterm_as_interrupt
 
@@ -112,9 +118,8 @@ def _run(args: argparse.Namespace) -> int:
 
     contexts = parse_int_list("--contexts", args.contexts, 1)
     budgets = parse_int_list("--budgets", args.budgets, 0)
-    if args.out is not None and not args.out.parent.is_dir():
-        # Said before any run starts; a folder that is not there is never made.
-        raise UsageError("--out", f"cannot write {args.out}: no such folder")
+    if args.out is not None:  # said before any run starts
+        check_out_path("--out", args.out)
     engines = parse_engines(args.engine)
     for context in contexts:
         if context <= args.gen_tokens:
@@ -166,10 +171,7 @@ def _run(args: argparse.Namespace) -> int:
     text = markdown_table(rows, "Estimate against peak", preamble(rows, args))
     print(escape_undecodable(text), end="")
     if args.out is not None:
-        try:
-            args.out.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise UsageError("--out", f"cannot write {args.out}: {exc.strerror or exc}") from None
+        write_out("--out", args.out, text.encode("utf-8"))
     return 0 if all(isinstance(r.outcome, MeasuredPeak) for r in rows) else EXIT_ERROR
 
 

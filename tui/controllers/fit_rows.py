@@ -54,12 +54,15 @@ class FitRowsController:
 
     def _walk(self, catalog: Catalog | None, question: Question) -> None:
         from core.answer.fit import QUANTIZATION_CHOICES, model_rows
+        from core.fit_models import skipped_lines
         from tui.render.fit_table import table_row
 
         picks: list[FitPick] = []
         skipped: list[str] = []
         try:
-            models = self._deps.fit_models(catalog or self._deps.build_catalog())
+            catalog = catalog or self._deps.build_catalog()
+            skipped.extend(skipped_lines(catalog))
+            models = self._deps.fit_models(catalog)
             posted = False
             last = time.perf_counter()
             for entry, model in models:

@@ -60,6 +60,10 @@ def fit_heading(question: Question) -> list[str]:
     return lines
 
 
+FAULT_MARK = "(!)"
+"""A model whose estimate fell back past a file fault, as `vramscope models` marks it."""
+
+
 def context_cell(row: FitRow) -> str:
     """`131,072`, `4,294,967,296+` (the search bound still fits), `4,096 trained` (memory
     would hold more than the model was trained for) or `none`."""
@@ -85,7 +89,7 @@ def table_row(row: FitRow) -> tuple[str, ...]:
     margin = row.slack_bytes if fits else row.overflow_bytes
     quant = row.quantization.word + ("*" if row.quantization.is_what_if else "")
     cells = (
-        row.model,
+        row.model + (f" {FAULT_MARK}" if row.warnings else ""),
         quant,
         format_bytes_short(row.weights_bytes or 0),
         format_bytes_short(row.total_bytes or 0),
@@ -111,10 +115,24 @@ def format_table(rows: Sequence[tuple[str, ...]]) -> list[str]:
     return lines
 
 
+def faults_and_skips(rows: Sequence[FitRow], skipped: Sequence[str]) -> str | None:
+    """`2 skipped; 3 models with file faults (!)`, as `vramscope models` counts them, or
+    None when there is nothing to say."""
+    flagged = len({r.model for r in rows if r.warnings})
+    words = [f"{len(skipped)} skipped"] if skipped else []
+    if flagged:
+        words.append(f"{flagged} model{'s' if flagged != 1 else ''} with file faults {FAULT_MARK}")
+    return "; ".join(words) or None
+
+
 def fit_text(
-    rows: Sequence[FitRow], heading: Sequence[str], calibrated: CalibratedColumn | None = None
+    rows: Sequence[FitRow],
+    heading: Sequence[str],
+    calibrated: CalibratedColumn | None = None,
+    skipped: Sequence[str] = (),
 ) -> list[str]:
-    """The whole report: heading lines, the table, the notes."""
+    """The whole report: heading lines, the table, the notes, the file faults the rows
+    fell back past and the models `skipped` (with why)."""
     ranked = [r for r in rows if r.unavailable is None]
     missing = [r for r in rows if r.unavailable is not None]
     lines = [clean_text(h) for h in heading]
@@ -130,7 +148,8 @@ def fit_text(
     fitting = sum(1 for r in ranked if r.fits and not r.past_trained)
     past = sum(1 for r in ranked if r.fits and r.past_trained)
     lines.append("")
-    lines.append(f"{fitting} of {len(ranked)} rows fit.")
+    counts = faults_and_skips(rows, skipped)
+    lines.append(f"{fitting} of {len(ranked)} rows fit." + (f" {counts}." if counts else ""))
     if past:
         lines.append(
             f"PAST TRAINED: {past} rows fit the memory at this context, but it is past the "
@@ -149,6 +168,15 @@ def fit_text(
         lines.extend(
             clean_text(f"  {r.model} {r.quantization.word}: {r.unavailable}") for r in missing
         )
+    faults = {r.model: r.warnings for r in rows if r.warnings}
+    if faults:
+        lines.append("")
+        lines.append(f"File faults {FAULT_MARK} (the estimate fell back past them):")
+        lines.extend(clean_text(f"  {m}: {w}") for m, ws in faults.items() for w in ws)
+    if skipped:
+        lines.append("")
+        lines.append("Skipped:")
+        lines.extend(clean_text(f"  {s}") for s in skipped)
     return lines
 
 

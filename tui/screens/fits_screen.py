@@ -33,6 +33,7 @@ from tui.render.fit_table import (
     RANK,
     RIGHT_ALIGNED,
     SORTS,
+    faults_and_skips,
     fit_heading,
     matches,
     sorted_rows,
@@ -168,8 +169,10 @@ class FitsScreen(Screen[FitPick | None]):
         ]
         if missing:
             words.append(f"{missing} what-ifs not computed (vramscope fit lists why)")
-        if self.skipped:
-            words.append(f"{len(self.skipped)} skipped: {self.skipped[0]}")
+        counts = faults_and_skips([p.row for p in self.picks], self.skipped)
+        if counts:
+            first = f" (first: {self.skipped[0]})" if self.skipped else ""
+            words.append(counts + first + "; vramscope fit lists why")
         text = Text(" · ".join(words), "bold" if self.done else "yellow")
         text.append("\n" + WHAT_IF_NOTE, "dim")
         return text

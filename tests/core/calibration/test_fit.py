@@ -21,7 +21,7 @@ from core.units import GIB, MIB
 
 
 def row(model: str, peak: int, w: int, k: int, i: int = 0, mlxcel: int = 0) -> CalibrationRow:
-    return CalibrationRow(
+    return CalibrationRow.build(
         model=model,
         context=640,
         inflight_mib=i // MIB,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -71,8 +72,12 @@ def test_control_characters_never_reach_the_terminal() -> None:
 
 
 def test_only_regular_utf8_files_are_read(tmp_path: Path) -> None:
-    with pytest.raises(CalibrationInputError, match="not a regular file"):
+    with pytest.raises(CalibrationInputError, match="is a directory"):
         read_csv(tmp_path)
+    fifo = tmp_path / "fifo.csv"
+    os.mkfifo(fifo)  # no writer: a plain open would block forever
+    with pytest.raises(CalibrationInputError, match="not a regular file"):
+        read_csv(fifo)
     bad = tmp_path / "runs.csv"
     bad.write_bytes(f"{HEADER}\n\xff".encode("latin-1"))
     with pytest.raises(CalibrationInputError, match="not UTF-8"):
@@ -101,3 +106,28 @@ def test_a_record_of_a_device_kind_no_backend_names_is_left_out() -> None:
     result = peak("m").to_dict() | {"device_kind": "tpu"}
     with pytest.raises(TypeError, match="'device_kind' is \"tpu\", not one of rocm, cuda"):
         checked_peak(result)
+
+
+def test_errors_name_the_physical_line_with_comment_lines_counted(tmp_path: Path) -> None:
+    rows = tmp_path / "runs.csv"
+    rows.write_text(
+        "# measured on 2026-12-01\n# gfx1151\n"
+        f"{HEADER}\n# the first model\nm,640,0,cpu,5\n\n# the second\nm,640,0,cpx,5\n"
+    )
+    with pytest.raises(CalibrationInputError) as info:
+        read_csv(rows)
+    assert str(info.value).startswith(f"{rows}:8: column 'backend'")
+
+
+def test_the_size_cap_says_why_it_refuses_a_runs_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import core.calibration.sources as sources
+
+    rows = tmp_path / "runs.csv"
+    rows.write_text(f"{HEADER}\n" + "m,640,0,cpu,5\n" * 100)
+    monkeypatch.setattr(sources, "CSV_SIZE_CAP", 100)
+    with pytest.raises(CalibrationInputError) as info:
+        read_csv(rows)
+    assert "over vramscope's 100-byte limit for a runs file" in str(info.value)
+    assert "mlxcel" not in str(info.value)

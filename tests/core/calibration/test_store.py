@@ -152,3 +152,5 @@ def test_an_oversized_file_is_ignored_with_one_warning_not_an_error(tmp_path: Pa
     got = read_store(path)
     assert got.calibrations == ()
     assert len(got.warnings) == 1 and "over vramscope's" in got.warnings[0]
+    assert "a calibration file is a few kB" in got.warnings[0]
+    assert "mlxcel" not in got.warnings[0]  # mlxcel never reads a calibration file

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -92,10 +94,10 @@ def test_a_changed_file_is_read_again(
 
 @pytest.mark.parametrize(
     "damage",
-    # class: cache files that do not decode or do not fit
-    [b"", b"\x00\xff garbage", b"[1, 2]", b'{"fingerprint": "other", "entries": {}}', b"{" * 5000],
+    # class: cache files that decode but do not fit (another build's, another shape)
+    [b"", b"[1, 2]", b'{"fingerprint": "other", "entries": {}}'],
 )
-def test_a_damaged_cache_is_rebuilt_silently(
+def test_a_cache_of_another_build_is_rebuilt_silently(
     models: Path, xdg: Path, capsys: pytest.CaptureFixture[str], damage: bytes
 ) -> None:
     fresh_build(models)
@@ -106,6 +108,33 @@ def test_a_damaged_cache_is_rebuilt_silently(
     assert err == ""
     assert {m["name"] for m in json.loads(out)["models"]} >= {"alpha", "beta"}
     assert json.loads(xdg.read_bytes())["entries"]  # rewritten, valid
+
+
+@pytest.mark.parametrize(
+    "damage", [b"\x00\xff garbage", b"{" * 5000, None], ids=["garbage", "deep", "fifo"]
+)
+def test_a_cache_file_that_cannot_be_read_is_kept_aside_under_the_printed_name(
+    models: Path, xdg: Path, capsys: pytest.CaptureFixture[str], damage: bytes | None
+) -> None:
+    fresh_build(models)
+    xdg.unlink()
+    if damage is None:
+        os.mkfifo(xdg)
+    else:
+        xdg.write_bytes(damage)
+    sources._MEMO.clear()
+    assert main(["models", "--models-dir", str(models), "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert {m["name"] for m in json.loads(out)["models"]} >= {"alpha", "beta"}
+    assert err.count("\n") == 1
+    found = re.search(r"kept it as (\S+catalog\.json\.unreadable-\d{8}T\d{6}Z) ", err)
+    assert found is not None, err
+    aside = Path(found.group(1))
+    if damage is None:
+        assert stat.S_ISFIFO(aside.lstat().st_mode)
+    else:
+        assert aside.read_bytes() == damage
+    assert json.loads(xdg.read_bytes())["entries"]  # a new cache beside it
 
 
 def test_entries_that_do_not_fit_are_misses(models: Path, xdg: Path) -> None:

@@ -117,7 +117,7 @@ def test_a_legal_name_whose_header_cannot_be_read_falls_to_step_2(folder: Path) 
     (folder / "model.safetensors").write_bytes(st(40))
     got, _, notes = weights(folder)
     assert got == 40
-    assert len(notes) == 1 and "sub" in notes[0] and "not a regular file" in notes[0]
+    assert len(notes) == 1 and "sub" in notes[0] and "sub: is a directory" in notes[0]
 
 
 # --- broken links, loops, non-regular files -----------------------------------------
@@ -181,7 +181,7 @@ def test_a_directory_named_model_safetensors_stops_the_search(folder: Path) -> N
     (folder / "other.safetensors").write_bytes(st(16))
     got, source, notes = weights(folder)
     assert (got, source) == (ANALYTICAL, WeightsSource.ANALYTICAL_CONFIG)
-    assert len(notes) == 1 and "not a regular file" in notes[0]
+    assert len(notes) == 1 and "model.safetensors: is a directory" in notes[0]
 
 
 # --- the glob step's extension rule -----------------------------------------------

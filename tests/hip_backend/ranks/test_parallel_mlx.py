@@ -161,6 +161,31 @@ def test_a_rank_that_dies_is_a_failure_naming_it_and_nothing_is_left(qwen2_fp16:
 
 
 @pytest.mark.slow
+def test_killing_mlx_launch_says_the_run_was_stopped_and_nothing_is_left(
+    qwen2_fp16: Path,
+) -> None:
+    prepared = prepare_parallel(
+        request(qwen2_fp16, gen_tokens=100_000), ParallelPlan(ParallelKind.PIPELINE, 2)
+    )
+    handle = ParallelHandle()
+    result: list[Any] = []
+    runner = threading.Thread(target=lambda: result.append(run_parallel(prepared, handle=handle)))
+    runner.start()
+    deadline = time.monotonic() + TIMEOUT_S
+    while handle.pgid is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert handle.pgid is not None
+    time.sleep(2.0)  # the ranks are up
+    os.kill(handle.pgid, 15)  # mlx.launch, the group's leader: `kill PID` from a shell
+    runner.join(TIMEOUT_S)
+    assert not runner.is_alive()
+    outcome = result[0]
+    assert isinstance(outcome, MeasurementFailure)
+    assert outcome.message.startswith("the run was stopped: mlx.launch was ended by SIGTERM")
+    assert group_members(handle.pgid) == []
+
+
+@pytest.mark.slow
 def test_cancel_leaves_no_rank_running(qwen2_fp16: Path) -> None:
     prepared = prepare_parallel(request(qwen2_fp16), ParallelPlan(ParallelKind.TENSOR, 2))
     handle = ParallelHandle()

@@ -167,7 +167,19 @@ def test_bad_names_are_one_line_errors_with_exit_2(
 def test_models_survives_a_broken_models_dir(
     quiet_env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """VRAMSCOPE_MODELS_DIR, set once for every run, is skipped with its reason; the
+    flag, typed for this run, is refused before any work (as by `fit` and `inspect`)."""
     (tmp_path / "file").write_text("x")
-    assert main(["models", "-v", "--models-dir", str(tmp_path / "file")]) == 0
+    os.environ["VRAMSCOPE_MODELS_DIR"] = str(tmp_path / "file")
+    try:
+        assert main(["models", "-v"]) == 0
+    finally:
+        del os.environ["VRAMSCOPE_MODELS_DIR"]
     out = capsys.readouterr().out
     assert f"  {tmp_path / 'file'}: models folder: not a folder\n" in out
+    for command in ("models", "fit", "inspect"):
+        with pytest.raises(SystemExit) as stop:
+            main([command, "--models-dir", str(tmp_path / "missing")])
+        assert stop.value.code == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "--models-dir" in err and "no such folder" in err

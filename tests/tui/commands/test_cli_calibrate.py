@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import stat
 from pathlib import Path
 
 import pytest
@@ -142,16 +145,56 @@ def test_the_history_calibrates_each_engine_backend_and_device_on_its_own(
     assert cal["covered_runs"] == 3
 
 
-def test_a_damaged_calibration_file_is_ignored_with_one_warning_and_replaced(
-    tmp_path: Path, state_home: Path, capsys: pytest.CaptureFixture[str]
+UNREADABLE_STORES = {
+    "truncated": b'{"kind": "vramscope-calibrations", "schema": 1, "calibrations": [',
+    "newer schema": b'{"kind": "vramscope-calibrations", "schema": 2, "calibrations": []}\n',
+    "garbage": b"\x00\xffnot json at all",
+    "fifo": None,
+}
+
+
+@pytest.mark.parametrize("kind", list(UNREADABLE_STORES))
+def test_a_calibration_file_that_cannot_be_read_is_kept_aside_under_the_printed_name(
+    tmp_path: Path, state_home: Path, capsys: pytest.CaptureFixture[str], kind: str
 ) -> None:
     path = state_home / "vramscope" / "calibration.json"
     path.parent.mkdir(parents=True)
-    path.write_text('{"kind": "vramscope-calibrations", "schema": 1, "calibrations": [')
+    content = UNREADABLE_STORES[kind]
+    if content is None:
+        os.mkfifo(path)
+    else:
+        path.write_bytes(content)
     code, _out, err = run(capsys, "calibrate", "--rows", str(builtin_csv(tmp_path)))
     assert code == 0
-    assert err.count("\n") == 1 and "ignored the calibration file" in err
+    assert err.count("\n") == 1, err
+    found = re.search(r"kept it as (\S+calibration\.json\.unreadable-\d{8}T\d{6}Z) ", err)
+    assert found is not None, err
+    aside = Path(found.group(1))
+    assert aside.parent == path.parent
+    if content is None:
+        assert stat.S_ISFIFO(aside.lstat().st_mode)
+    else:
+        assert aside.read_bytes() == content
     assert len(json.loads(path.read_text())["calibrations"]) == 1
+
+
+def test_a_fit_the_reader_would_refuse_is_never_saved_and_the_file_is_kept(
+    tmp_path: Path, state_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A context of 2^64-1 fits a fixed part of -3.7e19 bytes, below the reader's -2^63.
+    run(capsys, "calibrate", "--rows", str(builtin_csv(tmp_path)))
+    path = state_home / "vramscope" / "calibration.json"
+    before = path.read_bytes()
+    rows = tmp_path / "huge.csv"
+    rows.write_text(
+        "model,context,inflight_mib,backend,peak_bytes,device\n"
+        f"{CPU_MODELS[0]},{2**64 - 1},0,cpu,1000000,big\n"
+        f"{CPU_MODELS[1]},{2**64 - 1},0,cpu,1000000,big\n"
+    )
+    code, _out, err = run(capsys, "calibrate", "--rows", str(rows))
+    assert code == 2
+    assert "form.fixed_bytes" in err and "outside what a calibration file holds" in err
+    assert path.read_bytes() == before
 
 
 def test_no_runs_at_all_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:

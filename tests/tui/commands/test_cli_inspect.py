@@ -383,7 +383,8 @@ def test_model_safetensors_that_is_a_folder_or_fifo_never_hangs(tmp_path: Path, 
         )
         assert code == 0
         assert "(analytical estimate from config.json)" in out
-        assert "model.safetensors: is not a regular file" in err
+        why = "is a directory" if kind == "dir" else "is not a regular file"
+        assert f"model.safetensors: {why}" in err
 
 
 @pytest.mark.parametrize(
@@ -555,3 +556,27 @@ def test_inspect_check_keeps_the_output_and_sets_the_exit_code(
     assert checked[1:] == plain[1:]  # banner and warnings byte-identical
     tp = run(capsys, *argv[:2], "--tp", "2", "--memory-limit", limit, "--check")
     assert tp[0] == code
+
+
+@pytest.mark.parametrize(
+    ("value", "weights", "said"),
+    [
+        ("-1", 0, "the analytical weight count reads hidden_size as a number, as mlxcel does: "
+         "weights 0 bytes"),
+        ('"x"', 14_000_000_000, 'read as absent (as mlxcel does): hidden_size ("x")'),
+    ],
+)  # fmt: skip
+def test_a_mistyped_hidden_size_warning_says_what_the_weights_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str, weights: int, said: str
+) -> None:
+    """mlxcel's typed lookups skip `-1` as absent, its analytical count reads it as -1.0
+    (0 bytes); a string is absent to both (the 7 B fallback). The warning says which."""
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "config.json").write_text(
+        f'{{"model_type": "llama", "hidden_size": {value}, "num_hidden_layers": 2}}'
+    )
+    assert main(["inspect", str(model), "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["weights_bytes"] == weights
+    assert err.count("\n") == 1 and said in err

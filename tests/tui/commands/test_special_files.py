@@ -87,13 +87,16 @@ def test_a_history_that_is_a_device_is_a_warning_naming_why(tmp_path: Path, devi
     assert read.warnings == [f"{device}: cannot read the history (is not a regular file)"]
 
 
-def test_appending_to_a_fifo_history_names_the_path(tmp_path: Path) -> None:
+def test_appending_to_a_fifo_history_keeps_it_aside_and_names_both_paths(tmp_path: Path) -> None:
     from tests.factories import peak
 
     path = fifo(tmp_path / "history.jsonl")
-    with pytest.raises(OSError, match="is not a regular file") as caught:
-        HistoryStore(path).append(peak())
-    assert caught.value.filename == str(path)
+    kept = HistoryStore(path).append(peak())  # never blocks on the FIFO
+    assert kept is not None and str(path) in kept and "is not a regular file" in kept
+    assert next(p.name for p in tmp_path.iterdir() if p.is_fifo()).startswith(
+        "history.jsonl.unreadable-"
+    )
+    assert len(HistoryStore(path).read().results) == 1
 
 
 @pytest.mark.parametrize("command", [["inspect", "mlx-community/Qwen3-30B-A3B-4bit"], ["models"]])

@@ -160,12 +160,22 @@ def add_estimate_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
+def models_dir(text: str) -> Path:
+    """`--models-dir`: a folder that is there (every command refuses one that is not,
+    before any work; VRAMSCOPE_MODELS_DIR, set once for every run, is skipped instead)."""
+    path = Path(text)
+    if not path.is_dir():
+        why = "not a folder" if path.exists() else "no such folder"
+        raise argparse.ArgumentTypeError(f"'{text}': {why}")
+    return path
+
+
 def add_model_source_flags(p: argparse.ArgumentParser) -> None:
     """`--models-dir DIR`, repeatable: extra folders to look for models in."""
     p.add_argument(
         "--models-dir",
         action="append",
-        type=Path,
+        type=models_dir,
         default=[],
         metavar="DIR",
         help="a folder of model folders to search (repeatable; also VRAMSCOPE_MODELS_DIR)",

@@ -3,10 +3,15 @@ measurement's line, and the exit statuses."""
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
+from core.atomic_write import atomic_write
 from core.display_text import clean_text
+from core.errors import UsageError
 from core.measurement.result import MeasurementFailure
 
 EXIT_FAILED = 1
@@ -34,3 +39,33 @@ def failure_line(failure: MeasurementFailure) -> str:
     return clean_text(
         f"vramscope: error: measurement failed ({failure.kind.label}): {failure.message}"
     )
+
+
+def check_out_path(flag: str, path: Path) -> None:
+    """Refuse, before any work, a file the command could not write its result to: a
+    folder, a FIFO or device (writing would block or vanish), a missing or read-only
+    folder. UsageError naming `flag` and why."""
+    shown = clean_text(str(path))
+    if not path.parent.is_dir():
+        raise UsageError(flag, f"cannot write {shown}: no such folder")
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise UsageError(flag, f"cannot write {shown}: {exc.strerror or exc}") from None
+    if mode is not None and stat.S_ISDIR(mode):
+        raise UsageError(flag, f"cannot write {shown}: is a directory; name a file in it")
+    if mode is not None and not stat.S_ISREG(mode):
+        raise UsageError(flag, f"cannot write {shown}: not a regular file")
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        raise UsageError(flag, f"cannot write {shown}: the folder is not writable")
+
+
+def write_out(flag: str, path: Path, data: bytes) -> None:
+    """Write a result file whole (`core.atomic_write`): UsageError naming `flag` if not."""
+    try:
+        atomic_write(path, data)
+    except OSError as exc:
+        shown = clean_text(str(path))
+        raise UsageError(flag, f"cannot write {shown}: {exc.strerror or exc}") from None
