@@ -217,9 +217,10 @@ def answer(
         one = (_one_rank(snapshot, est),)
         family = mlx_lm_family(snapshot.model_type)
         plan = ParallelEstimate(ParallelPlan(split.kind, 1), family, one, est)
+        unread = settings.available.unread
         return Answer(
             question, model, snapshot, est, what_if, one, plan, None,
-            ContextAnswer(memory, trained), calibrations, calibration_engine,
+            ContextAnswer(memory, trained, unread), calibrations, calibration_engine,
         )  # fmt: skip
     if what_if is not None:
         problem = f"{split.kind.label}: a split of a what-if quantization is not modelled"

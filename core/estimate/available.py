@@ -34,6 +34,9 @@ class AvailableMemory:
     bytes: int
     source: str
     warning: str | None = None
+    unread: str | None = None
+    """Why no source gave a figure (the 0 is mlxcel's fallback, not a reading), else None:
+    a verdict against it is mlxcel's and vramscope never claims one."""
 
 
 @dataclass(frozen=True)
@@ -86,4 +89,4 @@ def resolve_available_memory(
     meminfo = meminfo_probe()
     if meminfo:
         return AvailableMemory(meminfo, "/proc/meminfo", warning)
-    return AvailableMemory(0, "nothing detected", warning)
+    return AvailableMemory(0, "nothing detected", warning, unread="no source gave a figure")
