@@ -79,6 +79,16 @@ def meminfo_fault(path: Path = MEMINFO) -> str | None:
     return f"{path} has no MemAvailable or MemTotal line"
 
 
+def read_meminfo_values(path: Path = MEMINFO) -> dict[str, int | str]:
+    """`MemTotal` and `MemAvailable`: bytes, or the words saying why there is none."""
+    text = read_text(path)
+    if isinstance(text, OSError):
+        why = f"{path} cannot be read ({text.strerror or type(text).__name__})"
+        return {key: why for key in _KEYS}
+    values = _fields(text)
+    return {key: values.get(key, f"no {key} line in {path}") for key in _KEYS}
+
+
 def read_meminfo_pool(path: Path = MEMINFO) -> PoolReading | None:
     """`MemTotal` and `MemTotal - MemAvailable` from /proc/meminfo, in bytes; None when
     MemTotal is 0 or not a reading."""
