@@ -190,9 +190,9 @@ class DecoderModel:
             scores = scores / scores.sum(dim=-1, keepdim=True)
         queue.op(probs, scores, experts)
         y = switch_glu(moe, flat, experts, queue)
-        weighted = y * scores[..., None]
-        queue.op(weighted)
-        out = weighted.sum(dim=-2).view(shape)
+        y.mul_(scores[..., None])  # MLX donates y (its only use) to the product
+        queue.op(None)
+        out = y.sum(dim=-2).view(shape)
         queue.op(out)
         return out
 
@@ -213,7 +213,8 @@ def switch_glu(
     second `[T*k, H]` copy. Below that `gather_qmm` reads the tokens in place, and the
     outputs are the same sizes in (token, slot) order. Each of those is one op of the
     queue; an expert's slice is computed from its packed words (no dequantized copy,
-    as `gather_qmm`) and written into its rows."""
+    as `gather_qmm`) and written into its rows. Where MLX donates an input buffer to
+    an op's output (the activation, the scores' product), the op works in place."""
     import torch
     import torch.nn.functional as F
 
@@ -231,10 +232,13 @@ def switch_glu(
         rows = torch.arange(indices.numel(), device=flat.device) // top_k
     x_up = _gather(moe.up_proj, xs, idx, rows, queue)
     x_gate = _gather(moe.gate_proj, xs, idx, rows, queue)
-    act = F.silu(x_gate)
-    act.mul_(x_up)  # mlx's compiled swiglu: one output
-    queue.op(act)
+    del xs  # MLX frees each buffer after its last use; torch when its name goes
+    # mlx's compiled swiglu, its gate buffer donated (its only use): no new buffer
+    act = F.silu(x_gate, inplace=True).mul_(x_up)
+    del x_up, x_gate
+    queue.op(None)
     down = _gather(moe.down_proj, act, idx, None if rows is None else _pairs(idx), queue)
+    del act
     if inv_order is not None:
         down = down[inv_order]  # `_scatter_unsort`
         queue.op(down)
