@@ -81,6 +81,9 @@ class DeviceMemory:
             "free_bytes": self.free,
             "limit_bytes": self.limit,
             "how": self.how,
+            "free_terms": [
+                {"what": t.what, "bytes": t.bytes, "source": t.source} for t in self.free_terms
+            ],
         }
 
     @property

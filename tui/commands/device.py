@@ -182,9 +182,7 @@ def figures_json(f: DeviceFigures) -> dict[str, Any]:
     if f.device is not None and f.free is not None and f.total is not None:
         budget = {
             "device": f.device.json(),
-            "terms": [
-                {"what": t.what, "bytes": t.bytes, "source": t.source} for t in f.device.free_terms
-            ],
+            "terms": f.device.json()["free_terms"],
             "free": {"bytes": f.free.bytes, "source": f.free.source},
             "total": {"bytes": f.total.bytes, "source": f.total.source},
             "fix": f.fix,
