@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
 import sys
 from dataclasses import dataclass
 
 from core.display_text import clean_text
+from core.probes.mlx_device import ask_python
 
 _CHILD = (
     "import json, torch\n"
@@ -76,15 +76,5 @@ def read_torch_device(timeout: float = 60.0, python: str = sys.executable) -> To
     """Ask a child interpreter's torch; None when torch is missing, fails or does not answer."""
     if not torch_installed():
         return None
-    try:
-        done = subprocess.run(
-            [python, "-c", _CHILD],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=True,
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return parse_torch_reply(done.stdout)
+    reply = ask_python(_CHILD, timeout, python)
+    return None if reply is None else parse_torch_reply(reply)

@@ -114,14 +114,21 @@ def _budget(which: str, budget: AvailableMemory) -> str:
     )
 
 
-def _torch_words(runtime: Runtime) -> str:
+def _runtime_words(runtime: Runtime) -> str | None:
+    """Why a runtime has no answer to show (None: it answered)."""
     if not runtime.installed:
         return "not installed"
     if not runtime.asked:
         return "installed, not asked (--no-runtimes)"
+    if runtime.torch is None and runtime.mlx is None:
+        return "installed, gave no answer"
+    return None
+
+
+def _torch_words(runtime: Runtime) -> str:
     t = runtime.torch
     if t is None:
-        return "installed, gave no answer"
+        return _runtime_words(runtime) or ""
     if t.name is None:
         return f"{t.version}: no GPU (torch.cuda.is_available() is False)"
     return (
@@ -131,13 +138,9 @@ def _torch_words(runtime: Runtime) -> str:
 
 
 def _mlx_words(runtime: Runtime) -> str:
-    if not runtime.installed:
-        return "not installed"
-    if not runtime.asked:
-        return "installed, not asked (--no-runtimes)"
     m = runtime.mlx
     if m is None:
-        return "installed, gave no answer"
+        return _runtime_words(runtime) or ""
     size = _opt(m.memory_size) if m.memory_size is not None else "not reported"
     return f"{m.name} {m.device}: memory_size {size}, get_memory_limit {_opt(m.memory_limit)}"
 

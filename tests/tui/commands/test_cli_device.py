@@ -135,3 +135,30 @@ def test_no_tree_at_all_is_said(
     assert "no card reports its memory" in line(lines, "amdgpu")
     assert "not read:" in line(lines, "MemTotal") and "cannot be read" in line(lines, "MemTotal")
     assert lines[-1].startswith("vramscope budget: none")
+
+
+def test_torch_and_mlx_are_shown_beside_sysfs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What the runtimes say (their children stood in for): torch's free above its own
+    total on an APU, said as read; MLX's limit caps the budget as mlxcel's walk does."""
+    from core.device import figures
+    from core.probes.mlx_device import MlxDevice
+    from core.probes.torch_device import TorchDevice
+
+    use_tree(monkeypatch, "gfx1151-128g-raised-ttm")
+    monkeypatch.setattr(figures, "torch_installed", lambda: True)
+    monkeypatch.setattr(figures, "mlx_installed", lambda: True)
+    torch_says = TorchDevice("2.6.0+rocm6.4", "AMD Radeon 8060S (gfx1151)", 117 * GIB,
+                             96 * GIB, 96 * GIB)  # fmt: skip
+    monkeypatch.setattr(figures, "read_torch_device", lambda: torch_says)
+    mlx_says = MlxDevice("AMD Radeon 8060S", "Device(gpu, 0)", 80 * GIB, None)
+    monkeypatch.setattr(figures, "read_mlx_device", lambda: mlx_says)
+    assert main(["device", "--backend", "rocm"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "mem_get_info free 117.00 GiB, total 96.00 GiB; total_memory 96.00 GiB" in line(
+        lines, "torch"
+    )
+    assert "get_memory_limit 80.00 GiB" in line(lines, "MLX")
+    total = line(lines, "vramscope budget --memory-limit total:")
+    assert f"80.00 GiB ({80 * GIB:,} bytes)" in total and "MLX's own limit" in total
