@@ -37,14 +37,6 @@ def read_env(
     return values
 
 
-def unread_words(why: str) -> str:
-    """The one line saying available memory was never read (mlxcel's fallback of 0)."""
-    return (
-        f"available memory was not read ({why}): mlxcel's fallback is 0 bytes, so its "
-        "DOES NOT FIT below is not a verdict; give --memory-limit SIZE"
-    )
-
-
 @dataclass(frozen=True)
 class ResolvedSettings:
     """Settings for the estimate plus the warning lines their fallbacks produced."""
@@ -77,8 +69,8 @@ def resolve_settings(
     for note in (factor.warning, mult.warning, available.warning):
         if note:
             warnings.append(note)
-    if available.unread is not None:
-        warnings.append(unread_words(available.unread))
+    if available.unread_line is not None:
+        warnings.append(available.unread_line)
     # The overlay only reads the variable on ROCm; elsewhere a bad value is harmless.
     if backend.has_inflight_reserve and inflight.warning():
         warnings.append(inflight.warning() or "")

@@ -38,6 +38,16 @@ class AvailableMemory:
     """Why no source gave a figure (the 0 is mlxcel's fallback, not a reading), else None:
     a verdict against it is mlxcel's and vramscope never claims one."""
 
+    @property
+    def unread_line(self) -> str | None:
+        """vramscope's one line saying the memory was never read (None when it was)."""
+        if self.unread is None:
+            return None
+        return (
+            f"available memory was not read ({self.unread}): mlxcel's fallback is 0 bytes, "
+            "so its DOES NOT FIT is not a verdict; give --memory-limit SIZE"
+        )
+
 
 @dataclass(frozen=True)
 class DeviceMemory:
