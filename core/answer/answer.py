@@ -148,8 +148,10 @@ class Answer:
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        """The model's warning lines and the estimate's own."""
-        return (*self.snapshot.warnings, *self.estimate.warnings)
+        """The model's warning lines, the estimate's own, and that the available memory
+        was never read (the explorer shows them; `inspect` prints the last from its inputs)."""
+        unread = self.question.settings.available.unread_line
+        return (*self.snapshot.warnings, *self.estimate.warnings, *([unread] if unread else []))
 
 
 def what_if_snapshot(snapshot: ModelSnapshot, weights_bytes: int) -> ModelSnapshot:

@@ -304,6 +304,6 @@ async def test_memory_never_read_is_said_on_screen_not_turned_into_a_context() -
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
         text = " ".join(breakdown_text(app).split())
-        assert "available memory was not read (/proc/meminfo cannot be read)" in text
+        assert "⚠ available memory was not read (/proc/meminfo cannot be read)" in text
         assert "Largest context that fits not answered: available memory was not read" in text
         assert "does not fit even with an empty context" not in text
