@@ -213,8 +213,7 @@ def switch_glu(
     second `[T*k, H]` copy. Below that `gather_qmm` reads the tokens in place, and the
     outputs are the same sizes in (token, slot) order. Each of those is one op of the
     queue; an expert's slice is computed from its packed words (no dequantized copy,
-    as `gather_qmm`) and written into its rows. Where MLX donates an input buffer to
-    an op's output (the activation, the scores' product), the op works in place."""
+    as `gather_qmm`) and written into its rows."""
     import torch
     import torch.nn.functional as F
 
@@ -230,15 +229,15 @@ def switch_glu(
     else:
         xs, idx, inv_order = flat, indices, None
         rows = torch.arange(indices.numel(), device=flat.device) // top_k
+    # Every buffer stays alive until the block returns: MLX's CPU stream runs behind
+    # the host, holding each op's inputs until the op has run (measured by
+    # `scripts/bench_measure.py --only buffers`: 18.0 MB for mlx-lm's block at 512 tokens).
     x_up = _gather(moe.up_proj, xs, idx, rows, queue)
     x_gate = _gather(moe.gate_proj, xs, idx, rows, queue)
-    del xs  # MLX frees each buffer after its last use; torch when its name goes
-    # mlx's compiled swiglu, its gate buffer donated (its only use): no new buffer
-    act = F.silu(x_gate, inplace=True).mul_(x_up)
-    del x_up, x_gate
-    queue.op(None)
+    act = F.silu(x_gate)
+    act.mul_(x_up)  # mlx's compiled swiglu: one output
+    queue.op(act)
     down = _gather(moe.down_proj, act, idx, None if rows is None else _pairs(idx), queue)
-    del act
     if inv_order is not None:
         down = down[inv_order]  # `_scatter_unsort`
         queue.op(down)

@@ -51,7 +51,7 @@ def test_switch_glu_holds_mlx_s_buffers(tokens: int, sorted_: bool) -> None:
     pairs = tokens * top_k
     assert (pairs >= 64) is sorted_
     f32, i64 = 4, 8
-    up_gate_down = pairs * INNER * f32 * 2 + pairs * H * f32
+    up_gate_down = pairs * INNER * f32 * 3 + pairs * H * f32  # up, gate, activation, down
     if sorted_:
         # order, inv_order, sorted indices; the tokens once per pair; the unsorted copy
         expected = 3 * pairs * i64 + pairs * H * f32 + up_gate_down + pairs * H * f32
