@@ -69,6 +69,8 @@ def resolve_settings(
     for note in (factor.warning, mult.warning, available.warning):
         if note:
             warnings.append(note)
+    if available.unread_line is not None:
+        warnings.append(available.unread_line)
     # The overlay only reads the variable on ROCm; elsewhere a bad value is harmless.
     if backend.has_inflight_reserve and inflight.warning():
         warnings.append(inflight.warning() or "")

@@ -58,8 +58,8 @@ def advise(answer: Answer) -> Advice:
     q = answer.question
     tokens = q.workload.max_tokens
     context = answer.context
-    if answer.fits is None:
-        return Advice(bits, ())
+    if answer.fits is None or context.unread is not None:
+        return Advice(bits, ())  # no split, or no memory read: nothing to advise from
     if answer.fits:
         if answer.past_trained and context.trained is not None:
             lines.append(

@@ -148,8 +148,10 @@ class Answer:
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        """The model's warning lines and the estimate's own."""
-        return (*self.snapshot.warnings, *self.estimate.warnings)
+        """The model's warning lines, the estimate's own, and that the available memory
+        was never read (the explorer shows them; `inspect` prints the last from its inputs)."""
+        unread = self.question.settings.available.unread_line
+        return (*self.snapshot.warnings, *self.estimate.warnings, *([unread] if unread else []))
 
 
 def what_if_snapshot(snapshot: ModelSnapshot, weights_bytes: int) -> ModelSnapshot:
@@ -217,9 +219,10 @@ def answer(
         one = (_one_rank(snapshot, est),)
         family = mlx_lm_family(snapshot.model_type)
         plan = ParallelEstimate(ParallelPlan(split.kind, 1), family, one, est)
+        unread = settings.available.unread
         return Answer(
             question, model, snapshot, est, what_if, one, plan, None,
-            ContextAnswer(memory, trained), calibrations, calibration_engine,
+            ContextAnswer(memory, trained, unread), calibrations, calibration_engine,
         )  # fmt: skip
     if what_if is not None:
         problem = f"{split.kind.label}: a split of a what-if quantization is not modelled"

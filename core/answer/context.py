@@ -83,6 +83,9 @@ class ContextAnswer:
     memory: FitLimit
     """What memory alone allows (mlxcel's estimate searched token by token)."""
     trained: TrainedContext | None
+    unread: str | None = None
+    """Why the available memory was never read (`AvailableMemory.unread`): then there is
+    no largest context to claim, only mlxcel's fallback of 0 bytes."""
 
     @property
     def capped(self) -> bool:
@@ -93,9 +96,9 @@ class ContextAnswer:
     @property
     def tokens(self) -> int | None:
         """The largest context to use: memory's bound, at most the trained context; None
-        when even an empty context does not fit."""
+        when even an empty context does not fit, or memory was never read."""
         value = self.memory.value
-        if value is None:
+        if value is None or self.unread is not None:
             return None
         return self.trained.tokens if self.capped and self.trained else value
 
@@ -111,6 +114,8 @@ class ContextAnswer:
     @property
     def words(self) -> str:
         """`Largest context that fits` in words."""
+        if self.unread is not None:
+            return f"not answered: available memory was not read ({self.unread})"
         value = self.memory.value
         if value is None or value == 0:
             return "none: the model does not fit even with an empty context"
@@ -144,6 +149,7 @@ class ContextAnswer:
             "trained_tokens": t.tokens if t else None,
             "trained_source": t.source if t else None,
             "rope_scaling": (t.rope or None) if t else None,
+            "unread_memory": self.unread,
         }
 
 

@@ -6,6 +6,11 @@ total against; on gfx1151 with 96 GiB of VRAM that is the 76.80 GiB of
 mlxcel's worked example. Apple presets are the unified memory size, mlxcel's
 `hw.memsize` step.
 
+A Strix Halo (Ryzen AI Max+ 395, gfx1151) preset is an APU that allocates from GTT,
+which the kernel caps at `ttm.pages_limit`: half of RAM by default, or raised (to RAM
+less 8 GiB for the system, the figure `vramscope device` suggests); its budget is MLX's
+80% of that pool, as `core.device.memory` computes it for a machine read.
+
 Each preset also names its device's backend (an NVIDIA card CUDA, an AMD card ROCm,
 Apple silicon Metal): `--preset` selects it unless `--backend` is given, so
 `--preset rtx4090` no longer keeps ROCm's 1 GiB in-flight reserve.
@@ -16,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from core.backend import Backend
+from core.device.memory import SYSTEM_RESERVE
 from core.estimate.available import AvailableMemory, mlx_device_limit
 from core.units import GIB
 
@@ -47,6 +53,24 @@ def _gpu(
     return MemoryPreset(key, f"{label} {gib} GiB", limit, "MLX limit: 80%", backend, gfx)
 
 
+def _strix_halo(gb: int, *, raised: bool) -> MemoryPreset:
+    """A Ryzen AI Max+ 395 with `gb` GB of RAM: its GTT pool under the TTM limit."""
+    ram = gb * GIB
+    pool = ram - SYSTEM_RESERVE if raised else ram // 2
+    ttm = f"{pool // GIB} GiB"
+    how = "raised" if raised else "default"
+    return MemoryPreset(
+        f"strix-halo-{gb}" + ("-ttm" if raised else ""),
+        f"Strix Halo {gb} GB · TTM {ttm} ({how})",
+        mlx_device_limit(pool),
+        f"Ryzen AI Max+ 395 (gfx1151 APU), GTT under ttm.pages_limit {ttm} "
+        + ("(RAM less 8 GiB, raised)" if raised else "(half of RAM, the default)")
+        + "; MLX limit: 80%",
+        Backend.ROCM,
+        "gfx1151",
+    )
+
+
 def _apple(gb: int) -> MemoryPreset:
     return MemoryPreset(
         f"apple-{gb}",
@@ -59,10 +83,15 @@ def _apple(gb: int) -> MemoryPreset:
 
 PRESETS: tuple[MemoryPreset, ...] = (
     _gpu("gfx1151", "Radeon 8060S gfx1151", 96, gfx="gfx1151"),
+    *(_strix_halo(gb, raised=raised) for gb in (64, 96, 128) for raised in (False, True)),
+    _gpu("mi325x", "Instinct MI325X", 256, gfx="gfx942"),
     _gpu("mi300x", "Instinct MI300X", 192, gfx="gfx942"),
     _gpu("w7900", "Radeon PRO W7900", 48, gfx="gfx1100"),
     _gpu("r9700", "Radeon AI PRO R9700", 32, gfx="gfx1201"),
     _gpu("rx7900xtx", "Radeon RX 7900 XTX", 24, gfx="gfx1100"),
+    _gpu("rx7900xt", "Radeon RX 7900 XT", 20, gfx="gfx1100"),
+    _gpu("rx7900gre", "Radeon RX 7900 GRE", 16, gfx="gfx1100"),
+    _gpu("rx9070xt", "Radeon RX 9070 XT", 16, gfx="gfx1201"),
     _gpu("h100", "NVIDIA H100", 80, Backend.CUDA),
     _gpu("rtx4090", "GeForce RTX 4090", 24, Backend.CUDA),
     *(_apple(gb) for gb in (16, 24, 32, 36, 48, 64, 96, 128, 192, 512)),

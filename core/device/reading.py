@@ -3,7 +3,9 @@
 - AMD: amdgpu sysfs per card (`core.probes.amdgpu_sysfs`). A KFD node with CPU cores
   and SIMDs is an APU (gfx1151-class unified memory): HIP allocates it from both the
   VRAM carve-out and GTT (system memory), so the pool vramscope counts is the larger
-  of the two; discrete cards count VRAM.
+  of the two, and its free memory is also held against `MemAvailable` and the TTM
+  limit (`core.probes.ttm`; `core.device.memory` does the arithmetic); discrete cards
+  count VRAM.
 - NVIDIA: NVML through `nvidia-ml-py` when installed (`core.probes.nvml`), else
   `nvidia-smi --query-gpu=memory.total,memory.used` (no CUDA context either way).
 - Metal, and a GPU none of those can read: MLX's own `mx.device_info()` and
@@ -31,6 +33,7 @@ from core.probes.mlx_device import MlxDevice, read_mlx_device
 from core.probes.nvidia_smi import query_nvidia_smi
 from core.probes.nvml import read_nvml
 from core.probes.pool import PoolReading
+from core.probes.ttm import read_ttm_limit
 
 SYS_ROOT = Path("/sys")
 PROC_ROOT = Path("/proc")
@@ -68,29 +71,54 @@ def _from_meminfo(proc: Path, notes: list[str]) -> DeviceMemory | None:
         None,
         tuple(notes),
         target=read_cpu_name(proc),
+        pool_name="memory",
     )
 
 
-def _gpu_reading(backend: Backend, sys_root: Path, notes: list[str]) -> DeviceMemory | None:
+def _amdgpu_reading(sys_root: Path, proc_root: Path) -> DeviceMemory | None:
+    """The amdgpu card with the largest pool; an APU's with `MemAvailable` and the TTM
+    limit beside it (its pool is system memory)."""
+    cards = [c for c in read_amdgpu_cards(sys_root) if c.pool is not None]
+    if not cards:
+        return None
+    best = max(cards, key=lambda c: c.pool.total if c.pool else 0)
+    pool = best.pool
+    assert pool is not None
+    how = f"amdgpu sysfs {best.card}: {best.pool_words}"
+    name = "GTT" if best.apu and pool is best.gtt else "VRAM"
+    device = DeviceMemory(
+        best.label, pool.total, pool.used, how, 0.8, target=best.gfx_target, pool_name=name
+    )
+    if not best.apu:
+        return device
+    host = read_meminfo_pool(proc_root / "meminfo")
+    ttm = read_ttm_limit(sys_root)
+    return replace(
+        device,
+        host_available=None if host is None else host.free,
+        ttm_limit=None if ttm is None else ttm.bytes,
+    )
+
+
+def _gpu_reading(
+    backend: Backend, sys_root: Path, notes: list[str], proc_root: Path | None = None
+) -> DeviceMemory | None:
     """The GPU's pool from sysfs (ROCm) or NVML / nvidia-smi (CUDA), else None (a note)."""
     if backend is Backend.ROCM:
-        cards = [c for c in read_amdgpu_cards(sys_root) if c.pool is not None]
-        if cards:
-            best = max(cards, key=lambda c: c.pool.total if c.pool else 0)
-            pool = best.pool
-            assert pool is not None
-            how = f"amdgpu sysfs {best.card}: {best.pool_words}"
-            return DeviceMemory(best.label, pool.total, pool.used, how, 0.8, target=best.gfx_target)
+        card = _amdgpu_reading(sys_root, proc_root or PROC_ROOT)
+        if card is not None:
+            return card
         notes.append(f"no amdgpu card reports its memory in {sys_root / 'class' / 'drm'}")
     if backend is Backend.CUDA:
         nvml = read_nvml()
         if nvml is not None:
             name, total, used = nvml
-            return DeviceMemory(name, total, used, "NVML (GPU 0)", 0.8)
+            return DeviceMemory(name, total, used, "NVML (GPU 0)", 0.8, pool_name="VRAM")
         found = read_nvidia_pool()
         if found is not None:
             name, pool = found
-            return DeviceMemory(name, pool.total, pool.used, "nvidia-smi (GPU 0)", 0.8)
+            how = "nvidia-smi (GPU 0)"
+            return DeviceMemory(name, pool.total, pool.used, how, 0.8, pool_name="VRAM")
         notes.append("neither NVML (pip install 'vramscope[nvidia]') nor nvidia-smi answered")
     return None
 
@@ -120,7 +148,7 @@ def read_device_memory(
     for ROCm) is left out, with a note.
     """
     notes: list[str] = []
-    reading = _gpu_reading(backend, sys_root or SYS_ROOT, notes)
+    reading = _gpu_reading(backend, sys_root or SYS_ROOT, notes, proc_root)
     wants_gpu = backend is not Backend.CPU
     answer = (mlx or read_mlx_device)()  # looked up now: tests may set the module's
     if answer is not None and answer.is_gpu != wants_gpu:

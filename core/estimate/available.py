@@ -34,6 +34,19 @@ class AvailableMemory:
     bytes: int
     source: str
     warning: str | None = None
+    unread: str | None = None
+    """Why no source gave a figure (the 0 is mlxcel's fallback, not a reading), else None:
+    a verdict against it is mlxcel's and vramscope never claims one."""
+
+    @property
+    def unread_line(self) -> str | None:
+        """vramscope's one line saying the memory was never read (None when it was)."""
+        if self.unread is None:
+            return None
+        return (
+            f"available memory was not read ({self.unread}): mlxcel's fallback is 0 bytes, "
+            "so its DOES NOT FIT is not a verdict; give --memory-limit SIZE"
+        )
 
 
 @dataclass(frozen=True)
@@ -86,4 +99,4 @@ def resolve_available_memory(
     meminfo = meminfo_probe()
     if meminfo:
         return AvailableMemory(meminfo, "/proc/meminfo", warning)
-    return AvailableMemory(0, "nothing detected", warning)
+    return AvailableMemory(0, "nothing detected", warning, unread="no source gave a figure")

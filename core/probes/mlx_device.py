@@ -71,13 +71,12 @@ def parse_mlx_reply(text: str) -> MlxDevice | None:
     )
 
 
-def read_mlx_device(timeout: float = 20.0, python: str = sys.executable) -> MlxDevice | None:
-    """Ask a child interpreter's MLX; None when mlx is missing, fails or does not answer."""
-    if not mlx_installed():
-        return None
+def ask_python(code: str, timeout: float, python: str = sys.executable) -> str | None:
+    """What `python -c code` printed, or None when it failed or did not answer in time
+    (a runtime's own question, asked where its import cannot cost the parent)."""
     try:
         done = subprocess.run(
-            [python, "-c", _CHILD],
+            [python, "-c", code],
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -86,4 +85,12 @@ def read_mlx_device(timeout: float = 20.0, python: str = sys.executable) -> MlxD
         )
     except (OSError, subprocess.SubprocessError):
         return None
-    return parse_mlx_reply(done.stdout)
+    return done.stdout
+
+
+def read_mlx_device(timeout: float = 20.0, python: str = sys.executable) -> MlxDevice | None:
+    """Ask a child interpreter's MLX; None when mlx is missing, fails or does not answer."""
+    if not mlx_installed():
+        return None
+    reply = ask_python(_CHILD, timeout, python)
+    return None if reply is None else parse_mlx_reply(reply)

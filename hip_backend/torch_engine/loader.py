@@ -310,6 +310,9 @@ def build_model(
                     filler.reader.release(biases)
                 modules[mp.spec.path] = converted
                 del linear, converted, packed, scales, biases
+                # Their pages go now, not at the end of the load: held until then, every
+                # module's scales and biases added up (33.6 MB over a 275 MB 4-bit MoE).
+                filler.reader.drop_released()
             else:
                 modules[mp.spec.path] = Linear(tensors[0], bias=bias)
         filler.reader.drop_released()

@@ -147,6 +147,14 @@ class Linear:
         queue.op(y)
         return y
 
+    def gathered(self, x: torch.Tensor) -> torch.Tensor:
+        """`x @ W.T + b` as one expert's slice of MLX's `gather_qmm`/`gather_mm`: from the
+        packed words (no dequantized copy), nothing handed to the queue (the whole
+        gather is one op, accounted by its caller)."""
+        import torch.nn.functional as F
+
+        return self._fused(x) if self.quantized else F.linear(x, self.weight, self.bias)
+
     def _fused(self, x: torch.Tensor) -> torch.Tensor:
         """`x @ W.T + b` straight from the packed words (no weight copy)."""
         if self.int4 is not None:

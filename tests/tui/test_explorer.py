@@ -294,3 +294,16 @@ def test_state_default_is_mlxcels_worked_example() -> None:
     assert state.max_tokens == 8192
     assert state.inflight_mib == 1024
     assert state.settings(AvailableMemory(1, "x")).backend_inflight_bytes == 1024 * MIB
+
+
+async def test_memory_never_read_is_said_on_screen_not_turned_into_a_context() -> None:
+    """mlxcel's walk found nothing (/proc hidden): the breakdown says so in its warning
+    line, and the largest context is not answered (not "none fits")."""
+    unread = AvailableMemory(0, "nothing detected", unread="/proc/meminfo cannot be read")
+    app = build_app(fixed_deps(machine=NO_GPU, available=unread))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        text = " ".join(breakdown_text(app).split())
+        assert "⚠ available memory was not read (/proc/meminfo cannot be read)" in text
+        assert "Largest context that fits not answered: available memory was not read" in text
+        assert "does not fit even with an empty context" not in text

@@ -12,7 +12,7 @@ from core.estimate.estimate import QuantHint
 from core.parallel.plan import ParallelPlan, parse_rank_limits
 from core.parallel.sharding import ParallelKind
 from tui.commands.shared.estimate_args import question_from_args
-from tui.commands.shared.output import EXIT_FAILED, note, warn
+from tui.commands.shared.output import EXIT_ERROR, EXIT_FAILED, note, warn
 
 
 def parallel_plan(args: argparse.Namespace) -> ParallelPlan | None:
@@ -62,4 +62,7 @@ def run_parallel(args: argparse.Namespace, quant: QuantHint) -> int:
         text = format_parallel(args.model, pe)  # family and names come from the folder
         print("".join(clean_text(line) + "\n" for line in text.splitlines()), end="")
         print("\n".join(answer_lines(found)))
-    return EXIT_FAILED if getattr(args, "check", False) and not pe.fits else 0
+    check = getattr(args, "check", False)
+    if check and split.rank_available is None and found.question.device.available.unread:
+        return EXIT_ERROR  # no verdict from memory that was never read
+    return EXIT_FAILED if check and not pe.fits else 0

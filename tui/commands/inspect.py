@@ -18,7 +18,7 @@ from tui.commands.shared.flags import (
     add_preset_flag,
     hub_options,
 )
-from tui.commands.shared.output import EXIT_FAILED, note, warn
+from tui.commands.shared.output import EXIT_ERROR, EXIT_FAILED, note, warn
 from tui.model.sizing import mlxcel_sizing, sizing_lines
 
 
@@ -50,7 +50,8 @@ def register(sub: Any) -> None:
         "--check",
         action="store_true",
         help="exit 1 when the estimate does not fit (every rank, with --tp/--pp), 0 when it "
-        "fits; the banner and JSON are unchanged",
+        "fits, 2 when the available memory could not be read; the banner and JSON are "
+        "unchanged",
     )
     add_parallel_flags(p)
     add_calibration_flags(p)
@@ -100,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
             if calibrated.calibration is None:
                 warn([calibrated.line.strip()])
         print(to_json_pretty(report))
-        return check_exit(args, est.fits)
+        return check_exit(args, est.fits, device.available.unread)
     print(format_estimate(args.model, est, model.source))
     if not est.fits:
         print(DOES_NOT_FIT_NOTE)
@@ -118,9 +119,12 @@ def run(args: argparse.Namespace) -> int:
         settings = found.question.settings
         sizing = mlxcel_sizing(model, settings, args.max_tokens, args.batch)
         print("\n".join(sizing_lines(sizing, settings.available, found.advice)))
-    return check_exit(args, est.fits)
+    return check_exit(args, est.fits, device.available.unread)
 
 
-def check_exit(args: argparse.Namespace, fits: bool) -> int:
-    """`--check`: 1 when it does not fit, so a script can branch; 0 otherwise."""
+def check_exit(args: argparse.Namespace, fits: bool, unread: str | None = None) -> int:
+    """`--check`: 1 when it does not fit, so a script can branch; 0 otherwise; 2 (an
+    error) when the available memory was never read: no verdict is claimed from it."""
+    if args.check and unread is not None:
+        return EXIT_ERROR
     return EXIT_FAILED if args.check and not fits else 0

@@ -11,10 +11,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tui.commands import calibrate, explore, fit, inspect, measure, models, screenshot, table
+from tui.commands import (
+    calibrate,
+    device,
+    explore,
+    fit,
+    inspect,
+    measure,
+    models,
+    screenshot,
+    table,
+)
 
 COMMANDS: tuple[Callable[[Any], None], ...] = (
     calibrate.register,
+    device.register,
     explore.register,
     fit.register,
     inspect.register,

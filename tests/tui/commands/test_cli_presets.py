@@ -73,3 +73,32 @@ def test_fit_preset_selects_the_cards_backend(capsys) -> None:
     code, out, _ = run(capsys, "fit", "--json", "--preset", "h100", "--quantizations", "stored")
     assert code == 0
     assert json.loads(out)["inputs"]["backend"] == "cuda"
+
+
+@pytest.mark.parametrize(
+    ("preset", "pool_gib", "gfx"),
+    [
+        ("strix-halo-64", 32, "gfx1151"),
+        ("strix-halo-64-ttm", 56, "gfx1151"),
+        ("strix-halo-96", 48, "gfx1151"),
+        ("strix-halo-96-ttm", 88, "gfx1151"),
+        ("strix-halo-128", 64, "gfx1151"),
+        ("strix-halo-128-ttm", 120, "gfx1151"),
+        ("rx7900xt", 20, "gfx1100"),
+        ("rx7900gre", 16, "gfx1100"),
+        ("rx9070xt", 16, "gfx1201"),
+        ("w7900", 48, "gfx1100"),
+        ("mi300x", 192, "gfx942"),
+        ("mi325x", 256, "gfx942"),
+    ],
+)
+def test_rocm_presets_are_mlx_s_limit_of_their_pool(
+    capsys, preset: str, pool_gib: int, gfx: str
+) -> None:
+    """Strix Halo: GTT under the TTM limit (half of RAM by default, RAM less 8 GiB
+    raised); discrete cards: VRAM. MLX's 80% of it, ROCm, and the gfx target that a
+    calibration must match."""
+    data = inspect_json(capsys, "--preset", preset)
+    assert data["budget_bytes"] == int(pool_gib * GIB * 0.8)
+    assert data["backend_inflight_bytes"] == GIB  # ROCm's reserve
+    assert data["device"]["target"] == gfx
