@@ -39,3 +39,33 @@ def read_nvml(index: int = 0) -> tuple[str, int, int] | None:
     if total <= 0 or used < 0:
         return None
     return clean_text(str(name)) or "NVIDIA GPU", total, used
+
+
+def read_nvml_processes() -> dict[int, int] | None:
+    """Every process's used device memory on every GPU, from NVML (bytes by pid, summed
+    over GPUs; a process NVML lists without a figure counts 0), or None (no module, no
+    driver). The caller picks its own processes and sees the others (the guard)."""
+    try:
+        nvml: Any = importlib.import_module("pynvml")
+    except ImportError:
+        return None
+    try:
+        nvml.nvmlInit()
+    except Exception:  # NVMLError: no driver or library
+        return None
+    used: dict[int, int] = {}
+    try:
+        for index in range(int(nvml.nvmlDeviceGetCount())):
+            handle = nvml.nvmlDeviceGetHandleByIndex(index)
+            listed = list(nvml.nvmlDeviceGetComputeRunningProcesses(handle))
+            listed += list(nvml.nvmlDeviceGetGraphicsRunningProcesses(handle))
+            for proc in listed:
+                figure = getattr(proc, "usedGpuMemory", None)
+                pid = int(proc.pid)
+                used[pid] = used.get(pid, 0) + (figure if isinstance(figure, int) else 0)
+    except Exception:  # any NVMLError, or a reply of the wrong shape
+        return None
+    finally:
+        with contextlib.suppress(Exception):
+            nvml.nvmlShutdown()
+    return used

@@ -11,7 +11,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tui.commands import calibrate, explore, fit, inspect, measure, models, screenshot, table
+from tui.commands import (
+    calibrate,
+    explore,
+    fit,
+    inspect,
+    measure,
+    models,
+    run_command,
+    screenshot,
+    table,
+)
 
 COMMANDS: tuple[Callable[[Any], None], ...] = (
     calibrate.register,
@@ -20,6 +30,7 @@ COMMANDS: tuple[Callable[[Any], None], ...] = (
     inspect.register,
     measure.register,
     models.register,
+    run_command.register,
     screenshot.register,
     table.register,
 )

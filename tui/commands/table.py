@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from core.display_text import clean_text, escape_undecodable
 from core.errors import UsageError
 from core.measurement.comparison import expected_backend
-from core.measurement.engine import DEFAULT_ENGINE, ENGINE_NAMES, Engine
+from core.measurement.engine import DEFAULT_ENGINE, MEASURING_ENGINE_NAMES, Engine
 from core.measurement.result import MeasuredPeak, MeasurementFailure
 from core.measurement.run import MeasuredRun
 from tui.commands.shared.flags import add_run_flags
@@ -90,9 +90,10 @@ def parse_engines(text: str) -> list[Engine]:
     engines: list[Engine] = []
     for item in text.split(","):
         name = item.strip().lower()
-        if name not in ENGINE_NAMES:
+        if name not in MEASURING_ENGINE_NAMES:
             raise UsageError(
-                "--engine", f"'{item.strip()}' is not an engine (give {', '.join(ENGINE_NAMES)})"
+                "--engine",
+                f"'{item.strip()}' is not an engine (give {', '.join(MEASURING_ENGINE_NAMES)})",
             )
         if Engine(name) not in engines:
             engines.append(Engine(name))
