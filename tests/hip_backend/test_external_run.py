@@ -190,7 +190,19 @@ def test_a_real_mlx_lm_generate_beside_the_estimate_then_table_and_calibrate(
         text=True,
         timeout=300,
     )
-    print(fit.stdout, fit.stderr)
     assert fit.returncode == 0, fit.stderr
     calibrations = json.loads(fit.stdout)["calibrations"]
     assert [c["engine"] for c in calibrations] == ["external"]
+    assert calibrations[0]["figure"].startswith("the command's host RSS")
+    table = subprocess.run(
+        [sys.executable, "-m", "tui", "table", "--history", str(model), str(tiny_llama)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert table.returncode == 0, table.stderr
+    rows = [line for line in table.stdout.splitlines() if "| your command |" in line]
+    assert len(rows) == 2 and all("| CPU | fp16 | 16 |" in row for row in rows)
+    assert "your command: cpu host; peak: host RSS of the command's processes" in table.stdout
