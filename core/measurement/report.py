@@ -130,7 +130,7 @@ def _external_lines(peak: MeasuredPeak) -> list[str]:
     if fields.host_peak_bytes is not None:
         lines.append(
             f"Host peak:      {format_bytes(fields.host_peak_bytes)} (the sum of its "
-            "processes' VmHWM at a sample; the interpreter's own resident memory included)"
+            "processes' VmHWM at a sample; the runtime's own resident memory included)"
         )
     if fields.drm_vram_peak_bytes is not None and fields.drm_gtt_peak_bytes is not None:
         lines.append(

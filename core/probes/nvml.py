@@ -13,16 +13,25 @@ from typing import Any
 from core.display_text import clean_text
 
 
-def read_nvml(index: int = 0) -> tuple[str, int, int] | None:
-    """GPU `index`'s (name, total bytes, used bytes) from NVML, or None (no module, no
-    driver, no such GPU)."""
+def _started_nvml() -> Any:
+    """pynvml, initialised; None without the module or a driver (callers then say
+    nothing, or `read_nvml`'s try nvidia-smi)."""
     try:
         nvml: Any = importlib.import_module("pynvml")
     except ImportError:
         return None
     try:
         nvml.nvmlInit()
-    except Exception:  # NVMLError: no driver or library; the caller tries nvidia-smi
+    except Exception:  # NVMLError: no driver or library
+        return None
+    return nvml
+
+
+def read_nvml(index: int = 0) -> tuple[str, int, int] | None:
+    """GPU `index`'s (name, total bytes, used bytes) from NVML, or None (no module, no
+    driver, no such GPU)."""
+    nvml = _started_nvml()
+    if nvml is None:
         return None
     try:
         handle = nvml.nvmlDeviceGetHandleByIndex(index)
@@ -45,13 +54,8 @@ def read_nvml_processes() -> dict[int, int] | None:
     """Every process's used device memory on every GPU, from NVML (bytes by pid, summed
     over GPUs; a process NVML lists without a figure counts 0), or None (no module, no
     driver). The caller picks its own processes and sees the others (the guard)."""
-    try:
-        nvml: Any = importlib.import_module("pynvml")
-    except ImportError:
-        return None
-    try:
-        nvml.nvmlInit()
-    except Exception:  # NVMLError: no driver or library
+    nvml = _started_nvml()
+    if nvml is None:
         return None
     used: dict[int, int] = {}
     try:

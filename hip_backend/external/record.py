@@ -26,7 +26,7 @@ from hip_backend.external.run import CommandRun
 
 HOST_KIND = (
     "host RSS of the command's processes: the largest sum of their VmHWM (each "
-    "process's own peak resident memory) at a sample, interpreter included"
+    "process's own peak resident memory) at a sample, the runtime's own included"
 )
 DRM_KIND = "device VRAM + GTT of the command's processes (amdgpu fdinfo, each DRM client once)"
 NVML_KIND = "device memory of the command's processes (NVML per-process used memory)"

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from core.probes.drm_fdinfo import drm_usage, parse_fdinfo, read_clients
 from core.probes.proc_status import descendants, read_all, read_status
 from hip_backend.external.sampler import TreeSampler
@@ -123,3 +125,28 @@ def test_the_sampler_sums_the_tree_and_notes_other_gpu_processes(tmp_path: Path)
     assert (peaks.drm_vram, peaks.drm_gtt) == (8192 * 1024, 1024 * 1024)
     assert peaks.card_delta == 30 * MIB
     assert peaks.others == {90} and peaks.samples == 2
+
+
+def test_nvml_per_process_memory_sums_each_process_over_gpus(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+    import types
+
+    from core.probes.nvml import read_nvml_processes
+
+    def proc(pid: int, used: int | None) -> types.SimpleNamespace:
+        return types.SimpleNamespace(pid=pid, usedGpuMemory=used)
+
+    fake = types.ModuleType("pynvml")
+    fake.nvmlInit = lambda: None  # type: ignore[attr-defined]
+    fake.nvmlShutdown = lambda: None  # type: ignore[attr-defined]
+    fake.nvmlDeviceGetCount = lambda: 2  # type: ignore[attr-defined]
+    fake.nvmlDeviceGetHandleByIndex = lambda i: i  # type: ignore[attr-defined]
+    compute = {0: [proc(10, 300), proc(11, None)], 1: [proc(10, 200)]}
+    fake.nvmlDeviceGetComputeRunningProcesses = lambda h: compute[h]  # type: ignore[attr-defined]
+    fake.nvmlDeviceGetGraphicsRunningProcesses = lambda h: []  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    assert read_nvml_processes() == {10: 500, 11: 0}
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    assert read_nvml_processes() is None  # not installed
