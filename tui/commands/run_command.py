@@ -139,7 +139,8 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
     model = args.model or facts.model
     context = args.max_tokens if args.max_tokens is not None else facts.context_tokens
     if context is None:
-        note([f"no context given or read: the estimate is at {DEFAULT_CTX_LEN} tokens"])
+        if model is not None:  # without a model there is no estimate to say it of
+            note([f"no context given or read: the estimate is at {DEFAULT_CTX_LEN} tokens"])
         context = DEFAULT_CTX_LEN
     kv_int8 = KvCacheMode(args.kv_cache_mode).int8 or facts.kv_int8
     estimate_for, inflight_mib = _estimate_for(args, model, context, kv_int8)
