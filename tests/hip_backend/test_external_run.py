@@ -87,6 +87,14 @@ def test_the_command_line_passes_the_status_through_and_says_its_errors(tmp_path
     assert err.strip().splitlines() == [
         "vramscope: error: CMD: 'no-such-program-vramscope' is not a program on PATH"
     ]
+    not_runnable = tmp_path / "notes.txt"
+    not_runnable.write_text("not a program\n")
+    refused = vramscope("run", "--no-history", "--", str(not_runnable), env=env)
+    _, err = refused.communicate(timeout=60)
+    assert refused.returncode == 2
+    assert (
+        err.splitlines()[-1] == f"vramscope: error: cannot run '{not_runnable}': Permission denied"
+    )
     with pytest.raises(Exception, match="give the command"):
         check_command([])
 
