@@ -27,7 +27,7 @@ from core.measurement.engine import DEFAULT_ENGINE, Engine
 from hip_backend.engines import is_installed
 from hip_backend.errors import MeasureError
 from hip_backend.external.record import external_peak
-from hip_backend.external.run import CommandRun, check_command, run_command
+from hip_backend.external.run import CommandRun, check_command, run_command, stop_command
 from hip_backend.launcher import PreparedMeasurement, config_refusal, prepare
 from hip_backend.model.random_weights import write_random_model
 from hip_backend.ranks.hostfile import RingHostfile, read_hostfile
@@ -60,5 +60,6 @@ __all__ = [
     "run_command",
     "run_single",
     "start_run",
+    "stop_command",
     "write_random_model",
 ]

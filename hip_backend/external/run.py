@@ -58,6 +58,12 @@ def check_command(argv: Sequence[str]) -> None:
         raise UsageError("CMD", f"'{program}' is not a program on PATH")
 
 
+def stop_command(pgid: int) -> None:
+    """Kill a running command's group (the holder and everything of the command); its
+    `run_command` then returns as for a command killed by a signal."""
+    kill_group(pgid)
+
+
 def _read_report(path: Path) -> dict[str, object]:
     try:
         with open(path, "rb") as f:
@@ -71,9 +77,14 @@ def run_command(
     argv: Sequence[str],
     interval_s: float = 0.25,
     on_sample: Callable[[TreePeaks], None] | None = None,
+    *,
+    quiet: bool = False,
+    on_start: Callable[[int], None] | None = None,
 ) -> CommandRun:
     """Run `argv` to its end, sampling its processes every `interval_s` seconds (raises
-    OSError when it cannot start; KeyboardInterrupt kills its group first)."""
+    OSError when it cannot start; KeyboardInterrupt kills its group first). `quiet`:
+    no terminal for the command (stdin, stdout and stderr are /dev/null: the explorer's
+    runs); `on_start` gets the group's id (`stop_command` ends it from another thread)."""
     check_command(argv)
     with tempfile.TemporaryDirectory(prefix="vramscope-run-") as scratch:
         report = Path(scratch) / "report.json"
@@ -84,7 +95,10 @@ def run_command(
         env = child_env(overrides=overrides)
         argv_holder = [sys.executable, "-m", "hip_backend.external.child", *argv]
         started = time.monotonic()
-        holder = spawn(argv_holder, env, stdin=None, stdout=None, stderr=None, cwd=Path.cwd())
+        stdio = subprocess.DEVNULL if quiet else None
+        holder = spawn(argv_holder, env, stdin=stdio, stdout=stdio, stderr=stdio, cwd=Path.cwd())
+        if on_start is not None:
+            on_start(holder.pid)
         sampler = TreeSampler(holder.pid)
         try:
             while holder.poll() is None:
