@@ -46,6 +46,18 @@ def vramscope(*argv: str, env: dict[str, str] | None = None) -> subprocess.Popen
     )
 
 
+def finished(env: dict[str, str], *argv: str) -> subprocess.CompletedProcess[str]:
+    """`vramscope ARGV...` run to its end."""
+    return subprocess.run(
+        [sys.executable, "-m", "tui", *argv],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
 @pytest.mark.parametrize("interval", [0.05, 0.25])
 def test_a_freed_allocation_is_the_peak_over_the_interpreter_s_own(interval: float) -> None:
     # The figure counts the interpreter too (VmHWM is the whole process's): measured
@@ -190,26 +202,12 @@ def test_a_real_mlx_lm_generate_beside_the_estimate_then_table_and_calibrate(
         env=env,
     )
     assert other.wait(timeout=120) == 0
-    fit = subprocess.run(
-        [sys.executable, "-m", "tui", "calibrate", "--engine", "external", "--json"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    fit = finished(env, "calibrate", "--engine", "external", "--json")
     assert fit.returncode == 0, fit.stderr
     calibrations = json.loads(fit.stdout)["calibrations"]
     assert [c["engine"] for c in calibrations] == ["external"]
     assert calibrations[0]["figure"].startswith("the command's host RSS")
-    table = subprocess.run(
-        [sys.executable, "-m", "tui", "table", "--history", str(model), str(tiny_llama)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    table = finished(env, "table", "--history", str(model), str(tiny_llama))
     assert table.returncode == 0, table.stderr
     rows = [line for line in table.stdout.splitlines() if "| your command |" in line]
     assert len(rows) == 2 and all("| CPU | fp16 | 16 |" in row for row in rows)

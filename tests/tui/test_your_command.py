@@ -7,13 +7,25 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual.widgets import Input, Static
 
 from tests.tui.helpers import LLAMA, build_app, fixed_deps, settle, wait_for
+from tui.app import VramscopeApp
 from tui.screens.command_screen import CommandScreen
 from tui.widgets.measured_panel import MeasuredPanel
+
+
+async def open_box(pilot: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> VramscopeApp:
+    """The explorer with its history in `tmp_path`, settled, `M`'s box open."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    app: VramscopeApp = pilot.app
+    await settle(pilot)
+    await pilot.press("M")
+    await wait_for(pilot, lambda: isinstance(app.screen, CommandScreen), "the command box")
+    return app
 
 
 def report(app: object) -> str:
@@ -24,12 +36,8 @@ def report(app: object) -> str:
 async def test_m_runs_your_command_beside_the_estimate(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
-    app = build_app(fixed_deps(), preset="gfx1151")
-    async with app.run_test(size=(160, 48)) as pilot:
-        await settle(pilot)
-        await pilot.press("M")
-        await wait_for(pilot, lambda: isinstance(app.screen, CommandScreen), "the command box")
+    async with build_app(fixed_deps(), preset="gfx1151").run_test(size=(160, 48)) as pilot:
+        app = await open_box(pilot, tmp_path, monkeypatch)
         box = app.screen.query_one(Input)
         assert box.value.startswith("python -m mlx_lm generate --model ")  # a suggestion
         box.value = f"{sys.executable} -c \"b = b'x' * 50_000_000; import time; time.sleep(0.5)\""
@@ -51,12 +59,8 @@ async def test_m_runs_your_command_beside_the_estimate(
 async def test_escape_kills_a_command_in_flight(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
-    app = build_app(fixed_deps(), preset="gfx1151")
-    async with app.run_test(size=(160, 48)) as pilot:
-        await settle(pilot)
-        await pilot.press("M")
-        await wait_for(pilot, lambda: isinstance(app.screen, CommandScreen), "the command box")
+    async with build_app(fixed_deps(), preset="gfx1151").run_test(size=(160, 48)) as pilot:
+        app = await open_box(pilot, tmp_path, monkeypatch)
         app.screen.query_one(Input).value = f'{sys.executable} -c "import time; time.sleep(60)"'
         await pilot.press("enter")
         screen = app.screen
