@@ -26,6 +26,8 @@ from __future__ import annotations
 from core.measurement.engine import DEFAULT_ENGINE, Engine
 from hip_backend.engines import is_installed
 from hip_backend.errors import MeasureError
+from hip_backend.external.record import external_peak
+from hip_backend.external.run import CommandRun, check_command, run_command, stop_command
 from hip_backend.launcher import PreparedMeasurement, config_refusal, prepare
 from hip_backend.model.random_weights import write_random_model
 from hip_backend.ranks.hostfile import RingHostfile, read_hostfile
@@ -40,19 +42,24 @@ def is_available(engine: Engine | str = DEFAULT_ENGINE) -> bool:
 
 
 __all__ = [
+    "CommandRun",
     "MeasureError",
     "PreparedMeasurement",
     "PreparedParallel",
     "RingHostfile",
     "RunHandle",
+    "check_command",
     "config_refusal",
+    "external_peak",
     "is_available",
     "measure",
     "prepare",
     "prepare_parallel",
     "read_hostfile",
     "record_run",
+    "run_command",
     "run_single",
     "start_run",
+    "stop_command",
     "write_random_model",
 ]

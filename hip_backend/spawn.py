@@ -66,8 +66,10 @@ def spawn(
     stdin: Stream = subprocess.DEVNULL,
     stdout: Stream = subprocess.DEVNULL,
     stderr: Stream = subprocess.PIPE,
+    cwd: Path = PROJECT_ROOT,
 ) -> subprocess.Popen[str]:
-    """Start `argv` as the leader of a new process group (raises OSError)."""
+    """Start `argv` as the leader of a new process group (raises OSError), in the
+    project's root unless `cwd` says where (the user's command runs where they are)."""
     return subprocess.Popen(
         list(argv),
         stdin=stdin,
@@ -77,7 +79,7 @@ def spawn(
         encoding="utf-8",
         errors="replace",
         env=dict(env),
-        cwd=str(PROJECT_ROOT),
+        cwd=str(cwd),
         start_new_session=True,
     )
 

@@ -2,7 +2,11 @@
 
 - `Engine.TORCH`: vramscope's torch decoder (hip_backend/torch_engine), emulating
   MLX-ROCm's in-flight queue;
-- `Engine.MLX`: real MLX through mlx-lm (hip_backend/mlx_engine), the ground truth.
+- `Engine.MLX`: real MLX through mlx-lm (hip_backend/mlx_engine), the ground truth;
+- `Engine.EXTERNAL`: the user's own command under `vramscope run` (hip_backend/external),
+  measured from outside, by what the kernel reports for its processes. It measures
+  nothing vramscope asks for, so `measure`, `table` and the explorer's engines leave it
+  out (`MEASURING_ENGINES`); the history, `calibrate` and the history view read it.
 
 A spec says, in core's terms and without importing the engine: its label, its options
 (the choices a request makes for it, checked once, by `check_options`), the estimate
@@ -25,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from core.backend import Backend
-from core.measurement.fields import MlxFields, TorchFields
+from core.measurement.fields import ExternalFields, MlxFields, TorchFields
 
 
 def check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
@@ -39,6 +43,7 @@ class Engine(enum.StrEnum):
 
     TORCH = "torch"
     MLX = "mlx"
+    EXTERNAL = "external"
 
     @property
     def spec(self) -> EngineSpec:
@@ -59,10 +64,8 @@ class Engine(enum.StrEnum):
         return cls(str(value))
 
 
-ENGINE_CHOICES: tuple[Engine, ...] = tuple(Engine)
-"""Every engine, in the order the explorer and the palette offer them."""
 ENGINE_NAMES: tuple[str, ...] = tuple(e.value for e in Engine)
-"""Their names (`--engine`'s choices)."""
+"""Every engine's name, as a record may hold it (`calibrate --engine`'s choices)."""
 DEFAULT_ENGINE = Engine.TORCH
 
 
@@ -109,7 +112,7 @@ class EngineSpec:
 
     label: str
     """The engine in words (`torch engine`, `MLX (mlx-lm)`)."""
-    fields: type[TorchFields] | type[MlxFields]
+    fields: type[TorchFields] | type[MlxFields] | type[ExternalFields]
     """What its results record beside the common fields (`MeasuredPeak.extra`)."""
     result_fields: tuple[str, ...]
     """The `MeasuredPeak` fields only this engine fills."""
@@ -129,6 +132,9 @@ class EngineSpec:
     """What it counts on the devices where that differs (the torch engine on the CPU)."""
     figure_labels: Mapping[str, str] = field(default_factory=dict)
     """Its other recorded figures a calibration can fit (`calibrate --target`), in words."""
+    measures: bool = True
+    """vramscope runs it on a request (`measure`, `table`, the explorer's `m`); False for
+    the user's own command, which only `vramscope run` measures."""
 
     def formula_for(self, device: Backend | None, *, emulated_queue: bool) -> Backend:
         """The estimate formula a peak of this engine on `device` is held against (None:
@@ -186,7 +192,27 @@ ENGINE_SPECS: Mapping[Engine, EngineSpec] = {
             "os_peak": "the process's OS peak (VmHWM on the CPU, its device memory on ROCm)",
         },
     ),
+    Engine.EXTERNAL: EngineSpec(
+        label="your command",
+        fields=ExternalFields,
+        result_fields=(),
+        own_formula_devices=frozenset(Backend),
+        peak_label="the command's device memory (its processes' VRAM + GTT on amdgpu, "
+        "NVML's per-process used memory on NVIDIA)",
+        peak_labels={
+            Backend.CPU: "the command's host RSS (the sum of its processes' VmHWM, at "
+            "the largest sample)"
+        },
+        measures=False,
+    ),
 }
+
+
+MEASURING_ENGINES: tuple[Engine, ...] = tuple(e for e in Engine if e.spec.measures)
+"""The engines vramscope runs, in the order the explorer and the palette offer them."""
+ENGINE_CHOICES = MEASURING_ENGINES
+MEASURING_ENGINE_NAMES: tuple[str, ...] = tuple(e.value for e in MEASURING_ENGINES)
+"""Their names (`measure --engine`'s and `table --engine`'s choices)."""
 
 
 def engine_options() -> tuple[EngineOption, ...]:

@@ -189,5 +189,79 @@ class RankFields(EngineFields):
         )
 
 
-RunFields = TorchFields | MlxFields | RankFields
+class ExternalFigure(enum.StrEnum):
+    """What an external command's headline peak is (the record's word)."""
+
+    DEVICE = "device"
+    """Device memory of its processes: amdgpu VRAM + GTT (fdinfo), or NVML's figure."""
+    HOST = "host"
+    """Host resident memory of its processes (no device figure was read)."""
+
+
+def _figure(value: Any) -> ExternalFigure:
+    return next((f for f in ExternalFigure if f.value == value), ExternalFigure.HOST)
+
+
+@dataclass(frozen=True)
+class ExternalFields(EngineFields):
+    """What `vramscope run -- CMD` read of the user's command."""
+
+    OPTIONAL: ClassVar[frozenset[str]] = frozenset(
+        {
+            "device_peak_bytes",
+            "drm_vram_peak_bytes",
+            "drm_gtt_peak_bytes",
+            "card_used_delta_bytes",
+            "nvml_peak_bytes",
+        }
+    )
+
+    command: str = ""
+    """The command line as run (control characters stripped)."""
+    family: str = "other"
+    """Whose command line it is (`mlx-lm`, `mlxcel`, `llama.cpp`, `other`)."""
+    figure: ExternalFigure = ExternalFigure.HOST
+    exit_status: int | None = None
+    host_peak_bytes: int | None = None
+    """The largest sum of the processes' VmHWM seen at one sample."""
+    host_rss_peak_bytes: int | None = None
+    """The largest sum of the processes' VmRSS seen at one sample."""
+    device_peak_bytes: int | None = None
+    """The device figure (VRAM + GTT of their DRM clients, or NVML's), when read."""
+    drm_vram_peak_bytes: int | None = None
+    drm_gtt_peak_bytes: int | None = None
+    card_used_delta_bytes: int | None = None
+    """The card's own used-memory rise (sysfs VRAM + GTT): other processes count."""
+    nvml_peak_bytes: int | None = None
+    interval_s: float = 0.25
+    samples: int = 0
+    wall_seconds: float = 0.0
+    other_gpu_processes: list[int] = field(default_factory=list)
+    """Processes outside the command seen using the GPU during the run (the guard)."""
+
+    @classmethod
+    def from_extra(cls, extra: Mapping[str, Any]) -> ExternalFields:
+        """The fields of a record (any record: a missing key takes its default)."""
+        interval = extra.get("interval_s")
+        wall = extra.get("wall_seconds")
+        return cls(
+            command=_str(extra.get("command")) or "",
+            family=_str(extra.get("family")) or "other",
+            figure=_figure(extra.get("figure")),
+            exit_status=_int(extra.get("exit_status")),
+            host_peak_bytes=_int(extra.get("host_peak_bytes")),
+            host_rss_peak_bytes=_int(extra.get("host_rss_peak_bytes")),
+            device_peak_bytes=_int(extra.get("device_peak_bytes")),
+            drm_vram_peak_bytes=_int(extra.get("drm_vram_peak_bytes")),
+            drm_gtt_peak_bytes=_int(extra.get("drm_gtt_peak_bytes")),
+            card_used_delta_bytes=_int(extra.get("card_used_delta_bytes")),
+            nvml_peak_bytes=_int(extra.get("nvml_peak_bytes")),
+            interval_s=float(interval) if isinstance(interval, int | float) else 0.25,
+            samples=_int(extra.get("samples")) or 0,
+            wall_seconds=float(wall) if isinstance(wall, int | float) else 0.0,
+            other_gpu_processes=_ints(extra.get("other_gpu_processes")),
+        )
+
+
+RunFields = TorchFields | MlxFields | RankFields | ExternalFields
 """The typed fields of any engine's result."""

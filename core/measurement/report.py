@@ -15,6 +15,7 @@ from core.backend import Backend
 from core.display_text import clean_text
 from core.measurement.comparison import margin
 from core.measurement.engine import DEFAULT_ENGINE, Engine
+from core.measurement.fields import ExternalFields, ExternalFigure
 from core.measurement.result import MeasuredPeak, MeasurementFailure
 from core.units import format_bytes
 
@@ -41,6 +42,8 @@ def device_words(peak: MeasuredPeak) -> str:
 def device_line(peak: MeasuredPeak) -> str:
     """The device and the runtime that measured on it."""
     text = device_words(peak)
+    if peak.engine is Engine.EXTERNAL:
+        return text  # the command's own runtime is not known
     if peak.engine is Engine.MLX:
         return text + f", mlx {peak.mlx_version}, mlx-lm {peak.mlx_lm_version}"
     text += f", torch {peak.torch_version}"
@@ -59,6 +62,10 @@ def peak_what(peak: MeasuredPeak) -> str:
     """What the headline peak is, in a few words (it depends on the engine and device)."""
     if peak.engine is Engine.MLX:
         return MLX_PEAK
+    if peak.engine is Engine.EXTERNAL:
+        fields = peak.fields
+        device = isinstance(fields, ExternalFields) and fields.figure is ExternalFigure.DEVICE
+        return "device memory of its processes" if device else "host RSS of its processes"
     if peak.device_kind in (Backend.ROCM, Backend.CUDA):
         return "allocator peak"
     if peak.device_kind is Backend.CPU:
@@ -77,9 +84,7 @@ def comparison_lines(peak: MeasuredPeak) -> list[str]:
         + (" (emulating MLX-ROCm's in-flight queue)" if peak.emulated_queue else "")
         + (f"; {peak.attention_label}" if peak.attention_label else ""),
         f"Device:         {device_line(peak)}",
-        f"Workload:       pp{peak.prompt_tokens} / tg{peak.gen_tokens} after a warm-up pass "
-        f"(prefill + {peak.warmup_tokens} tokens), {peak.kv_cache_mode} KV; "
-        f"{budget_text(peak)}",
+        *_workload_lines(peak),
     ]
     if peak.estimate_bytes is not None:
         lines.append(
@@ -95,6 +100,61 @@ def comparison_lines(peak: MeasuredPeak) -> list[str]:
             f"Margin:         {signed_bytes(m.bytes)} bytes ({m.percent:+.1f}% of the peak), "
             f"{verdict}"
         )
+    if peak.engine is Engine.EXTERNAL:
+        return lines + _external_lines(peak)
+    return lines + _engine_lines(peak)
+
+
+def _workload_lines(peak: MeasuredPeak) -> list[str]:
+    if peak.engine is Engine.EXTERNAL:
+        fields = peak.fields
+        command = fields.command if isinstance(fields, ExternalFields) else ""
+        return [
+            f"Command:        {clean_text(command)}",
+            f"Context:        {peak.context_tokens} tokens, {peak.kv_cache_mode} KV; "
+            f"{budget_text(peak)}",
+        ]
+    return [
+        f"Workload:       pp{peak.prompt_tokens} / tg{peak.gen_tokens} after a warm-up pass "
+        f"(prefill + {peak.warmup_tokens} tokens), {peak.kv_cache_mode} KV; "
+        f"{budget_text(peak)}",
+    ]
+
+
+def _external_lines(peak: MeasuredPeak) -> list[str]:
+    """What `vramscope run` read beside the headline figure."""
+    fields = peak.fields
+    if not isinstance(fields, ExternalFields):
+        return []
+    lines = []
+    if fields.host_peak_bytes is not None:
+        lines.append(
+            f"Host peak:      {format_bytes(fields.host_peak_bytes)} (the sum of its "
+            "processes' VmHWM at a sample; the runtime's own resident memory included)"
+        )
+    if fields.drm_vram_peak_bytes is not None and fields.drm_gtt_peak_bytes is not None:
+        lines.append(
+            f"DRM memory:     VRAM {format_bytes(fields.drm_vram_peak_bytes)}, GTT "
+            f"{format_bytes(fields.drm_gtt_peak_bytes)} (amdgpu fdinfo, each client once)"
+        )
+    if fields.card_used_delta_bytes is not None:
+        lines.append(
+            f"Card used Δ:    {format_bytes(fields.card_used_delta_bytes)} (sysfs VRAM + GTT; "
+            "other processes count)"
+        )
+    if fields.nvml_peak_bytes is not None:
+        lines.append(f"NVML:           {format_bytes(fields.nvml_peak_bytes)} (per-process used)")
+    status = "?" if fields.exit_status is None else str(fields.exit_status)
+    lines.append(
+        f"Run:            exit status {status}, {fields.wall_seconds:.2f} s, "
+        f"{fields.samples} samples every {fields.interval_s:g} s"
+    )
+    return lines
+
+
+def _engine_lines(peak: MeasuredPeak) -> list[str]:
+    """An engine's own figures beside its headline peak."""
+    lines = []
     if peak.weights_bytes is not None:
         lines.append(f"Weights held:   {format_bytes(peak.weights_bytes)}")
     if peak.active_bytes is not None and peak.cache_bytes is not None:

@@ -79,6 +79,8 @@ class MeasureRequest:
             raise ValueError("prompt_tokens must be at least 1")
         check_choice("device", self.device, DEVICE_CHOICES)
         object.__setattr__(self, "engine", Engine.named(self.engine))
+        if not self.engine.spec.measures:
+            raise ValueError(f"{self.engine.label} is measured by `vramscope run -- CMD` only")
         check_options(self.engine, self.options)
         if self.kv_int8 and not self.engine.spec.int8_kv:
             which = " or ".join(e.value for e in Engine if e.spec.int8_kv)

@@ -184,6 +184,8 @@ class MeasuredPeak:
             return f"no in-flight queue (MLX on {self.device_kind.value})"
         if self.engine is Engine.TORCH and not self.emulated_queue:
             return f"no in-flight queue emulated (torch on {self.device_kind.value})"
+        if self.engine is Engine.EXTERNAL and not self.device_kind.has_inflight_reserve:
+            return f"no in-flight queue (your command on {self.device_kind.value})"
         return None
 
     @property
@@ -202,7 +204,7 @@ class MeasuredPeak:
         """The engine and what its peak counts, in one phrase: "MLX peak
         (mx.get_peak_memory), cpu" or "torch engine, RSS over baseline, emulating
         MLX-ROCm's in-flight queue"."""
-        if self.engine is Engine.MLX:
+        if self.engine is not Engine.TORCH:
             return self.peak_kind
         what = "RSS over baseline" if self.device_kind is Backend.CPU else "allocator peak"
         queue = (

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.display_text import clean_text, json_safe
 from core.errors import UsageError
-from core.measurement.engine import DEFAULT_ENGINE, ENGINE_NAMES, Engine
+from core.measurement.engine import DEFAULT_ENGINE, MEASURING_ENGINE_NAMES, Engine
 from core.measurement.request import DEFAULT_PROMPT_TOKENS, MAX_MEASURED_TOKENS
 from core.measurement.run import MeasuredRun
 from tui.commands._parallel import parallel_plan
@@ -64,7 +64,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--engine",
-        choices=ENGINE_NAMES,
+        choices=MEASURING_ENGINE_NAMES,
         default=DEFAULT_ENGINE,
         help="torch: vramscope's decoder emulating MLX-ROCm (pip install 'vramscope[measure]'); "
         "mlx: real MLX through mlx-lm (pip install 'vramscope[mlx]') (default torch)",

@@ -19,6 +19,7 @@ from tui.commands import (
     inspect,
     measure,
     models,
+    run_command,
     screenshot,
     table,
 )
@@ -31,6 +32,7 @@ COMMANDS: tuple[Callable[[Any], None], ...] = (
     inspect.register,
     measure.register,
     models.register,
+    run_command.register,
     screenshot.register,
     table.register,
 )

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from core.display_text import clean_text, escape_undecodable
 from core.errors import UsageError
 from core.measurement.comparison import expected_backend
-from core.measurement.engine import DEFAULT_ENGINE, ENGINE_NAMES, Engine
+from core.measurement.engine import DEFAULT_ENGINE, MEASURING_ENGINE_NAMES, Engine
 from core.measurement.result import MeasuredPeak, MeasurementFailure
 from core.measurement.run import MeasuredRun
 from tui.commands.shared.flags import add_run_flags
@@ -69,6 +69,13 @@ def register(sub: Any) -> None:
         help="comma-separated engines: torch, mlx or mlx,torch (both, their peaks side by "
         f"side) (default {DEFAULT_ENGINE})",
     )
+    p.add_argument(
+        "--history",
+        action="store_true",
+        help="measure nothing: the table of the runs of each MODEL (as recorded: the name or "
+        "folder the run was given) from the measurement history, every engine's, `vramscope "
+        "run`'s (engine external) included, each peak named for what it counts",
+    )
     add_run_flags(p)
     p.add_argument("--out", type=Path, default=None, metavar="FILE.md", help="also write here")
     p.set_defaults(func=run)
@@ -96,9 +103,10 @@ def parse_engines(text: str) -> list[Engine]:
     engines: list[Engine] = []
     for item in text.split(","):
         name = item.strip().lower()
-        if name not in ENGINE_NAMES:
+        if name not in MEASURING_ENGINE_NAMES:
             raise UsageError(
-                "--engine", f"'{item.strip()}' is not an engine (give {', '.join(ENGINE_NAMES)})"
+                "--engine",
+                f"'{item.strip()}' is not an engine (give {', '.join(MEASURING_ENGINE_NAMES)})",
             )
         if Engine(name) not in engines:
             engines.append(Engine(name))
@@ -112,14 +120,53 @@ def run(args: argparse.Namespace) -> int:
         return _run(args)
 
 
+def _write(text: str, out: Path | None) -> None:
+    """Print the table, and write it to `--out`."""
+    print(escape_undecodable(text), end="")
+    if out is not None:
+        write_out("--out", out, text.encode("utf-8"))
+
+
+def _recorded_as(name: str) -> str:
+    """A model as a run records it: a folder by its absolute path, else the name."""
+    path = Path(name)
+    return str(path.resolve()) if path.is_dir() else name
+
+
+def _history_table(args: argparse.Namespace) -> int:
+    """`--history`: the recorded runs of the models, as a table; 2 when there are none."""
+    from core.measurement.history import HistoryStore
+    from core.measurement.report import TableRow, markdown_table
+
+    store = HistoryStore.default()
+    read = store.read()
+    warn(read.warnings)
+    wanted = {_recorded_as(m) for m in args.models} | set(args.models)
+    rows = [
+        TableRow(p.model, p.context_tokens, p.inflight_mib, p.estimate_bytes, p, p.engine)
+        for p in read.results
+        if p.model in wanted or _recorded_as(p.model) in wanted
+    ]
+    if not rows:
+        raise UsageError(
+            "--history", f"no recorded run of {', '.join(args.models)} in {store.path}"
+        )
+    lines = [f"From the measurement history ({store.path})."]
+    lines += engine_lines(rows, list(dict.fromkeys(r.engine for r in rows)))
+    _write(markdown_table(rows, "Estimate against peak", lines, formulas=True), args.out)
+    return 0
+
+
 def _run(args: argparse.Namespace) -> int:
     from core.measurement.report import TableRow, markdown_table
     from hip_backend import measure, prepare
 
-    contexts = parse_int_list("--contexts", args.contexts, 1)
-    budgets = parse_int_list("--budgets", args.budgets, 0)
     if args.out is not None:  # said before any run starts
         check_out_path("--out", args.out)
+    if args.history:
+        return _history_table(args)
+    contexts = parse_int_list("--contexts", args.contexts, 1)
+    budgets = parse_int_list("--budgets", args.budgets, 0)
     engines = parse_engines(args.engine)
     for context in contexts:
         if context <= args.gen_tokens:
@@ -168,21 +215,30 @@ def _run(args: argparse.Namespace) -> int:
             else prepared.estimate.total_bytes
         )
         rows.append(TableRow(model, context, budget, held_against, outcome, engine))
-    text = markdown_table(rows, "Estimate against peak", preamble(rows, args))
-    print(escape_undecodable(text), end="")
-    if args.out is not None:
-        write_out("--out", args.out, text.encode("utf-8"))
+    _write(markdown_table(rows, "Estimate against peak", preamble(rows, args)), args.out)
     return 0 if all(isinstance(r.outcome, MeasuredPeak) for r in rows) else EXIT_ERROR
 
 
 def preamble(rows: list[TableRow], args: argparse.Namespace) -> list[str]:
     """Where and how the table was measured, and what each engine's peak counts."""
-    from core.measurement.report import device_line
-
     date = datetime.date.today().isoformat()
     engines = list(dict.fromkeys(r.engine for r in rows)) or [DEFAULT_ENGINE]
     names = " and ".join(e.label for e in engines)
-    lines = [f"Measured {date} with {names}."]
+    lines = [f"Measured {date} with {names}.", *engine_lines(rows, engines)]
+    estimate = formula_words(rows, engines)
+    lines.append(
+        f"Workload: warm-up (prefill + {args.warmup_tokens} tokens), then P = context - "
+        f"{args.gen_tokens} prompt tokens and {args.gen_tokens} greedy decode tokens. "
+        f"Estimate: {estimate}."
+    )
+    return lines
+
+
+def engine_lines(rows: list[TableRow], engines: list[Engine]) -> list[str]:
+    """Each engine's device and what its peak counts (from its first measured row)."""
+    from core.measurement.report import device_line
+
+    lines = []
     for engine in engines:
         first = next(
             (r.outcome for r in rows if r.engine is engine and isinstance(r.outcome, MeasuredPeak)),
@@ -198,12 +254,6 @@ def preamble(rows: list[TableRow], args: argparse.Namespace) -> list[str]:
             lines.append(
                 f"{label} weights: synthetic (random values of the real shapes and dtypes)."
             )
-    estimate = formula_words(rows, engines)
-    lines.append(
-        f"Workload: warm-up (prefill + {args.warmup_tokens} tokens), then P = context - "
-        f"{args.gen_tokens} prompt tokens and {args.gen_tokens} greedy decode tokens. "
-        f"Estimate: {estimate}."
-    )
     return lines
 
 

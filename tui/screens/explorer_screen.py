@@ -92,6 +92,7 @@ class ExplorerScreen(FocusKeys):
         Binding("slash", f"jump('{FILTER}')", "Models", priority=True),
         *JUMP_BINDINGS,  # each control's (tui.model.control_specs), as the cycles below
         Binding("m", "measure", "Measure"),
+        Binding("M", "measure_command", "Your command", show=False),
         *CYCLE_BINDINGS,
         Binding("H", "history", "History"),
         Binding("c", "copy('vramscope')", "Copy cmd"),
@@ -390,6 +391,33 @@ class ExplorerScreen(FocusKeys):
     def action_measure(self) -> None:
         """Measure the model on screen; while a run is in flight, cancel it."""
         self.measure.toggle(self.state, self.loader.entry, self.loader.snapshot)
+
+    def action_measure_command(self) -> None:
+        """`M`: run your own command and hold its peak against the model on screen."""
+        from tui.model.measure_plan import measure_target
+        from tui.model.views import estimate_for
+        from tui.screens.command_screen import CommandScreen, suggested_command
+
+        state, snapshot = self.state, self.loader.snapshot
+        held = estimate_for(state, snapshot, self.available)
+        model = measure_target(self.loader.entry, state.model)
+
+        def finish(peak: MeasuredPeak) -> MeasuredPeak:
+            return replace(peak, estimate_bytes=held(peak))
+
+        def closed(peak: MeasuredPeak | None) -> None:
+            if peak is not None:
+                self.measure.show(peak)
+                self.loader.read_history()
+
+        screen = CommandScreen(
+            suggested_command(model, state.max_tokens),
+            model,
+            state.max_tokens,
+            state.kv_int8,
+            finish,
+        )
+        self.app.push_screen(screen, closed)
 
     def on_measure_event_message(self, message: MeasureEventMessage) -> None:
         self.measure.take(message)

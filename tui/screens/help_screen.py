@@ -25,6 +25,7 @@ SCREEN_KEYS: tuple[tuple[str, str], ...] = (
     ("/", "filter the Models; ↓ into the list, Enter picks or reads org/name from the Hub"),
     ("c C", "Copy cmd: the vramscope / mlxcel command line"),
     ("m", "Measure the model on screen (again: cancel)"),
+    ("M", "Your command: run it, its peak beside the estimate (as vramscope run)"),
     ("H", "measurement History; e there exports the table"),
     ("v", "verdict against mlxcel's ⇄ the calibrated total"),
     ("R", "after m: recalibrate from the history"),

@@ -51,7 +51,7 @@ def test_required_and_optional_columns() -> None:
         (f"{HEADER}\nm,640,0,tpu,5\n", "runs.csv:2: column 'backend': expected one of"),
         (
             f"{HEADER},engine\nm,640,0,cpu,5,llama.cpp\n",
-            "runs.csv:2: column 'engine': expected one of torch, mlx, got 'llama.cpp'",
+            "runs.csv:2: column 'engine': expected one of torch, mlx, external, got 'llama.cpp'",
         ),
         (f"{HEADER}\n,640,0,cpu,5\n", "runs.csv:2: column 'model' is empty"),
         (f"{HEADER}\nm,640,0,cpu,5,extra\n", "runs.csv:2: more cells than columns"),

@@ -26,14 +26,16 @@ from core.measurement.result import MeasuredPeak, checked_peak
 
 
 def test_an_engine_is_written_and_compared_as_its_name() -> None:
-    assert ENGINE_NAMES == ("torch", "mlx") and DEFAULT_ENGINE is Engine.TORCH
-    assert [str(e) for e in ENGINE_CHOICES] == ["torch", "mlx"]
+    assert ENGINE_NAMES == ("torch", "mlx", "external") and DEFAULT_ENGINE is Engine.TORCH
+    assert [str(e) for e in ENGINE_CHOICES] == ["torch", "mlx"]  # what vramscope runs
     assert json.dumps({"engine": Engine.MLX}) == '{"engine": "mlx"}'
     assert f"{Engine.TORCH} engine" == "torch engine"
     assert Engine.named("mlx") is Engine.MLX and Engine.named(Engine.TORCH) is Engine.TORCH
-    with pytest.raises(ValueError, match="engine must be one of torch, mlx"):
+    with pytest.raises(ValueError, match="engine must be one of torch, mlx, external"):
         Engine.named("jax")
-    assert [e.label for e in Engine] == ["torch engine", "MLX (mlx-lm)"]
+    assert [e.label for e in Engine] == ["torch engine", "MLX (mlx-lm)", "your command"]
+    with pytest.raises(ValueError, match="measured by `vramscope run -- CMD` only"):
+        MeasureRequest("m", engine="external")
 
 
 def test_every_engine_has_a_spec_naming_fields_a_result_has() -> None:
@@ -70,7 +72,7 @@ def _old_rule(engine: str, device: str, emulated: bool) -> Backend:
     )
 
 
-@pytest.mark.parametrize("engine", list(Engine))
+@pytest.mark.parametrize("engine", [Engine.TORCH, Engine.MLX])
 @pytest.mark.parametrize("device", ["rocm", "cuda", "metal", "cpu", "gpu"])
 @pytest.mark.parametrize("emulated", [True, False])
 def test_the_held_against_rule_is_the_one_it_was(
@@ -79,6 +81,13 @@ def test_the_held_against_rule_is_the_one_it_was(
     assert held_against(engine, device, emulated_queue=emulated) is _old_rule(
         engine, device, emulated
     )
+
+
+@pytest.mark.parametrize("device", ["rocm", "cuda", "metal", "cpu"])
+def test_a_command_s_peak_is_held_against_its_own_device_s_formula(device: str) -> None:
+    # `vramscope run` names the device its figure was read on: that device's formula.
+    for emulated in (True, False):
+        assert held_against(Engine.EXTERNAL, device, emulated_queue=emulated) is Backend(device)
 
 
 def test_the_expected_formula_before_a_run() -> None:

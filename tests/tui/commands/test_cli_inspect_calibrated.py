@@ -185,5 +185,6 @@ def test_an_engine_that_is_none_is_one_line_and_exit_2(capsys: pytest.CaptureFix
     code, out, err = run(capsys, "inspect", LLAMA_4BIT, *ROCM_640, "--calibration-engine", "vllm")
     assert (code, out) == (2, "")
     assert err == (
-        "vramscope: error: --calibration-engine: 'vllm' is not an engine (give torch, mlx)\n"
+        "vramscope: error: --calibration-engine: 'vllm' is not an engine "
+        "(give torch, mlx, external)\n"
     )

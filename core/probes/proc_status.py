@@ -1,0 +1,90 @@
+"""Processes and their resident memory: `/proc/PID/status` (`PPid`, `VmRSS`, `VmHWM`).
+
+`VmHWM` is the process's own high-water mark of resident memory (the kernel keeps it
+per process, from its start); `VmRSS` is what it holds now. A process tree is found
+from every process's `PPid`. The root is injectable so that tests read recorded trees.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+STATUS_CAP = 64 * 1024
+"""The most of one status file read (a few KiB)."""
+
+
+@dataclass(frozen=True)
+class ProcStatus:
+    """One process's line of descent and resident memory, in bytes."""
+
+    pid: int
+    ppid: int
+    rss_bytes: int
+    hwm_bytes: int
+
+
+def _kib(value: str) -> int:
+    number = value.split()[0] if value.split() else ""
+    return int(number) * 1024 if number.isdigit() else 0
+
+
+def parse_status(pid: int, text: str) -> ProcStatus | None:
+    """The fields of a status file's text (None without `PPid`)."""
+    keys: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            keys[key] = value.strip()
+    ppid = keys.get("PPid", "")
+    if not ppid.isdigit():
+        return None
+    # A kernel thread or a zombie has no Vm lines: it holds no memory of its own.
+    return ProcStatus(pid, int(ppid), _kib(keys.get("VmRSS", "")), _kib(keys.get("VmHWM", "")))
+
+
+def read_status(pid: int, root: Path = Path("/")) -> ProcStatus | None:
+    """Process `pid`'s status, or None (gone, or unreadable)."""
+    try:
+        fd = os.open(root / "proc" / str(pid) / "status", os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        text = os.read(fd, STATUS_CAP).decode("utf-8", "replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return parse_status(pid, text)
+
+
+def read_all(root: Path = Path("/")) -> dict[int, ProcStatus]:
+    """Every process's status that could be read, by pid."""
+    try:
+        names = os.listdir(root / "proc")
+    except OSError:
+        return {}
+    out = {}
+    for name in names:
+        if name.isdigit():
+            status = read_status(int(name), root)
+            if status is not None:
+                out[status.pid] = status
+    return out
+
+
+def descendants(statuses: dict[int, ProcStatus], pid: int) -> list[int]:
+    """The pids below `pid` (children, their children, ...), not `pid` itself."""
+    children: dict[int, list[int]] = {}
+    for status in statuses.values():
+        children.setdefault(status.ppid, []).append(status.pid)
+    out: list[int] = []
+    todo = list(children.get(pid, []))
+    while todo:
+        child = todo.pop()
+        if child in out:  # a reused pid cannot make a loop, but never spin on one
+            continue
+        out.append(child)
+        todo.extend(children.get(child, []))
+    return out

@@ -1,0 +1,14 @@
+"""The user's own command, measured from outside (`vramscope run -- CMD`): `run`
+starts and samples it, `sampler` reads its processes, `child` holds it in a group
+that dies with vramscope, `record` makes the run a history record.
+
+What the holder (`child`) and the run share is here, so that running the holder with
+`python -m` never imports it twice.
+"""
+
+REPORT_ENV = "VRAMSCOPE_RUN_REPORT"
+"""The file the holder writes the command's `ru_maxrss` (or why it did not start) to."""
+USER_PYTHONPATH_ENV = "VRAMSCOPE_USER_PYTHONPATH"
+"""The user's PYTHONPATH, or unset when they had none."""
+START_FAILED = 2
+"""The holder's exit status when the command could not start (vramscope's own error)."""

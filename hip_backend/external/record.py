@@ -1,0 +1,122 @@
+"""A finished command as a measured peak (engine `external`), for the history.
+
+The headline figure is the device's where one was read (amdgpu: the VRAM + GTT of its
+processes' DRM clients; NVIDIA: NVML's per-process used memory), else the host's (the
+sum of its processes' VmHWM at a sample). `peak_kind` names it; the other figures go
+beside it (`ExternalFields`). The estimate is the caller's: the held-against answer
+for the model at the command's context on the figure's device.
+"""
+
+from __future__ import annotations
+
+import datetime
+import shlex
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from core import __version__
+from core.backend import Backend
+from core.display_text import clean_text
+from core.estimate.estimate import KvCacheMode
+from core.measurement.engine import Engine
+from core.measurement.fields import ExternalFields, ExternalFigure
+from core.measurement.result import MeasuredPeak
+from core.probes.amdgpu_sysfs import read_amdgpu_cards
+from hip_backend.external.run import CommandRun
+
+HOST_KIND = (
+    "host RSS of the command's processes: the largest sum of their VmHWM (each "
+    "process's own peak resident memory) at a sample, the runtime's own included"
+)
+DRM_KIND = "device VRAM + GTT of the command's processes (amdgpu fdinfo, each DRM client once)"
+NVML_KIND = "device memory of the command's processes (NVML per-process used memory)"
+
+
+@dataclass(frozen=True)
+class Figure:
+    """The headline figure of a run and where it was measured."""
+
+    figure: ExternalFigure
+    device_kind: Backend
+    device_name: str
+    arch: str | None
+    peak_bytes: int
+    peak_kind: str
+
+
+def headline(run: CommandRun) -> Figure:
+    """The device's figure where one was read, else the host's."""
+    peaks = run.peaks
+    if peaks.drm_total:
+        cards = read_amdgpu_cards()
+        card = cards[0] if cards else None
+        name = (card.name or card.card) if card is not None else "amdgpu"
+        arch = card.gfx_target if card is not None else None
+        return Figure(ExternalFigure.DEVICE, Backend.ROCM, name, arch, peaks.drm_total, DRM_KIND)
+    if peaks.nvml:
+        return Figure(
+            ExternalFigure.DEVICE, Backend.CUDA, "NVIDIA GPU", None, peaks.nvml, NVML_KIND
+        )
+    return Figure(ExternalFigure.HOST, Backend.CPU, "host", None, run.host_peak_bytes, HOST_KIND)
+
+
+def command_text(argv: Sequence[str]) -> str:
+    """The command as one shell line, control characters stripped."""
+    return clean_text(shlex.join(argv))
+
+
+def external_peak(
+    run: CommandRun,
+    argv: Sequence[str],
+    *,
+    model: str,
+    family: str,
+    context_tokens: int,
+    kv_int8: bool,
+    inflight_mib: int,
+    estimate_for: Callable[[Backend], int | None],
+) -> MeasuredPeak:
+    """The run as a history record, its estimate taken at its figure's device."""
+    shown = headline(run)
+    peaks = run.peaks
+    fields = ExternalFields(
+        command=command_text(argv),
+        family=family,
+        figure=shown.figure,
+        exit_status=run.exit_status,
+        host_peak_bytes=run.host_peak_bytes,
+        host_rss_peak_bytes=peaks.host_rss,
+        device_peak_bytes=shown.peak_bytes if shown.figure is ExternalFigure.DEVICE else None,
+        drm_vram_peak_bytes=peaks.drm_vram,
+        drm_gtt_peak_bytes=peaks.drm_gtt,
+        card_used_delta_bytes=peaks.card_delta,
+        nvml_peak_bytes=peaks.nvml,
+        interval_s=run.interval_s,
+        samples=peaks.samples,
+        wall_seconds=round(run.wall_seconds, 3),
+        other_gpu_processes=sorted(peaks.others),
+    )
+    queue = shown.device_kind.has_inflight_reserve
+    return MeasuredPeak(
+        model=clean_text(model),
+        device_kind=shown.device_kind,
+        device_name=clean_text(shown.device_name),
+        peak_bytes=shown.peak_bytes,
+        peak_kind=shown.peak_kind,
+        inflight_mib=inflight_mib if queue else 0,
+        prompt_tokens=0,
+        gen_tokens=context_tokens,
+        synthetic_weights=False,
+        load_seconds=0.0,
+        prefill_tokens_per_s=0.0,
+        decode_tokens_per_s=0.0,
+        torch_version="",
+        arch=shown.arch,
+        estimate_bytes=estimate_for(shown.device_kind),
+        timestamp=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        vramscope_version=__version__,
+        extra=fields.to_extra(),
+        warmup_tokens=0,
+        engine=Engine.EXTERNAL,
+        kv_cache_mode=KvCacheMode.INT8 if kv_int8 else KvCacheMode.FP16,
+    )

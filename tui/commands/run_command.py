@@ -1,0 +1,175 @@
+"""`vramscope run [--model MODEL] [flags] -- CMD ARGS...`: your engine's real peak.
+
+Starts CMD in its own process group (dying with vramscope), samples the memory of its
+processes until it ends (hip_backend/external), and prints the peak beside the
+estimate for MODEL at the settings given, with the margin, on stderr: stdout and stdin
+stay the command's. MODEL and the context come from the flags given, else from the
+command's own flags (mlx-lm, mlxcel, llama.cpp: `core.measurement.command_flags`);
+what cannot be read is said in one line. The run goes to the history as engine
+`external`. Exit status: the command's, 2 for vramscope's own errors, 130/143 when
+Ctrl-C or SIGTERM stopped it (the command's group is killed first).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from core.errors import UsageError, VramscopeError
+from core.estimate.estimate import DEFAULT_CTX_LEN, KvCacheMode
+from tui.commands.shared.flags import add_estimate_flags, add_preset_flag
+from tui.commands.shared.output import EXIT_ERROR, note, warn
+from tui.commands.shared.signals import exit_status, sigterm_as_interrupt
+
+if TYPE_CHECKING:
+    from core.backend import Backend
+
+DEFAULT_INTERVAL_S = 0.25
+MIN_INTERVAL_S = 0.01
+GUARD_LINE = (
+    "other processes use the GPU during the run (pid {pids}): the card's own figures "
+    "count them; the command's per-process figures do not"
+)
+
+
+def _interval(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text[:40]}' is not a number of seconds") from None
+    if not MIN_INTERVAL_S <= value <= 60:
+        raise argparse.ArgumentTypeError(f"give {MIN_INTERVAL_S} to 60 seconds, not {value:g}")
+    return value
+
+
+def register(sub: Any) -> None:
+    """Add the `run` parser."""
+    p = sub.add_parser(
+        "run",
+        help="run your own command (mlx-lm, mlxcel, llama.cpp, ...) and hold its peak "
+        "against the estimate",
+        description="Run CMD in its own process group and sample the memory of its "
+        "processes until it exits: amdgpu VRAM + GTT from /proc/PID/fdinfo, NVML's "
+        "per-process figure on NVIDIA, else host RSS (VmHWM). Prints the peak beside the "
+        "estimate for MODEL (or the model the command's flags name) on stderr, records "
+        "the run in the history as engine 'external' and exits with CMD's status.",
+        usage="vramscope run [--model MODEL] [options] -- CMD [ARGS...]",
+    )
+    p.add_argument(
+        "--model",
+        "-m",
+        default=None,
+        metavar="MODEL",
+        help="the model the estimate is for (default: the one the command's flags name)",
+    )
+    add_estimate_flags(p)
+    add_preset_flag(p)
+    p.set_defaults(max_tokens=None)  # not given: the command's own context
+    p.add_argument(
+        "--interval",
+        type=_interval,
+        default=DEFAULT_INTERVAL_S,
+        metavar="SECONDS",
+        help=f"seconds between samples (default {DEFAULT_INTERVAL_S})",
+    )
+    p.add_argument(
+        "--no-history",
+        action="store_true",
+        help="do not append the run to the history file ($XDG_STATE_HOME/vramscope)",
+    )
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD ARGS")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the command, print its peak beside the estimate, pass its status through."""
+    command = list(args.command)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    with sigterm_as_interrupt():
+        try:
+            return _run(args, command)
+        except KeyboardInterrupt as interrupt:  # the command's group is gone already
+            return exit_status(interrupt)
+
+
+def _estimate_for(
+    args: argparse.Namespace, model: str | None, context: int, kv_int8: bool
+) -> tuple[Callable[[Backend], int | None], int]:
+    """The estimate on a device kind (the held-against answer, or None without a
+    model) and the in-flight budget of the settings given; warnings on stderr."""
+    from core.answer.held_against import held_against_answer
+    from core.catalog.resolve import resolve_model
+    from tui.commands.shared.estimate_args import parse_quant_flag, question_from_args
+
+    args.max_tokens = context
+    inputs = question_from_args(args, parse_quant_flag(args.quant))
+    warn(inputs.warnings)
+    settings = inputs.question.settings
+    if model is None:
+        note(["no estimate: give --model, or a command whose flags name its model"])
+        return (lambda _backend: None), settings.inflight_mib
+    try:
+        snapshot = resolve_model(model, args.models_dir)
+    except VramscopeError as exc:
+        warn([f"no estimate for '{model}': {exc}"])
+        return (lambda _backend: None), settings.inflight_mib
+
+    def estimate(backend: Backend) -> int | None:
+        found = held_against_answer(
+            snapshot, settings, backend, context_tokens=context, kv_int8=kv_int8
+        )
+        return found.estimate.total_bytes
+
+    return estimate, settings.inflight_mib
+
+
+def _run(args: argparse.Namespace, command: list[str]) -> int:
+    from core.measurement.command_flags import read_command
+    from core.measurement.report import comparison_lines
+    from core.measurement.run import MeasuredRun
+    from hip_backend import check_command, external_peak, record_run, run_command
+
+    check_command(command)
+    facts = read_command(command)
+    if facts.unread_line is not None:
+        note([facts.unread_line])
+    model = args.model or facts.model
+    context = args.max_tokens if args.max_tokens is not None else facts.context_tokens
+    if context is None:
+        if model is not None:  # without a model there is no estimate to say it of
+            note([f"no context given or read: the estimate is at {DEFAULT_CTX_LEN} tokens"])
+        context = DEFAULT_CTX_LEN
+    kv_int8 = KvCacheMode(args.kv_cache_mode).int8 or facts.kv_int8
+    estimate_for, inflight_mib = _estimate_for(args, model, context, kv_int8)
+    warned: list[bool] = []
+
+    def guard(peaks: Any) -> None:
+        if peaks.others and not warned:
+            warned.append(True)
+            warn([GUARD_LINE.format(pids=", ".join(map(str, sorted(peaks.others)[:8])))])
+
+    try:
+        done = run_command(command, args.interval, on_sample=guard)
+    except OSError as exc:
+        raise UsageError("CMD", f"cannot run '{command[0]}': {exc.strerror or exc}") from None
+    if done.error is not None:
+        print(f"vramscope: error: {done.error}", file=sys.stderr)
+        return EXIT_ERROR
+    peak = external_peak(
+        done,
+        command,
+        model=model or command[0],
+        family=facts.family.value,
+        context_tokens=context,
+        kv_int8=kv_int8,
+        inflight_mib=inflight_mib,
+        estimate_for=estimate_for,
+    )
+    if not args.no_history:
+        record_run(MeasuredRun((peak,)))
+    for line in comparison_lines(peak):
+        print(f"vramscope: {line}", file=sys.stderr)
+    return done.exit_status
