@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 from core.display_text import clean_text
@@ -179,7 +179,12 @@ def _usable_offline(repo_id: str, stored: store.StoredModel, why: str) -> None:
 
 @contextlib.contextmanager
 def _online(timeout_s: float) -> Iterator[None]:
-    """Lift the hub's import-time offline switch and set its download timeout, then restore."""
+    """Lift the hub's import-time offline switch and set its download timeout, then restore.
+
+    Reads may overlap (several repos read at once from worker threads): the first in
+    saves and sets, the last out restores, so one read ending never turns the hub
+    offline under another.
+    """
     from huggingface_hub import constants
     from huggingface_hub.utils.tqdm import (
         are_progress_bars_disabled,
@@ -187,22 +192,38 @@ def _online(timeout_s: float) -> Iterator[None]:
         enable_progress_bars,
     )
 
-    # Its retry warnings would break the one-line errors: the outcome is reported instead.
-    hub_log = logging.getLogger("huggingface_hub")
-    level = hub_log.level
-    hub_log.setLevel(logging.ERROR)
-    saved = (constants.HF_HUB_OFFLINE, constants.HF_HUB_DOWNLOAD_TIMEOUT)
-    bars_off = are_progress_bars_disabled()
-    constants.HF_HUB_OFFLINE = False
-    constants.HF_HUB_DOWNLOAD_TIMEOUT = int(max(1.0, timeout_s))
-    disable_progress_bars()
+    with _ONLINE_LOCK:
+        if not _ONLINE:
+            # Its retry warnings would break the one-line errors: the outcome is reported.
+            hub_log = logging.getLogger("huggingface_hub")
+            _ONLINE["saved"] = (
+                constants.HF_HUB_OFFLINE,
+                constants.HF_HUB_DOWNLOAD_TIMEOUT,
+                hub_log.level,
+                are_progress_bars_disabled(),
+            )
+            hub_log.setLevel(logging.ERROR)
+            constants.HF_HUB_OFFLINE = False
+            disable_progress_bars()
+        _ONLINE["count"] = _ONLINE.get("count", 0) + 1
+        constants.HF_HUB_DOWNLOAD_TIMEOUT = int(max(1.0, timeout_s))
     try:
         yield
     finally:
-        constants.HF_HUB_OFFLINE, constants.HF_HUB_DOWNLOAD_TIMEOUT = saved
-        hub_log.setLevel(level)
-        if not bars_off:
-            enable_progress_bars()
+        with _ONLINE_LOCK:
+            _ONLINE["count"] -= 1
+            if _ONLINE["count"] == 0:
+                offline, timeout, level, bars_off = _ONLINE.pop("saved")
+                _ONLINE.clear()
+                constants.HF_HUB_OFFLINE, constants.HF_HUB_DOWNLOAD_TIMEOUT = offline, timeout
+                logging.getLogger("huggingface_hub").setLevel(level)
+                if not bars_off:
+                    enable_progress_bars()
+
+
+_ONLINE_LOCK = threading.Lock()
+_ONLINE: dict[str, Any] = {}
+"""The reads inside `_online` now (`count`) and what the first one in saved."""
 
 
 def _unreachable(exc: BaseException) -> str | None:

@@ -301,3 +301,33 @@ def test_hub_reads_leave_the_hf_cache_alone(
     assert catalog.skipped == ()
     assert {"test-org/llama", "test-org/qwen"} <= {e.name for e in catalog.entries}
     assert inspect(capsys, "test-org/qwen", "--offline", *FLAGS)[0] == 0
+
+
+# Reads that overlap (several repos read at once from worker threads) stay online.
+
+
+def test_overlapping_reads_keep_each_other_online(
+    hub: FakeHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from huggingface_hub import constants
+
+    from core.hub.remote import HubOptions, read_hub_model
+
+    publish(hub, tmp_path, MLX_4BIT, "test-org/slow", "headers")
+    publish(hub, tmp_path, MLX_4BIT, "test-org/fast", "headers")
+    hub.misbehaviours.append(Misbehaviour(where="test-org/slow/resolve/", stall_s=1.0))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # as the cache scan imports it
+    box: dict[str, object] = {}
+
+    def slow() -> None:
+        try:
+            box["read"] = read_hub_model("test-org/slow", HubOptions(timeout_s=20))
+        except Exception as exc:  # reported by the assertion below
+            box["error"] = exc
+
+    thread = threading.Thread(target=slow, daemon=True)
+    thread.start()
+    assert read_hub_model("test-org/fast", HubOptions(timeout_s=20)).headers_read == 1
+    thread.join(30)
+    assert "error" not in box, box.get("error")
+    assert constants.HF_HUB_OFFLINE is True  # put back once the last read ended
