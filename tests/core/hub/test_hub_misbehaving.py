@@ -48,14 +48,25 @@ def in_a_thread(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[in
 # 1. A failed read leaves nothing a later read would take for the model.
 
 
+@pytest.mark.parametrize(
+    ("fault", "said"),
+    [
+        (Misbehaviour(where=".safetensors", stall_s=60), "did not finish the read within 1 s"),
+        (Misbehaviour(where=".safetensors", status=500), "the Hub answered HTTP 500"),
+    ],
+)
 def test_a_failed_read_leaves_nothing_a_later_read_takes(
-    hub: FakeHub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    hub: FakeHub,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    fault: Misbehaviour,
+    said: str,
 ) -> None:
     local = publish(hub, tmp_path, MLX_4BIT, "test-org/qwen", "headers")
-    hub.misbehaviours.append(Misbehaviour(where=".safetensors", stall_s=60))
+    hub.misbehaviours.append(fault)
     for _ in range(2):  # and again: never the analytical number from config.json alone
         line = fails(capsys, "test-org/qwen", "--hub-timeout", "1")
-        assert "did not finish the read within 1 s" in line
+        assert said in line
     assert not hf_cache(tmp_path).exists()
     hub.misbehaviours.clear()
     data, _ = report(capsys, "test-org/qwen")
