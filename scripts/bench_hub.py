@@ -5,7 +5,7 @@ header-only files from the test suite's local Hub (`tests/hub_server.py`, on
 127.0.0.1), then times, in this one process:
 
 - the remote read: `resolve_model` with the Hub store empty (model_info, config and
-  index through hf_hub_download, four ranged header reads), and the bytes the server
+  index as capped GETs, four ranged header reads), and the bytes the server
   sent;
 - a repeat online read of the same commit (one model_info call, then the store);
 - an offline read from the store (HF_HUB_OFFLINE=1);

@@ -78,6 +78,8 @@ class FakeHub:
         self.bytes_sent = 0
         self.requests: list[str] = []
         self.delay_s = 0.0
+        self.misbehaviours: list[Misbehaviour] = []
+        self.stopped = threading.Event()
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
@@ -89,6 +91,7 @@ class FakeHub:
         return self
 
     def stop(self) -> None:
+        self.stopped.set()  # ends every stall and drip
         self._server.shutdown()
         self._server.server_close()
 
@@ -129,8 +132,8 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
                 self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             if send_body:
-                self.wfile.write(body)
-                hub.count(len(body), f"{self.command} {self.path} {status}")
+                sent = _write_body(self, hub, body)
+                hub.count(sent, f"{self.command} {self.path} {status}")
             else:
                 hub.count(0, f"{self.command} {self.path} {status}")
 
@@ -159,6 +162,8 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
                 time.sleep(hub.delay_s)
             parts = urlsplit(self.path)
             path = unquote(parts.path)
+            if _misbehave_first(self, hub, path, body):
+                return
             if path == "/api/models":  # list_models(search=..., limit=...)
                 query = parse_qs(parts.query)
                 needle = query.get("search", [""])[0].casefold()
@@ -212,6 +217,8 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
                 "Accept-Ranges": "bytes",
             }
             wanted = _RANGE.match(self.headers.get("Range", "").strip())
+            if _ignores_range(hub, path):
+                wanted = None
             if wanted is None:
                 headers["Content-Length"] = str(file.size)
                 self._send(200, file.read(0, file.size - 1) if body else b"", headers, body)
@@ -232,3 +239,64 @@ def _tags(files: Iterable[str]) -> dict[str, list[str]]:
     names = list(files)
     tags = [t for t in ("safetensors", "gguf") if any(f.endswith(f".{t}") for f in names)]
     return {"tags": tags} if tags else {}
+
+
+# --- Misbehaviour (#26): a Hub that stalls, drips, ignores Range or fails -----------------
+# Kept apart from the protocol above: `hub.misbehaviours.append(Misbehaviour(...))`.
+
+
+@dataclass
+class Misbehaviour:
+    """How the server misbehaves on requests whose path contains `where` ("" = all)."""
+
+    where: str = ""
+    stall_s: float = 0.0
+    """Wait this long (or until the server stops) before answering at all."""
+    drip_s: float = 0.0
+    """Send the body one byte at a time, this many seconds apart."""
+    ignore_range: bool = False
+    """Answer a range request with 200 and the whole file."""
+    status: int | None = None
+    """Answer this status (500, 503) with a JSON error body instead."""
+
+
+def _matching(hub: FakeHub, path: str) -> list[Misbehaviour]:
+    return [m for m in hub.misbehaviours if m.where in path]
+
+
+def _misbehave_first(handler: BaseHTTPRequestHandler, hub: FakeHub, path: str, body: bool) -> bool:
+    """Stall, then answer an injected status; True when the request is answered."""
+    for m in _matching(hub, path):
+        if m.stall_s:
+            hub.stopped.wait(m.stall_s)
+        if m.status is not None:
+            data = json.dumps({"error": "injected"}).encode()
+            handler.send_response(m.status)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(data)))
+            handler.end_headers()
+            if body:
+                handler.wfile.write(data)
+            hub.count(len(data) if body else 0, f"{handler.command} {path} {m.status}")
+            return True
+    return False
+
+
+def _ignores_range(hub: FakeHub, path: str) -> bool:
+    return any(m.ignore_range for m in _matching(hub, path))
+
+
+def _write_body(handler: BaseHTTPRequestHandler, hub: FakeHub, body: bytes) -> int:
+    """Write the body (dripped where asked); the bytes sent before the client left."""
+    drip = max((m.drip_s for m in _matching(hub, unquote(urlsplit(handler.path).path))), default=0)
+    step = 1 if drip else 1 << 16
+    sent = 0
+    try:
+        for i in range(0, len(body), step):
+            if drip and hub.stopped.wait(drip):
+                break
+            handler.wfile.write(body[i : i + step])
+            sent += len(body[i : i + step])
+    except (BrokenPipeError, ConnectionResetError):
+        handler.close_connection = True
+    return sent

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,10 +63,19 @@ class CacheScan:
     exists: bool = True
 
 
+class _UnusableSettings(ImportError):
+    """huggingface_hub would raise at import for a setting it cannot parse."""
+
+
 def _import_hub() -> Any:
     # Offline before the import: the hub reads HF_HUB_OFFLINE once, at import time.
     # The variable is put back afterwards, so the user's own setting still decides
     # whether a Hub read (core.hub.remote) may go online.
+    from core.hub.settings import settings_error
+
+    error = settings_error()
+    if error is not None and "huggingface_hub" not in sys.modules:
+        raise _UnusableSettings(f"{error}; huggingface_hub cannot start, the HF cache is not read")
     unset = "HF_HUB_OFFLINE" not in os.environ
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     try:
@@ -276,6 +286,8 @@ def scan_hf_cache(cache_dir: Path) -> CacheScan:
         return CacheScan(cache_dir, exists=False)
     try:
         hub, cache_manager = _import_hub()
+    except _UnusableSettings as exc:
+        return CacheScan(cache_dir, problems=(CacheProblem(str(cache_dir), str(exc)),))
     except ImportError as exc:
         reason = f"huggingface_hub is not installed ({exc}); the HF cache is not read"
         return CacheScan(cache_dir, problems=(CacheProblem(str(cache_dir), reason),))

@@ -47,7 +47,7 @@ from core.errors import (
 from core.estimate.snapshot import ModelSnapshot
 from core.estimate.weights import WeightsSource
 from core.hub.remote import HubOptions, HubRead, hub_offline_reason, read_hub_model
-from core.hub.store import is_repo_id
+from core.hub.store import REPO_ID_RULE, is_repo_id
 from core.paths import hf_cache_dir, hub_store_dir, models_dirs_from_env, repo_folder_name
 
 # When several entries share a name, the one with real files wins over the profile.
@@ -307,7 +307,12 @@ def match_entry(catalog: Catalog, name: str) -> CatalogEntry:
     for item in catalog.skipped:
         if item.name is not None and item.name.casefold() == folded:
             raise ModelError(name, f"found at {item.location} but not usable: {item.reason}")
-    raise ModelNotFoundError(name, _not_found_message(catalog, name))
+    raise ModelNotFoundError(_shown(name), _not_found_message(catalog, name))
+
+
+def _shown(name: str) -> str:
+    """A name as typed, escaped where it holds control characters (never shown stripped)."""
+    return name if name.isprintable() else ascii(name)
 
 
 def _not_found_message(catalog: Catalog, name: str, hub: str | None = None) -> str:
@@ -329,6 +334,8 @@ def _not_found_message(catalog: Catalog, name: str, hub: str | None = None) -> s
         message += f"; closest: {', '.join(close)}"
     if hub is not None and "the Hub is off" in hub:
         message += "; drop --offline / HF_HUB_OFFLINE to read it from the Hub"
+    elif name.count("/") == 1 and not is_repo_id(name):
+        message += f"; not a Hub repo id either ({REPO_ID_RULE})"
     elif hub is None and name.count("/") == 1 and not name.startswith("/"):
         message += f"; vramscope never downloads: get it with `hf download {name}`, then retry"
     else:
@@ -396,6 +403,15 @@ def _resolve(
         if hub is None or not is_repo_id(name) or "ambiguous" in exc.problem:
             raise
         local = exc
+        entry = None
+    if entry is not None and hub is not None and entry.name == name and _partial_copy(entry):
+        # config.json without headers (an unfinished download): never the answer while
+        # the Hub can be asked; if it cannot, this reason is the error
+        local = ModelError(
+            name,
+            f"the HF cache copy at {entry.path} has no safetensors headers (an unfinished "
+            f"download; finish it with `hf download {name}`) and the Hub read failed",
+        )
         entry = None
     if entry is not None and (entry.origin != ORIGIN_HUB or hub is None or entry.name != name):
         return entry, None

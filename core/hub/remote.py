@@ -1,11 +1,14 @@
 """Reading a model from the Hugging Face Hub without its weights.
 
-Through huggingface_hub only: `HfApi.model_info` names the commit and the files,
-`hf_hub_download` fetches `config.json` and the index into the standard HF cache,
-and `HfApi.parse_safetensors_file_metadata` reads each shard's header with range
-requests. What comes back is written to the vramscope Hub store (`core.hub.store`)
-as a header-only folder, which `read_model_dir` then reads like any folder: the
-estimate is the one the same files on disk would give.
+Through huggingface_hub's session, headers and errors, with every request in
+`core.hub.fetch` (one deadline for the whole read, capped bodies): the model info
+names the commit and the files, `config.json` and the index are fetched whole (capped),
+and each shard's header with range requests. What comes back is written to the
+vramscope Hub store (`core.hub.store`) as a header-only folder, which
+`read_model_dir` then reads like any folder: the header bytes are stored as the
+Hub served them, so the one header parser (`core.model.safetensors_header`) reads
+them exactly as it reads the same file on disk. Nothing is written into the
+user's Hugging Face cache: a read is whole in the store, or leaves nothing there.
 
 huggingface_hub reads `HF_ENDPOINT` and `HF_HUB_OFFLINE` once, at import; this
 module reads the environment at call time instead, passes the endpoint
@@ -16,31 +19,48 @@ the user allowed (vramscope's own cache scan may have imported the hub offline).
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+from urllib.parse import quote
 
 from core.display_text import clean_text
-from core.errors import HeaderError, HubError, HubNotFoundError
+from core.errors import HeaderError, HubError, HubNotFoundError, ModelError, UsageError
 from core.hub import DEFAULT_TIMEOUT_S, store
+from core.hub.fetch import Deadline, HubTimeout, get_capped, map_bounded, run_bounded
+from core.hub.settings import DEFAULT_ENDPOINT, check_settings, hub_endpoint
 from core.model.config import CONFIG_FILE, CONFIG_SIZE_CAP, decode_json
-from core.model.safetensors_header import HEADER_SIZE_CAP, METADATA_KEY, header_weight_bytes
+from core.model.safetensors_header import header_length
 from core.model.weight_files import INDEX_FILE, INDEX_SIZE_CAP, has_safetensors_extension
-from core.paths import hf_cache_dir, hub_store_dir
-from core.regular_file import read_regular
+from core.paths import hub_store_dir
 
-DEFAULT_ENDPOINT = "https://huggingface.co"
+__all__ = [
+    "DEFAULT_ENDPOINT",
+    "HubOptions",
+    "HubRead",
+    "hub_endpoint",
+    "hub_offline_reason",
+    "read_hub_model",
+]
+
 MAX_SHARDS = 1024  # the largest real repos have a few hundred shards
-_FIRST_RANGE = 100_001  # huggingface_hub's first ranged read: bytes=0-100000
+_FIRST_RANGE = 100_001  # as huggingface_hub: bytes=0-100000 holds most headers whole
+HUB_HEADER_CAP = 25_000_000
+"""The largest header a Hub read fetches (huggingface_hub's own limit); on disk
+mlxcel's 256 MiB cap applies, but a read is meant to stay small."""
+HUB_HEADERS_TOTAL_CAP = 256 * 1024 * 1024
+"""All headers of one repo together."""
+INFO_CAP = 32 * 1024 * 1024
+"""The model info (the file list of a repo with tens of thousands of files fits)."""
 _TRUE = {"1", "ON", "YES", "TRUE"}
 
 Progress = Callable[[str], None]
+T = TypeVar("T")
 
 
 def hub_offline_reason(env: Mapping[str, str] | None = None) -> str | None:
@@ -50,12 +70,6 @@ def hub_offline_reason(env: Mapping[str, str] | None = None) -> str | None:
         if env.get(name, "").upper() in _TRUE:
             return f"{name}={env[name]}"
     return None
-
-
-def hub_endpoint(env: Mapping[str, str] | None = None) -> str:
-    """`HF_ENDPOINT` (a mirror, a self-hosted hub), else huggingface.co."""
-    env = os.environ if env is None else env
-    return (env.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
 
 
 @dataclass(frozen=True)
@@ -96,13 +110,24 @@ def read_hub_model(
 ) -> HubRead:
     """Read `repo_id` from the Hub into the store, or answer from the store.
 
-    Raises HubNotFoundError (no such repo or revision; the caller adds the
-    closest local names) or HubError (gated, no safetensors, unreachable,
-    malformed header), each one line naming the repo.
+    One deadline (`options.timeout_s`) bounds the whole read. Raises
+    HubNotFoundError (no such repo or revision; the caller adds the closest local
+    names), HubError (gated, no safetensors, unreachable, timed out, malformed
+    answer), UsageError (a revision or a Hub setting that cannot be used) or
+    ModelError (the store cannot be written: a local fault), each one line.
     """
     options = options or HubOptions()
     env = os.environ if env is None else env
+    if not store.is_repo_id(repo_id):
+        raise ModelError(_shown(repo_id), f"not a Hub repo id ({store.REPO_ID_RULE})")
     revision = options.revision or "main"
+    if not store.is_revision(revision) and store.COMMIT_RE.fullmatch(revision) is None:
+        raise UsageError(
+            "--revision",
+            f"{_shown(revision)} is not a branch, tag or commit name "
+            "(letters, digits and -_./, not starting with / or ., no ..)",
+        )
+    check_settings(env)
     endpoint = hub_endpoint(env)
     root = hub_store_dir(env)
     stored = store.lookup(root, repo_id, revision)
@@ -112,17 +137,54 @@ def read_hub_model(
             raise HubNotFoundError(
                 repo_id, f"never read from the Hub, and the Hub is off ({offline})"
             )
+        _usable_offline(repo_id, stored, f"the Hub is off ({offline})")
         note = (
             f"offline ({offline}): answered from the copy read from the Hub at {stored.commit[:12]}"
         )
         return HubRead(repo_id, revision, stored.commit, endpoint, stored.path, note)
+    check_settings()  # huggingface_hub reads os.environ itself, at import
+    deadline = Deadline.after(options.timeout_s)
     with _online(options.timeout_s):
-        return _read_online(repo_id, revision, endpoint, root, stored, options, env)
+        try:
+            return run_bounded(
+                lambda: _read_online(repo_id, revision, endpoint, root, stored, options, deadline),
+                deadline,
+            )
+        except HubTimeout:
+            raise HubError(repo_id, _timed_out(endpoint, options.timeout_s)) from None
+
+
+def _timed_out(endpoint: str, timeout_s: float) -> str:
+    return (
+        f"the Hub at {endpoint} did not finish the read within {timeout_s:g} s "
+        "(--hub-timeout); nothing was stored"
+    )
+
+
+def _shown(text: str) -> str:
+    """A name as typed, escaped where it holds control characters."""
+    return text if text.isprintable() else ascii(text)
+
+
+def _usable_offline(repo_id: str, stored: store.StoredModel, why: str) -> None:
+    """HubError when the stored copy was damaged since it was written."""
+    damage = store.verify(stored.path)
+    if damage is not None and damage != store.NO_MANIFEST:
+        raise HubError(
+            repo_id,
+            f"the copy read from the Hub at {stored.commit[:12]} is damaged ({damage}) "
+            f"and {why}: read it again with the Hub reachable",
+        )
 
 
 @contextlib.contextmanager
 def _online(timeout_s: float) -> Iterator[None]:
-    """Lift the hub's import-time offline switch and set its download timeout, then restore."""
+    """Lift the hub's import-time offline switch and set its download timeout, then restore.
+
+    Reads may overlap (several repos read at once from worker threads): the first in
+    saves and sets, the last out restores, so one read ending never turns the hub
+    offline under another.
+    """
     from huggingface_hub import constants
     from huggingface_hub.utils.tqdm import (
         are_progress_bars_disabled,
@@ -130,22 +192,38 @@ def _online(timeout_s: float) -> Iterator[None]:
         enable_progress_bars,
     )
 
-    # Its retry warnings would break the one-line errors: the outcome is reported instead.
-    hub_log = logging.getLogger("huggingface_hub")
-    level = hub_log.level
-    hub_log.setLevel(logging.ERROR)
-    saved = (constants.HF_HUB_OFFLINE, constants.HF_HUB_DOWNLOAD_TIMEOUT)
-    bars_off = are_progress_bars_disabled()
-    constants.HF_HUB_OFFLINE = False
-    constants.HF_HUB_DOWNLOAD_TIMEOUT = int(max(1.0, timeout_s))
-    disable_progress_bars()
+    with _ONLINE_LOCK:
+        if not _ONLINE:
+            # Its retry warnings would break the one-line errors: the outcome is reported.
+            hub_log = logging.getLogger("huggingface_hub")
+            _ONLINE["saved"] = (
+                constants.HF_HUB_OFFLINE,
+                constants.HF_HUB_DOWNLOAD_TIMEOUT,
+                hub_log.level,
+                are_progress_bars_disabled(),
+            )
+            hub_log.setLevel(logging.ERROR)
+            constants.HF_HUB_OFFLINE = False
+            disable_progress_bars()
+        _ONLINE["count"] = _ONLINE.get("count", 0) + 1
+        constants.HF_HUB_DOWNLOAD_TIMEOUT = int(max(1.0, timeout_s))
     try:
         yield
     finally:
-        constants.HF_HUB_OFFLINE, constants.HF_HUB_DOWNLOAD_TIMEOUT = saved
-        hub_log.setLevel(level)
-        if not bars_off:
-            enable_progress_bars()
+        with _ONLINE_LOCK:
+            _ONLINE["count"] -= 1
+            if _ONLINE["count"] == 0:
+                offline, timeout, level, bars_off = _ONLINE.pop("saved")
+                _ONLINE.clear()
+                constants.HF_HUB_OFFLINE, constants.HF_HUB_DOWNLOAD_TIMEOUT = offline, timeout
+                logging.getLogger("huggingface_hub").setLevel(level)
+                if not bars_off:
+                    enable_progress_bars()
+
+
+_ONLINE_LOCK = threading.Lock()
+_ONLINE: dict[str, Any] = {}
+"""The reads inside `_online` now (`count`) and what the first one in saved."""
 
 
 def _unreachable(exc: BaseException) -> str | None:
@@ -153,7 +231,7 @@ def _unreachable(exc: BaseException) -> str | None:
     import httpx2
     from huggingface_hub.errors import LocalEntryNotFoundError, OfflineModeIsEnabled
 
-    if isinstance(exc, httpx2.TimeoutException):
+    if isinstance(exc, httpx2.TimeoutException | HubTimeout):
         return "timed out"
     if isinstance(exc, httpx2.TransportError | OfflineModeIsEnabled | ConnectionError):
         return clean_text(str(exc) or type(exc).__name__)[:120]
@@ -169,36 +247,35 @@ def _read_online(
     root: Path,
     stored: store.StoredModel | None,
     options: HubOptions,
-    env: Mapping[str, str],
+    deadline: Deadline,
 ) -> HubRead:
-    from huggingface_hub import HfApi
-
-    api = HfApi(endpoint=endpoint)
     try:
-        info = api.model_info(repo_id, revision=revision, timeout=options.timeout_s)
+        commit, names = _model_info(repo_id, revision, endpoint, deadline)
+    except HubError:
+        raise
     except Exception as exc:
         reason = _unreachable(exc)
         if reason is None:
             raise _hub_error(repo_id, revision, exc) from None
+        if reason == "timed out":
+            reason = f"timed out after {options.timeout_s:g} s"
         if stored is None:
             raise HubError(
                 repo_id,
                 f"the Hub at {endpoint} is unreachable ({reason}) and this repo was "
                 "never read; retry, raise --hub-timeout or point HF_ENDPOINT at a mirror",
             ) from None
+        _usable_offline(repo_id, stored, f"the Hub is unreachable ({reason})")
         note = (
             f"the Hub is unreachable ({reason}): answered from the copy read at "
             f"{stored.commit[:12]}"
         )
         return HubRead(repo_id, revision, stored.commit, endpoint, stored.path, note)
-    commit = info.sha if isinstance(info.sha, str) else None
-    if commit is None or store.COMMIT_RE.fullmatch(commit) is None:
-        raise HubError(repo_id, f"the Hub at {endpoint} gave no commit hash for {revision!r}")
     again = store.lookup(root, repo_id, commit)
-    if again is not None:  # this commit was read before: nothing more to fetch
-        store.set_ref(root, repo_id, revision, commit)
+    if again is not None and store.verify(again.path) is None:
+        # this commit was read before and is whole: nothing more to fetch
+        _store_write(repo_id, root, lambda: store.set_ref(root, repo_id, revision, commit))
         return HubRead(repo_id, revision, commit, endpoint, again.path)
-    names = [s.rfilename for s in (info.siblings or []) if isinstance(s.rfilename, str)]
     shards = sorted(
         (n for n in names if "/" not in n and has_safetensors_extension(n)), key=os.fsencode
     )
@@ -207,14 +284,42 @@ def _read_online(
     if len(shards) > MAX_SHARDS:
         raise HubError(repo_id, f"{len(shards)} safetensors files, over the {MAX_SHARDS}-file cap")
     try:
-        return _fetch(api, repo_id, revision, commit, endpoint, root, names, shards, options, env)
-    except (HubError, HeaderError):
+        return _fetch(repo_id, revision, commit, endpoint, root, names, shards, options, deadline)
+    except (ModelError, HeaderError, HubTimeout):
         raise
     except Exception as exc:
         reason = _unreachable(exc)
+        if reason == "timed out":
+            raise HubError(repo_id, _timed_out(endpoint, options.timeout_s)) from None
         if reason is not None:
             raise HubError(repo_id, f"the Hub at {endpoint} stopped answering ({reason})") from None
         raise _hub_error(repo_id, revision, exc) from None
+
+
+def _model_info(
+    repo_id: str, revision: str, endpoint: str, deadline: Deadline
+) -> tuple[str, list[str]]:
+    """The commit a revision names and the repo's file names, from the model info."""
+    url = f"{endpoint}/api/models/{repo_id}/revision/{quote(revision, safe='')}"
+    body = get_capped(url, deadline, INFO_CAP + 1, ranged=False).data
+    if len(body) > INFO_CAP:
+        raise HubError(repo_id, f"the Hub's model info is over the {INFO_CAP}-byte cap")
+    try:
+        info = decode_json(body, "model info")
+    except ValueError as exc:
+        raise HubError(
+            repo_id, f"the Hub at {endpoint} sent a malformed model info ({exc})"
+        ) from None
+    commit = info.get("sha") if isinstance(info, dict) else None
+    if not isinstance(commit, str) or store.COMMIT_RE.fullmatch(commit) is None:
+        raise HubError(repo_id, f"the Hub at {endpoint} gave no commit hash for {revision!r}")
+    siblings = info.get("siblings") if isinstance(info, dict) else None
+    names = [
+        s["rfilename"]
+        for s in (siblings if isinstance(siblings, list) else [])
+        if isinstance(s, dict) and isinstance(s.get("rfilename"), str)
+    ]
+    return commit, names
 
 
 def _files_it_has(names: Sequence[str]) -> str:
@@ -275,7 +380,6 @@ def _short(exc: BaseException) -> str:
 
 
 def _fetch(
-    api: Any,
     repo_id: str,
     revision: str,
     commit: str,
@@ -284,98 +388,92 @@ def _fetch(
     names: Sequence[str],
     shards: Sequence[str],
     options: HubOptions,
-    env: Mapping[str, str],
+    deadline: Deadline,
 ) -> HubRead:
+    from huggingface_hub import hf_hub_url
+
+    def url(name: str) -> str:
+        return str(hf_hub_url(repo_id, name, revision=commit, endpoint=endpoint))
+
     files: dict[str, bytes] = {}
     fetched = 0
     for name, cap in ((CONFIG_FILE, CONFIG_SIZE_CAP), (INDEX_FILE, INDEX_SIZE_CAP)):
         if name in names:
-            files[name] = _download_small(api, repo_id, name, commit, cap, options, env)
-            fetched += len(files[name])
+            data = get_capped(url(name), deadline, cap + 1, ranged=False).data
+            if len(data) > cap:
+                raise HubError(repo_id, f"{name} is over the {cap}-byte cap")
+            files[name] = data
+            fetched += len(data)
     say = options.progress or (lambda _line: None)
     say(
         f"reading {len(shards)} header{'s' if len(shards) != 1 else ''} from the Hub "
         f"({repo_id} @ {commit[:12]})"
     )
     started = time.monotonic()
+    total = _Tally(HUB_HEADERS_TOTAL_CAP)
 
-    def one(shard: str) -> tuple[str, bytes, int]:
-        try:
-            meta = api.parse_safetensors_file_metadata(
-                repo_id, shard, revision=commit, timeout=options.timeout_s
-            )
-        except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
-            # huggingface_hub builds its objects from the JSON as it is: a wrong type there
-            raise HeaderError(
-                f"{repo_id}/{shard}", f"malformed safetensors header on the Hub ({_short(exc)})"
-            ) from None
-        header = _header_json(repo_id, shard, meta)
-        asked = _FIRST_RANGE if len(header) + 8 <= _FIRST_RANGE else _FIRST_RANGE + len(header) + 8
-        return shard, store.header_only_bytes(header), asked
+    def one(shard: str) -> tuple[bytes, int]:
+        data, got = _read_header(url(shard), f"{repo_id}/{shard}", deadline)
+        total.add(got, repo_id)
+        return data, got
 
-    with ThreadPoolExecutor(max_workers=min(8, len(shards))) as pool:
-        for shard, data, asked in pool.map(one, shards):
-            files[shard] = data
-            fetched += asked
+    for shard, (data, got) in zip(shards, map_bounded(one, shards, 8, deadline), strict=True):
+        files[shard] = data
+        fetched += got
+    deadline.left()  # nothing is stored once the read's time is up
+    took = time.monotonic() - started
+    saved = _store_write(repo_id, root, lambda: store.save(root, repo_id, commit, revision, files))
     say(
         f"read {len(shards)} header{'s' if len(shards) != 1 else ''} from the Hub "
-        f"({max(1, round(fetched / 1000))} KB in {time.monotonic() - started:.1f} s)"
+        f"({max(1, round(fetched / 1000))} KB in {took:.1f} s)"
     )
-    saved = store.save(root, repo_id, commit, revision, files)
     return HubRead(repo_id, revision, commit, endpoint, saved.path, None, len(shards), fetched)
 
 
-def _download_small(
-    api: Any,
-    repo_id: str,
-    name: str,
-    commit: str,
-    cap: int,
-    options: HubOptions,
-    env: Mapping[str, str],
-) -> bytes:
-    """A config or index through `hf_hub_download` (so it lands in the HF cache), capped."""
-    from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
+class _Tally:
+    """Bytes fetched by the header threads together, against a cap."""
 
-    url = hf_hub_url(repo_id, name, revision=commit, endpoint=api.endpoint)
-    meta = get_hf_file_metadata(url, timeout=options.timeout_s, endpoint=api.endpoint)
-    if meta.size is not None and meta.size > cap:
-        raise HubError(repo_id, f"{name} is {meta.size} bytes, over the {cap}-byte cap")
-    local = hf_hub_download(
-        repo_id,
-        name,
-        revision=commit,
-        cache_dir=hf_cache_dir(env),
-        endpoint=api.endpoint,
-        etag_timeout=options.timeout_s,
-    )
-    data = read_regular(Path(local), cap)  # never blocks on a FIFO swapped in
-    if len(data) > cap:
-        raise HubError(repo_id, f"{name} is over the {cap}-byte cap")
-    return data
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.bytes = 0
+        self._lock = threading.Lock()
+
+    def add(self, n: int, repo_id: str) -> None:
+        with self._lock:
+            self.bytes += n
+            if self.bytes > self.cap:
+                raise HubError(repo_id, f"its headers are over the {self.cap}-byte cap together")
 
 
-def _header_json(repo_id: str, shard: str, meta: Any) -> bytes:
-    """The header huggingface_hub parsed, as JSON again, through vramscope's own checks."""
-    where = f"{repo_id}/{shard}"
+def _read_header(url: str, where: str, deadline: Deadline) -> tuple[bytes, int]:
+    """A shard's length prefix and header as the Hub serves them (no data region),
+    and the bytes fetched. Only the length is looked at here: the stored bytes go
+    through the same parser as a file on disk, so a bad header reads the same."""
+    first = get_capped(url, deadline, _FIRST_RANGE).data
+    got = len(first)
+    if got < 8:
+        return first, got  # the parser says what is wrong with it
+    n = header_length(first)
+    if n > HUB_HEADER_CAP:
+        raise HeaderError(
+            where, f"header length {n} is over the {HUB_HEADER_CAP}-byte cap of a Hub read"
+        )
+    need = 8 + n
+    if got >= need or got < _FIRST_RANGE:  # whole, or the file ends before the header does
+        return first[:need], got
+    rest = get_capped(url, deadline, need - got, start=got).data
+    return first + rest, got + len(rest)
+
+
+def _store_write(repo_id: str, root: Path, write: Callable[[], T]) -> T:
+    """A store write; an OSError there is a local fault, named as one."""
     try:
-        header: dict[str, Any] = {}
-        if meta.metadata:
-            header[METADATA_KEY] = meta.metadata
-        for name, info in meta.tensors.items():
-            header[name] = {
-                "dtype": info.dtype,
-                "shape": info.shape,
-                "data_offsets": list(info.data_offsets),
-            }
-        data = json.dumps(header, separators=(",", ":"), allow_nan=True).encode()
-    except (TypeError, ValueError, AttributeError, RecursionError):
-        raise HeaderError(where, "malformed safetensors header on the Hub") from None
-    if len(data) > HEADER_SIZE_CAP:
-        raise HeaderError(where, f"header is over the {HEADER_SIZE_CAP}-byte cap")
-    try:
-        decoded = decode_json(data, "header")
-    except ValueError as exc:
-        raise HeaderError(where, str(exc)) from None
-    header_weight_bytes(decoded, where)  # the dtype table and the shapes, as for a local file
-    return data
+        return write()
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        raise ModelError(
+            repo_id,
+            f"cannot write vramscope's Hub store at {clean_text(str(root))}: {why} "
+            "(a local fault: the Hub answered; free space or fix the folder, "
+            "or point XDG_CACHE_HOME elsewhere)",
+        ) from None

@@ -137,6 +137,12 @@ class HeaderInfo:
         return self.file_size >= self.data_end
 
 
+def header_length(prefix: bytes) -> int:
+    """The header length the first 8 bytes of a file declare (little-endian u64)."""
+    (n,) = struct.unpack("<Q", prefix[:8])
+    return int(n)
+
+
 def read_header_json(path: Path) -> tuple[Any, int, int]:
     """Read and decode one file's header; returns (header, header length, file size)."""
     n = 0
@@ -148,7 +154,7 @@ def read_header_json(path: Path) -> tuple[Any, int, int]:
                 raise HeaderError(
                     path, f"file is {len(prefix)} bytes, shorter than the 8-byte header length"
                 )
-            (n,) = struct.unpack("<Q", prefix)
+            n = header_length(prefix)
             if n == 0:
                 raise HeaderError(path, "header length is 0")
             if n > HEADER_SIZE_CAP:

@@ -128,21 +128,24 @@ def test_revision_reads_that_commit(
 
 
 def test_index_only_cache_snapshots_become_usable(
-    hub: FakeHub,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
+    hub: FakeHub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    publish(hub, tmp_path, SHARDED_BF16, "test-org/llama", "headers")
-    first, _ = report(capsys, "test-org/llama")
-    # hf_hub_download left config + index in the HF cache: an index-only snapshot.
-    snapshots = list((tmp_path / "hf-home" / "hub").glob("models--test-org--llama/snapshots/*"))
-    assert [sorted(p.name for p in s.iterdir()) for s in snapshots] == [
-        ["config.json", "model.safetensors.index.json"]
-    ]
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "fresh-xdg"))  # headers not read yet
-    again, _ = report(capsys, "test-org/llama")
-    assert again == first
+    """An HF cache snapshot with config and index but no shards (an unfinished
+    download) is read from the Hub instead, and the HF cache is left as it was."""
+    local = publish(hub, tmp_path, SHARDED_BF16, "test-org/llama", "headers")
+    commit = hub.repos["test-org/llama"].commit
+    repo = tmp_path / "hf-home" / "hub" / "models--test-org--llama"
+    snapshot = repo / "snapshots" / commit
+    snapshot.mkdir(parents=True)
+    for name in ("config.json", "model.safetensors.index.json"):
+        (snapshot / name).write_bytes((local / name).read_bytes())
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    before = sorted(str(p) for p in repo.rglob("*"))
+    data, _ = report(capsys, "test-org/llama")
+    on_disk, _ = report(capsys, str(local))
+    assert without(data, "model", "source") == without(on_disk, "model")
+    assert sorted(str(p) for p in repo.rglob("*")) == before
 
 
 def test_local_models_and_profiles_never_touch_the_network(
