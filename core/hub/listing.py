@@ -201,7 +201,7 @@ def _trained(config: Any) -> int | None:
 def listed_model(info: Any) -> ListedModel | str:
     """A `ModelInfo` (or a stored record's dict) as a `ListedModel`, or why not."""
     get = info.get if isinstance(info, dict) else (lambda k, d=None: getattr(info, k, d))
-    repo_id = get("id")
+    repo_id = get("id") or get("repo_id")
     if not isinstance(repo_id, str) or not is_repo_id(repo_id):
         return f"an entry without a usable repo id ({clean_text(str(repo_id))[:60]!r})"
     counts: list[tuple[str, int]] = []
