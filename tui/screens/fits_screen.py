@@ -68,6 +68,7 @@ class FitsScreen(Screen[FitPick | None]):
         Binding("s", "sort_next", "Sort by next column"),
         Binding("S", "sort_reverse", "Reverse"),
         Binding("down", "to_table", show=False),
+        Binding("h", "hub", "Hub scope"),
     ]
 
     def __init__(self, deps: AppDeps, inputs: FitsInputs, catalog: Catalog | None) -> None:
@@ -195,6 +196,16 @@ class FitsScreen(Screen[FitPick | None]):
     def _picked(self, event: FitTableView.Selected) -> None:
         if 0 <= event.index < len(self.shown):
             self.dismiss(self.shown[event.index])
+
+    def action_hub(self) -> None:
+        """The Hub scope (`tui.screens.hub_fits_screen`): a pick there is a pick here."""
+        from tui.screens.hub_fits_screen import HubFitsScreen
+
+        def picked(pick: FitPick | None) -> None:
+            if pick is not None:
+                self.dismiss(pick)
+
+        self.app.push_screen(HubFitsScreen(self.inputs), picked)
 
     def action_close(self) -> None:
         """Back to the explorer, nothing picked."""
