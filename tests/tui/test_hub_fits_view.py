@@ -118,3 +118,21 @@ async def test_a_gated_repo_stays_a_bound_and_enter_on_it_says_why(hub: FakeHub)
         await type_keys(pilot, "/bad sort:sideways\r")
         await wait_for(pilot, lambda: screen.done and "sort" in screen.status, "the reason")
         assert app.is_running
+
+
+async def hub_rows_done(pilot: Pilot[Any]) -> None:
+    """Open the Hub scope, list the test org, wait for every repo's rows."""
+    screen = await open_hub_scope(pilot)
+    await type_keys(pilot, f"author:{AUTHOR}\r")
+    await wait_for(pilot, lambda: screen.done, "every repo read", limit_s=60)
+    await pilot.pause()
+
+
+class TestHubScopeSnapshots:
+    def test_hub_scope_160x48(self, hub: FakeHub, snap_compare: Any) -> None:
+        """Five repos, each stored and as 8/4-bit what-ifs, with the listing's columns."""
+        assert snap_compare(hub_app(), terminal_size=(160, 48), run_before=hub_rows_done)
+
+    def test_hub_scope_80x24(self, hub: FakeHub, snap_compare: Any) -> None:
+        """The narrow layout: the table scrolls sideways, the status wraps."""
+        assert snap_compare(hub_app(), terminal_size=(80, 24), run_before=hub_rows_done)

@@ -35,6 +35,22 @@ REPAINT_S = 0.2
 class HubFitsScreen(Screen[FitPick | None]):
     """The Hub's rows for a query, ranked, bounds turning exact."""
 
+    DEFAULT_CSS = """
+    HubFitsScreen {
+        & #hub-fits {
+            height: 1fr;
+            border: round $primary 40%;
+            border-title-color: $text;
+            border-subtitle-color: $text-muted;
+            padding: 0 1;
+        }
+        & #hub-fits-heading { height: auto; }
+        & #hub-query { height: 1; border: none; padding: 0; margin: 1 0 0 0; }
+        & #hub-fits-table { height: 1fr; }
+        & #hub-fits-status { height: auto; }
+    }
+    """
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Local rows"),
         Binding("slash", "query", "Query", priority=True),  # a burst lands in the box
