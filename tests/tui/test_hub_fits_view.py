@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import Input
 
 from core.backend import Backend
 from core.estimate.available import AvailableMemory
@@ -118,6 +119,29 @@ async def test_a_gated_repo_stays_a_bound_and_enter_on_it_says_why(hub: FakeHub)
         await type_keys(pilot, "/bad sort:sideways\r")
         await wait_for(pilot, lambda: screen.done and "sort" in screen.status, "the reason")
         assert app.is_running
+
+
+async def test_a_burst_after_h_lands_in_the_query_box_and_h_in_the_filter_is_a_letter(
+    hub: FakeHub,
+) -> None:
+    app = hub_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("f")
+        await wait_for(
+            pilot, lambda: isinstance(app.screen, FitsScreen) and app.screen.done, "rows"
+        )
+        fits = app.screen
+        await pilot.press("slash")
+        await type_keys(pilot, "phi\r")  # the filter takes `h` as text
+        assert fits.query_one("#fits-filter", Input).value == "phi"
+        assert app.screen is fits
+        await type_keys(pilot, f"hauthor:{AUTHOR}\r")  # one burst: every key in the box
+        screen = app.screen
+        assert isinstance(screen, HubFitsScreen)
+        assert screen.query_one("#hub-query", Input).value == f"author:{AUTHOR}"
+        await wait_for(pilot, lambda: screen.done, "every repo read", limit_s=60)
+        assert len(screen.shown) == REPOS * 3
 
 
 async def hub_rows_done(pilot: Pilot[Any]) -> None:

@@ -68,7 +68,8 @@ class FitsScreen(Screen[FitPick | None]):
         Binding("s", "sort_next", "Sort by next column"),
         Binding("S", "sort_reverse", "Reverse"),
         Binding("down", "to_table", show=False),
-        Binding("h", "hub", "Hub scope"),
+        # Priority: the keys of a burst after `h` land in the Hub scope's query box.
+        Binding("h", "hub", "Hub scope", priority=True),
     ]
 
     def __init__(self, deps: AppDeps, inputs: FitsInputs, catalog: Catalog | None) -> None:
@@ -200,6 +201,11 @@ class FitsScreen(Screen[FitPick | None]):
     def action_hub(self) -> None:
         """The Hub scope (`tui.screens.hub_fits_screen`): a pick there is a pick here."""
         from tui.screens.hub_fits_screen import HubFitsScreen
+
+        box = self.query_one("#fits-filter", Input)
+        if self.focused is box:  # typed in the filter: a letter like any other
+            box.insert_text_at_cursor("h")
+            return
 
         def picked(pick: FitPick | None) -> None:
             if pick is not None:

@@ -51,6 +51,9 @@ class HubFitsScreen(Screen[FitPick | None]):
     }
     """
 
+    AUTO_FOCUS = "#hub-query"
+    """The query box from the first key after `h` (a burst's next keys land there)."""
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Local rows"),
         Binding("slash", "query", "Query", priority=True),  # a burst lands in the box
@@ -91,7 +94,6 @@ class HubFitsScreen(Screen[FitPick | None]):
         box.border_title = "What fits · the Hub (vramscope fit --hub)"
         box.border_subtitle = "≈: the listing's weights bound, until the headers are read"
         self._paint()
-        self.set_focus(self.query_one("#hub-query", Input))
 
     def on_unmount(self) -> None:
         self.hub.stop()
