@@ -120,30 +120,33 @@ def run_hub(
     started = time.monotonic()
     first: list[float] = []
 
+    def progress(tally: ReadTally) -> str:
+        done = tally.read + tally.from_store + tally.failed
+        return (
+            f"vramscope: {len(listing.models)} listed, {tally.read} read, "
+            f"{tally.from_store} from the store, {tally.failed} not read "
+            f"({done}/{len(listing.models)})"
+        )
+
     def on_rows(listed: Any, got: list[HubFitRow], tally: ReadTally) -> None:
         rows[listed.repo_id] = got
         if not first:
             first.append(time.monotonic() - started)
-        done = tally.read + tally.from_store + tally.failed
         if live is not None:
-            live.paint([*heading, "", *table()])
-        if sys.stderr.isatty():
-            print(
-                f"\rvramscope: {len(listing.models)} listed, {tally.read} read, "
-                f"{tally.from_store} from the store, {tally.failed} not read "
-                f"({done}/{len(listing.models)})",
-                end="",
-                file=sys.stderr,
-                flush=True,
-            )
+            live.paint([*heading, "", *table()], progress(tally))
+        elif sys.stderr.isatty():
+            print("\r" + progress(tally), end="", file=sys.stderr, flush=True)
 
     if live is not None:
-        live.paint([*heading, "", *table()])
+        live.paint([*heading, "", *table()], progress(ReadTally()))
     tally = read_exact(
         listing, question, quantizations, on_rows, timeout_s=args.hub_timeout,
         stop=threading.Event(),
     )  # fmt: skip
-    if sys.stderr.isatty():
+    flat = hub_sorted([r for g in rows.values() for r in g], column, descending)
+    if live is not None:  # the last paint first: the lines below it are not repainted
+        live.paint(final_lines(flat, heading, available))
+    elif sys.stderr.isatty():
         print(file=sys.stderr)
     _say(
         f"{len(listing.models)} listed, {tally.read} read from the Hub "
@@ -154,7 +157,6 @@ def run_hub(
         print(f"vramscope: warning: {clean_text(problem)}", file=sys.stderr)
     if len(tally.problems) > 3:
         print(f"vramscope: warning: and {len(tally.problems) - 3} more", file=sys.stderr)
-    flat = hub_sorted([r for g in rows.values() for r in g], column, descending)
     if args.json:
         document = {
             "vramscope_version": __version__,
@@ -181,6 +183,15 @@ def run_hub(
         }
         print(json.dumps(json_safe(document), indent=2, ensure_ascii=False))
         return 0
+    if live is None:
+        print("\n".join(final_lines(flat, heading, available)))
+    return 0
+
+
+def final_lines(flat: list[Any], heading: list[str], available: int) -> list[str]:
+    """The table with its notes, as printed at the end."""
+    from tui.render.hub_fit_table import hub_table
+
     lines = [*heading, "", *hub_table(flat, available)]
     bound = sum(1 for r in flat if not r.exact)
     exact = [r.row for r in flat if r.exact and r.row is not None]
@@ -192,20 +203,17 @@ def run_hub(
             f"≈ {bound} rows are the listing's bound only: the weights its parameter counts "
             "imply (TOTAL at least that); not read, see the warnings."
         )
-    if live is not None:
-        live.paint(lines)
-        return 0
-    print("\n".join(lines))
-    return 0
+    return lines
 
 
 class _Live:
-    """Repaints the table in place on a terminal (cursor up, clear to the end)."""
+    """Repaints the table in place on a terminal (cursor up, clear to the end), with
+    the progress line under it on stderr (the same terminal)."""
 
     def __init__(self) -> None:
         self.height = 0
 
-    def paint(self, lines: list[str]) -> None:
+    def paint(self, lines: list[str], status: str | None = None) -> None:
         import shutil
 
         width = max(20, shutil.get_terminal_size().columns - 1)
@@ -216,3 +224,7 @@ class _Live:
         out.write("\n".join(lines) + "\n")
         out.flush()
         self.height = len(lines)
+        if status is not None:
+            sys.stderr.write(clean_text(status)[:width] + "\n")
+            sys.stderr.flush()
+            self.height += 1
