@@ -228,3 +228,26 @@ def test_a_listing_entry_keeps_only_checked_values() -> None:
     )  # fmt: skip
     assert model.params_by_dtype == (("BF16", 10), ("Q9", 4))
     assert model.weight_bytes is None  # a dtype vramscope does not know: no bound
+
+
+def test_a_run_writes_only_into_the_caches_and_a_query_never_names_a_path(
+    hub: FakeHub,
+    sixty: list[dict[str, SparseFile]],
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    publish_sixty(hub, sixty[:2])
+    before = {p for p in tmp_path.rglob("*")}
+    code = main(["fit", "--hub", "../../../outside", "--json", *FLAGS, *STORED])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert json.loads(out.out)["rows"] == []  # no repo's name holds it
+    code, doc, _ = fit_hub(capsys)
+    assert code == 0 and len(doc["rows"]) == 2
+    written = [p for p in tmp_path.rglob("*") if p not in before and p.is_file()]
+    assert written
+    allowed = (tmp_path / "xdg" / "vramscope", tmp_path / "hf-home")
+    assert all(p.is_relative_to(allowed[0]) or p.is_relative_to(allowed[1]) for p in written)
+    listings = sorted((tmp_path / "xdg" / "vramscope" / "hub-listings").iterdir())
+    assert len(listings) == 2 and all(len(p.stem) == 32 for p in listings)
+    assert not (tmp_path.parent / "outside").exists()
