@@ -149,11 +149,13 @@ def _read_one(
         fetched, from_store = read.bytes_fetched, read.headers_read == 0
     model = FitReader(None).read(entry, what_ifs_too=quantizations != (Quantization.STORED,))
     rows = model_rows(model, quantizations, question)
-    return (
-        [HubFitRow(listed, r.quantization, r, entry, None, from_store) for r in rows],
-        (fetched),
-        from_store,
-    )
+    # A what-if that does not apply (a 4-bit repo's 8-bit) is no row, as in `fit`'s table.
+    usable = [r for r in rows if r.unavailable is None]
+    if not usable:
+        why = rows[0].unavailable if rows else "no answer"
+        return [HubFitRow(listed, problem=f"read, but no answer: {why}")], fetched, from_store
+    found = [HubFitRow(listed, r.quantization, r, entry, None, from_store) for r in usable]
+    return found, fetched, from_store
 
 
 def read_exact(

@@ -251,3 +251,24 @@ def test_a_run_writes_only_into_the_caches_and_a_query_never_names_a_path(
     listings = sorted((tmp_path / "xdg" / "vramscope" / "hub-listings").iterdir())
     assert len(listings) == 2 and all(len(p.stem) == 32 for p in listings)
     assert not (tmp_path.parent / "outside").exists()
+
+
+def test_a_what_if_that_does_not_apply_is_no_row_as_in_fit(
+    hub: FakeHub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from core.catalog.profiles import load_profile
+    from tests.hub_server import sparse_from_folder
+    from tests.model_writers import write_skeleton
+
+    profile = "mlx-community/Qwen2.5-7B-Instruct-4bit"  # already 4-bit: no 8-bit what-if
+    local = write_skeleton(load_profile(profile), tmp_path / "local", layout="headers")
+    hub.add(f"{AUTHOR}/qwen-4bit", sparse_from_folder(local))
+    code = main(["fit", "--hub", "--author", AUTHOR, "--json", *FLAGS])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    rows = json.loads(out.out)["rows"]
+    assert rows and all(r["exact"] for r in rows), [(r["quantization"], r["problem"]) for r in rows]
+    code = main(["fit", "--models-dir", str(local.parent), "--json", *FLAGS])
+    local_rows = [r for r in json.loads(capsys.readouterr().out)["rows"] if r["model"] == "local"]
+    with_numbers = [r["quantization"] for r in local_rows if r["unavailable"] is None]
+    assert sorted(r["quantization"] for r in rows) == sorted(with_numbers)
