@@ -21,8 +21,14 @@ from core.display_text import clean_text, json_safe
 from core.errors import UsageError
 from tui.commands.shared.flags import int_at_least
 
-SORT_WORDS = ("rank", "downloads", "likes", "updated")
-"""`--sort`: the three the listing is asked in (the table too), or fit's ranking."""
+LISTING_SORTS = ("downloads", "likes", "updated")
+"""The orders the listing is asked in (the table shows them largest first)."""
+COLUMN_SORTS = ("model", "quant", "weights", "total", "verdict", "slack", "max-context",
+                "trained", "from")  # fmt: skip
+"""The table's other columns (the listing is then by downloads)."""
+ASCENDING = frozenset({"rank", "model", "quant", "verdict", "from"})
+SORT_WORDS = ("rank", *LISTING_SORTS, *COLUMN_SORTS)
+"""`--sort`: fit's ranking, a listing order, or any column of the table."""
 
 
 def add_hub_fit_flags(p: argparse.ArgumentParser) -> None:
@@ -49,10 +55,10 @@ def add_hub_fit_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--sort",
         default=None,
-        metavar="|".join(SORT_WORDS),
-        help="with --hub: list by downloads (default), likes or updated and show in that "
-        "order; rank: list by downloads, show in fit's ranking (the Fits view sorts by "
-        "every column)",
+        metavar="rank|downloads|likes|updated|COLUMN",
+        help="with --hub: list by downloads, likes or updated and show in that order "
+        "(largest first); rank (default): fit's ranking; or a column of the table "
+        f"({', '.join(COLUMN_SORTS)}), listed by downloads",
     )
     g.add_argument(
         "--limit",
@@ -81,7 +87,7 @@ def hub_query(args: argparse.Namespace) -> Any:
         search=args.hub.strip(),
         author=args.author.strip() if args.author else None,
         library=HubLibrary(args.library) if args.library else None,
-        sort=HubSort(sort) if sort != "rank" else HubSort.DOWNLOADS,
+        sort=HubSort(sort) if sort in LISTING_SORTS else HubSort.DOWNLOADS,
         limit=args.limit,
     )
 
@@ -108,8 +114,8 @@ def run_hub(
     available = question.device.available.bytes
     rows: dict[str, list[HubFitRow]] = {r.listed.repo_id: [r] for r in bound_rows(listing)}
     sort = (args.sort or "rank").lower()
-    column = {"rank": "RANK", "updated": "UPDATED"}.get(sort, sort.upper())
-    descending = column != "RANK"
+    column = sort.upper().replace("-", " ")
+    descending = sort not in ASCENDING
     heading = fit_heading(question)
     live = _Live() if sys.stdout.isatty() and not args.json else None
 

@@ -272,3 +272,20 @@ def test_a_what_if_that_does_not_apply_is_no_row_as_in_fit(
     local_rows = [r for r in json.loads(capsys.readouterr().out)["rows"] if r["model"] == "local"]
     with_numbers = [r["quantization"] for r in local_rows if r["unavailable"] is None]
     assert sorted(r["quantization"] for r in rows) == sorted(with_numbers)
+
+
+def test_sort_by_a_listing_order_or_any_column_and_a_bad_word_is_one_line(
+    hub: FakeHub, sixty: list[dict[str, SparseFile]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    publish_sixty(hub, sixty[:6])
+    code, doc, err = fit_hub(capsys, "--sort", "likes")
+    assert code == 0, err
+    likes = [r["likes"] for r in doc["rows"]]
+    assert likes == sorted(likes, reverse=True)
+    code, doc, err = fit_hub(capsys, "--sort", "weights")
+    weights = [r["weights_bytes"] for r in doc["rows"]]
+    assert code == 0 and weights == sorted(weights, reverse=True)
+    code, doc, err = fit_hub(capsys, "--sort", "model")
+    assert [r["model"] for r in doc["rows"]] == sorted(r["model"] for r in doc["rows"])
+    code, _, err = fit_hub(capsys, "--sort", "sideways")
+    assert code == 2 and err.count("\n") == 1 and "--sort" in err
