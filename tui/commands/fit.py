@@ -127,6 +127,9 @@ def run(args: argparse.Namespace) -> int:
     warn(inputs.warnings)
     question = inputs.question
     if args.hub is not None:
+        if wanted(args) or args.no_cache or args.models_dir:
+            warn(["--hub ranks the Hub's models, mlxcel's estimate only: --calibrated, "
+                  "--models-dir and --no-cache are not applied"])  # fmt: skip
         return run_hub(args, question, quantizations)
     device = question.device
     calibrations = candidates(args)

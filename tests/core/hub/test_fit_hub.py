@@ -287,5 +287,7 @@ def test_sort_by_a_listing_order_or_any_column_and_a_bad_word_is_one_line(
     assert code == 0 and weights == sorted(weights, reverse=True)
     code, doc, err = fit_hub(capsys, "--sort", "model")
     assert [r["model"] for r in doc["rows"]] == sorted(r["model"] for r in doc["rows"])
+    code, _, err = fit_hub(capsys, "--calibrated")  # not applied: said, not silent
+    assert code == 0 and "--calibrated, --models-dir and --no-cache are not applied" in err
     code, _, err = fit_hub(capsys, "--sort", "sideways")
     assert code == 2 and err.count("\n") == 1 and "--sort" in err
