@@ -33,6 +33,17 @@ from core.paths import hub_store_dir
 
 WORKERS = 8
 """Repos read at once (each of them reads its shards' headers on up to 8 more)."""
+READ_TRIES = 3
+"""A read that lost its connection (not one that timed out) is tried again, within the
+repo's deadline: huggingface_hub closes its one shared HTTP client whenever any request
+fails to connect (a listing given up on and still retrying, another repo), which
+breaks the requests other threads have in flight on it."""
+
+
+def _transient(text: str) -> bool:
+    """The one-line error of a read whose connection went away under it."""
+    lost = "stopped answering" in text or "unreachable" in text
+    return lost and "timed out" not in text
 
 
 @dataclass(frozen=True)
@@ -181,12 +192,21 @@ def read_exact(
     host = listing.endpoint.split("://", 1)[-1]
 
     def work(i: int) -> None:
-        try:
-            results.put((i, _read_one(models[i], question, quantizations, timeout_s, env)))
-        except VramscopeError as exc:
-            results.put((i, clean_text(str(exc))[:300]))
-        except Exception as exc:  # never a traceback: the row keeps its bound
-            results.put((i, clean_text(f"{type(exc).__name__}: {exc}")[:300]))
+        for attempt in range(READ_TRIES):
+            try:
+                outcome = _read_one(models[i], question, quantizations, timeout_s, env)
+            except VramscopeError as exc:
+                text = str(exc)
+                if attempt + 1 < READ_TRIES and _transient(text):
+                    time.sleep(0.05 * (attempt + 1))
+                    continue
+                results.put((i, clean_text(text)[:300]))
+                return
+            except Exception as exc:  # never a traceback: the row keeps its bound
+                results.put((i, clean_text(f"{type(exc).__name__}: {exc}")[:300]))
+                return
+            results.put((i, outcome))
+            return
 
     def fail(i: int, problem: str) -> None:
         tally.failed += 1
