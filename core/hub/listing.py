@@ -289,7 +289,14 @@ def list_hub(
     if stored is not None and not refresh and 0 <= now - stored.listed_at < FRESH_S:
         return _from_store(stored, "listed within the hour (--refresh lists again)")
     try:
-        listing = _list_online(query, endpoint, timeout_s, env, progress)
+        try:
+            listing = _list_online(query, endpoint, timeout_s, env, progress)
+        except HubError as exc:
+            # huggingface_hub closed its shared client under this call (another request
+            # failed to connect): once more, with the client it makes anew.
+            if "client has been closed" not in str(exc) and "Bad file descriptor" not in str(exc):
+                raise
+            listing = _list_online(query, endpoint, timeout_s, env, progress)
     except HubError as exc:
         if stored is None or "unreachable" not in str(exc):
             raise
@@ -382,4 +389,5 @@ def _why(exc: BaseException) -> str:
     if reason is not None:
         return reason
     text = str(exc).splitlines()[0] if str(exc) else ""
-    return clean_text(f"a malformed entry ({type(exc).__name__}: {text})")[:160]
+    kind = "a malformed entry " if isinstance(exc, TypeError | ValueError | KeyError) else ""
+    return clean_text(f"{kind}({type(exc).__name__}: {text})")[:160]
