@@ -80,6 +80,7 @@ class FakeHub:
         self.delay_s = 0.0
         self.misbehaviours: list[Misbehaviour] = []
         self.stopped = threading.Event()
+        self.listing = ListingOptions()
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
@@ -164,24 +165,11 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
             path = unquote(parts.path)
             if _misbehave_first(self, hub, path, body):
                 return
-            if path == "/api/models":  # list_models(search=..., limit=...)
-                query = parse_qs(parts.query)
-                needle = query.get("search", [""])[0].casefold()
-                limit = int(query.get("limit", ["1000"])[0])
-                found = [
-                    {
-                        "id": name,
-                        "downloads": 1234,
-                        "library_name": "transformers",
-                        "gated": r.gated,
-                        **_tags(r.files),
-                    }
-                    for name, r in sorted(hub.repos.items())
-                    if needle in name.casefold()
-                ][:limit]
-                self._send(
-                    200, json.dumps(found).encode(), {"Content-Type": "application/json"}, body
-                )
+            if stalls(hub, path):
+                return
+            if path == "/api/models":  # list_models(search=..., limit=..., expand=...)
+                status, data, headers = listing_response(hub, parse_qs(parts.query), self.path)
+                self._send(status, data, headers, body)
                 return
             api = _API.match(path)
             if api is not None:
@@ -300,3 +288,117 @@ def _write_body(handler: BaseHTTPRequestHandler, hub: FakeHub, body: bytes) -> i
     except (BrokenPipeError, ConnectionResetError):
         handler.close_connection = True
     return sent
+
+
+# --- the model listing (`fit --hub`): pages, expansions, misbehaviour ------------------
+
+
+@dataclass
+class ListingOptions:
+    """How `/api/models` answers: page size, per-repo figures, and what goes wrong."""
+
+    page_size: int = 1000
+    meta: dict[str, dict[str, object]] = field(default_factory=dict)
+    """Per repo: downloads, likes, lastModified, library_name, pipeline_tag overrides."""
+    fail_page: int | None = None
+    """This page (0-based) answers HTTP 500."""
+    malformed: set[str] = field(default_factory=set)
+    """Repos whose entry comes with a safetensors expansion of the wrong shape."""
+    stall_header_of: set[str] = field(default_factory=set)
+    """Repos whose safetensors header ranged GETs never answer (the server sleeps)."""
+
+
+def _params_by_dtype(files: dict[str, SparseFile]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for name, file in files.items():
+        if not name.endswith(".safetensors") or len(file.head) < 8:
+            continue
+        (n,) = struct.unpack("<Q", file.head[:8])
+        header = json.loads(file.head[8 : 8 + n])
+        for key, info in header.items():
+            if key == "__metadata__":
+                continue
+            count = 1
+            for dim in info["shape"]:
+                count *= dim
+            counts[info["dtype"]] = counts.get(info["dtype"], 0) + count
+    return counts
+
+
+def listing_entry(hub: FakeHub, repo_id: str, expand: list[str]) -> dict[str, object]:
+    """One repo as the Hub lists it (the expansions asked for, else the short form)."""
+    repo = hub.repos[repo_id]
+    meta = hub.listing.meta.get(repo_id, {})
+    library = str(meta.get("library_name", "transformers"))
+    entry: dict[str, object] = {
+        "id": repo_id,
+        "downloads": meta.get("downloads", 1234),
+        "library_name": library,
+        "gated": "auto" if repo.gated else False,
+        **_tags(repo.files),
+    }
+    if not expand:
+        entry["gated"] = repo.gated
+        return entry
+    entry["tags"] = [library, *entry.get("tags", [])]  # type: ignore[list-item]
+    entry["likes"] = meta.get("likes", 0)
+    entry["lastModified"] = meta.get("lastModified", "2025-01-01T00:00:00.000Z")
+    entry["pipeline_tag"] = meta.get("pipeline_tag", "text-generation")
+    entry["sha"] = repo.commit
+    config = repo.files.get("config.json")
+    if config is not None:
+        entry["config"] = json.loads(config.head)
+    params = _params_by_dtype(repo.files)
+    if repo_id in hub.listing.malformed:
+        entry["safetensors"] = {"parameters": "many"}  # no "total": ModelInfo cannot build
+    elif params:
+        entry["safetensors"] = {"parameters": params, "total": sum(params.values())}
+    return {k: v for k, v in entry.items() if k in ("id", *expand) or k == "_id"}
+
+
+def listing_response(
+    hub: FakeHub, query: dict[str, list[str]], raw_path: str
+) -> tuple[int, bytes, dict[str, str]]:
+    """`/api/models`: search, author, filter, sort, limit, expand, pages by `cursor`."""
+    needle = query.get("search", [""])[0].casefold()
+    author = query.get("author", [""])[0]
+    wanted = query.get("filter", [])
+    limit = int(query.get("limit", ["1000"])[0])
+    expand = query.get("expand", [])
+    page = int(query.get("cursor", ["0"])[0])
+    names = [
+        n
+        for n in sorted(hub.repos)
+        if needle in n.casefold()
+        and (not author or n.startswith(author + "/"))
+        and all(
+            str(hub.listing.meta.get(n, {}).get("library_name", "transformers")) == w
+            for w in wanted
+        )
+    ]
+    sort = query.get("sort", [""])[0]
+    if sort:
+        default: object = "" if sort == "lastModified" else 0
+        names.sort(key=lambda n: hub.listing.meta.get(n, {}).get(sort, default), reverse=True)  # type: ignore[arg-type,return-value]
+    json_headers = {"Content-Type": "application/json"}
+    if hub.listing.fail_page is not None and page == hub.listing.fail_page:
+        return 500, b'{"error": "Internal Error"}', json_headers
+    size = min(limit, hub.listing.page_size)
+    chunk = names[page * size : (page + 1) * size]
+    found = [listing_entry(hub, n, expand) for n in chunk]
+    headers = dict(json_headers)
+    if (page + 1) * size < len(names):
+        base = raw_path.split("&cursor=")[0]
+        headers["Link"] = f'<{hub.url}{base}&cursor={page + 1}>; rel="next"'
+    return 200, json.dumps(found).encode(), headers
+
+
+def stalls(hub: FakeHub, path: str) -> bool:
+    """A header read of a repo in `stall_header_of`: sleep past any client's deadline."""
+    found = _RESOLVE.match(path)
+    if found is None or found.group(1) not in hub.listing.stall_header_of:
+        return False
+    if not found.group(3).endswith(".safetensors"):
+        return False
+    time.sleep(30)
+    return True

@@ -153,3 +153,17 @@ class WhatIfsRead(Message):
 def reading_text(name: str) -> str:
     """The breakdown's line as a model read starts."""
     return f"Reading {name}…"
+
+
+class HubRowsRead(Message):
+    """The Fits view's Hub scope: rows of one listing (bounds first, then each repo's
+    exact rows as it is read), a status line, and `done` on the last one."""
+
+    def __init__(self, query: int, rows: tuple[object, ...], status: str, done: bool) -> None:
+        super().__init__()
+        self.query = query
+        """Which query these rows answer (an older query's are dropped)."""
+        self.rows = rows
+        """`core.hub_fit.HubFitRow`s: each replaces the rows of its repo."""
+        self.status = status
+        self.done = done

@@ -454,6 +454,16 @@ def _listed_hub_entry(read: HubRead) -> CatalogEntry:
     )
 
 
+def hub_read_entry(repo_id: str, commit: str, path: Path) -> CatalogEntry:
+    """The entry of a Hub store snapshot, as `inspect REPO` lists it (`fit --hub`)."""
+    from core.catalog.sources import _listed_model
+
+    result = _listed_model(path, repo_id, ORIGIN_HUB, revision=commit)
+    if isinstance(result, CatalogEntry):
+        return result
+    raise ModelError(repo_id, f"read from the Hub at {commit[:12]} but not usable: {result.reason}")
+
+
 def entry_snapshot(entry: CatalogEntry, display: str | None = None) -> ModelSnapshot:
     """Read the model behind an entry (profile data or the folder on disk)."""
     if entry.profile_id is not None:

@@ -13,8 +13,13 @@ from core.display_text import clean_text, json_safe
 from core.errors import UsageError
 from core.estimate.estimate import QuantHint
 from tui.commands._calibrated import add_calibration_flags, candidates, wanted
+from tui.commands.fit_hub import add_hub_fit_flags, run_hub
 from tui.commands.shared.estimate_args import question_from_args
-from tui.commands.shared.flags import add_model_source_flags, add_workload_flags
+from tui.commands.shared.flags import (
+    add_hub_timeout_flag,
+    add_model_source_flags,
+    add_workload_flags,
+)
 from tui.commands.shared.output import warn
 from tui.model.presets import preset_keys
 
@@ -33,7 +38,8 @@ def register(sub: Any) -> None:
         description="One row per (model, quantization) over every model vramscope can see "
         "(built-in profiles, the HF cache, --models-dir folders): the total at --max-tokens, "
         "the verdict, the slack and the largest context that fits. Fitting rows first, "
-        "then bigger models (docs/fit.md). Reads nothing from the network.",
+        "then bigger models (docs/fit.md). Reads nothing from the network, except --hub: "
+        "one listing of the Hub's models, then each listed repo's config and headers.",
     )
     add_model_source_flags(p)
     limit = p.add_mutually_exclusive_group()
@@ -77,6 +83,8 @@ def register(sub: Any) -> None:
         action="store_true",
         help="read every folder afresh, without the catalog cache",
     )
+    add_hub_fit_flags(p)
+    add_hub_timeout_flag(p)
     p.set_defaults(func=run)
 
 
@@ -109,10 +117,20 @@ def run(args: argparse.Namespace) -> int:
     from tui.render.fit_table import CalibratedColumn, fit_heading, fit_text
 
     quantizations = parse_quantizations(args.quantizations)
+    if args.hub is None:
+        for flag, value in (("--author", args.author), ("--library", args.library),
+                            ("--sort", args.sort), ("--refresh", args.refresh)):  # fmt: skip
+            if value:
+                raise UsageError(flag, "only with --hub [QUERY]")
     inputs = question_from_args(args, QuantHint.DEFAULT, identify=wanted(args))
     warn(inputs.notes)
     warn(inputs.warnings)
     question = inputs.question
+    if args.hub is not None:
+        if wanted(args) or args.no_cache or args.models_dir:
+            warn(["--hub ranks the Hub's models, mlxcel's estimate only: --calibrated, "
+                  "--models-dir and --no-cache are not applied"])  # fmt: skip
+        return run_hub(args, question, quantizations)
     device = question.device
     calibrations = candidates(args)
     catalog = build_catalog(args.models_dir, use_cache=not args.no_cache)

@@ -69,6 +69,8 @@ class FitsScreen(Screen[FitPick | None]):
         Binding("s", "sort_next", "Sort by next column"),
         Binding("S", "sort_reverse", "Reverse"),
         Binding("down", "to_table", show=False),
+        # Priority: the keys of a burst after `h` land in the Hub scope's query box.
+        Binding("h", "hub", "Hub scope", priority=True),
     ]
 
     def __init__(self, deps: AppDeps, inputs: FitsInputs, catalog: Catalog | None) -> None:
@@ -198,6 +200,21 @@ class FitsScreen(Screen[FitPick | None]):
     def _picked(self, event: FitTableView.Selected) -> None:
         if 0 <= event.index < len(self.shown):
             self.dismiss(self.shown[event.index])
+
+    def action_hub(self) -> None:
+        """The Hub scope (`tui.screens.hub_fits_screen`): a pick there is a pick here."""
+        from tui.screens.hub_fits_screen import HubFitsScreen
+
+        box = self.query_one("#fits-filter", Input)
+        if self.focused is box:  # typed in the filter: a letter like any other
+            box.insert_text_at_cursor("h")
+            return
+
+        def picked(pick: FitPick | None) -> None:
+            if pick is not None:
+                self.dismiss(pick)
+
+        self.app.push_screen(HubFitsScreen(self.inputs), picked)
 
     def action_close(self) -> None:
         """Back to the explorer, nothing picked."""
