@@ -263,6 +263,7 @@ def main() -> int:
     parser.add_argument("--presses", type=int, default=PRESSES, help="keys per session")
     parser.add_argument("--rounds", type=int, default=3, help="key sessions of each app per size")
     parser.add_argument("--first-only", action="store_true", help="skip the key presses")
+    parser.add_argument("--keys-only", action="store_true", help="skip the first frames")
     args = parser.parse_args()
     load = os.getloadavg()
     print(
@@ -270,7 +271,8 @@ def main() -> int:
         f"{os.cpu_count()} CPUs, load average {load[0]:.1f} at the start\n"
     )
     with tempfile.TemporaryDirectory() as pycache:
-        bench_first_frame(args.runs, pycache)
+        if not args.keys_only:
+            bench_first_frame(args.runs, pycache)
         if not args.first_only:
             bench_keys(args.presses, args.rounds, pycache)
     print(f"\nload average {os.getloadavg()[0]:.1f} at the end")
