@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+CHECKOUT = ROOT
+"""Whose vramscope is started (`--checkout`: another copy, such as the code before)."""
 
 COLD_RUNS = 7
 PRESSES = 30
@@ -108,7 +110,7 @@ def start(app: str, size: tuple[int, int], pycache: str, tmp: str) -> Child:
         stdin=slave,
         stdout=slave,
         stderr=slave,
-        cwd=ROOT,  # `python -c` puts the working directory first: this checkout's tui
+        cwd=ROOT if app == "bare" else CHECKOUT,  # `python -c` puts it first on the path
         env=env,
         close_fds=True,
     )
@@ -264,11 +266,15 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="key sessions of each app per size")
     parser.add_argument("--first-only", action="store_true", help="skip the key presses")
     parser.add_argument("--keys-only", action="store_true", help="skip the first frames")
+    parser.add_argument("--checkout", type=Path, help="start the vramscope of this copy")
     args = parser.parse_args()
+    global CHECKOUT  # one setting, read by start()
+    CHECKOUT = (args.checkout or ROOT).resolve()
     load = os.getloadavg()
     print(
         f"vramscope explorer benchmark, Python {sys.version.split()[0]}, "
-        f"{os.cpu_count()} CPUs, load average {load[0]:.1f} at the start\n"
+        f"{os.cpu_count()} CPUs, load average {load[0]:.1f} at the start; "
+        f"vramscope of {CHECKOUT}\n"
     )
     with tempfile.TemporaryDirectory() as pycache:
         if not args.keys_only:
