@@ -1,45 +1,56 @@
-"""The explorer's speed: cold start to the first painted frame, and key press to breakdown.
+"""The explorer's speed on a real pty, each figure beside a bare Textual app's in the same run.
 
-Prints figures against their targets; asserts nothing (tests never time things).
+Prints figures and ratios; asserts nothing (tests never time things). On a shared
+machine only figures from the same run compare, so every measurement of vramscope
+is taken in turns with the same measurement of a bare Textual app (a Static and a
+Footer), and the ratio of the medians is the figure that counts.
 
-1. Cold start: `vramscope explore` in a fresh process on a pseudo-terminal, timed
-   from just before the process starts to the first bytes of the first frame
-   (and, separately, to the frame that shows the estimate), then `q`. The child
-   also reports whether torch was ever imported. Best and median of several runs.
-2. Key press: the real app (headless, 160x48), token slider focused; each of 100
-   presses alternates right/left. Timed from posting the key event to the
-   breakdown receiving the new estimate (app-side), and to the end of the
-   next screen update that paints it.
+1. First frame: a fresh process on a pseudo-terminal (160x48), timed from just before
+   it starts to the first bytes of its first frame; for vramscope also to the frame
+   that shows the estimate (the summary's verdict). Target: the estimate painted
+   within 1.5x the bare app's first frame.
+2. Key press: the app already on screen (160x48, then 80x24); a key is written to the
+   pty and timed to the last byte the app writes in answer (the output then stays
+   quiet for QUIET_S). vramscope: the token slider's right/left, which moves the
+   tokens and repaints the estimate and the chart. The bare app: right/left update
+   its one Static. Target: vramscope within 4x the bare app.
 
-`--against DIR` also starts the explorer of another checkout (for example a
-`git worktree add --detach /tmp/base main`), in turns with this one, and prints
-both and their ratio: on a shared machine only figures from the same run compare.
+Compiled bytecode is kept between runs (as an installed copy has it). The child
+reports whether torch was ever imported (it must not be).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
+import fcntl
 import os
 import pty
 import select
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
+import termios
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+CHECKOUT = ROOT
+"""Whose vramscope is started (`--checkout`: another copy, such as the code before)."""
 
-COLD_RUNS = 5
-PRESSES = 100
-COLD_TARGET_S = 0.5
-KEY_TARGET_S = 0.016
+COLD_RUNS = 7
+PRESSES = 30
+QUIET_S = 0.15
+"""Output silent this long after a key: the repaint is over."""
+SETTLE_S = 1.0
+"""Silent this long after start-up: the background reads have been painted."""
+FIRST_FRAME_TARGET = 1.5
+KEY_TARGET = 4.0
+SIZES = ((160, 48), (80, 24))
 
-CHILD = """
+VRAMSCOPE = """
 import atexit, sys
 flag = sys.argv[1]
 atexit.register(lambda: open(flag, "w").write(str("torch" in sys.modules)))
@@ -48,9 +59,67 @@ from tui.cli import main
 sys.exit(main())
 """
 
+BARE = """
+from textual.app import App
+from textual.widgets import Footer, Static
 
-def _read_until(fd: int, markers: list[bytes], deadline: float) -> dict[bytes, float]:
-    """Read the terminal until every marker has appeared; when each first did."""
+class Bare(App[None]):
+    BINDINGS = [("q", "quit", "Quit"), ("right", "step(1)", "More"), ("left", "step(-1)", "Less")]
+
+    def compose(self):
+        self.n = 0
+        yield Static("bare textual app 0", id="one")
+        yield Footer()
+
+    def action_step(self, by: int) -> None:
+        self.n += by
+        self.query_one("#one", Static).update(f"bare textual app {self.n}")
+
+Bare().run()
+"""
+
+# What each app paints: its first frame, and (vramscope) the estimate.
+FIRST = {"bare": b"bare textual app", "vramscope": b"vramscope"}
+READY = {"bare": b"bare textual app", "vramscope": b"FITS"}
+KEYS = (b"\x1b[C", b"\x1b[D")  # right, left
+
+
+@dataclass
+class Child:
+    """An app on a pty."""
+
+    proc: subprocess.Popen[bytes]
+    master: int
+    start: float
+    flag: Path
+
+
+def start(app: str, size: tuple[int, int], pycache: str, tmp: str) -> Child:
+    master, slave = pty.openpty()
+    columns, lines = size
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", lines, columns, 0, 0))
+    env = dict(os.environ, TERM="xterm-256color", COLUMNS=str(columns), LINES=str(lines))
+    env.pop("NO_COLOR", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = pycache
+    flag = Path(tmp) / f"torch-{app}"
+    source = VRAMSCOPE if app == "vramscope" else BARE
+    begun = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", source, str(flag)],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        cwd=ROOT if app == "bare" else CHECKOUT,  # `python -c` puts it first on the path
+        env=env,
+        close_fds=True,
+    )
+    os.close(slave)
+    return Child(proc, master, begun, flag)
+
+
+def read_until(fd: int, markers: list[bytes], deadline: float) -> dict[bytes, float]:
+    """Read until every marker has appeared; when each first did."""
     seen: dict[bytes, float] = {}
     buffer = b""
     while len(seen) < len(markers) and time.perf_counter() < deadline:
@@ -69,167 +138,150 @@ def _read_until(fd: int, markers: list[bytes], deadline: float) -> dict[bytes, f
     return seen
 
 
-def cold_start_once(pycache: str | None, root: Path = ROOT) -> tuple[float, float, str]:
-    """(seconds to first frame, seconds to the estimate on screen, torch imported?).
-
-    `pycache`: a folder for compiled bytecode, kept between runs, as an installed copy
-    has (pip compiles at install); None compiles every module at every start, as
-    PYTHONDONTWRITEBYTECODE=1 (set on the development machines) does.
-    """
-    with tempfile.TemporaryDirectory() as tmp:
-        flag = Path(tmp) / "torch"
-        master, slave = pty.openpty()
-        env = dict(os.environ, TERM="xterm-256color", COLUMNS="160", LINES="48")
-        env.pop("NO_COLOR", None)
-        if pycache is None:
-            env["PYTHONDONTWRITEBYTECODE"] = "1"
-        else:
-            env.pop("PYTHONDONTWRITEBYTECODE", None)
-            env["PYTHONPYCACHEPREFIX"] = pycache
-        start = time.perf_counter()
-        proc = subprocess.Popen(
-            [sys.executable, "-c", CHILD, str(flag)],
-            stdin=slave,
-            stdout=slave,
-            stderr=slave,
-            cwd=root,  # `python -c` puts the working directory first: this checkout's tui
-            env=env,
-            close_fds=True,
-        )
-        os.close(slave)
+def last_byte(fd: int, quiet: float, limit: float = 10.0) -> float | None:
+    """Read until the output has been silent for `quiet` seconds; when the last byte
+    came (None: nothing came)."""
+    last = None
+    deadline = time.perf_counter() + limit
+    while time.perf_counter() < deadline:
+        ready, _, _ = select.select([fd], [], [], quiet)
+        if not ready:
+            return last
         try:
-            seen = _read_until(master, [b"vramscope", b"FITS"], start + 20)
-            os.write(master, b"q")
-            deadline = time.perf_counter() + 10
-            while proc.poll() is None and time.perf_counter() < deadline:
-                _read_until(master, [b"\0never"], time.perf_counter() + 0.05)  # keep draining
+            os.read(fd, 65536)
+        except OSError:
+            return last
+        last = time.perf_counter()
+    return last
+
+
+def stop(child: Child) -> str:
+    """Quit the app; whether it imported torch."""
+    try:
+        os.write(child.master, b"q")
+        deadline = time.perf_counter() + 10
+        while child.proc.poll() is None and time.perf_counter() < deadline:
+            last_byte(child.master, 0.05, 0.2)  # keep draining
+    finally:
+        if child.proc.poll() is None:
+            child.proc.kill()
+        child.proc.wait()
+        os.close(child.master)
+    return child.flag.read_text() if child.flag.exists() else "n/a"
+
+
+def first_frame(app: str, pycache: str) -> tuple[float, float, str]:
+    """(seconds to the first frame, to the estimate on screen, torch imported?)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        child = start(app, SIZES[0], pycache, tmp)
+        try:
+            seen = read_until(child.master, [FIRST[app], READY[app]], child.start + 30)
         finally:
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait()
-            os.close(master)
-        first = seen.get(b"vramscope", float("nan")) - start
-        ready = seen.get(b"FITS", float("nan")) - start
-        return first, ready, flag.read_text() if flag.exists() else "unknown"
+            torch = stop(child)
+        first = seen.get(FIRST[app], float("nan")) - child.start
+        ready = seen.get(READY[app], float("nan")) - child.start
+        return first, ready, torch
 
 
-def bench_cold_start(runs: int, against: Path | None) -> None:
-    roots = {"this checkout": ROOT} | ({f"against {against}": against} if against else {})
-    with tempfile.TemporaryDirectory() as pycache:
-        caches = {name: f"{pycache}/{i}" for i, name in enumerate(roots)}
-        for name, root in roots.items():
-            cold_start_once(caches[name], root)  # fills the cache, as an install does
-        for how, compiled in (
-            ("with compiled bytecode (an installed copy)", True),
-            ("compiling every module (PYTHONDONTWRITEBYTECODE=1)", False),
+def key_presses(app: str, size: tuple[int, int], presses: int, pycache: str) -> list[float]:
+    """Seconds from each key written to the last byte of the repaint it caused."""
+    times: list[float] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        child = start(app, size, pycache, tmp)
+        try:
+            read_until(child.master, [READY[app]], child.start + 30)
+            last_byte(child.master, SETTLE_S, 30)
+            for i in range(presses):
+                sent = time.perf_counter()
+                os.write(child.master, KEYS[i % 2])
+                end = last_byte(child.master, QUIET_S)
+                if end is not None:
+                    times.append(end - sent)
+        finally:
+            stop(child)
+    return times
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1e3:7.1f} ms"
+
+
+def bench_first_frame(runs: int, pycache: str) -> None:
+    for app in ("bare", "vramscope"):
+        first_frame(app, pycache)  # compiles the bytecode, as an install does
+    results: dict[str, list[tuple[float, float, str]]] = {"bare": [], "vramscope": []}
+    for _ in range(runs):  # in turns, so both see the same load
+        for app in results:
+            results[app].append(first_frame(app, pycache))
+    bare = statistics.median(r[0] for r in results["bare"])
+    first = statistics.median(r[0] for r in results["vramscope"])
+    ready = statistics.median(r[1] for r in results["vramscope"])
+    torch = {r[2] for r in results["vramscope"]}
+    print(f"first frame on a pty, 160x48, {runs} runs each in turns (medians; best in brackets)")
+    best_bare = min(r[0] for r in results["bare"])
+    print(f"  bare Textual app (Static + Footer)   {ms(bare)}  [{ms(best_bare)}]")
+    print(
+        f"  vramscope explore: first frame       {ms(first)}  "
+        f"[{ms(min(r[0] for r in results['vramscope']))}]   {first / bare:.2f}x bare"
+    )
+    verdict = "OK" if ready / bare <= FIRST_FRAME_TARGET else "OVER TARGET"
+    print(
+        f"  vramscope explore: estimate painted  {ms(ready)}  "
+        f"[{ms(min(r[1] for r in results['vramscope']))}]   {ready / bare:.2f}x bare   "
+        f"target <= {FIRST_FRAME_TARGET}x   {verdict}"
+    )
+    print(f"  torch imported by vramscope: {', '.join(sorted(torch))}   (must be False)")
+
+
+def bench_keys(presses: int, rounds: int, pycache: str) -> None:
+    for size in SIZES:
+        samples: dict[str, list[float]] = {"bare": [], "vramscope": []}
+        for _ in range(rounds):
+            for app in samples:
+                samples[app].extend(key_presses(app, size, presses, pycache))
+        bare = statistics.median(samples["bare"])
+        ours = statistics.median(samples["vramscope"])
+        verdict = "OK" if ours / bare <= KEY_TARGET else "OVER TARGET"
+        n = len(samples["vramscope"])
+        print(
+            f"\nkey to the last byte of its repaint, {size[0]}x{size[1]} on a pty, "
+            f"{n} presses each ({rounds} sessions in turns; quiet {QUIET_S * 1e3:.0f} ms ends one)"
+        )
+        for app, label in (
+            ("bare", "bare app, one Static"),
+            ("vramscope", "vramscope token slider"),
         ):
-            results: dict[str, list[tuple[float, float, str]]] = {name: [] for name in roots}
-            for _ in range(runs):  # in turns, so both see the same load
-                for name, root in roots.items():
-                    cache = caches[name] if compiled else None
-                    results[name].append(cold_start_once(cache, root))
-            _report_cold_start(how, results)
-
-
-def _report_cold_start(how: str, results: dict[str, list[tuple[float, float, str]]]) -> None:
-    medians: dict[str, tuple[float, float]] = {}
-    for name, runs in results.items():
-        firsts = [r[0] for r in runs]
-        readies = [r[1] for r in runs]
-        torch = {r[2] for r in runs}
-        best, median = min(firsts), statistics.median(firsts)
-        medians[name] = (median, statistics.median(readies))
-        verdict = "OK" if median <= COLD_TARGET_S else "OVER TARGET"
-        print(f"cold start of `vramscope explore` on a pty, {len(runs)} runs, {how}, {name}")
-        print(
-            f"  to first painted frame   best {best:6.3f} s   median {median:6.3f} s   "
-            f"target <= {COLD_TARGET_S:.1f} s   {verdict}"
-        )
-        print(
-            f"  to the estimate painted  best {min(readies):6.3f} s   "
-            f"median {statistics.median(readies):6.3f} s   (model read in a background thread)"
-        )
-        print(f"  torch imported: {', '.join(sorted(torch))}   (must be False)")
-    if len(medians) == 2:
-        (first, ready), (first_b, ready_b) = medians.values()
-        print(
-            f"  same run, this / against: first frame {first / first_b:.2f}x, "
-            f"estimate painted {ready / ready_b:.2f}x"
-        )
-
-
-async def _key_press_samples() -> tuple[list[float], list[float]]:
-    from textual import events
-
-    from tui.app import make_app
-    from tui.deps import builtin_deps
-    from tui.headless import wait_until_settled
-    from tui.model.presets import PRESETS_BY_KEY
-    from tui.model.state import LaunchOptions
-    from tui.widgets.breakdown import Breakdown
-
-    app = make_app(builtin_deps(PRESETS_BY_KEY["gfx1151"].available()), LaunchOptions())
-    marks: dict[str, float] = {}
-    to_breakdown: list[float] = []
-    to_frame: list[float] = []
-    async with app.run_test(size=(160, 48)) as pilot:
-        await wait_until_settled(pilot)
-        breakdown = app.screen.query_one(Breakdown)
-        shown = breakdown.show_estimate
-
-        def timed_show(view: Any) -> None:
-            shown(view)
-            marks.setdefault("breakdown", time.perf_counter())
-
-        breakdown.show_estimate = timed_show  # type: ignore[method-assign]
-        display = app._display
-
-        def timed_display(screen: Any, update: Any) -> None:
-            display(screen, update)
-            if "breakdown" in marks:
-                marks.setdefault("frame", time.perf_counter())
-
-        app._display = timed_display  # type: ignore[method-assign]
-        for i in range(PRESSES):
-            marks.clear()
-            key = "right" if i % 2 == 0 else "left"
-            start = time.perf_counter()
-            app.post_message(events.Key(key, None))
-            while "frame" not in marks:
-                await asyncio.sleep(0.0005)
-            to_breakdown.append(marks["breakdown"] - start)
-            to_frame.append(marks["frame"] - start)
-        assert "torch" not in sys.modules
-    return to_breakdown, to_frame
-
-
-def bench_key_press() -> None:
-    to_breakdown, to_frame = asyncio.run(_key_press_samples())
-    median = statistics.median(to_breakdown)
-    verdict = "OK" if median <= KEY_TARGET_S else "OVER TARGET"
-    print(f"\ntoken-slider key press, {PRESSES} presses, 160x48, headless")
-    print(
-        f"  to the updated breakdown  median {median * 1e3:6.2f} ms   "
-        f"p90 {statistics.quantiles(to_breakdown, n=10)[-1] * 1e3:6.2f} ms   "
-        f"target <= {KEY_TARGET_S * 1e3:.0f} ms   {verdict}"
-    )
-    print(
-        f"  to the painted frame      median {statistics.median(to_frame) * 1e3:6.2f} ms   "
-        "(Textual paints at most 60 frames a second)"
-    )
+            values = samples[app]
+            print(
+                f"  {label:24} median {ms(statistics.median(values))}   "
+                f"p90 {ms(statistics.quantiles(values, n=10)[-1])}"
+            )
+        print(f"  ratio {ours / bare:.2f}x   target <= {KEY_TARGET}x   {verdict}")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=COLD_RUNS, help="cold starts of each kind")
-    parser.add_argument("--against", type=Path, help="another checkout to start in turns")
-    parser.add_argument("--cold-only", action="store_true", help="skip the key-press part")
+    parser.add_argument("--runs", type=int, default=COLD_RUNS, help="start-ups of each app")
+    parser.add_argument("--presses", type=int, default=PRESSES, help="keys per session")
+    parser.add_argument("--rounds", type=int, default=3, help="key sessions of each app per size")
+    parser.add_argument("--first-only", action="store_true", help="skip the key presses")
+    parser.add_argument("--keys-only", action="store_true", help="skip the first frames")
+    parser.add_argument("--checkout", type=Path, help="start the vramscope of this copy")
     args = parser.parse_args()
-    print(f"vramscope explorer benchmark, Python {sys.version.split()[0]}\n")
-    bench_cold_start(args.runs, args.against)
-    if args.cold_only:
-        return 0
-    bench_key_press()
+    global CHECKOUT  # one setting, read by start()
+    CHECKOUT = (args.checkout or ROOT).resolve()
+    load = os.getloadavg()
+    print(
+        f"vramscope explorer benchmark, Python {sys.version.split()[0]}, "
+        f"{os.cpu_count()} CPUs, load average {load[0]:.1f} at the start; "
+        f"vramscope of {CHECKOUT}\n"
+    )
+    with tempfile.TemporaryDirectory() as pycache:
+        if not args.keys_only:
+            bench_first_frame(args.runs, pycache)
+        if not args.first_only:
+            bench_keys(args.presses, args.rounds, pycache)
+    print(f"\nload average {os.getloadavg()[0]:.1f} at the end")
     return 0
 
 

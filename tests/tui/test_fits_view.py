@@ -239,3 +239,34 @@ async def test_rows_appear_while_the_rest_are_still_being_computed() -> None:
         await wait_for(pilot, lambda: screen.done, "the last rows")
         await pilot.pause()
         assert len(painted_rows(screen)) > 20
+
+
+@pytest.mark.parametrize(
+    ("size", "columns"),
+    [
+        ((80, 24), ("MODEL", "QUANT", "TOTAL", "VERDICT", "MAX CONTEXT")),
+        ((120, 40), ("MODEL", "QUANT", "TOTAL", "VERDICT", "SLACK", "MAX CONTEXT")),
+    ],
+)
+async def test_a_smaller_terminal_shows_the_answer_columns_whole_and_every_footer_key(
+    size: tuple[int, int], columns: tuple[str, ...]
+) -> None:
+    """At 80x24 the view showed MODEL, QUANT, WEIGHTS and a cut `72.`, and the footer ended
+    `? Hel`; at 120x40 MAX CONTEXT was cut to `MAX C`."""
+    app = build_app(preset="rx7900xtx")
+    async with app.run_test(size=size) as pilot:
+        screen = await open_fits(pilot)
+        table = screen.query_one(FitTableView)
+        lines = widget_lines(table)
+        assert re.split(r"\s{2,}", lines[0].strip()) == list(columns)
+        index = {name: table.columns.index(name) for name in columns}
+        for line, row in zip(lines[1:], table.rows, strict=False):
+            cells = re.split(r"\s{2,}", line.strip())
+            for name in ("QUANT", "TOTAL", "VERDICT", "MAX CONTEXT"):  # the answer, whole
+                assert cells[columns.index(name)] == row[index[name]]
+            model = cells[0]  # whole, or its start and an ellipsis
+            assert model == row[0] or (model.endswith("…") and row[0].startswith(model[:-1]))
+        footer = [strip.text for strip in app.screen._compositor.render_strips()][-1]
+        assert footer.rstrip().endswith("^p palette")
+        for key in ("esc Back", "/ Filter", "s Sort", "S Reverse", "q Quit", "? Help"):
+            assert key in footer

@@ -131,9 +131,15 @@ class TestFitsView:
         assert snap_compare(app, terminal_size=(160, 48), run_before=fits_done)
 
     def test_fits_80x24(self, snap_compare) -> None:
-        """The narrow layout: the table scrolls sideways, the heading and notes wrap."""
+        """The narrow layout: the answer columns only (model names cut with `…`), the
+        heading and notes wrap, every footer key whole."""
         app = build_app(preset="rx7900xtx")
         assert snap_compare(app, terminal_size=(80, 24), run_before=fits_done)
+
+    def test_fits_120x40(self, snap_compare) -> None:
+        """The medium layout: WEIGHTS and FROM go, MAX CONTEXT stays whole."""
+        app = build_app(preset="rx7900xtx")
+        assert snap_compare(app, terminal_size=MEDIUM, run_before=fits_done)
 
     def test_quantize_as_4_bit(self, snap_compare) -> None:
         """Qwen2.5-7B as mlx-lm's 4-bit what-if: the weights and total say whose they are."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import inspect
 
+import pytest
 from textual.app import App
 from textual.dom import DOMNode
 from textual.events import ScreenResume
@@ -95,3 +96,41 @@ async def test_footer_keys_still_carry_what_the_footer_measures_them_by() -> Non
         keys = [k for k in footer.query(FooterKey) if not k.has_class("-command-palette")]
         assert not footer.compact
         assert keys and all(k.size.width == key_width(k, False) for k in keys)
+
+
+async def test_a_token_key_lays_out_nothing_and_repaints_only_what_changed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A token key used to lay out the whole screen (two hints set to the same text:
+    # `Static.update` asks for a layout) and repaint all of it (the state reactive's
+    # own repaint): 20-40 ms a key. Textual's `Screen._refresh_layout` and
+    # `Widget.refresh` are what a regression would call again.
+    from textual.screen import Screen
+
+    app = build_app(preset="gfx1151")
+    layouts: list[str] = []
+    refreshed: list[str] = []
+    refresh_layout, refresh = Screen._refresh_layout, Widget.refresh
+
+    def counted_layout(screen: Screen[object], *args: object, **kw: object) -> None:
+        layouts.append(type(screen).__name__)
+        refresh_layout(screen, *args, **kw)  # type: ignore[arg-type]
+
+    def counted_refresh(widget: Widget, *args: object, **kw: object) -> Widget:
+        refreshed.append(type(widget).__name__)
+        return refresh(widget, *args, **kw)  # type: ignore[arg-type]
+
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.pause()
+        before = breakdown_bytes(app)["Total estimate"]
+        monkeypatch.setattr(Screen, "_refresh_layout", counted_layout)
+        monkeypatch.setattr(Widget, "refresh", counted_refresh)
+        await pilot.press("right")
+        await settle(pilot)
+        await pilot.pause()
+        assert breakdown_bytes(app)["Total estimate"] > before  # the key did its work
+        assert layouts == []
+        assert "ExplorerScreen" not in refreshed
+        assert {"Breakdown", "ContextChart", "SummaryLine"} <= set(refreshed)
+        monkeypatch.undo()  # quitting refreshes the screen, as it may

@@ -11,8 +11,22 @@ from core.calibration.record import Calibration
 from core.calibration.report import calibration_words
 from core.display_text import clean_text
 from core.units import format_bytes_short
+from tui.render.table_columns import TableColumn
 
-COLUMNS = ("MODEL", "QUANT", "WEIGHTS", "TOTAL", "VERDICT", "SLACK", "MAX CONTEXT", "FROM")
+FIT_COLUMNS = (
+    # The answer first: which model, as what, how much, does it fit, how long a context.
+    TableColumn("MODEL", 0, min_width=16, essential=True),
+    TableColumn("QUANT", 1, essential=True),
+    TableColumn("WEIGHTS", 6, right=True),
+    TableColumn("TOTAL", 2, right=True, essential=True),
+    TableColumn("VERDICT", 3, essential=True),
+    TableColumn("SLACK", 5, right=True),
+    TableColumn("MAX CONTEXT", 4, right=True, essential=True),
+    TableColumn("FROM", 7),
+)
+"""The table's columns in `vramscope fit`'s order; where the terminal is too narrow the
+Fits view drops the others first, then cuts model names (`tui.render.table_columns`)."""
+COLUMNS = tuple(c.name for c in FIT_COLUMNS)
 CALIBRATED_COLUMN = "CALIBRATED (vramscope)"
 
 
@@ -186,7 +200,6 @@ RANK = "RANK"
 """The default order: `vramscope fit`'s ranking (core.answer.fit.rank_key)."""
 SORTS = (RANK, *COLUMNS)
 """What `s` steps through in the Fits view, and what a header click picks."""
-RIGHT_ALIGNED = frozenset({"WEIGHTS", "TOTAL", "SLACK", "MAX CONTEXT"})
 
 
 def signed_slack(row: FitRow) -> int:

@@ -20,7 +20,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from core.answer.fit import WHAT_IF_FORMULA
 from core.answer.question import Question
@@ -30,8 +30,8 @@ from tui.deps import AppDeps
 from tui.messages import FitPick, FitRowsRead
 from tui.render.fit_table import (
     COLUMNS,
+    FIT_COLUMNS,
     RANK,
-    RIGHT_ALIGNED,
     SORTS,
     faults_and_skips,
     fit_heading,
@@ -39,6 +39,7 @@ from tui.render.fit_table import (
     sorted_rows,
 )
 from tui.widgets.fit_table_view import FitTableView
+from tui.widgets.key_footer import KeyFooter
 
 REPAINT_S = 0.25
 """Rows arriving after the first are painted at most this often."""
@@ -66,7 +67,7 @@ class FitsScreen(Screen[FitPick | None]):
         Binding("escape", "close", "Back"),
         Binding("f", "close", "Back", show=False),
         Binding("slash", "filter", "Filter"),
-        Binding("s", "sort_next", "Sort by next column"),
+        Binding("s", "sort_next", "Sort"),
         Binding("S", "sort_reverse", "Reverse"),
         Binding("down", "to_table", show=False),
         # Priority: the keys of a burst after `h` land in the Hub scope's query box.
@@ -96,9 +97,9 @@ class FitsScreen(Screen[FitPick | None]):
                 id="fits-filter",
                 compact=True,
             )
-            yield FitTableView(COLUMNS, RIGHT_ALIGNED, "VERDICT", id="fits-table")
+            yield FitTableView(FIT_COLUMNS, "VERDICT", id="fits-table")
             yield Static("", id="fits-status", markup=False)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         box = self.query_one("#fits", Vertical)

@@ -170,7 +170,9 @@ class Controls(Widget):
             hint = "vramscope what-if"
         else:
             hint = ""
-        self.query_one(f"#{QUANTIZE.id}-hint", Static).update(hint)
+        line = self.query_one(f"#{QUANTIZE.id}-hint", Static)
+        if line.content != hint:  # an update lays out the whole screen again (~20 ms)
+            line.update(hint)
 
     def field(self, field_id: str) -> SliderField:
         """A slider row by id (`tokens`, `inflight`, `batch`, `factor`)."""

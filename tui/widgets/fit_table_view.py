@@ -5,7 +5,8 @@ Textual's DataTable measured and styled every cell of every row on each change
 changes with every batch of rows, every filter key and every sort. Here a change
 is a list of cell tuples and the column widths (string lengths); a frame renders
 only the lines in view. Line 0 is the header (it scrolls sideways with the rows,
-never down); a click on it sorts, a click on a row moves the cursor there.
+never down); a click on it sorts, a click on a row moves the cursor there. Where the
+width does not hold every column, the least important go (`tui.render.table_columns`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+
+from tui.render.table_columns import ShownColumn, TableColumn, cut, fit_columns
 
 GAP = 2
 
@@ -72,22 +75,25 @@ class FitTableView(ScrollView, can_focus=True):
 
     def __init__(
         self,
-        columns: Sequence[str],
-        right_aligned: frozenset[str],
+        columns: Sequence[TableColumn],
         verdict_column: str,
         *,
         id: str | None = None,  # noqa: A002
     ) -> None:
         super().__init__(id=id)
-        self.columns = tuple(columns)
-        self.labels = tuple(columns)
+        self.specs = tuple(columns)
+        self.columns = tuple(c.name for c in columns)
+        self.labels = self.columns
         """The headers as shown (with the sort mark)."""
-        self._right = right_aligned
         self._verdict = self.columns.index(verdict_column)
         self.rows: list[tuple[str, ...]] = []
-        """The cells of every row, top to bottom, as painted."""
+        """The cells of every row, top to bottom, in `columns` order (shown or not)."""
         self._fits: list[bool] = []
         self._widths = [len(c) for c in self.columns]
+        """Each column's natural width: its widest cell or header."""
+        self.shown: list[ShownColumn] = [ShownColumn(i, w) for i, w in enumerate(self._widths)]
+        """The columns on screen, left to right, and the width each gets."""
+        self._room = -1
         self.cursor = 0
 
     # --- what is shown --------------------------------------------------------------
@@ -108,22 +114,39 @@ class FitTableView(ScrollView, can_focus=True):
                     widths[i] = len(cell)
         self._widths = widths
         self.cursor = max(0, min(cursor, len(rows) - 1))
-        total = sum(widths) + GAP * (len(widths) - 1)
-        self.virtual_size = Size(total, len(rows) + 1)
+        self._lay_out()
         self._keep_cursor_in_view()
         self.refresh()
 
+    def _lay_out(self) -> None:
+        """Pick the columns the width holds (again after a resize or new rows)."""
+        self._room = room = self.scrollable_content_region.width
+        self.shown = fit_columns(self.specs, self._widths, room, GAP)
+        total = sum(c.width for c in self.shown) + GAP * (len(self.shown) - 1)
+        self.virtual_size = Size(total, len(self.rows) + 1)
+
+    @property
+    def shown_columns(self) -> tuple[str, ...]:
+        """The names of the columns on screen, left to right."""
+        return tuple(self.columns[c.index] for c in self.shown)
+
     def _cells(self, cells: Sequence[str], style: Style, verdict: Style | None) -> list[Segment]:
         out: list[Segment] = []
-        for i, (cell, width) in enumerate(zip(cells, self._widths, strict=False)):
-            text = cell.rjust(width) if self.columns[i] in self._right else cell.ljust(width)
+        last = len(self.shown) - 1
+        for n, column in enumerate(self.shown):
+            i, width = column.index, column.width
+            cell = cut(cells[i], width)
+            text = cell.rjust(width) if self.specs[i].right else cell.ljust(width)
             out.append(Segment(text, verdict if verdict and i == self._verdict else style))
-            if i < len(self._widths) - 1:
+            if n < last:
                 out.append(Segment(" " * GAP, style))
         return out
 
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
+        if width != self._room:  # a scroll bar came or went: lay out again, next frame
+            self._room = width
+            self.call_later(self._relayout)
         scroll_x, scroll_y = self.scroll_offset
         base = self.rich_style
         if y == 0:
@@ -190,13 +213,18 @@ class FitTableView(ScrollView, can_focus=True):
         x, y = offset.x + int(self.scroll_offset.x), offset.y
         if y == 0:
             left = 0
-            for column, width in zip(self.columns, self._widths, strict=True):
-                if left <= x < left + width + GAP:
-                    self.post_message(self.HeaderClicked(column))
+            for column in self.shown:
+                if left <= x < left + column.width + GAP:
+                    self.post_message(self.HeaderClicked(self.columns[column.index]))
                     return
-                left += width + GAP
+                left += column.width + GAP
             return
         self._move_cursor(int(self.scroll_offset.y) + y - 1)
 
+    def _relayout(self) -> None:
+        self._lay_out()
+        self.refresh()
+
     def on_resize(self) -> None:
+        self._lay_out()
         self._keep_cursor_in_view()

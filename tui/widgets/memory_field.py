@@ -162,7 +162,8 @@ class MemoryField(Widget):
 
     def _show_reason(self, reason: str) -> None:
         hint = self.query_one(".field-hint", Static)
-        hint.update(reason)
+        if hint.content != reason:  # an update lays out the whole screen again (~20 ms)
+            hint.update(reason)
         hint.set_class(bool(reason), "-shown")
 
     @on(Select.Changed)
