@@ -24,7 +24,7 @@ See docs/measuring.md.
 from __future__ import annotations
 
 from core.measurement.engine import DEFAULT_ENGINE, Engine
-from hip_backend.engines import is_installed
+from hip_backend.engines import is_installed, missing_engine
 from hip_backend.errors import MeasureError
 from hip_backend.launcher import PreparedMeasurement, config_refusal, prepare
 from hip_backend.model.random_weights import write_random_model
@@ -48,6 +48,7 @@ __all__ = [
     "config_refusal",
     "is_available",
     "measure",
+    "missing_engine",
     "prepare",
     "prepare_parallel",
     "read_hostfile",

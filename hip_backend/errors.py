@@ -27,6 +27,13 @@ class NoMlxError(MeasureError):
     kind = FailureKind.NO_MLX
 
 
+class EngineLoadError(MeasureError):
+    """The engine's runtime is installed but its import raised (a broken build, a missing
+    shared library, an address-space limit too small to map it)."""
+
+    kind = FailureKind.ENGINE_FAILED_TO_LOAD
+
+
 class NoDeviceError(MeasureError):
     """The device asked for is not there (or this torch build cannot reach it)."""
 

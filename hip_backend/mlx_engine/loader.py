@@ -23,11 +23,19 @@ from pathlib import Path
 from typing import Any
 
 from core.backend import Backend
-from hip_backend.errors import BadModelError, NoDeviceError, NoMlxError, UnsupportedModelError
+from core.measurement.engine import Engine
+from hip_backend.engines import install_hint, load_failure, module_found
+from hip_backend.errors import (
+    BadModelError,
+    EngineLoadError,
+    NoDeviceError,
+    NoMlxError,
+    UnsupportedModelError,
+)
 from hip_backend.host import cpu_name
 from hip_backend.model.manifest import WeightPlan
 
-INSTALL_HINT = "install it with: pip install 'vramscope[mlx]'"
+INSTALL_HINT = f"install it with: {install_hint(Engine.MLX)}"
 
 _MLX_DTYPES = {
     "F16": "float16",
@@ -53,19 +61,22 @@ class MlxVersions:
 
 
 def import_mlx() -> MlxVersions:
-    """Import mlx and mlx-lm, or NoMlxError naming the interpreter that lacks them."""
+    """Import mlx and mlx-lm; NoMlxError naming the interpreter that lacks them, or
+    EngineLoadError when they are installed but their import raises."""
+    for name in ("mlx", "mlx_lm"):
+        if not module_found(name):
+            label = name.replace("_", "-")
+            raise NoMlxError(
+                f"{label} cannot be imported by {sys.executable} (not installed); {INSTALL_HINT}"
+            )
     try:
         import mlx.core as mx
-    except ImportError as exc:
-        raise NoMlxError(
-            f"mlx cannot be imported by {sys.executable} ({exc}); {INSTALL_HINT}"
-        ) from None
+    except Exception as exc:  # whatever loading its native library raises
+        raise EngineLoadError(load_failure("mlx", exc)) from None
     try:
         mlx_lm = _import_mlx_lm_without_torch()
-    except ImportError as exc:
-        raise NoMlxError(
-            f"mlx-lm cannot be imported by {sys.executable} ({exc}); {INSTALL_HINT}"
-        ) from None
+    except Exception as exc:
+        raise EngineLoadError(load_failure("mlx-lm", exc)) from None
     return MlxVersions(_version(mx), _version(mlx_lm))
 
 

@@ -12,7 +12,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from core.backend import Backend
-from hip_backend.errors import NoDeviceError, NoTorchError, UnsupportedDeviceError
+from core.measurement.engine import Engine
+from hip_backend.engines import install_hint, load_failure, module_found
+from hip_backend.errors import (
+    EngineLoadError,
+    NoDeviceError,
+    NoTorchError,
+    UnsupportedDeviceError,
+)
 from hip_backend.host import cpu_name
 from hip_backend.torch_engine import int4_cpu
 from hip_backend.torch_engine.inflight import Event, LaggingEvent
@@ -45,14 +52,17 @@ class DeviceInfo:
 
 
 def import_torch() -> Any:
-    """torch, or NoTorchError naming the interpreter that lacks it."""
+    """torch; NoTorchError naming the interpreter that lacks it, or EngineLoadError when
+    it is installed but its import raises (the two are told apart by finding it first)."""
+    if not module_found("torch"):
+        raise NoTorchError(
+            f"torch cannot be imported by {sys.executable} (not installed); "
+            f"install it with: {install_hint(Engine.TORCH)}"
+        )
     try:
         import torch
-    except ImportError as exc:
-        raise NoTorchError(
-            f"torch cannot be imported by {sys.executable} ({exc}); "
-            "install it with: pip install 'vramscope[measure]'"
-        ) from None
+    except Exception as exc:  # OSError, ImportError, RuntimeError: whatever its load raises
+        raise EngineLoadError(load_failure("torch", exc)) from None
     return torch
 
 

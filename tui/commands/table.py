@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from core.measurement.report import TableRow, markdown_table
-    from hip_backend import measure, prepare
+    from hip_backend import measure, missing_engine, prepare
 
     contexts = parse_int_list("--contexts", args.contexts, 1)
     budgets = parse_int_list("--budgets", args.budgets, 0)
@@ -116,6 +116,11 @@ def _run(args: argparse.Namespace) -> int:
         # Said before any run starts; a folder that is not there is never made.
         raise UsageError("--out", f"cannot write {args.out}: no such folder")
     engines = parse_engines(args.engine)
+    for engine in engines:
+        missing = missing_engine(engine)
+        if missing is not None:  # one line naming the extra, before any run
+            print(failure_line(missing), file=sys.stderr)
+            return EXIT_ERROR
     for context in contexts:
         if context <= args.gen_tokens:
             raise UsageError(
