@@ -30,18 +30,24 @@ install: $(DEV_STAMP)
 run: $(RUN_STAMP)
 	$(BIN)/vramscope $(RUN_ARGS)
 
+# Bytecode is cached under .pytest_cache even where PYTHONDONTWRITEBYTECODE is set:
+# rewriting and compiling the test modules anew in every worker took 5-10 s of each run.
+PYTEST := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/.pytest_cache/pycache $(BIN)/pytest
+
+# The whole suite in two runs: everything but the tmux tests on two workers, a test file
+# per worker (its module fixtures, such as a measured sweep, are then made once), then
+# the tmux tests alone, so that no other worker loads the machine while they read the
+# terminal against a deadline.
 test: lint typecheck
-	$(BIN)/pytest -q
+	$(PYTEST) -q -n 2 --dist loadfile -m "not serial"
+	$(PYTEST) -q -m serial
 
 # Unit and Pilot tests only: no snapshots, no child processes (the full suite is `make test`).
 # Three workers on two cores: the Pilot tests wait for the app to idle between keys.
 # tests/hip_backend is all child processes (tests/conftest.py): not even collected here,
-# so torch and mlx-lm are never imported. Bytecode is cached under .pytest_cache even
-# where PYTHONDONTWRITEBYTECODE is set: rewriting and compiling the test modules anew
-# in every worker took 5-10 s of each run.
+# so torch and mlx-lm are never imported. Bytecode: see PYTEST above.
 test-fast: $(DEV_STAMP)
-	PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/.pytest_cache/pycache \
-		$(BIN)/pytest -q -n 3 --ignore=tests/hip_backend \
+	$(PYTEST) -q -n 3 --ignore=tests/hip_backend \
 		-m "not snapshot and not child_process and not slow and not gpu"
 
 lint: $(DEV_STAMP)

@@ -63,8 +63,15 @@ def _spawns_a_process(item: pytest.Item) -> bool:
     return bool(_SPAWNS.search(source))
 
 
+# `make test` runs these alone after the rest (which runs on two workers): they read a
+# real terminal in tmux against a deadline, and one flaked with other workers busy.
+_SERIAL_FILES = ("tests/tui/test_tmux.py",)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
+        if Path(str(item.fspath)).as_posix().endswith(_SERIAL_FILES):
+            item.add_marker(pytest.mark.serial)
         if "snap_compare" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.snapshot)
         if _spawns_a_process(item):
