@@ -38,9 +38,10 @@ PYTEST := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/.pytest_cache/p
 # per worker (its module fixtures, such as a measured sweep, are then made once), then
 # the tmux tests alone, so that no other worker loads the machine while they read the
 # terminal against a deadline.
+# The serial run goes on when the first failed; make fails if either did.
 test: lint typecheck
-	$(PYTEST) -q -n 2 --dist loadfile -m "not serial"
-	$(PYTEST) -q -m serial
+	$(PYTEST) -q -n 2 --dist loadfile -m "not serial"; status=$$?; \
+		$(PYTEST) -q -m serial && exit $$status
 
 # Unit and Pilot tests only: no snapshots, no child processes (the full suite is `make test`).
 # Three workers on two cores: the Pilot tests wait for the app to idle between keys.
