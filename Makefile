@@ -2,52 +2,78 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+PIP := $(BIN)/pip install --disable-pip-version-check -q -c requirements/constraints.txt
+# Two installs, one stamp each: `make run` installs only what the explorer, inspect, fit
+# and the Hub reads need (no torch, no mlx, no test tools); `make test` (and `make
+# install`) adds every extra and the test tools. Either order upgrades the same .venv.
+RUN_STAMP := $(VENV)/.installed-run
+DEV_STAMP := $(VENV)/.installed-dev
+EXTRAS := measure,mlx,rocm,nvidia,test
+# `make run RUN_ARGS='inspect MODEL'` runs a command instead of the explorer.
+RUN_ARGS ?=
 
-.PHONY: install run test test-fast lint typecheck check screenshots snapshot-update bench clean
+.PHONY: install run test test-fast lint typecheck check screenshots snapshot-update bench bench-install clean
 
-$(STAMP): pyproject.toml requirements/constraints.txt
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --disable-pip-version-check -q -c requirements/constraints.txt -e '.[measure,test]'
-	touch $(STAMP)
+$(RUN_STAMP): pyproject.toml requirements/constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(PIP) -e .
+	touch $@
 
-install: $(STAMP)
+# The full install holds the base one too, so it stamps both.
+$(DEV_STAMP): pyproject.toml requirements/constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(PIP) -e '.[$(EXTRAS)]'
+	touch $(RUN_STAMP) $@
 
-run: $(STAMP)
-	$(BIN)/vramscope
+install: $(DEV_STAMP)
 
+run: $(RUN_STAMP)
+	$(BIN)/vramscope $(RUN_ARGS)
+
+# Bytecode is cached under .pytest_cache even where PYTHONDONTWRITEBYTECODE is set:
+# rewriting and compiling the test modules anew in every worker took 5-10 s of each run.
+PYTEST := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/.pytest_cache/pycache $(BIN)/pytest
+
+# The whole suite in two runs: everything but the tmux tests on two workers, a test file
+# per worker (its module fixtures, such as a measured sweep, are then made once), then
+# the tmux tests alone, so that no other worker loads the machine while they read the
+# terminal against a deadline.
+# The serial run goes on when the first failed; make fails if either did.
 test: lint typecheck
-	$(BIN)/pytest -q
+	$(PYTEST) -q -n 2 --dist loadfile -m "not serial"; status=$$?; \
+		$(PYTEST) -q -m serial && exit $$status
 
 # Unit and Pilot tests only: no snapshots, no child processes (the full suite is `make test`).
 # Three workers on two cores: the Pilot tests wait for the app to idle between keys.
 # tests/hip_backend is all child processes (tests/conftest.py): not even collected here,
-# so torch and mlx-lm are never imported. Bytecode is cached under .pytest_cache even
-# where PYTHONDONTWRITEBYTECODE is set: rewriting and compiling the test modules anew
-# in every worker took 5-10 s of each run.
-test-fast: $(STAMP)
-	PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/.pytest_cache/pycache \
-		$(BIN)/pytest -q -n 3 --ignore=tests/hip_backend \
+# so torch and mlx-lm are never imported. Bytecode: see PYTEST above.
+test-fast: $(DEV_STAMP)
+	$(PYTEST) -q -n 3 --ignore=tests/hip_backend \
 		-m "not snapshot and not child_process and not slow and not gpu"
 
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(BIN)/ruff check core tui hip_backend tests scripts
 	$(BIN)/ruff format --check core tui hip_backend tests scripts
 
-typecheck: $(STAMP)
+typecheck: $(DEV_STAMP)
 	$(BIN)/mypy
 
 check: lint typecheck test
 
-snapshot-update: $(STAMP)
+snapshot-update: $(DEV_STAMP)
 	$(BIN)/pytest -q tests/tui --snapshot-update
 
-screenshots: $(STAMP)
+screenshots: $(DEV_STAMP)
 	$(BIN)/python scripts/make_screenshots.py
 
-bench: $(STAMP)
+bench: $(DEV_STAMP)
 	$(BIN)/python scripts/benchmark.py
 	$(BIN)/python scripts/bench_tui.py
+
+# From a fresh clone of HEAD (and of REF=<commit>, for a before/after): `make run`'s
+# install to the first screen, and the size of .venv.
+bench-install:
+	$(PYTHON) scripts/bench_install.py $(if $(REF),--ref $(REF))
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -24,7 +24,7 @@ See docs/measuring.md.
 from __future__ import annotations
 
 from core.measurement.engine import DEFAULT_ENGINE, Engine
-from hip_backend.engines import is_installed
+from hip_backend.engines import is_installed, missing_engine
 from hip_backend.errors import MeasureError
 from hip_backend.external.record import external_peak
 from hip_backend.external.run import CommandRun, check_command, run_command, stop_command
@@ -53,6 +53,7 @@ __all__ = [
     "external_peak",
     "is_available",
     "measure",
+    "missing_engine",
     "prepare",
     "prepare_parallel",
     "read_hostfile",

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from core.measurement.engine import Engine
+from core.measurement.result import FailureKind, MeasurementFailure
 
 if TYPE_CHECKING:
     from core.measurement.protocol import MeasureEvent
@@ -38,14 +40,22 @@ class EngineRuntime:
     """The subpackage whose `measure` runs a job in the child."""
     requires: tuple[str, ...]
     """The modules its runtime imports (`is_available` finds them without importing)."""
+    extra: str
+    """The pip extra that installs them: `pip install 'vramscope[EXTRA]'`."""
+    missing: FailureKind
+    """The failure when they are not installed."""
     budget_from_env: bool = False
     """Its runtime reads the in-flight budget from `MLX_ROCM_MAX_INFLIGHT_MB` itself, so
     an explicit budget is handed to the child in that variable."""
 
 
 ENGINES: dict[Engine, EngineRuntime] = {
-    Engine.TORCH: EngineRuntime("hip_backend.torch_engine", ("torch",)),
-    Engine.MLX: EngineRuntime("hip_backend.mlx_engine", ("mlx", "mlx_lm"), budget_from_env=True),
+    Engine.TORCH: EngineRuntime(
+        "hip_backend.torch_engine", ("torch",), "measure", FailureKind.NO_TORCH
+    ),
+    Engine.MLX: EngineRuntime(
+        "hip_backend.mlx_engine", ("mlx", "mlx_lm"), "mlx", FailureKind.NO_MLX, budget_from_env=True
+    ),
 }
 
 
@@ -54,10 +64,38 @@ def runtime(engine: Engine) -> EngineRuntime:
     return ENGINES[engine]
 
 
+def module_found(name: str) -> bool:
+    """True when `name` is installed for this interpreter (found, not imported): an
+    engine whose import then fails is installed but failed to load, not missing."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # a broken parent package, a module without a spec
+        return False
+
+
 def is_installed(engine: Engine) -> bool:
     """True when the engine's runtime is installed for this interpreter (checked without
     importing it)."""
-    return all(importlib.util.find_spec(name) is not None for name in ENGINES[engine].requires)
+    return all(module_found(name) for name in ENGINES[engine].requires)
+
+
+def install_hint(engine: Engine) -> str:
+    """The command that installs the engine's runtime."""
+    return f"pip install 'vramscope[{ENGINES[engine].extra}]'"
+
+
+def missing_engine(engine: Engine) -> MeasurementFailure | None:
+    """The failure to report before starting a run when the engine's runtime is not
+    installed for this interpreter (the one the measuring child runs), else None."""
+    missing = [name for name in ENGINES[engine].requires if not module_found(name)]
+    if not missing:
+        return None
+    names = " and ".join(name.replace("_", "-") for name in missing)
+    return MeasurementFailure(
+        ENGINES[engine].missing,
+        f"{names} not found by {sys.executable}; install the {engine.value} engine with: "
+        f"{install_hint(engine)}",
+    )
 
 
 def engine_measure(engine: Engine) -> EngineMeasure:

@@ -31,7 +31,7 @@ class EngineLoadError(MeasureError):
     """The engine's package is installed but failed to load (a broken build, a library
     that does not link)."""
 
-    kind = FailureKind.ENGINE_LOAD_FAILED
+    kind = FailureKind.ENGINE_FAILED_TO_LOAD
 
 
 _MEMORY_WORDS = ("failed to map segment", "cannot allocate memory", "out of memory")

@@ -63,8 +63,16 @@ def _spawns_a_process(item: pytest.Item) -> bool:
     return bool(_SPAWNS.search(source))
 
 
+# `make test` runs these alone after the rest (which runs on two workers): the tmux tests
+# read a real terminal against a deadline, and one flaked with other workers busy; the
+# Hub list test must see a read in flight within the fake Hub's 0.4 s delay.
+_SERIAL_FILES = ("tests/tui/test_tmux.py", "tests/tui/test_hub_in_list.py")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
+        if Path(str(item.fspath)).as_posix().endswith(_SERIAL_FILES):
+            item.add_marker(pytest.mark.serial)
         if "snap_compare" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.snapshot)
         if _spawns_a_process(item):

@@ -25,7 +25,7 @@ class FailureKind(enum.Enum):
 
     NO_TORCH = "no_torch"
     NO_MLX = "no_mlx"
-    ENGINE_LOAD_FAILED = "engine_load_failed"
+    ENGINE_FAILED_TO_LOAD = "engine_failed_to_load"
     NO_DEVICE = "no_device"
     UNSUPPORTED_DEVICE = "unsupported_device"
     OUT_OF_MEMORY = "out_of_memory"
@@ -45,7 +45,7 @@ class FailureKind(enum.Enum):
 _FAILURE_LABELS = {
     FailureKind.NO_TORCH: "torch is not installed",
     FailureKind.NO_MLX: "mlx is not installed",
-    FailureKind.ENGINE_LOAD_FAILED: "the engine failed to load",
+    FailureKind.ENGINE_FAILED_TO_LOAD: "engine installed but failed to load",
     FailureKind.NO_DEVICE: "no such device",
     FailureKind.UNSUPPORTED_DEVICE: "no kernels for this GPU",
     FailureKind.OUT_OF_MEMORY: "out of memory",

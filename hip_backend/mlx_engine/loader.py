@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from core.backend import Backend
+from core.measurement.engine import Engine
+from hip_backend.engines import install_hint, module_found
 from hip_backend.errors import (
     BadModelError,
     NoDeviceError,
@@ -33,7 +35,7 @@ from hip_backend.errors import (
 from hip_backend.host import cpu_name
 from hip_backend.model.manifest import WeightPlan
 
-INSTALL_HINT = "install it with: pip install 'vramscope[mlx]'"
+INSTALL_HINT = f"install it with: {install_hint(Engine.MLX)}"
 
 _MLX_DTYPES = {
     "F16": "float16",
@@ -59,14 +61,21 @@ class MlxVersions:
 
 
 def import_mlx() -> MlxVersions:
-    """Import mlx and mlx-lm, or NoMlxError naming the interpreter that lacks them."""
+    """Import mlx and mlx-lm; NoMlxError naming the interpreter that lacks them, or
+    EngineLoadError when they are installed but their import raises."""
+    for name in ("mlx", "mlx_lm"):
+        if not module_found(name):
+            label = name.replace("_", "-")
+            raise NoMlxError(
+                f"{label} cannot be imported by {sys.executable} (not installed); {INSTALL_HINT}"
+            )
     try:
         import mlx.core as mx
-    except (ImportError, MemoryError, OSError) as exc:
+    except Exception as exc:  # whatever loading its native library raises
         raise import_failure("mlx", exc, NoMlxError, INSTALL_HINT) from None
     try:
         mlx_lm = _import_mlx_lm_without_torch()
-    except (ImportError, MemoryError, OSError) as exc:
+    except Exception as exc:
         raise import_failure("mlx_lm", exc, NoMlxError, INSTALL_HINT) from None
     return MlxVersions(_version(mx), _version(mlx_lm))
 

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from core.backend import Backend
+from core.measurement.engine import Engine
+from hip_backend.engines import install_hint, module_found
 from hip_backend.errors import (
     NoDeviceError,
     NoTorchError,
@@ -49,11 +51,17 @@ class DeviceInfo:
 
 
 def import_torch() -> Any:
-    """torch, or NoTorchError naming the interpreter that lacks it."""
+    """torch; NoTorchError naming the interpreter that lacks it, or EngineLoadError when
+    it is installed but its import raises (the two are told apart by finding it first)."""
+    if not module_found("torch"):
+        raise NoTorchError(
+            f"torch cannot be imported by {sys.executable} (not installed); "
+            f"install it with: {install_hint(Engine.TORCH)}"
+        )
     try:
         import torch
-    except (ImportError, MemoryError, OSError) as exc:
-        hint = "install it with: pip install 'vramscope[measure]'"
+    except Exception as exc:  # OSError, ImportError, RuntimeError: whatever its load raises
+        hint = f"install it with: {install_hint(Engine.TORCH)}"
         raise import_failure("torch", exc, NoTorchError, hint) from None
     return torch
 

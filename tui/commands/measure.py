@@ -95,9 +95,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from hip_backend import measure, prepare, prepare_parallel, read_hostfile
+    from hip_backend import measure, missing_engine, prepare, prepare_parallel, read_hostfile
     from tui.commands.shared.run_report import run_json, run_lines
 
+    missing = missing_engine(Engine.named(args.engine))
+    if missing is not None:  # one line naming the extra, before any child starts
+        print(failure_line(missing), file=sys.stderr)
+        return EXIT_ERROR
     plan = parallel_plan(args)
     if plan is None and args.hostfile is not None:
         raise UsageError("--hostfile", "places the ranks of --tp N or --pp N; give one of them")

@@ -159,7 +159,7 @@ def _history_table(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from core.measurement.report import TableRow, markdown_table
-    from hip_backend import measure, prepare
+    from hip_backend import measure, missing_engine, prepare
 
     if args.out is not None:  # said before any run starts
         check_out_path("--out", args.out)
@@ -168,6 +168,11 @@ def _run(args: argparse.Namespace) -> int:
     contexts = parse_int_list("--contexts", args.contexts, 1)
     budgets = parse_int_list("--budgets", args.budgets, 0)
     engines = parse_engines(args.engine)
+    for engine in engines:
+        missing = missing_engine(engine)
+        if missing is not None:  # one line naming the extra, before any run
+            print(failure_line(missing), file=sys.stderr)
+            return EXIT_ERROR
     for context in contexts:
         if context <= args.gen_tokens:
             raise UsageError(

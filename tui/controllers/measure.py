@@ -29,11 +29,13 @@ TICK_S = 0.5
 
 
 def unsupported(engine: Engine, snapshot: ModelSnapshot | None) -> MeasurementFailure | None:
-    """The engine's own refusal of a model family, known from the config alone."""
-    if snapshot is None or snapshot.config is None:
-        return None
-    from hip_backend import config_refusal  # no torch: the config check only
+    """The engine's refusal, known before a child starts: its runtime is not installed
+    (naming the extra to install), or it does not load the model's family."""
+    from hip_backend import config_refusal, missing_engine  # no torch: find, never import
 
+    missing = missing_engine(engine)
+    if missing is not None or snapshot is None or snapshot.config is None:
+        return missing
     return config_refusal(engine, snapshot.config)
 
 
