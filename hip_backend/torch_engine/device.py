@@ -6,6 +6,7 @@ A ROCm build of torch exposes HIP devices through the `torch.cuda` API, with
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any

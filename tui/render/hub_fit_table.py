@@ -9,13 +9,24 @@ from core.answer.fit import rank_key
 from core.display_text import clean_text
 from core.hub_fit import HubFitRow
 from core.units import format_bytes_short
-from tui.render.fit_table import COLUMNS, column_key, table_row
+from tui.render.fit_table import COLUMNS, FIT_COLUMNS, column_key, table_row
+from tui.render.table_columns import TableColumn
 
 HUB_EXTRA = ("TRAINED", "DOWNLOADS", "LIKES", "UPDATED")
 HUB_COLUMNS = (*COLUMNS[:-1], *HUB_EXTRA, COLUMNS[-1])
 """fit's columns with the listing's before FROM (which stays last)."""
 HUB_RIGHT = frozenset({"WEIGHTS", "TOTAL", "SLACK", "MAX CONTEXT", *HUB_EXTRA})
 HUB_SORTS = ("RANK", *HUB_COLUMNS)
+HUB_TABLE_COLUMNS = (
+    *FIT_COLUMNS[:-1],
+    # The listing's columns go before fit's own extras when the view narrows.
+    TableColumn("TRAINED", 8, right=True),
+    TableColumn("DOWNLOADS", 9, right=True),
+    TableColumn("LIKES", 10, right=True),
+    TableColumn("UPDATED", 11),
+    FIT_COLUMNS[-1],
+)
+"""HUB_COLUMNS as the Fits view's Hub scope lays them out (`tui.render.table_columns`)."""
 BOUND_MARK = "≈"
 
 

@@ -25,7 +25,13 @@ from core.hub_fit import HubFitRow
 from tui.controllers.hub_fit_rows import HubFitController
 from tui.messages import FitPick, HubRowsRead
 from tui.render.fit_table import fit_heading
-from tui.render.hub_fit_table import HUB_COLUMNS, HUB_RIGHT, HUB_SORTS, hub_cells, hub_sorted
+from tui.render.hub_fit_table import (
+    HUB_COLUMNS,
+    HUB_SORTS,
+    HUB_TABLE_COLUMNS,
+    hub_cells,
+    hub_sorted,
+)
 from tui.widgets.fit_table_view import FitTableView
 
 REPAINT_S = 0.2
@@ -85,7 +91,7 @@ class HubFitsScreen(Screen[FitPick | None]):
                 id="hub-query",
                 compact=True,
             )
-            yield FitTableView(HUB_COLUMNS, HUB_RIGHT, "VERDICT", id="hub-fits-table")
+            yield FitTableView(HUB_TABLE_COLUMNS, "VERDICT", id="hub-fits-table")
             yield Static("", id="hub-fits-status", markup=False)
         yield Footer()
 
