@@ -194,7 +194,7 @@ async def explorer_figures(case: Case, name: str, models_dir: Path | None) -> di
         "max_tokens": case.tokens,
         "batch": case.batch,
         "kv_int8": case.kv_int8,
-        "backend": case.backend,
+        "backend": Backend(case.backend),
         "preset": case.preset,
         "memory_limit": case.size,
         "models_dirs": dirs,
