@@ -67,11 +67,17 @@ def _spawns_a_process(item: pytest.Item) -> bool:
 # read a real terminal against a deadline, and one flaked with other workers busy; the
 # Hub list test must see a read in flight within the fake Hub's 0.4 s delay.
 _SERIAL_FILES = ("tests/tui/test_tmux.py", "tests/tui/test_hub_in_list.py")
+"""Run alone after the parallel part: timing under load, and every tmux test (a file
+named `test_tmux.py` or `*_tmux.py`): a loaded tmux server handed the app 80x24 first."""
+
+
+def _serial(path: str) -> bool:
+    return path.endswith(_SERIAL_FILES) or path.endswith("_tmux.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if Path(str(item.fspath)).as_posix().endswith(_SERIAL_FILES):
+        if _serial(Path(str(item.fspath)).as_posix()):
             item.add_marker(pytest.mark.serial)
         if "snap_compare" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.snapshot)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from core.measurement.engine import Engine
+from core.measurement.engine import MEASURING_ENGINES, Engine
 from core.measurement.result import FailureKind
 from tests.tui.helpers import LLAMA, build_app, settle, wait_for
 from tui.cli import main
@@ -36,7 +36,7 @@ def hide(monkeypatch: pytest.MonkeyPatch, *names: str) -> None:
         monkeypatch.setitem(sys.modules, name, None)
 
 
-@pytest.mark.parametrize("engine", list(Engine))
+@pytest.mark.parametrize("engine", MEASURING_ENGINES)
 @pytest.mark.parametrize("command", ["measure", "table"])
 def test_a_missing_engine_names_its_extra_in_one_line_and_exits_2(
     engine: Engine, command: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
