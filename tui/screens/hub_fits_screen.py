@@ -19,7 +19,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from core.hub_fit import HubFitRow
 from tui.controllers.hub_fit_rows import HubFitController
@@ -33,6 +33,7 @@ from tui.render.hub_fit_table import (
     hub_sorted,
 )
 from tui.widgets.fit_table_view import FitTableView
+from tui.widgets.key_footer import KeyFooter
 
 REPAINT_S = 0.2
 """Rows arriving after the first are painted at most this often."""
@@ -63,7 +64,7 @@ class HubFitsScreen(Screen[FitPick | None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Local rows"),
         Binding("slash", "query", "Query", priority=True),  # a burst lands in the box
-        Binding("s", "sort_next", "Sort by next column"),
+        Binding("s", "sort_next", "Sort"),
         Binding("S", "sort_reverse", "Reverse"),
     ]
 
@@ -93,7 +94,7 @@ class HubFitsScreen(Screen[FitPick | None]):
             )
             yield FitTableView(HUB_TABLE_COLUMNS, "VERDICT", id="hub-fits-table")
             yield Static("", id="hub-fits-status", markup=False)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         box = self.query_one("#hub-fits", Vertical)
