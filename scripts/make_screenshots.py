@@ -129,6 +129,25 @@ SHOTS = (
     ),
 )
 
+SNAPSHOTS = ROOT / "tests" / "tui" / "__snapshots__"
+FROM_SNAPSHOTS = (
+    (
+        "hub-scope-160x48",
+        (160, 48),
+        SNAPSHOTS / "test_hub_fits_view" / "TestHubScopeSnapshots.test_hub_scope_160x48.svg",
+        "`h` in the Fits view: the Hub's models for the settings on screen, listed then read "
+        "(five repos of the suite's local Hub, a 76.80 GiB budget).",
+    ),
+    (
+        "hub-scope-80x24",
+        (80, 24),
+        SNAPSHOTS / "test_hub_fits_view" / "TestHubScopeSnapshots.test_hub_scope_80x24.svg",
+        "The Hub scope at 80x24: the answer columns whole, every key in the footer.",
+    ),
+)
+"""Shots of screens that need a Hub: the snapshot tests draw them against the suite's
+local Hub server (`make snapshot-update` redraws them); here they become PNGs."""
+
 PUBLISHED_PEAKS = ((640, 256, 518), (640, 1024, 614), (640, 4096, 923), (4096, 256, 602))
 PUBLISHED_PEAKS += ((4096, 4096, 1011), (4096, 1024, 695))
 """mlxcel's printed gfx1151 peaks for the default model: (context, budget MiB, centi-GB)."""
@@ -197,6 +216,14 @@ def main() -> int:
             (OUT / f"{shot.name}.png").write_bytes(png)
         print(f"screenshots/{shot.name}.svg/.png  {shot.size[0]}x{shot.size[1]}  {shot.caption}")
     home.cleanup()
+    for name, size, source, caption in FROM_SNAPSHOTS:
+        svg = source.read_text(encoding="utf-8")
+        (OUT / f"{name}.svg").write_text(svg, encoding="utf-8")
+        try:
+            (OUT / f"{name}.png").write_bytes(svg_to_png(svg, size[0] * PNG_PX_PER_COLUMN))
+        except PngUnavailable as exc:
+            print(f"{exc}: SVG only", file=sys.stderr)
+        print(f"screenshots/{name}.svg/.png  {size[0]}x{size[1]}  {caption}")
     return 0
 
 
