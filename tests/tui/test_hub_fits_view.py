@@ -160,3 +160,26 @@ class TestHubScopeSnapshots:
     def test_hub_scope_80x24(self, hub: FakeHub, snap_compare: Any) -> None:
         """The narrow layout: the table scrolls sideways, the status wraps."""
         assert snap_compare(hub_app(), terminal_size=(80, 24), run_before=hub_rows_done)
+
+
+async def test_a_slash_burst_lands_in_the_box_and_a_slash_in_the_box_is_a_letter(
+    hub: FakeHub,
+) -> None:
+    # `/` then the text in one burst: with `/` a plain binding the first letters went to
+    # the table focus was leaving. In the box `/` is a letter: repo ids have one (the
+    # Hub scope's priority `/` once dropped it from `Qwen/Qwen3`).
+    app = hub_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("f")
+        await wait_for(
+            pilot, lambda: isinstance(app.screen, FitsScreen) and app.screen.done, "rows"
+        )
+        fits = app.screen
+        await type_keys(pilot, "/qwen/q")
+        assert fits.query_one("#fits-filter", Input).value == "qwen/q"
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is not fits, "back to the explorer")
+        screen = await open_hub_scope(pilot)  # the query box has the focus
+        await type_keys(pilot, "Qwen/Qwen3")
+        assert screen.query_one("#hub-query", Input).value == "Qwen/Qwen3"

@@ -66,7 +66,7 @@ class FitsScreen(Screen[FitPick | None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Back"),
         Binding("f", "close", "Back", show=False),
-        Binding("slash", "filter", "Filter"),
+        Binding("slash", "filter", "Filter", priority=True),  # a burst lands in the box
         Binding("s", "sort_next", "Sort"),
         Binding("S", "sort_reverse", "Reverse"),
         Binding("down", "to_table", show=False),
@@ -220,6 +220,11 @@ class FitsScreen(Screen[FitPick | None]):
     def action_close(self) -> None:
         """Back to the explorer, nothing picked."""
         self.dismiss(None)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # `/` is a priority binding, so the keys after it in a burst land in the box; in
+        # the box itself it is a letter (repo ids have one).
+        return not (action == "filter" and isinstance(self.focused, Input))
 
     def action_filter(self) -> None:
         """Focus the filter."""

@@ -190,6 +190,11 @@ class HubFitsScreen(Screen[FitPick | None]):
         """Back to the local rows, nothing picked."""
         self.dismiss(None)
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # `/` is a priority binding, so the keys after it in a burst land in the box; in
+        # the box itself it is a letter (repo ids have one).
+        return not (action == "query" and isinstance(self.focused, Input))
+
     def action_query(self) -> None:
         """Focus the query box."""
         self.set_focus(self.query_one("#hub-query", Input))
