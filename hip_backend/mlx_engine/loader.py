@@ -145,11 +145,12 @@ def select_device(choice: str) -> MlxDevice:
     import mlx.core as mx
 
     gpu_ok = mx.is_available(mx.gpu)
-    if choice == "cpu" or (choice == "auto" and not gpu_ok):
+    asked = None if choice == "auto" else Backend(choice)  # None: whatever MLX has
+    if asked is Backend.CPU or (asked is None and not gpu_ok):
         mx.set_default_device(mx.cpu)
         return MlxDevice(Backend.CPU, cpu_name(), None, None)
     if not gpu_ok:
-        wheel = "mlx-cuda-12 or mlx-cuda-13" if choice == "cuda" else "an MLX ROCm build"
+        wheel = "mlx-cuda-12 or mlx-cuda-13" if asked is Backend.CUDA else "an MLX ROCm build"
         raise NoDeviceError(
             f"{choice.upper()} was asked for, but mlx {_version(mx)} has no GPU backend "
             f"here (install {wheel})"
@@ -157,7 +158,7 @@ def select_device(choice: str) -> MlxDevice:
     mx.set_default_device(mx.gpu)
     info = dict(mx.device_info(mx.gpu))
     kind = gpu_kind(mx, info)
-    if choice != "auto" and kind is not Backend(choice):
+    if asked is not None and kind is not asked:
         raise NoDeviceError(f"{choice.upper()} was asked for, but MLX's GPU here is {kind.value}")
     total = info.get("memory_size", info.get("total_memory"))
     arch = info.get("architecture")

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from core.backend import Backend
+from core.measurement.fields import QueueEmulation
 
 DEFAULT_OP_CAP = 2000
 """`MLX_MAX_OPS_PER_BUFFER`'s default."""
@@ -35,7 +36,7 @@ def emulates_rocm(emulate: str, device_kind: Backend) -> bool:
     which stands in for the ROCm machine, and none on CUDA, where MLX has no bound)."""
     if emulate == "auto":
         return device_kind in (Backend.ROCM, Backend.CPU)
-    return emulate == "rocm"
+    return QueueEmulation(emulate) is QueueEmulation.ROCM
 
 
 class Event(Protocol):
