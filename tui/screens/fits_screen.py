@@ -206,11 +206,6 @@ class FitsScreen(Screen[FitPick | None]):
         """The Hub scope (`tui.screens.hub_fits_screen`): a pick there is a pick here."""
         from tui.screens.hub_fits_screen import HubFitsScreen
 
-        box = self.query_one("#fits-filter", Input)
-        if self.focused is box:  # typed in the filter: a letter like any other
-            box.insert_text_at_cursor("h")
-            return
-
         def picked(pick: FitPick | None) -> None:
             if pick is not None:
                 self.dismiss(pick)
@@ -222,9 +217,10 @@ class FitsScreen(Screen[FitPick | None]):
         self.dismiss(None)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        # `/` is a priority binding, so the keys after it in a burst land in the box; in
-        # the box itself it is a letter (repo ids have one).
-        return not (action == "filter" and isinstance(self.focused, Input))
+        # `/` and `h` are priority bindings, so the keys after them in a burst land where
+        # they lead; in the filter they are letters (repo ids have both), and Textual then
+        # hands the key to the box.
+        return not (action in ("filter", "hub") and isinstance(self.focused, Input))
 
     def action_filter(self) -> None:
         """Focus the filter."""
