@@ -43,7 +43,7 @@ breaks the requests other threads have in flight on it."""
 def _transient(text: str) -> bool:
     """The one-line error of a read whose connection went away under it."""
     if "client has been closed" in text or "Bad file descriptor" in text:
-        return True
+        return True  # as core.hub.fetch.client_closed, read from the one-line error
     lost = "stopped answering" in text or "unreachable" in text
     return lost and "timed out" not in text
 

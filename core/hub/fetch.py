@@ -146,7 +146,28 @@ class Body:
     data: bytes
 
 
+def client_closed(exc: BaseException) -> bool:
+    """A request that failed because huggingface_hub closed its one shared HTTP client
+    under it: it does so whenever any request of the process fails to connect, which
+    breaks the requests other threads have in flight (fit --hub's, the explorer's)."""
+    text = str(exc)
+    return "client has been closed" in text or "Bad file descriptor" in text
+
+
 def get_capped(
+    url: str, deadline: Deadline, cap: int, *, start: int = 0, ranged: bool = True
+) -> Body:
+    """`_get_capped`, asked once more of a new client when the shared one was closed
+    under it (nothing of the answer was kept: the request starts again)."""
+    try:
+        return _get_capped(url, deadline, cap, start=start, ranged=ranged)
+    except Exception as exc:
+        if not client_closed(exc):
+            raise
+        return _get_capped(url, deadline, cap, start=start, ranged=ranged)
+
+
+def _get_capped(
     url: str, deadline: Deadline, cap: int, *, start: int = 0, ranged: bool = True
 ) -> Body:
     """Bytes [start, start + cap) of `url` (fewer where the file ends), never more.

@@ -116,12 +116,28 @@ def explorer(tmp_path: Path) -> Iterator[Explorer]:
         running.close()
 
 
-def group_is_gone(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return True
-    return False
+def live_members(pgid: int) -> list[int]:
+    """The group's processes that still run: a zombie has ended and only waits for its
+    parent (here, under load, the container's init) to reap it."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone while listed
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            found.append(int(stat.parent.name))
+    return found
+
+
+def group_is_gone(pgid: int, within_s: float = 0.5) -> bool:
+    """No process of the group still runs within `within_s` of the explorer's end."""
+    deadline = time.monotonic() + within_s
+    while live_members(pgid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 @pytest.mark.parametrize(
