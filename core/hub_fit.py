@@ -26,8 +26,10 @@ from core.answer.question import Question
 from core.catalog.entry import CatalogEntry
 from core.display_text import clean_text
 from core.errors import VramscopeError
+from core.hub.fetch import client_closed
 from core.hub.listing import ListedModel, Listing
-from core.hub.remote import HubOptions, _online, hub_offline_reason, read_hub_model
+from core.hub.remote import HubOptions, read_hub_model
+from core.hub.session import hub_offline_reason, online
 from core.hub.store import lookup
 from core.paths import hub_store_dir
 
@@ -40,10 +42,11 @@ fails to connect (a listing given up on and still retrying, another repo), which
 breaks the requests other threads have in flight on it."""
 
 
-def _transient(text: str) -> bool:
-    """The one-line error of a read whose connection went away under it."""
-    if "client has been closed" in text or "Bad file descriptor" in text:
-        return True  # as core.hub.fetch.client_closed, read from the one-line error
+def _transient(exc: BaseException) -> bool:
+    """A read whose connection went away under it (not one that timed out)."""
+    if client_closed(exc):
+        return True
+    text = str(exc)
     lost = "stopped answering" in text or "unreachable" in text
     return lost and "timed out" not in text
 
@@ -199,7 +202,7 @@ def read_exact(
                 outcome = _read_one(models[i], question, quantizations, timeout_s, env)
             except VramscopeError as exc:
                 text = str(exc)
-                if attempt + 1 < READ_TRIES and _transient(text):
+                if attempt + 1 < READ_TRIES and _transient(exc):
                     time.sleep(0.05 * (attempt + 1))
                     continue
                 results.put((i, clean_text(text)[:300]))
@@ -215,7 +218,7 @@ def read_exact(
         tally.problems.append(problem)
         on_rows(models[i], [HubFitRow(models[i], problem=problem)], tally)
 
-    with _online(timeout_s):
+    with online(timeout_s):
         while pending or running:
             if stop is not None and stop.is_set():
                 break

@@ -46,7 +46,8 @@ from core.errors import (
 )
 from core.estimate.snapshot import ModelSnapshot
 from core.estimate.weights import WeightsSource
-from core.hub.remote import HubOptions, HubRead, hub_offline_reason, read_hub_model
+from core.hub.remote import HubOptions, HubRead, read_hub_model
+from core.hub.session import hub_offline_reason
 from core.hub.store import REPO_ID_RULE, is_repo_id
 from core.paths import hf_cache_dir, hub_store_dir, models_dirs_from_env, repo_folder_name
 

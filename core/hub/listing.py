@@ -29,7 +29,9 @@ from core.atomic_write import atomic_write
 from core.display_text import clean_text
 from core.errors import HubError
 from core.hub import DEFAULT_TIMEOUT_S
-from core.hub.remote import _online, _unreachable, hub_endpoint, hub_offline_reason
+from core.hub.fetch import client_closed
+from core.hub.session import hub_offline_reason, online, unreachable
+from core.hub.settings import hub_endpoint
 from core.hub.store import is_repo_id
 from core.model.safetensors_header import DTYPE_ITEMSIZE
 from core.paths import cache_dir
@@ -294,7 +296,7 @@ def list_hub(
         except HubError as exc:
             # huggingface_hub closed its shared client under this call (another request
             # failed to connect): once more, with the client it makes anew.
-            if "client has been closed" not in str(exc) and "Bad file descriptor" not in str(exc):
+            if not client_closed(exc):
                 raise
             listing = _list_online(query, endpoint, timeout_s, env, progress)
     except HubError as exc:
@@ -350,7 +352,7 @@ def _list_online(
             box["error"] = exc
 
     started = time.monotonic()
-    with _online(timeout_s):
+    with online(timeout_s):
         thread = threading.Thread(target=work, daemon=True, name="vramscope hub listing")
         thread.start()
         thread.join(timeout_s)
@@ -363,7 +365,7 @@ def _list_online(
         problem = f"the Hub at {host} did not finish the listing within {timeout_s:g} s"
     elif "error" in box:
         exc = box["error"]
-        reason = _unreachable(exc)
+        reason = unreachable(exc)
         if reason is not None and not kept:
             raise HubError("--hub", f"the Hub at {host} is unreachable ({reason})")
         problem = f"the listing from {host} stopped: {_why(exc)}"
@@ -385,7 +387,7 @@ def _why(exc: BaseException) -> str:
 
     if isinstance(exc, HfHubHTTPError) and exc.response is not None:
         return f"HTTP {exc.response.status_code}"
-    reason = _unreachable(exc)
+    reason = unreachable(exc)
     if reason is not None:
         return reason
     text = str(exc).splitlines()[0] if str(exc) else ""

@@ -18,21 +18,20 @@ the user allowed (vramscope's own cache scan may have imported the hub offline).
 
 from __future__ import annotations
 
-import contextlib
-import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 from urllib.parse import quote
 
 from core.display_text import clean_text
 from core.errors import HeaderError, HubError, HubNotFoundError, ModelError, UsageError
 from core.hub import DEFAULT_TIMEOUT_S, store
 from core.hub.fetch import Deadline, HubTimeout, get_capped, map_bounded, run_bounded
+from core.hub.session import hub_offline_reason, online, unreachable
 from core.hub.settings import DEFAULT_ENDPOINT, check_settings, hub_endpoint
 from core.model.config import CONFIG_FILE, CONFIG_SIZE_CAP, decode_json
 from core.model.safetensors_header import header_length
@@ -44,7 +43,6 @@ __all__ = [
     "HubOptions",
     "HubRead",
     "hub_endpoint",
-    "hub_offline_reason",
     "read_hub_model",
 ]
 
@@ -57,19 +55,9 @@ HUB_HEADERS_TOTAL_CAP = 256 * 1024 * 1024
 """All headers of one repo together."""
 INFO_CAP = 32 * 1024 * 1024
 """The model info (the file list of a repo with tens of thousands of files fits)."""
-_TRUE = {"1", "ON", "YES", "TRUE"}
 
 Progress = Callable[[str], None]
 T = TypeVar("T")
-
-
-def hub_offline_reason(env: Mapping[str, str] | None = None) -> str | None:
-    """`HF_HUB_OFFLINE=1` (or TRANSFORMERS_OFFLINE) as the hub reads it, else None."""
-    env = os.environ if env is None else env
-    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
-        if env.get(name, "").upper() in _TRUE:
-            return f"{name}={env[name]}"
-    return None
 
 
 @dataclass(frozen=True)
@@ -144,10 +132,10 @@ def read_hub_model(
         return HubRead(repo_id, revision, stored.commit, endpoint, stored.path, note)
     check_settings()  # huggingface_hub reads os.environ itself, at import
     deadline = Deadline.after(options.timeout_s)
-    with _online(options.timeout_s):
+    with online(options.timeout_s):
         try:
             return run_bounded(
-                lambda: _read_online(repo_id, revision, endpoint, root, stored, options, deadline),
+                lambda: _readonline(repo_id, revision, endpoint, root, stored, options, deadline),
                 deadline,
             )
         except HubTimeout:
@@ -177,70 +165,7 @@ def _usable_offline(repo_id: str, stored: store.StoredModel, why: str) -> None:
         )
 
 
-@contextlib.contextmanager
-def _online(timeout_s: float) -> Iterator[None]:
-    """Lift the hub's import-time offline switch and set its download timeout, then restore.
-
-    Reads may overlap (several repos read at once from worker threads): the first in
-    saves and sets, the last out restores, so one read ending never turns the hub
-    offline under another.
-    """
-    from huggingface_hub import constants
-    from huggingface_hub.utils.tqdm import (
-        are_progress_bars_disabled,
-        disable_progress_bars,
-        enable_progress_bars,
-    )
-
-    with _ONLINE_LOCK:
-        if not _ONLINE:
-            # Its retry warnings would break the one-line errors: the outcome is reported.
-            hub_log = logging.getLogger("huggingface_hub")
-            _ONLINE["saved"] = (
-                constants.HF_HUB_OFFLINE,
-                constants.HF_HUB_DOWNLOAD_TIMEOUT,
-                hub_log.level,
-                are_progress_bars_disabled(),
-            )
-            hub_log.setLevel(logging.ERROR)
-            constants.HF_HUB_OFFLINE = False
-            disable_progress_bars()
-        _ONLINE["count"] = _ONLINE.get("count", 0) + 1
-        constants.HF_HUB_DOWNLOAD_TIMEOUT = int(max(1.0, timeout_s))
-    try:
-        yield
-    finally:
-        with _ONLINE_LOCK:
-            _ONLINE["count"] -= 1
-            if _ONLINE["count"] == 0:
-                offline, timeout, level, bars_off = _ONLINE.pop("saved")
-                _ONLINE.clear()
-                constants.HF_HUB_OFFLINE, constants.HF_HUB_DOWNLOAD_TIMEOUT = offline, timeout
-                logging.getLogger("huggingface_hub").setLevel(level)
-                if not bars_off:
-                    enable_progress_bars()
-
-
-_ONLINE_LOCK = threading.Lock()
-_ONLINE: dict[str, Any] = {}
-"""The reads inside `_online` now (`count`) and what the first one in saved."""
-
-
-def _unreachable(exc: BaseException) -> str | None:
-    """A short reason when `exc` means the Hub could not be reached, else None."""
-    import httpx2
-    from huggingface_hub.errors import LocalEntryNotFoundError, OfflineModeIsEnabled
-
-    if isinstance(exc, httpx2.TimeoutException | HubTimeout):
-        return "timed out"
-    if isinstance(exc, httpx2.TransportError | OfflineModeIsEnabled | ConnectionError):
-        return clean_text(str(exc) or type(exc).__name__)[:120]
-    if isinstance(exc, LocalEntryNotFoundError):
-        return "connection failed"
-    return None
-
-
-def _read_online(
+def _readonline(
     repo_id: str,
     revision: str,
     endpoint: str,
@@ -254,7 +179,7 @@ def _read_online(
     except HubError:
         raise
     except Exception as exc:
-        reason = _unreachable(exc)
+        reason = unreachable(exc)
         if reason is None:
             raise _hub_error(repo_id, revision, exc) from None
         if reason == "timed out":
@@ -288,7 +213,7 @@ def _read_online(
     except (ModelError, HeaderError, HubTimeout):
         raise
     except Exception as exc:
-        reason = _unreachable(exc)
+        reason = unreachable(exc)
         if reason == "timed out":
             raise HubError(repo_id, _timed_out(endpoint, options.timeout_s)) from None
         if reason is not None:

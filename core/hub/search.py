@@ -16,12 +16,8 @@ from typing import Any
 from core.display_text import clean_text
 from core.errors import HubError
 from core.hub import DEFAULT_TIMEOUT_S
-from core.hub.remote import (
-    _online,
-    _unreachable,
-    hub_endpoint,
-    hub_offline_reason,
-)
+from core.hub.session import hub_offline_reason, online, unreachable
+from core.hub.settings import hub_endpoint
 
 MAX_RESULTS = 100
 
@@ -63,7 +59,7 @@ def search_hub(
         except Exception as exc:  # reported below, in the caller's thread
             box["error"] = exc
 
-    with _online(timeout_s):
+    with online(timeout_s):
         thread = threading.Thread(target=work, daemon=True)
         thread.start()
         thread.join(timeout_s)
@@ -73,7 +69,7 @@ def search_hub(
         raise HubError("--hub", f"the Hub at {endpoint} did not answer within {timeout_s:g} s")
     if "error" in box:
         exc = box["error"]
-        reason = _unreachable(exc) or f"{type(exc).__name__}: {clean_text(str(exc))[:120]}"
+        reason = unreachable(exc) or f"{type(exc).__name__}: {clean_text(str(exc))[:120]}"
         raise HubError("--hub", f"searching the Hub at {endpoint} failed ({reason})")
     return [_listing(m) for m in box.get("rows", [])]
 
