@@ -8,7 +8,7 @@ PIP := $(BIN)/pip install --disable-pip-version-check -q -c requirements/constra
 # install`) adds every extra and the test tools. Either order upgrades the same .venv.
 RUN_STAMP := $(VENV)/.installed-run
 DEV_STAMP := $(VENV)/.installed-dev
-EXTRAS := measure,mlx,rocm,nvidia,test
+EXTRAS := measure,mlx,rocm,nvidia,png,test
 # `make run RUN_ARGS='inspect MODEL'` runs a command instead of the explorer.
 RUN_ARGS ?=
 

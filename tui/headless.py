@@ -11,9 +11,11 @@ import asyncio
 import html
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from textual.pilot import Pilot
 
+from core.display_text import clean_text
 from core.measurement.result import MeasuredPeak
 from tui.app import VramscopeApp, make_app
 from tui.deps import AppDeps
@@ -103,15 +105,30 @@ class PngUnavailable(RuntimeError):
     """cairosvg, or the cairo library under it, is not installed."""
 
 
-def svg_to_png(svg: str, width: int) -> bytes:
-    """Rasterise an SVG screenshot (needs cairosvg, a dev dependency, and libcairo)."""
+PNG_INSTALL = "pip install 'vramscope[png]'"
+"""What installs cairosvg (libcairo itself comes from the system's packages)."""
+
+
+def _cairosvg() -> Any:
     try:
         import cairosvg
     except (ImportError, OSError) as exc:  # cairocffi raises OSError without libcairo
         raise PngUnavailable(
-            f"writing PNG needs cairosvg and libcairo ({type(exc).__name__}: {exc})"
+            f"writing PNG needs cairosvg and libcairo ({type(exc).__name__}: "
+            f"{clean_text(str(exc))[:120]}): {PNG_INSTALL} and the system's libcairo, "
+            "or write .svg"
         ) from None
+    return cairosvg
 
+
+def check_png() -> None:
+    """Raise `PngUnavailable` now, before a screenshot is rendered, when PNG cannot be written."""
+    _cairosvg()
+
+
+def svg_to_png(svg: str, width: int) -> bytes:
+    """Rasterise an SVG screenshot (needs cairosvg, the `png` extra, and libcairo)."""
+    cairosvg = _cairosvg()
     png = cairosvg.svg2png(bytestring=png_ready_svg(svg).encode("utf-8"), output_width=width)
     assert isinstance(png, bytes)
     return png

@@ -61,8 +61,13 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("OUT", f"'{out}' must end in .svg or .png")
     check_out_path("OUT", out)  # before spending a second on the render
     from tui.deps import default_deps
-    from tui.headless import PngUnavailable, render_svg, svg_to_png
+    from tui.headless import PngUnavailable, check_png, render_svg, svg_to_png
 
+    if out.suffix.lower() == ".png":
+        try:
+            check_png()  # before the render, as the path check
+        except PngUnavailable as exc:
+            raise UsageError("OUT", str(exc)) from None
     press = [k.strip() for k in args.press.split(",") if k.strip()]
     svg = render_svg(default_deps(options.models_dirs), options, args.size, press)
     if out.suffix.lower() == ".png":

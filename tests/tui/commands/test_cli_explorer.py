@@ -60,6 +60,22 @@ def test_screenshot_png(tmp_path: Path) -> None:
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_screenshot_png_without_cairosvg_names_the_extra_before_rendering(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tui.headless
+
+    rendered: list[object] = []
+    monkeypatch.setitem(sys.modules, "cairosvg", None)  # import cairosvg raises ImportError
+    monkeypatch.setattr(tui.headless, "render_svg", lambda *a: rendered.append(a))
+    out = tmp_path / "shot.png"
+    assert exit_code(["screenshot", str(out), "--size", "80x24"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert "pip install 'vramscope[png]'" in err[0] and "or write .svg" in err[0]
+    assert rendered == [] and not out.exists()
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
