@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import re
@@ -56,8 +57,15 @@ def _spawns_a_process(item: pytest.Item) -> bool:
     if {"tiny_model", "tiny_llama"} & set(getattr(item, "fixturenames", ())):
         return True
     function = getattr(item, "function", None)
+    return function is not None and _source_spawns(function)
+
+
+@functools.cache
+def _source_spawns(function: Callable[..., Any]) -> bool:
+    """Once per test function, not per parametrized item: reading the source of every
+    item took 1.3 s of each worker's collection."""
     try:
-        source = inspect.getsource(function) if function is not None else ""
+        source = inspect.getsource(function)
     except (OSError, TypeError):
         return False
     return bool(_SPAWNS.search(source))
