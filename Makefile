@@ -38,13 +38,14 @@ run: $(RUN_STAMP)
 # (collection alone: 23.6 s of CPU per worker, against 12.6 s without the prefix).
 PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/pytest
 
-# The whole suite in two runs: everything but the tmux tests on two workers, a test file
-# per worker (its module fixtures, such as a measured sweep, are then made once), then
-# the tmux tests alone, so that no other worker loads the machine while they read the
-# terminal against a deadline.
+# The whole suite in two runs: everything but the tmux tests on three workers, a test
+# file per worker (its module fixtures, such as a measured sweep, are then made once),
+# then the tmux tests alone, so that no other worker loads the machine while they read
+# the terminal against a deadline. Three workers on two cores: on two, a fifth of the
+# cores' time went idle while tests waited on children, Pilot pauses and deadlines.
 # The serial run goes on when the first failed; make fails if either did.
 test: lint typecheck
-	$(PYTEST) -q -n 2 --dist loadfile -m "not serial"; status=$$?; \
+	$(PYTEST) -q -n 3 --dist loadfile -m "not serial"; status=$$?; \
 		$(PYTEST) -q -m serial && exit $$status
 
 # Unit and Pilot tests only: no snapshots, no child processes (the full suite is `make test`).
