@@ -43,9 +43,11 @@ PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/pytest
 # then the tmux tests alone, so that no other worker loads the machine while they read
 # the terminal against a deadline. Three workers on two cores: on two, a fifth of the
 # cores' time went idle while tests waited on children, Pilot pauses and deadlines.
+# The files go out in tests/conftest.py's order (slow and child-process files first),
+# not xdist's (most tests first), which left the one-test files that take a minute last.
 # The serial run goes on when the first failed; make fails if either did.
 test: lint typecheck
-	$(PYTEST) -q -n 3 --dist loadfile -m "not serial"; status=$$?; \
+	$(PYTEST) -q -n 3 --dist loadfile --no-loadscope-reorder -m "not serial"; status=$$?; \
 		$(PYTEST) -q -m serial && exit $$status
 
 # Unit and Pilot tests only: no snapshots, no child processes (the full suite is `make test`).

@@ -6,6 +6,7 @@ import functools
 import inspect
 import json
 import re
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -101,6 +102,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.snapshot)
         if _spawns_a_process(item):
             item.add_marker(pytest.mark.child_process)
+    # Under --dist loadfile the files sent last decide when the run ends. xdist's own
+    # order (most tests first) sent the one-test files that take a minute (the one-answer
+    # property, the GPU check's dry run, the held-out calibration) last, and one worker
+    # ran on alone for a minute. Files that start processes or are slow go first (make
+    # test passes --no-loadscope-reorder), then the others, most tests first.
+    heavy = {i.path for i in items if i.get_closest_marker("slow") or _marked_child(i)}
+    counts = Counter(item.path for item in items)
+    items.sort(key=lambda item: (item.path not in heavy, -counts[item.path]))
+
+
+def _marked_child(item: pytest.Item) -> bool:
+    return item.get_closest_marker("child_process") is not None
 
 
 # -- model folders shared by the core, engine and CLI tests ---------------------------
