@@ -30,17 +30,24 @@ install: $(DEV_STAMP)
 run: $(RUN_STAMP)
 	$(BIN)/vramscope $(RUN_ARGS)
 
-# Bytecode is cached under .pytest_cache even where PYTHONDONTWRITEBYTECODE is set:
-# rewriting and compiling the test modules anew in every worker took 5-10 s of each run.
-PYTEST := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/.pytest_cache/pycache $(BIN)/pytest
+# Bytecode is written even where PYTHONDONTWRITEBYTECODE is set: rewriting and compiling
+# the test modules anew in every worker took 5-10 s of each run. It goes beside the
+# sources (__pycache__, ignored by git), not under a PYTHONPYCACHEPREFIX: a prefix hides
+# the bytecode pip wrote for site-packages and the standard library too, so a fresh
+# clone's first run compiled torch, transformers and Textual again in each process
+# (collection alone: 23.6 s of CPU per worker, against 12.6 s without the prefix).
+PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/pytest
 
-# The whole suite in two runs: everything but the tmux tests on two workers, a test file
-# per worker (its module fixtures, such as a measured sweep, are then made once), then
-# the tmux tests alone, so that no other worker loads the machine while they read the
-# terminal against a deadline.
+# The whole suite in two runs: everything but the tmux tests on three workers, a test
+# file per worker (its module fixtures, such as a measured sweep, are then made once),
+# then the tmux tests alone, so that no other worker loads the machine while they read
+# the terminal against a deadline. Three workers on two cores: on two, a fifth of the
+# cores' time went idle while tests waited on children, Pilot pauses and deadlines.
+# The files go out in tests/conftest.py's order (slow and child-process files first),
+# not xdist's (most tests first), which left the one-test files that take a minute last.
 # The serial run goes on when the first failed; make fails if either did.
 test: lint typecheck
-	$(PYTEST) -q -n 2 --dist loadfile -m "not serial"; status=$$?; \
+	$(PYTEST) -q -n 3 --dist loadfile --no-loadscope-reorder -m "not serial"; status=$$?; \
 		$(PYTEST) -q -m serial && exit $$status
 
 # Unit and Pilot tests only: no snapshots, no child processes (the full suite is `make test`).

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import re
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -56,8 +58,15 @@ def _spawns_a_process(item: pytest.Item) -> bool:
     if {"tiny_model", "tiny_llama"} & set(getattr(item, "fixturenames", ())):
         return True
     function = getattr(item, "function", None)
+    return function is not None and _source_spawns(function)
+
+
+@functools.cache
+def _source_spawns(function: Callable[..., Any]) -> bool:
+    """Once per test function, not per parametrized item: reading the source of every
+    item took 1.3 s of each worker's collection."""
     try:
-        source = inspect.getsource(function) if function is not None else ""
+        source = inspect.getsource(function)
     except (OSError, TypeError):
         return False
     return bool(_SPAWNS.search(source))
@@ -75,6 +84,16 @@ def _serial(path: str) -> bool:
     return path.endswith(_SERIAL_FILES) or path.endswith("_tmux.py")
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """`-m serial` alone (make test's second run) reads only the serial files: collecting
+    the whole suite to deselect all but eleven tests took 7 s of CPU and wall."""
+    if config.getoption("markexpr", "") != "serial" or collection_path.suffix != ".py":
+        return None
+    if not collection_path.name.startswith("test_"):
+        return None
+    return not _serial(collection_path.as_posix())
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if _serial(Path(str(item.fspath)).as_posix()):
@@ -83,6 +102,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.snapshot)
         if _spawns_a_process(item):
             item.add_marker(pytest.mark.child_process)
+    # Under --dist loadfile the files sent last decide when the run ends. xdist's own
+    # order (most tests first) sent the one-test files that take a minute (the one-answer
+    # property, the GPU check's dry run, the held-out calibration) last, and one worker
+    # ran on alone for a minute. Files that start processes or are slow go first (make
+    # test passes --no-loadscope-reorder), then the others, most tests first.
+    heavy = {i.path for i in items if i.get_closest_marker("slow") or _marked_child(i)}
+    counts = Counter(item.path for item in items)
+    items.sort(key=lambda item: (item.path not in heavy, -counts[item.path]))
+
+
+def _marked_child(item: pytest.Item) -> bool:
+    return item.get_closest_marker("child_process") is not None
 
 
 # -- model folders shared by the core, engine and CLI tests ---------------------------

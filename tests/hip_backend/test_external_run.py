@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from hip_backend import check_command, run_command
-from tests.hip_backend.test_dies_with_parent import descendants_of
+from tests.hip_backend.test_dies_with_parent import descendants_of, left_after_grace
 
 ROOT = Path(__file__).resolve().parents[2]
 ALLOCATED = 200_000_000
@@ -125,8 +125,7 @@ def test_a_stopped_run_leaves_no_process_of_the_command(signum: int, status: int
     assert len(descendants_of(ran.pid)) == 3
     ran.send_signal(signum)
     assert ran.wait(timeout=10) == status
-    time.sleep(2.0)
-    assert descendants_of(ran.pid) == []
+    assert left_after_grace(ran.pid) == []
 
 
 def test_a_killed_run_takes_the_command_with_it() -> None:
@@ -138,8 +137,7 @@ def test_a_killed_run_takes_the_command_with_it() -> None:
         time.sleep(0.05)
     ran.kill()  # no clean-up of its own: the holder's parent watch ends the group
     ran.wait(timeout=10)
-    time.sleep(2.0)
-    assert descendants_of(ran.pid) == []
+    assert left_after_grace(ran.pid) == []
 
 
 def write_word_tokenizer(folder: Path, vocab_size: int) -> None:

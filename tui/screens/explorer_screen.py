@@ -17,6 +17,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.reactive import reactive
+from textual.worker import Worker, WorkerState
 
 from core.answer.answer import Answer, answer
 from core.answer.device import Device, DevicePending, MachineReadings
@@ -60,6 +61,7 @@ from tui.model.state import (
     with_memory,
 )
 from tui.model.views import build_views, screen_words
+from tui.out_of_memory import exit_out_of_memory, is_out_of_memory
 from tui.screens.focus_keys import CYCLE_BINDINGS, FILTER, JUMP_BINDINGS, FocusKeys
 from tui.widgets.breakdown import Breakdown
 from tui.widgets.command_lines_view import CommandLinesView
@@ -320,6 +322,13 @@ class ExplorerScreen(FocusKeys):
         return self._facts[1]
 
     # --- reads ---------------------------------------------------------------------
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A read whose thread could not start never answers: end with the one line now
+        (tui/out_of_memory.py), not after waiting for it (the screenshot waited 30 s)."""
+        error = event.worker.error
+        if event.state is WorkerState.ERROR and error is not None and is_out_of_memory(error):
+            exit_out_of_memory(error)
 
     def on_what_ifs_read(self, message: WhatIfsRead) -> None:
         if self.loader.take_what_ifs(message):

@@ -5,6 +5,7 @@ their trip through the history and `measure --json`, and `calibrate --target` on
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -28,13 +29,15 @@ PROMPT, GEN, WARMUP = 520, 4, 4
 NEW_FIELDS = ("active_plus_cache_peak_bytes", "os_peak_bytes", "os_peak_source")
 
 
-def vramscope(*args: str) -> subprocess.CompletedProcess[str]:
+def vramscope(*args: str, state: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = None if state is None else {**os.environ, "XDG_STATE_HOME": str(state)}
     return subprocess.run(
         [sys.executable, "-m", "tui", *args],
         capture_output=True,
         text=True,
         cwd=ROOT,
         timeout=300,
+        env=env,
     )
 
 
@@ -50,27 +53,12 @@ def request(folder: Path) -> MeasureRequest:
 
 
 @pytest.fixture(scope="module")
-def three_runs(tmp_path_factory: pytest.TempPathFactory, tiny_llama: Path) -> list[MeasuredPeak]:
-    """Three models measured once each by the real mlx engine (kept out of any history)."""
-    root = tmp_path_factory.mktemp("footprint-models")
-    folders = [
-        tiny_llama,
-        write_mlx_model(
-            root / "llama-bf16", {**LLAMA_CONFIG, "torch_dtype": "bfloat16"}, bits=None
-        ),
-        write_mlx_model(root / "gemma2-f16", GEMMA2_CONFIG, bits=None),
-    ]
-    out = []
-    for folder in folders:
-        outcome = peak_or_failure(measure(request(folder), record_history=False))
-        assert isinstance(outcome, MeasuredPeak), outcome
-        out.append(outcome)
-    return out
-
-
-def test_a_run_records_mlx_s_peak_its_active_plus_cache_and_the_os_peak(
-    tiny_llama: Path,
-) -> None:
+def cli_run(
+    tmp_path_factory: pytest.TempPathFactory, tiny_llama: Path
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """`measure --json` of the 4-bit llama, once, and the history it wrote: the first of
+    `three_runs` too (a 520-token MLX prefill on the CPU takes 13 s: measured once)."""
+    state = tmp_path_factory.mktemp("footprint-state")
     done = vramscope(
         "measure",
         str(tiny_llama),
@@ -80,7 +68,39 @@ def test_a_run_records_mlx_s_peak_its_active_plus_cache_and_the_os_peak(
         "--device=cpu",
         "--engine=mlx",
         "--json",
+        state=state,
     )
+    return done, state / "vramscope" / HISTORY_FILE
+
+
+@pytest.fixture(scope="module")
+def three_runs(
+    tmp_path_factory: pytest.TempPathFactory,
+    cli_run: tuple[subprocess.CompletedProcess[str], Path],
+) -> list[MeasuredPeak]:
+    """Three models measured once each by the real mlx engine: the 4-bit llama through
+    the command (`cli_run`), the others kept out of any history."""
+    done, _ = cli_run
+    assert done.returncode == 0, done.stderr
+    root = tmp_path_factory.mktemp("footprint-models")
+    folders = [
+        write_mlx_model(
+            root / "llama-bf16", {**LLAMA_CONFIG, "torch_dtype": "bfloat16"}, bits=None
+        ),
+        write_mlx_model(root / "gemma2-f16", GEMMA2_CONFIG, bits=None),
+    ]
+    out = [MeasuredPeak.from_dict(json.loads(done.stdout)["measured"])]
+    for folder in folders:
+        outcome = peak_or_failure(measure(request(folder), record_history=False))
+        assert isinstance(outcome, MeasuredPeak), outcome
+        out.append(outcome)
+    return out
+
+
+def test_a_run_records_mlx_s_peak_its_active_plus_cache_and_the_os_peak(
+    cli_run: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    done, history = cli_run
     assert done.returncode == 0, done.stderr
     measured = json.loads(done.stdout)["measured"]
     peak, held, os_peak = (
@@ -95,7 +115,7 @@ def test_a_run_records_mlx_s_peak_its_active_plus_cache_and_the_os_peak(
     assert os_peak >= held >= peak >= measured["weights_bytes"] > 0
     assert held >= measured["active_bytes"] + measured["cache_bytes"]
     # The record the command wrote is the JSON's, the new fields included.
-    (record,) = HistoryStore.default().read().results
+    (record,) = HistoryStore(history).read().results
     assert record == MeasuredPeak.from_dict(measured)
     assert (record.active_plus_cache_peak_bytes, record.os_peak_bytes) == (held, os_peak)
 

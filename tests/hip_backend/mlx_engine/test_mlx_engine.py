@@ -17,7 +17,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -80,9 +80,19 @@ class Reference:
 
 
 class ReferenceRun:
-    """mlx-lm alone, in its own process, started now and read later."""
+    """mlx-lm alone, in its own process, started now and read later.
+
+    A folder and KV setting run once per worker: the workload is fixed, so a second
+    test asking for the same reference gets the first run's figures (two MLX runs of
+    2.5 s of CPU each fewer)."""
+
+    _read: ClassVar[dict[tuple[Path, int | None], Reference]] = {}
 
     def __init__(self, folder: Path, kv_bits: int | None = None) -> None:
+        self.key = (folder, kv_bits)
+        self.process: subprocess.Popen[str] | None = None
+        if self.key in self._read:
+            return
         self.process = subprocess.Popen(
             [
                 sys.executable,
@@ -99,10 +109,13 @@ class ReferenceRun:
         )
 
     def result(self) -> Reference:
+        if self.process is None:
+            return self._read[self.key]
         out, err = self.process.communicate(timeout=300)
         assert self.process.returncode == 0, err
         data = json.loads(out.strip().splitlines()[-1])
-        return Reference(int(data["peak_bytes"]), int(data["weights_bytes"]))
+        self._read[self.key] = Reference(int(data["peak_bytes"]), int(data["weights_bytes"]))
+        return self._read[self.key]
 
 
 def request(folder: Path | str, **kw: Any) -> MeasureRequest:

@@ -26,6 +26,10 @@ from core.measurement.history import HistoryStore
 pytest.importorskip("mlx.core")
 pytest.importorskip("mlx_lm")
 
+# Real engines in child processes, started by `vramscope table` (a helper, which the
+# source scan in tests/conftest.py does not see): tens of seconds.
+pytestmark = [pytest.mark.slow, pytest.mark.child_process]
+
 ROOT = Path(__file__).resolve().parents[3]
 CONTEXTS = (160, 288)
 GEN = 16

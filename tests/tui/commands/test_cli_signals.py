@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.hip_backend.test_dies_with_parent import GRACE_S, descendants_of, with_kill
+from tests.hip_backend.test_dies_with_parent import descendants_of, left_after_grace, with_kill
 from tests.tui.commands.test_cli_measure import ROOT
 
 LONG = ["--device", "cpu", "--prompt-tokens", "8192", "--gen-tokens", "512", "--no-history"]
@@ -62,8 +62,7 @@ def test_measure_stops_cleanly_on_the_signal(
         assert any(line.startswith("vramscope: prefill: stopped after") for line in lines)
         assert not any("Traceback" in line for line in lines), lines
         assert process.stdout is not None and process.stdout.read() == ""
-        time.sleep(GRACE_S)
-        assert descendants_of(process.pid) == []
+        assert left_after_grace(process.pid) == []
         assert list(tmp_path.iterdir()) == []
     finally:
         with_kill(process)
@@ -79,8 +78,7 @@ def test_table_stops_at_sigterm_without_running_the_rest(tiny_llama: Path, tmp_p
         assert process.wait(30) == 143
         assert not any(line.startswith("vramscope: [2/2]") for line in lines)
         assert process.stdout is not None and process.stdout.read() == ""  # no table
-        time.sleep(GRACE_S)
-        assert descendants_of(process.pid) == []
+        assert left_after_grace(process.pid) == []
     finally:
         with_kill(process)
 
@@ -102,7 +100,6 @@ def test_a_two_rank_run_stops_at_sigterm_and_removes_its_scratch(
         assert process.wait(30) == 143
         assert list(tmp_path.iterdir()) == []  # removed by the command, at once
         assert process.stderr is not None and "Traceback" not in process.stderr.read()
-        time.sleep(GRACE_S)
-        assert descendants_of(process.pid) == []
+        assert left_after_grace(process.pid) == []
     finally:
         with_kill(process)

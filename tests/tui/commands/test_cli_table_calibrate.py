@@ -23,6 +23,10 @@ from core.calibration.fit import figures
 pytest.importorskip("torch")
 pytest.importorskip("mlx_lm")
 
+# Real engines in child processes, started by `vramscope table` (a helper, which the
+# source scan in tests/conftest.py does not see): tens of seconds.
+pytestmark = [pytest.mark.slow, pytest.mark.child_process]
+
 ROOT = Path(__file__).resolve().parents[3]
 QWEN2_CONFIG: dict[str, Any] = {
     "model_type": "qwen2",
