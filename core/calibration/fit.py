@@ -23,10 +23,11 @@ this form beat the others on held-out models.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from bisect import bisect_right
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from core.calibration.rows import CalibrationRow
+from core.calibration.rows import CalibrationRow, RunTerms, WorkloadRuns, workloads_of_rows
 from core.errors import VramscopeError
 from core.units import U64_MAX
 
@@ -76,13 +77,26 @@ class CrossValidation:
 
 def figures(estimates: Sequence[int], peaks: Sequence[int]) -> Figures:
     """Coverage and overshoot of `estimates` against `peaks` (same order, peaks > 0)."""
-    over = [e / p - 1.0 for e, p in zip(estimates, peaks, strict=True)]
+    return workload_figures((e, (p,)) for e, p in zip(estimates, peaks, strict=True))
+
+
+def workload_figures(estimated: Iterable[tuple[int, Sequence[int]]]) -> Figures:
+    """`figures` of runs given as (an estimate, the ascending peaks it is held against):
+    each run's overshoot is computed as `figures` computes it, one float per run (the
+    median needs them all), and each workload's come in order, which the sort uses."""
+    over: list[float] = []
+    covered = 0
+    for estimate, peaks in estimated:
+        covered += bisect_right(peaks, estimate)  # ascending: the peaks at most the estimate
+        # estimate / p - 1.0, at C speed (IEEE addition is commutative: the same floats)
+        over.extend(map((-1.0).__add__, map(estimate.__truediv__, peaks)))
+    over.sort()
     return Figures(
         rows=len(over),
-        covered=sum(1 for e, p in zip(estimates, peaks, strict=True) if e >= p),
+        covered=covered,
         median_overshoot=statistics.median(over),
-        worst_overshoot=max(over),
-        least_overshoot=min(over),
+        worst_overshoot=over[-1],
+        least_overshoot=over[0],
     )
 
 
@@ -99,87 +113,97 @@ def predict(
     return min(s + -(-s * margin_bp // 10_000), U64_MAX)
 
 
+def _base(t: RunTerms) -> int:
+    return base_bytes(t.weights_bytes, t.kv_bytes, t.inflight_bytes)
+
+
+def _prediction(t: RunTerms, fixed: int, margin_bp: int) -> int:
+    return predict(t.weights_bytes, t.kv_bytes, t.inflight_bytes, fixed, margin_bp)
+
+
 def fit_fixed_bytes(rows: Sequence[CalibrationRow]) -> int:
     """The fixed part: the largest excess of a peak over W + 2 K + I (may be negative)."""
-    return max(
-        r.peak_bytes - base_bytes(r.weights_bytes, r.kv_bytes, r.inflight_bytes) for r in rows
-    )
+    return max(r.peak_bytes - _base(r.terms) for r in rows)
+
+
+def _fixed_part(workloads: Sequence[WorkloadRuns]) -> int:
+    """`fit_fixed_bytes` of the workloads' runs: only each one's highest peak counts."""
+    return max(w.highest - _base(w.terms) for w in workloads)
 
 
 def row_prediction(row: CalibrationRow, fixed: int, margin_bp: int = MARGIN_BASIS_POINTS) -> int:
     """The calibrated total of one row's workload."""
-    return predict(row.weights_bytes, row.kv_bytes, row.inflight_bytes, fixed, margin_bp)
+    return _prediction(row.terms, fixed, margin_bp)
 
 
 def covering_margin(row: CalibrationRow, fixed: int) -> int:
     """The smallest margin in basis points under which `fixed` covers the row (0 when the
     fixed part alone does; MAX_MARGIN_BASIS_POINTS when no margin up to 100% would)."""
-    s = max(0, base_bytes(row.weights_bytes, row.kv_bytes, row.inflight_bytes) + fixed)
-    if s >= row.peak_bytes:
+    return _covering(row.terms, row.peak_bytes, fixed)
+
+
+def _covering(terms: RunTerms, peak: int, fixed: int) -> int:
+    s = max(0, _base(terms) + fixed)
+    if s >= peak:
         return 0
     if s == 0:
         return MAX_MARGIN_BASIS_POINTS
     # s + ceil(s x bp / 10^4) >= peak  <=>  s x bp > (peak - s - 1) x 10^4
-    return min((row.peak_bytes - s - 1) * 10_000 // s + 1, MAX_MARGIN_BASIS_POINTS)
+    return min((peak - s - 1) * 10_000 // s + 1, MAX_MARGIN_BASIS_POINTS)
 
 
-def models_of(rows: Sequence[CalibrationRow]) -> tuple[str, ...]:
-    """The distinct models of `rows`, sorted."""
-    return tuple(sorted({r.model for r in rows}))
-
-
-def highest_peaks(rows: Sequence[CalibrationRow]) -> list[CalibrationRow]:
-    """One row per workload, the one with its highest peak: the fixed part and every
-    covering margin depend on nothing else (both only grow with a workload's peak), so a
-    10^6-run file with a few thousand workloads is fitted on those."""
-    best: dict[int, CalibrationRow] = {}
-    for r in rows:
-        key = id(r.terms)  # rows of one workload share its terms
-        kept = best.get(key)
-        if kept is None or r.peak_bytes > kept.peak_bytes:
-            best[key] = r
-    return list(best.values())
-
-
-def predictions(rows: Sequence[CalibrationRow], fixed: int, margin_bp: int) -> list[int]:
-    """Each row's calibrated total (computed once per workload)."""
-    by_terms: dict[int, int] = {}
-    out = []
-    for r in rows:
-        key = id(r.terms)
-        total = by_terms.get(key)
-        if total is None:
-            total = by_terms[key] = row_prediction(r, fixed, margin_bp)
-        out.append(total)
-    return out
+def models_of(rows: Iterable[CalibrationRow | WorkloadRuns]) -> tuple[str, ...]:
+    """The distinct models of `rows` (or workloads), sorted."""
+    return tuple(sorted({r.terms.model for r in rows}))
 
 
 def largest_miss(rows: Sequence[CalibrationRow]) -> int:
     """The margin, in basis points, that covers every model's runs predicted by a fixed
     part fitted on the other models (needs at least 2 models; may be 0)."""
+    return _largest_miss(workloads_of_rows(rows))
+
+
+def _largest_miss(workloads: Sequence[WorkloadRuns]) -> int:
+    # the fixed part and every covering margin only grow with a workload's peak: each
+    # workload's highest is all that counts
     needed = 0
-    rows = highest_peaks(rows)
-    for held in models_of(rows):
-        fixed = fit_fixed_bytes([r for r in rows if r.model != held])
-        for r in rows:
-            if r.model == held:
-                needed = max(needed, covering_margin(r, fixed))
+    for held in models_of(workloads):
+        fixed = _fixed_part([w for w in workloads if w.terms.model != held])
+        for w in workloads:
+            if w.terms.model == held:
+                needed = max(needed, _covering(w.terms, w.highest, fixed))
     return needed
 
 
 def chosen_margin(rows: Sequence[CalibrationRow]) -> int:
     """The margin of a fit on `rows`: the largest leave-one-model-out miss, at least 1%."""
-    return max(MARGIN_BASIS_POINTS, largest_miss(rows))
+    return _chosen_margin(workloads_of_rows(rows))
+
+
+def _chosen_margin(workloads: Sequence[WorkloadRuns]) -> int:
+    return max(MARGIN_BASIS_POINTS, _largest_miss(workloads))
 
 
 def check_enough(rows: Sequence[CalibrationRow]) -> tuple[str, ...]:
     """The models of `rows`; CalibrationRefused when they are too few to fit on."""
     bad = [r for r in rows if r.peak_bytes <= 0]
     if bad:
-        raise CalibrationRefused(
-            f"{bad[0].model}: a peak of {bad[0].peak_bytes} bytes is not a run"
-        )
-    models = models_of(rows)
+        raise _not_a_run(bad[0].model, bad[0].peak_bytes)
+    return _enough_models(models_of(rows))
+
+
+def _check_workloads(workloads: Sequence[WorkloadRuns]) -> tuple[str, ...]:
+    bad = [w for w in workloads if w.peaks[0] <= 0]  # the lowest: peaks are ascending
+    if bad:
+        raise _not_a_run(bad[0].terms.model, bad[0].peaks[0])
+    return _enough_models(models_of(workloads))
+
+
+def _not_a_run(model: str, peak: int) -> CalibrationRefused:
+    return CalibrationRefused(f"{model}: a peak of {peak} bytes is not a run")
+
+
+def _enough_models(models: tuple[str, ...]) -> tuple[str, ...]:
     if len(models) < MIN_MODELS:
         named = ", ".join(models) if models else "none"
         raise CalibrationRefused(
@@ -193,23 +217,32 @@ def check_enough(rows: Sequence[CalibrationRow]) -> tuple[str, ...]:
 def cross_validate(rows: Sequence[CalibrationRow]) -> CrossValidation:
     """Leave-one-model-out figures of the whole fit (needs at least 3 models): each
     model's rows predicted by the fixed part and the margin of a fit on the others."""
-    models = models_of(rows)
+    workloads = workloads_of_rows(rows)
+    return _cross_validate(workloads, _mlxcel_figures(workloads))
+
+
+def _mlxcel_figures(workloads: Sequence[WorkloadRuns]) -> Figures:
+    return workload_figures((w.terms.mlxcel_total_bytes, w.peaks) for w in workloads)
+
+
+def _cross_validate(workloads: Sequence[WorkloadRuns], mlxcel: Figures) -> CrossValidation:
+    """`cross_validate`, given mlxcel's figures on the same runs: every run is held out
+    once, and mlxcel is not fitted, so its held-out figures are its training figures."""
+    models = models_of(workloads)
     if len(models) < CROSS_VALIDATION_MODELS:
         raise CalibrationRefused(
             f"cross-validation needs runs of at least {CROSS_VALIDATION_MODELS} models"
         )
-    estimates: list[int] = []
-    peaks: list[int] = []
-    mlxcel: list[int] = []
-    highest = highest_peaks(rows)
+    estimated: list[tuple[int, Sequence[int]]] = []
     for held in models:
-        rest = [r for r in highest if r.model != held]
-        fixed, margin = fit_fixed_bytes(rest), chosen_margin(rest)
-        held_rows = [r for r in rows if r.model == held]
-        estimates.extend(predictions(held_rows, fixed, margin))
-        peaks.extend(r.peak_bytes for r in held_rows)
-        mlxcel.extend(r.mlxcel_total_bytes for r in held_rows)
-    return CrossValidation(len(models), figures(estimates, peaks), figures(mlxcel, peaks))
+        rest = [w for w in workloads if w.terms.model != held]
+        fixed, margin = _fixed_part(rest), _chosen_margin(rest)
+        estimated.extend(
+            (_prediction(w.terms, fixed, margin), w.peaks)
+            for w in workloads
+            if w.terms.model == held
+        )
+    return CrossValidation(len(models), workload_figures(estimated), mlxcel)
 
 
 @dataclass(frozen=True)
@@ -244,17 +277,26 @@ class Fit:
 def fit_rows(rows: Sequence[CalibrationRow]) -> Fit:
     """Fit the fixed part on every row and the margin on the leave-one-model-out misses;
     CalibrationRefused with fewer than 2 models."""
-    models = check_enough(rows)
-    highest = highest_peaks(rows)
-    fixed = fit_fixed_bytes(highest)
-    margin = chosen_margin(highest)
-    peaks = [r.peak_bytes for r in rows]
+    check_enough(rows)  # before grouping: it names the first run that is not one
+    return fit_workloads(workloads_of_rows(rows))
+
+
+def fit_workloads(workloads: Sequence[WorkloadRuns]) -> Fit:
+    """`fit_rows` of the runs of `workloads`."""
+    models = _check_workloads(workloads)
+    fixed = _fixed_part(workloads)
+    margin = _chosen_margin(workloads)
+    mlxcel = _mlxcel_figures(workloads)
     return Fit(
         fixed_bytes=fixed,
         margin_basis_points=margin,
         models=models,
-        runs=len(rows),
-        training=figures(predictions(rows, fixed, margin), peaks),
-        training_mlxcel=figures([r.mlxcel_total_bytes for r in rows], peaks),
-        cross_validated=(cross_validate(rows) if len(models) >= CROSS_VALIDATION_MODELS else None),
+        runs=sum(w.runs for w in workloads),
+        training=workload_figures(
+            (_prediction(w.terms, fixed, margin), w.peaks) for w in workloads
+        ),
+        training_mlxcel=mlxcel,
+        cross_validated=(
+            _cross_validate(workloads, mlxcel) if len(models) >= CROSS_VALIDATION_MODELS else None
+        ),
     )
