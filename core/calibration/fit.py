@@ -23,7 +23,8 @@ this form beat the others on held-out models.
 from __future__ import annotations
 
 import statistics
-from bisect import bisect_right
+import struct
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -81,23 +82,83 @@ def figures(estimates: Sequence[int], peaks: Sequence[int]) -> Figures:
 
 
 def workload_figures(estimated: Iterable[tuple[int, Sequence[int]]]) -> Figures:
-    """`figures` of runs given as (an estimate, the ascending peaks it is held against):
-    each run's overshoot is computed as `figures` computes it, one float per run (the
-    median needs them all), and each workload's come in order, which the sort uses."""
-    over: list[float] = []
-    covered = 0
-    for estimate, peaks in estimated:
-        covered += bisect_right(peaks, estimate)  # ascending: the peaks at most the estimate
-        # estimate / p - 1.0, at C speed (IEEE addition is commutative: the same floats)
-        over.extend(map((-1.0).__add__, map(estimate.__truediv__, peaks)))
-    over.sort()
+    """`figures` of runs given as (an estimate, the ascending peaks it is held against),
+    with the very same floats. A run's overshoot (estimate / peak - 1) only falls as its
+    peak grows, so each workload's lowest and highest peak give its extremes, and where
+    workloads have many runs the median is found by counting, per workload, the peaks
+    whose overshoot is at most a value: a 10^6-run fit holds no float per run."""
+    spans = [_Span(e, peaks, e / peaks[-1] - 1.0, e / peaks[0] - 1.0) for e, peaks in estimated]
+    n = sum(len(s.peaks) for s in spans)
+    least = min((s.least for s in spans), default=0.0)
+    worst = max((s.worst for s in spans), default=0.0)
+    if n <= len(spans) * _COUNTED_RUNS:  # few runs a workload: a float each costs less
+        over = [s.estimate / p - 1.0 for s in spans for p in s.peaks]
+        median = statistics.median(over)  # StatisticsError for no runs, as `figures` did
+    else:
+        upper = _kth_overshoot(spans, n // 2, least, worst)
+        # statistics.median's own arithmetic on the sorted overshoots
+        median = upper if n % 2 else (_kth_overshoot(spans, n // 2 - 1, least, upper) + upper) / 2
     return Figures(
-        rows=len(over),
-        covered=covered,
-        median_overshoot=statistics.median(over),
-        worst_overshoot=over[-1],
-        least_overshoot=over[0],
+        rows=n,
+        covered=sum(bisect_right(s.peaks, s.estimate) for s in spans),  # peaks <= estimate
+        median_overshoot=median,
+        worst_overshoot=worst,
+        least_overshoot=least,
     )
+
+
+_COUNTED_RUNS = 256
+"""Runs a workload from which the median is counted rather than sorted: counting takes
+up to 64 bisections of every workload, sorting a float per run."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Span:
+    """One workload's runs against one estimate: their overshoots lie in [least, worst]."""
+
+    estimate: int
+    peaks: Sequence[int]
+    least: float
+    worst: float
+
+    def at_most(self, x: float) -> int:
+        """How many of the runs overshoot by at most `x`."""
+        if x >= self.worst:
+            return len(self.peaks)
+        if x < self.least:
+            return 0
+        e = self.estimate
+        return len(self.peaks) - bisect_left(self.peaks, True, key=lambda p: e / p - 1.0 <= x)
+
+
+def _kth_overshoot(spans: Sequence[_Span], k: int, low: float, high: float) -> float:
+    """The k-th smallest overshoot (from 0), known to lie in [low, high]: the least float
+    at or under which more than k runs overshoot, found by bisecting the floats' order
+    (at most 64 steps, each a bisection of every workload's peaks)."""
+    lo, hi = _float_order(low), _float_order(high)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if sum(s.at_most(_float_at(mid)) for s in spans) > k:
+            hi = mid
+        else:
+            lo = mid + 1
+    return _float_at(lo)
+
+
+_SIGN = 1 << 63
+
+
+def _float_order(x: float) -> int:
+    """An integer for each float, in the floats' order (-0.0 just below 0.0)."""
+    bits = int.from_bytes(struct.pack("<d", x), "little")
+    return bits if bits < _SIGN else _SIGN - 1 - bits
+
+
+def _float_at(order: int) -> float:
+    """The float of `_float_order`."""
+    bits = order if order >= 0 else _SIGN - 1 - order
+    (x,) = struct.unpack("<d", bits.to_bytes(8, "little"))
+    return float(x)
 
 
 def base_bytes(weights: int, kv: int, inflight: int) -> int:
