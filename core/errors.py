@@ -75,3 +75,7 @@ class HubError(ModelError):
 
 class HubNotFoundError(HubError, ModelNotFoundError):
     """The Hub says the repo (or the revision) does not exist."""
+
+
+class NotEnoughMemory(VramscopeError):
+    """Too little memory to start a command; the message names the limit and the need."""

@@ -18,6 +18,9 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
+from core.errors import NotEnoughMemory
+from core.probes.address_space import address_space_limit
+
 if TYPE_CHECKING:
     import asyncio
 
@@ -82,3 +85,25 @@ def loop_exception_handler(loop: asyncio.AbstractEventLoop, context: dict[str, A
     if isinstance(exc, BaseException) and is_out_of_memory(exc):
         exit_out_of_memory(exc)
     loop.default_exception_handler(context)
+
+
+EXPLORER_ADDRESS_SPACE = 512 * 2**20
+"""The least address space (`ulimit -v`) the explorer is started in. Unlimited, a
+screenshot maps 416-482 MB at its peak (VmPeak; threads' stacks and malloc arenas).
+Limited below that it fails where it happens to run out, run to run: a MemoryError, a
+worker whose thread never starts (the explorer then waits forever), a library that
+cannot be mapped (blamed on the library), or CPython 3.11 itself crashing (SIGSEGV:
+once its 16 preallocated MemoryErrors are all held, creating one runs out of memory
+and creates another, until the C stack overflows). No hook runs in those cases, so the
+only reliable answer is to refuse before starting."""
+
+
+def check_room_to_start(what: str, need: int = EXPLORER_ADDRESS_SPACE) -> None:
+    """NotEnoughMemory when the process's address space is limited below `need`."""
+    limit = address_space_limit()
+    if limit is not None and limit < need:
+        raise NotEnoughMemory(
+            f"out of memory: {what} needs an address space of at least {need >> 20} MiB, "
+            f"and this process is limited to {limit >> 20} MiB (ulimit -v {limit >> 10}); "
+            f"raise the limit (ulimit -v {need >> 10}) and run it again"
+        )

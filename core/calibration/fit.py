@@ -23,10 +23,12 @@ this form beat the others on held-out models.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+import struct
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from core.calibration.rows import CalibrationRow
+from core.calibration.rows import CalibrationRow, RunTerms, WorkloadRuns, workloads_of_rows
 from core.errors import VramscopeError
 from core.units import U64_MAX
 
@@ -76,14 +78,87 @@ class CrossValidation:
 
 def figures(estimates: Sequence[int], peaks: Sequence[int]) -> Figures:
     """Coverage and overshoot of `estimates` against `peaks` (same order, peaks > 0)."""
-    over = [e / p - 1.0 for e, p in zip(estimates, peaks, strict=True)]
+    return workload_figures((e, (p,)) for e, p in zip(estimates, peaks, strict=True))
+
+
+def workload_figures(estimated: Iterable[tuple[int, Sequence[int]]]) -> Figures:
+    """`figures` of runs given as (an estimate, the ascending peaks it is held against),
+    with the very same floats. A run's overshoot (estimate / peak - 1) only falls as its
+    peak grows, so each workload's lowest and highest peak give its extremes, and where
+    workloads have many runs the median is found by counting, per workload, the peaks
+    whose overshoot is at most a value: a 10^6-run fit holds no float per run."""
+    spans = [_Span(e, peaks, e / peaks[-1] - 1.0, e / peaks[0] - 1.0) for e, peaks in estimated]
+    n = sum(len(s.peaks) for s in spans)
+    least = min((s.least for s in spans), default=0.0)
+    worst = max((s.worst for s in spans), default=0.0)
+    if n <= len(spans) * _COUNTED_RUNS:  # few runs a workload: a float each costs less
+        over = [s.estimate / p - 1.0 for s in spans for p in s.peaks]
+        median = statistics.median(over)  # StatisticsError for no runs, as `figures` did
+    else:
+        upper = _kth_overshoot(spans, n // 2, least, worst)
+        # statistics.median's own arithmetic on the sorted overshoots
+        median = upper if n % 2 else (_kth_overshoot(spans, n // 2 - 1, least, upper) + upper) / 2
     return Figures(
-        rows=len(over),
-        covered=sum(1 for e, p in zip(estimates, peaks, strict=True) if e >= p),
-        median_overshoot=statistics.median(over),
-        worst_overshoot=max(over),
-        least_overshoot=min(over),
+        rows=n,
+        covered=sum(bisect_right(s.peaks, s.estimate) for s in spans),  # peaks <= estimate
+        median_overshoot=median,
+        worst_overshoot=worst,
+        least_overshoot=least,
     )
+
+
+_COUNTED_RUNS = 256
+"""Runs a workload from which the median is counted rather than sorted: counting takes
+up to 64 bisections of every workload, sorting a float per run."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Span:
+    """One workload's runs against one estimate: their overshoots lie in [least, worst]."""
+
+    estimate: int
+    peaks: Sequence[int]
+    least: float
+    worst: float
+
+    def at_most(self, x: float) -> int:
+        """How many of the runs overshoot by at most `x`."""
+        if x >= self.worst:
+            return len(self.peaks)
+        if x < self.least:
+            return 0
+        e = self.estimate
+        return len(self.peaks) - bisect_left(self.peaks, True, key=lambda p: e / p - 1.0 <= x)
+
+
+def _kth_overshoot(spans: Sequence[_Span], k: int, low: float, high: float) -> float:
+    """The k-th smallest overshoot (from 0), known to lie in [low, high]: the least float
+    at or under which more than k runs overshoot, found by bisecting the floats' order
+    (at most 64 steps, each a bisection of every workload's peaks)."""
+    lo, hi = _float_order(low), _float_order(high)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if sum(s.at_most(_float_at(mid)) for s in spans) > k:
+            hi = mid
+        else:
+            lo = mid + 1
+    return _float_at(lo)
+
+
+_SIGN = 1 << 63
+
+
+def _float_order(x: float) -> int:
+    """An integer for each float, in the floats' order (-0.0 just below 0.0)."""
+    bits = int.from_bytes(struct.pack("<d", x), "little")
+    return bits if bits < _SIGN else _SIGN - 1 - bits
+
+
+def _float_at(order: int) -> float:
+    """The float of `_float_order`."""
+    bits = order if order >= 0 else _SIGN - 1 - order
+    (x,) = struct.unpack("<d", bits.to_bytes(8, "little"))
+    return float(x)
 
 
 def base_bytes(weights: int, kv: int, inflight: int) -> int:
@@ -99,87 +174,97 @@ def predict(
     return min(s + -(-s * margin_bp // 10_000), U64_MAX)
 
 
+def _base(t: RunTerms) -> int:
+    return base_bytes(t.weights_bytes, t.kv_bytes, t.inflight_bytes)
+
+
+def _prediction(t: RunTerms, fixed: int, margin_bp: int) -> int:
+    return predict(t.weights_bytes, t.kv_bytes, t.inflight_bytes, fixed, margin_bp)
+
+
 def fit_fixed_bytes(rows: Sequence[CalibrationRow]) -> int:
     """The fixed part: the largest excess of a peak over W + 2 K + I (may be negative)."""
-    return max(
-        r.peak_bytes - base_bytes(r.weights_bytes, r.kv_bytes, r.inflight_bytes) for r in rows
-    )
+    return max(r.peak_bytes - _base(r.terms) for r in rows)
+
+
+def _fixed_part(workloads: Sequence[WorkloadRuns]) -> int:
+    """`fit_fixed_bytes` of the workloads' runs: only each one's highest peak counts."""
+    return max(w.highest - _base(w.terms) for w in workloads)
 
 
 def row_prediction(row: CalibrationRow, fixed: int, margin_bp: int = MARGIN_BASIS_POINTS) -> int:
     """The calibrated total of one row's workload."""
-    return predict(row.weights_bytes, row.kv_bytes, row.inflight_bytes, fixed, margin_bp)
+    return _prediction(row.terms, fixed, margin_bp)
 
 
 def covering_margin(row: CalibrationRow, fixed: int) -> int:
     """The smallest margin in basis points under which `fixed` covers the row (0 when the
     fixed part alone does; MAX_MARGIN_BASIS_POINTS when no margin up to 100% would)."""
-    s = max(0, base_bytes(row.weights_bytes, row.kv_bytes, row.inflight_bytes) + fixed)
-    if s >= row.peak_bytes:
+    return _covering(row.terms, row.peak_bytes, fixed)
+
+
+def _covering(terms: RunTerms, peak: int, fixed: int) -> int:
+    s = max(0, _base(terms) + fixed)
+    if s >= peak:
         return 0
     if s == 0:
         return MAX_MARGIN_BASIS_POINTS
     # s + ceil(s x bp / 10^4) >= peak  <=>  s x bp > (peak - s - 1) x 10^4
-    return min((row.peak_bytes - s - 1) * 10_000 // s + 1, MAX_MARGIN_BASIS_POINTS)
+    return min((peak - s - 1) * 10_000 // s + 1, MAX_MARGIN_BASIS_POINTS)
 
 
-def models_of(rows: Sequence[CalibrationRow]) -> tuple[str, ...]:
-    """The distinct models of `rows`, sorted."""
-    return tuple(sorted({r.model for r in rows}))
-
-
-def highest_peaks(rows: Sequence[CalibrationRow]) -> list[CalibrationRow]:
-    """One row per workload, the one with its highest peak: the fixed part and every
-    covering margin depend on nothing else (both only grow with a workload's peak), so a
-    10^6-run file with a few thousand workloads is fitted on those."""
-    best: dict[int, CalibrationRow] = {}
-    for r in rows:
-        key = id(r.terms)  # rows of one workload share its terms
-        kept = best.get(key)
-        if kept is None or r.peak_bytes > kept.peak_bytes:
-            best[key] = r
-    return list(best.values())
-
-
-def predictions(rows: Sequence[CalibrationRow], fixed: int, margin_bp: int) -> list[int]:
-    """Each row's calibrated total (computed once per workload)."""
-    by_terms: dict[int, int] = {}
-    out = []
-    for r in rows:
-        key = id(r.terms)
-        total = by_terms.get(key)
-        if total is None:
-            total = by_terms[key] = row_prediction(r, fixed, margin_bp)
-        out.append(total)
-    return out
+def models_of(rows: Iterable[CalibrationRow | WorkloadRuns]) -> tuple[str, ...]:
+    """The distinct models of `rows` (or workloads), sorted."""
+    return tuple(sorted({r.terms.model for r in rows}))
 
 
 def largest_miss(rows: Sequence[CalibrationRow]) -> int:
     """The margin, in basis points, that covers every model's runs predicted by a fixed
     part fitted on the other models (needs at least 2 models; may be 0)."""
+    return _largest_miss(workloads_of_rows(rows))
+
+
+def _largest_miss(workloads: Sequence[WorkloadRuns]) -> int:
+    # the fixed part and every covering margin only grow with a workload's peak: each
+    # workload's highest is all that counts
     needed = 0
-    rows = highest_peaks(rows)
-    for held in models_of(rows):
-        fixed = fit_fixed_bytes([r for r in rows if r.model != held])
-        for r in rows:
-            if r.model == held:
-                needed = max(needed, covering_margin(r, fixed))
+    for held in models_of(workloads):
+        fixed = _fixed_part([w for w in workloads if w.terms.model != held])
+        for w in workloads:
+            if w.terms.model == held:
+                needed = max(needed, _covering(w.terms, w.highest, fixed))
     return needed
 
 
 def chosen_margin(rows: Sequence[CalibrationRow]) -> int:
     """The margin of a fit on `rows`: the largest leave-one-model-out miss, at least 1%."""
-    return max(MARGIN_BASIS_POINTS, largest_miss(rows))
+    return _chosen_margin(workloads_of_rows(rows))
+
+
+def _chosen_margin(workloads: Sequence[WorkloadRuns]) -> int:
+    return max(MARGIN_BASIS_POINTS, _largest_miss(workloads))
 
 
 def check_enough(rows: Sequence[CalibrationRow]) -> tuple[str, ...]:
     """The models of `rows`; CalibrationRefused when they are too few to fit on."""
     bad = [r for r in rows if r.peak_bytes <= 0]
     if bad:
-        raise CalibrationRefused(
-            f"{bad[0].model}: a peak of {bad[0].peak_bytes} bytes is not a run"
-        )
-    models = models_of(rows)
+        raise _not_a_run(bad[0].model, bad[0].peak_bytes)
+    return _enough_models(models_of(rows))
+
+
+def _check_workloads(workloads: Sequence[WorkloadRuns]) -> tuple[str, ...]:
+    bad = [w for w in workloads if w.peaks[0] <= 0]  # the lowest: peaks are ascending
+    if bad:
+        raise _not_a_run(bad[0].terms.model, bad[0].peaks[0])
+    return _enough_models(models_of(workloads))
+
+
+def _not_a_run(model: str, peak: int) -> CalibrationRefused:
+    return CalibrationRefused(f"{model}: a peak of {peak} bytes is not a run")
+
+
+def _enough_models(models: tuple[str, ...]) -> tuple[str, ...]:
     if len(models) < MIN_MODELS:
         named = ", ".join(models) if models else "none"
         raise CalibrationRefused(
@@ -193,23 +278,32 @@ def check_enough(rows: Sequence[CalibrationRow]) -> tuple[str, ...]:
 def cross_validate(rows: Sequence[CalibrationRow]) -> CrossValidation:
     """Leave-one-model-out figures of the whole fit (needs at least 3 models): each
     model's rows predicted by the fixed part and the margin of a fit on the others."""
-    models = models_of(rows)
+    workloads = workloads_of_rows(rows)
+    return _cross_validate(workloads, _mlxcel_figures(workloads))
+
+
+def _mlxcel_figures(workloads: Sequence[WorkloadRuns]) -> Figures:
+    return workload_figures((w.terms.mlxcel_total_bytes, w.peaks) for w in workloads)
+
+
+def _cross_validate(workloads: Sequence[WorkloadRuns], mlxcel: Figures) -> CrossValidation:
+    """`cross_validate`, given mlxcel's figures on the same runs: every run is held out
+    once, and mlxcel is not fitted, so its held-out figures are its training figures."""
+    models = models_of(workloads)
     if len(models) < CROSS_VALIDATION_MODELS:
         raise CalibrationRefused(
             f"cross-validation needs runs of at least {CROSS_VALIDATION_MODELS} models"
         )
-    estimates: list[int] = []
-    peaks: list[int] = []
-    mlxcel: list[int] = []
-    highest = highest_peaks(rows)
+    estimated: list[tuple[int, Sequence[int]]] = []
     for held in models:
-        rest = [r for r in highest if r.model != held]
-        fixed, margin = fit_fixed_bytes(rest), chosen_margin(rest)
-        held_rows = [r for r in rows if r.model == held]
-        estimates.extend(predictions(held_rows, fixed, margin))
-        peaks.extend(r.peak_bytes for r in held_rows)
-        mlxcel.extend(r.mlxcel_total_bytes for r in held_rows)
-    return CrossValidation(len(models), figures(estimates, peaks), figures(mlxcel, peaks))
+        rest = [w for w in workloads if w.terms.model != held]
+        fixed, margin = _fixed_part(rest), _chosen_margin(rest)
+        estimated.extend(
+            (_prediction(w.terms, fixed, margin), w.peaks)
+            for w in workloads
+            if w.terms.model == held
+        )
+    return CrossValidation(len(models), workload_figures(estimated), mlxcel)
 
 
 @dataclass(frozen=True)
@@ -244,17 +338,26 @@ class Fit:
 def fit_rows(rows: Sequence[CalibrationRow]) -> Fit:
     """Fit the fixed part on every row and the margin on the leave-one-model-out misses;
     CalibrationRefused with fewer than 2 models."""
-    models = check_enough(rows)
-    highest = highest_peaks(rows)
-    fixed = fit_fixed_bytes(highest)
-    margin = chosen_margin(highest)
-    peaks = [r.peak_bytes for r in rows]
+    check_enough(rows)  # before grouping: it names the first run that is not one
+    return fit_workloads(workloads_of_rows(rows))
+
+
+def fit_workloads(workloads: Sequence[WorkloadRuns]) -> Fit:
+    """`fit_rows` of the runs of `workloads`."""
+    models = _check_workloads(workloads)
+    fixed = _fixed_part(workloads)
+    margin = _chosen_margin(workloads)
+    mlxcel = _mlxcel_figures(workloads)
     return Fit(
         fixed_bytes=fixed,
         margin_basis_points=margin,
         models=models,
-        runs=len(rows),
-        training=figures(predictions(rows, fixed, margin), peaks),
-        training_mlxcel=figures([r.mlxcel_total_bytes for r in rows], peaks),
-        cross_validated=(cross_validate(rows) if len(models) >= CROSS_VALIDATION_MODELS else None),
+        runs=sum(w.runs for w in workloads),
+        training=workload_figures(
+            (_prediction(w.terms, fixed, margin), w.peaks) for w in workloads
+        ),
+        training_mlxcel=mlxcel,
+        cross_validated=(
+            _cross_validate(workloads, mlxcel) if len(models) >= CROSS_VALIDATION_MODELS else None
+        ),
     )

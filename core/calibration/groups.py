@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from core.backend import Backend
-from core.calibration.fit import CalibrationRefused, fit_rows
+from core.calibration.fit import CalibrationRefused, fit_workloads
 from core.calibration.key import CalibrationKey
 from core.calibration.record import Calibration
-from core.calibration.rows import CalibrationRow
+from core.calibration.rows import CalibrationRow, RunTerms, WorkloadRuns
 from core.calibration.targets import DEFAULT_TARGET
 from core.measurement.engine import Engine
 
@@ -31,13 +31,13 @@ def _same_device(value: str | None, wanted: str | None) -> bool:
     return wanted is None or (value is not None and value.casefold() == wanted.casefold())
 
 
-def row_key(row: CalibrationRow) -> CalibrationKey:
-    """The group a row calibrates."""
+def row_key(row: CalibrationRow | RunTerms) -> CalibrationKey:
+    """The group a row (or a workload's terms) calibrates."""
     return CalibrationKey(row.engine, row.backend, row.device, row.measured_on)
 
 
 def calibrate_groups(
-    rows: Sequence[CalibrationRow],
+    workloads: Sequence[WorkloadRuns],
     *,
     engine: Engine | None = None,
     backend: Backend | None = None,
@@ -45,28 +45,25 @@ def calibrate_groups(
     fitted_at: str = "",
     target: str = DEFAULT_TARGET,
 ) -> list[GroupResult]:
-    """Fit every (engine, formula, device) group of the rows the filters keep: `engine`,
+    """Fit every (engine, formula, device) group of the runs the filters keep: `engine`,
     `backend` (the kind of device the runs ran on) and `device` (its name, any case)."""
-    groups: dict[CalibrationKey, list[CalibrationRow]] = {}
-    kept: dict[int, list[CalibrationRow] | None] = {}  # by workload: its rows share terms
-    for r in rows:
-        group = kept.get(id(r.terms), kept)
-        if group is kept:
-            wanted = (
-                (engine is None or r.engine is engine)
-                and (backend is None or r.device_kind is backend)
-                and _same_device(r.device, device)
-            )
-            group = kept[id(r.terms)] = groups.setdefault(row_key(r), []) if wanted else None
-        if isinstance(group, list):
-            group.append(r)
+    groups: dict[CalibrationKey, list[WorkloadRuns]] = {}
+    for w in workloads:
+        t = w.terms
+        if (
+            (engine is None or t.engine is engine)
+            and (backend is None or t.device_kind is backend)
+            and _same_device(t.device, device)
+        ):
+            groups.setdefault(row_key(t), []).append(w)
     out = []
     for key in sorted(groups, key=CalibrationKey.sort_key):
         members = groups[key]
+        runs = sum(w.runs for w in members)
         try:
-            fit = fit_rows(members)
+            fit = fit_workloads(members)
         except CalibrationRefused as exc:
-            out.append(GroupResult(key, len(members), None, str(exc)))
+            out.append(GroupResult(key, runs, None, str(exc)))
             continue
         try:  # the reader's own checks: a fit it would refuse is never saved
             cal = Calibration.from_fit(
@@ -80,11 +77,11 @@ def calibrate_groups(
             ).checked()
         except ValueError as exc:
             refused = f"the fit is outside what a calibration file holds ({exc})"
-            out.append(GroupResult(key, len(members), None, refused))
+            out.append(GroupResult(key, runs, None, refused))
             continue
         why = fit.not_cross_validated
         warning = f"{key.words}: {why}" if why is not None else None
-        out.append(GroupResult(key, len(members), cal, warning=warning))
+        out.append(GroupResult(key, runs, cal, warning=warning))
     return out
 
 

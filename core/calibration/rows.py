@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from array import array
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +40,57 @@ class RunTerms:
     measured_on: Backend | None = None
     """The kind of device the run ran on, where it is not `backend` (a torch run on the
     CPU that emulated MLX-ROCm's queue is held against ROCm's formula)."""
+
+    @property
+    def device_kind(self) -> Backend:
+        """The kind of device the runs ran on."""
+        return self.measured_on or self.backend
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadRuns:
+    """Every run of one workload: its terms once and its peaks in ascending order, as
+    8-byte integers where they fit (a 10^6-run file is a few thousand of these and 8 MB
+    of peaks, not a million row objects). Everything the fit computes depends on a run
+    only through its workload's terms and its peak."""
+
+    terms: RunTerms
+    peaks: Sequence[int]
+    """Ascending, never empty, never changed once built (`sorted_peaks`)."""
+
+    @property
+    def runs(self) -> int:
+        return len(self.peaks)
+
+    @property
+    def highest(self) -> int:
+        """The highest peak: the only one the fixed part and the margin depend on."""
+        return self.peaks[-1]
+
+
+def sorted_peaks(peaks: Iterable[int]) -> Sequence[int]:
+    """`peaks` ascending, as an array of unsigned 8-byte integers (a tuple where one does
+    not fit: a hand-edited history's figure past 2^64 - 1 or below 1, which the fit then
+    refuses or reports as it always did)."""
+    ordered = sorted(peaks)
+    try:
+        return array("Q", ordered)
+    except OverflowError:
+        return tuple(ordered)
+
+
+def workloads_of_rows(rows: Iterable[CalibrationRow]) -> list[WorkloadRuns]:
+    """The rows gathered by workload (rows built apart are apart even where their terms
+    are equal: the fit gives the same either way)."""
+    peaks: dict[int, tuple[RunTerms, list[int]]] = {}
+    for r in rows:
+        peaks.setdefault(id(r.terms), (r.terms, []))[1].append(r.peak_bytes)
+    return [WorkloadRuns(terms, sorted_peaks(p)) for terms, p in peaks.values()]
+
+
+def rows_of_workloads(workloads: Iterable[WorkloadRuns]) -> list[CalibrationRow]:
+    """One row per run (for scripts that look at each run; the fit does not need them)."""
+    return [CalibrationRow(w.terms, p) for w in workloads for p in w.peaks]
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +166,7 @@ class CalibrationRow:
     @property
     def device_kind(self) -> Backend:
         """The kind of device the run ran on."""
-        return self.terms.measured_on or self.terms.backend
+        return self.terms.device_kind
 
 
 def terms_from_estimate(

@@ -14,7 +14,11 @@ from pathlib import Path
 from core.backend import Backend
 from core.calibration.groups import GroupResult, calibrate_groups
 from core.calibration.record import Calibration
-from core.calibration.sources import iter_csv, records_from_history, rows_from_records
+from core.calibration.sources import (
+    records_from_history,
+    workloads_from_records,
+    workloads_of_csv,
+)
 from core.calibration.store import default_path, save_merged
 from core.calibration.targets import DEFAULT_TARGET, target_named, target_words
 from core.display_text import clean_text
@@ -70,8 +74,9 @@ def calibrate(
     warnings: list[str] = []
     if rows_file is not None:
         source = clean_text(str(rows_file))
-        streamed = iter_csv(rows_file, target)  # a line at a time: never the file whole
-        rows, skipped = rows_from_records(streamed, resolve, skip_unresolved=False)
+        # a line at a time, each run's peak kept in its workload's array: never the file
+        # whole, nor an object per run
+        workloads = workloads_of_csv(rows_file, resolve, target)
     else:
         store = history if history is not None else HistoryStore.default()
         read = store.read()
@@ -84,13 +89,13 @@ def calibrate(
                 f"{source}: left out {lacking} run(s) that did not record {what} "
                 "(older runs, or not the mlx engine)"
             )
-        rows, skipped = rows_from_records(records, resolve, skip_unresolved=True)
-    warnings.extend(skipped)
-    if not rows:
+        workloads, skipped = workloads_from_records(records, resolve, skip_unresolved=True)
+        warnings.extend(skipped)
+    if not workloads:
         raise NothingToCalibrate(f"no measured runs to calibrate on in {source}")
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     results = calibrate_groups(
-        rows, engine=engine, backend=backend, device=device, fitted_at=stamp, target=target
+        workloads, engine=engine, backend=backend, device=device, fitted_at=stamp, target=target
     )
     if not results:
         raise NothingToCalibrate(f"no run in {source} matches --engine/--backend/--device")

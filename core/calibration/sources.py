@@ -18,12 +18,25 @@ from __future__ import annotations
 import csv
 import io
 import os
-from collections.abc import Callable, Iterable, Iterator
+import re
+from array import array
+from collections.abc import Callable, Iterable, Iterator, MutableSequence
 from dataclasses import dataclass
+from functools import partial
+from itertools import chain, filterfalse
+from operator import itemgetter
 from pathlib import Path
+from typing import BinaryIO, Protocol
 
 from core.backend import Backend
-from core.calibration.rows import CalibrationRow, RunTerms, terms_from_estimate
+from core.calibration.rows import (
+    CalibrationRow,
+    RunTerms,
+    WorkloadRuns,
+    rows_of_workloads,
+    sorted_peaks,
+    terms_from_estimate,
+)
 from core.calibration.targets import DEFAULT_TARGET, target_named
 from core.display_text import clean_text
 from core.errors import VramscopeError, describe_os_error
@@ -87,59 +100,144 @@ class RunRecord:
     """The kind of device the run ran on, where it is not `backend`."""
 
 
-def _int(text: str, where: str, column: str, low: int, high: int = U64_MAX) -> int:
+class _BadCell(Exception):
+    """A cell that cannot be read; the caller names the file and line (known only then)."""
+
+
+def _int(text: str, column: str, low: int, high: int = U64_MAX) -> int:
     digits = text.strip()
     value = decimal_to_int(digits) if digits.isascii() and digits.isdigit() else None
     if value is None or not low <= value <= high:
         shown = clean_text(text if len(text) <= 40 else text[:37] + "...")
-        raise CalibrationInputError(
-            f"{where}: column '{column}': expected an integer in [{low}, {high}], got '{shown}'"
-        )
+        raise _BadCell(f"column '{column}': expected an integer in [{low}, {high}], got '{shown}'")
     return value
 
 
-def _text(value: str | None, where: str, column: str) -> str | None:
+def _text(value: str | None, column: str) -> str | None:
     text = clean_text((value or "").strip())
     if len(text) > 200:
-        raise CalibrationInputError(f"{where}: column '{column}': longer than 200 characters")
+        raise _BadCell(f"column '{column}': longer than 200 characters")
     return text or None
 
 
-def _choice_cell(text: str, where: str, column: str, names: tuple[str, ...]) -> str:
+def _choice_cell(text: str, column: str, names: tuple[str, ...]) -> str:
     value = text.strip().lower()
     if value not in names:
-        raise CalibrationInputError(
-            f"{where}: column '{column}': expected one of {', '.join(names)}, "
-            f"got '{clean_text(text[:40])}'"
+        raise _BadCell(
+            f"column '{column}': expected one of {', '.join(names)}, got '{clean_text(text[:40])}'"
         )
     return value
 
 
-Line = tuple[int, str]
-"""A physical line of a runs file: its number (from 1, comments counted) and text."""
+Where = Callable[[], str]
+"""`FILE:LINE` of the run being read, asked for only when a message needs it."""
+
+
+class PeakSink(Protocol):
+    """Where the peaks of one workload's runs go, in the order they are read."""
+
+    def append(self, peak: int, /) -> None: ...
 
 
 def parse_csv(data: str, name: str, target: str = DEFAULT_TARGET) -> list[RunRecord]:
     """The runs of a CSV text, each with the target's peak; CalibrationInputError naming
     the first bad cell (or the target's missing column) by its physical line."""
-    return list(records_of_lines(enumerate(data.splitlines(keepends=True), 1), name, target))
+    out: list[RunRecord] = []
+    read_runs([data.splitlines(keepends=True)], name, _record_sinks(out), target)
+    return out
 
 
-def records_of_lines(
-    lines: Iterable[Line], name: str, target: str = DEFAULT_TARGET
-) -> Iterator[RunRecord]:
-    """The runs of numbered lines, one at a time (a file is never held whole): lines
-    starting with `#` are comments, counted in the line numbers errors name."""
-    at = [0]
+def read_runs(
+    blocks: Iterable[list[str]],
+    name: str,
+    sink_for: Callable[[RunCells, Where], PeakSink],
+    target: str = DEFAULT_TARGET,
+) -> None:
+    """Read the runs of a runs file's physical lines, given a block at a time (a file is
+    never held whole; lines starting with `#` are comments, counted in the line numbers
+    errors name), and append each run's peak (the target's column) to the sink of its
+    other cells: `sink_for` is asked once for each distinct set of them.
+    CalibrationInputError names the first bad cell by its line."""
+    block = _Block()
 
-    def data_lines() -> Iterator[str]:
-        for number, text in lines:
-            if not text.lstrip().startswith("#"):
-                at[0] = number
-                yield text
+    def data_lines() -> Iterator[list[str]]:
+        # comments are left out a block at a time, at C speed: no Python step per line
+        for lines in blocks:
+            block.next(lines, reader.line_num)
+            yield list(filterfalse(_COMMENT.match, lines))
 
-    reader = csv.reader(data_lines())
+    reader = csv.reader(chain.from_iterable(data_lines()))
+
+    def where() -> str:
+        return f"{name}:{block.line_of(reader.line_num)}"
+
     header = [h.strip() for h in next(reader, [])]
+    column = _check_header(header, name, target)
+    width = len(header)
+    peak_at = header.index(column)
+    other_cells = itemgetter(*(i for i in range(width) if i != peak_at))
+    sinks: dict[tuple[str, ...], PeakSink] = {}
+    for cells in reader:
+        if len(cells) != width:
+            if not cells:
+                continue  # a blank line, as csv.DictReader skips it
+            if len(cells) > width:
+                raise CalibrationInputError(f"{where()}: more cells than columns")
+            cells += [""] * (width - len(cells))  # cells left off are empty
+        key = other_cells(cells)
+        sink = sinks.get(key)
+        if sink is None:
+            try:
+                read = _run_cells(dict(zip(header, cells, strict=True)))
+            except _BadCell as exc:
+                raise CalibrationInputError(f"{where()}: {exc}") from None
+            if len(sinks) >= _MEMO_ROWS:
+                sinks.clear()
+            sink = sinks[key] = sink_for(read, where)
+        text = cells[peak_at]
+        # the common case at C speed: at most 19 ASCII digits is below 2^64, and int()
+        # reads exactly those as the strict reader does
+        if text.isascii() and text.isdigit() and len(text) < 20 and (peak := int(text)):
+            sink.append(peak)
+            continue
+        try:
+            sink.append(_int(text, column, 1))
+        except _BadCell as exc:
+            raise CalibrationInputError(f"{where()}: {exc}") from None
+
+
+class _Block:
+    """Where the block being read lies, to number a run's line when a message needs it:
+    the reader takes a block's lines only once the previous block's are all taken."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.first = 1
+        """The physical number of the block's first line."""
+        self.data_before = 0
+        """Lines of earlier blocks the CSV reader took (every line but the comments)."""
+        self.data_at: list[int] | None = None
+
+    def next(self, lines: list[str], data_before: int) -> None:
+        self.first += len(self.lines)
+        self.lines, self.data_before, self.data_at = lines, data_before, None
+
+    def line_of(self, data_line: int) -> int:
+        """The physical number of the reader's `data_line`-th line (from 1)."""
+        if self.data_at is None:  # once per block, and only where a message asks
+            self.data_at = [n for n, t in enumerate(self.lines) if _COMMENT.match(t) is None]
+        return self.first + self.data_at[data_line - self.data_before - 1]
+
+
+_COMMENT = re.compile(r"\s*#")
+"""A comment line: `#` after any white space (what `str.lstrip` removes)."""
+_MEMO_ROWS = 65_536
+"""Sets of cells kept read, by their text: runs repeat their model, device, backend,
+context and budget, and a 10^6-run file would otherwise read each a million times."""
+
+
+def _check_header(header: list[str], name: str, target: str) -> str:
+    """The column the target fits; CalibrationInputError for a header that cannot be read."""
     missing = [c for c in REQUIRED if c not in header]
     if missing:
         raise CalibrationInputError(f"{name}: missing column(s) {', '.join(missing)}")
@@ -154,35 +252,12 @@ def records_of_lines(
         raise CalibrationInputError(
             f"{name}: --target {target} needs the column '{column}', which the file lacks"
         )
-    width = len(header)
-    peak_at = header.index(column)
-    memo: dict[tuple[str, ...], _RunCells] = {}
-    for cells in reader:
-        if not cells:
-            continue  # a blank line, as csv.DictReader skips it
-        where = f"{name}:{at[0]}"
-        if len(cells) > width:
-            raise CalibrationInputError(f"{where}: more cells than columns")
-        peak_text = cells[peak_at] if len(cells) > peak_at else ""
-        key = tuple(cells[:peak_at] + cells[peak_at + 1 :])
-        read = memo.get(key)
-        if read is None:
-            read = _run_cells(dict(zip(header, cells, strict=False)), where)  # raises
-            if len(memo) >= _MEMO_ROWS:
-                memo.clear()
-            memo[key] = read
-        yield _record(read, _int(peak_text, where, column, 1), where)
-
-
-_MEMO_ROWS = 65_536
-"""Rows kept parsed by their cells other than the peak: runs repeat their model, device,
-backend, context and budget, and a 10^6-run file would otherwise read each a million
-times."""
+    return column
 
 
 @dataclass(frozen=True, slots=True)
-class _RunCells:
-    """A row's cells other than the peak, read."""
+class RunCells:
+    """A run's cells other than its peak, read: what its workload is."""
 
     model: str
     context: int
@@ -192,61 +267,72 @@ class _RunCells:
     device: str | None
     batch: int
     kv_cache_mode: KvCacheMode
+    measured_on: Backend | None = None
+    """Never read from a CSV: a CSV's runs are measured on their backend's kind."""
 
 
-def _run_cells(cell: dict[str, str], where: str) -> _RunCells:
-    model = _text(cell.get("model"), where, "model")
+def _run_cells(cell: dict[str, str]) -> RunCells:
+    model = _text(cell.get("model"), "model")
     if model is None:
-        raise CalibrationInputError(f"{where}: column 'model' is empty")
+        raise _BadCell("column 'model' is empty")
     batch_text = cell.get("batch", "").strip()
-    return _RunCells(
+    return RunCells(
         model=model,
-        context=_int(cell.get("context", ""), where, "context", 1),
-        inflight_mib=_int(cell.get("inflight_mib", ""), where, "inflight_mib", 0, MAX_INFLIGHT_MIB),
-        backend=_backend_cell(cell.get("backend", ""), where),
-        engine=_engine_cell(cell.get("engine", ""), where),
-        device=_text(cell.get("device"), where, "device"),
-        batch=_int(batch_text, where, "batch", 1) if batch_text else 1,
-        kv_cache_mode=_mode_cell(cell.get("kv_cache_mode", ""), where),
+        context=_int(cell.get("context", ""), "context", 1),
+        inflight_mib=_int(cell.get("inflight_mib", ""), "inflight_mib", 0, MAX_INFLIGHT_MIB),
+        backend=Backend(_choice_cell(cell.get("backend", ""), "backend", BACKEND_NAMES)),
+        engine=_engine_cell(cell.get("engine", "")),
+        device=_text(cell.get("device"), "device"),
+        batch=_int(batch_text, "batch", 1) if batch_text else 1,
+        kv_cache_mode=_mode_cell(cell.get("kv_cache_mode", "")),
     )
 
 
-def _record(read: _RunCells, peak: int, where: str) -> RunRecord:
-    return RunRecord(
-        model=read.model,
-        context=read.context,
-        inflight_mib=read.inflight_mib,
-        backend=read.backend,
-        peak_bytes=peak,
-        where=where,
-        engine=read.engine,
-        device=read.device,
-        batch=read.batch,
-        kv_cache_mode=read.kv_cache_mode,
-    )
+def _record_sinks(out: list[RunRecord]) -> Callable[[RunCells, Where], PeakSink]:
+    """Sinks that make each run a RunRecord (with its line) in `out`, in file order."""
+
+    class Records:
+        def __init__(self, read: RunCells, where: Where) -> None:
+            self.read, self.where = read, where
+
+        def append(self, peak: int, /) -> None:
+            r = self.read
+            out.append(
+                RunRecord(
+                    model=r.model,
+                    context=r.context,
+                    inflight_mib=r.inflight_mib,
+                    backend=r.backend,
+                    peak_bytes=peak,
+                    where=self.where(),
+                    engine=r.engine,
+                    device=r.device,
+                    batch=r.batch,
+                    kv_cache_mode=r.kv_cache_mode,
+                )
+            )
+
+    return Records
 
 
-def _backend_cell(text: str, where: str) -> Backend:
-    return Backend(_choice_cell(text, where, "backend", BACKEND_NAMES))
-
-
-def _engine_cell(text: str, where: str) -> Engine | None:
+def _engine_cell(text: str) -> Engine | None:
     if not text.strip():
         return None
-    return Engine(_choice_cell(text, where, "engine", ENGINE_NAMES))
+    return Engine(_choice_cell(text, "engine", ENGINE_NAMES))
 
 
-def _mode_cell(text: str, where: str) -> KvCacheMode:
+def _mode_cell(text: str) -> KvCacheMode:
     mode_text = text.strip().lower() or KvCacheMode.FP16.value
     mode = next((m for m in KvCacheMode if m.value == mode_text), None)
     if mode is None:
-        raise CalibrationInputError(f"{where}: column 'kv_cache_mode': expected fp16 or int8")
+        raise _BadCell("column 'kv_cache_mode': expected fp16 or int8")
     return mode
 
 
-def iter_csv(path: Path, target: str = DEFAULT_TARGET) -> Iterator[RunRecord]:
-    """The runs of a CSV file (regular, at most `CSV_SIZE_CAP` bytes, UTF-8), read and
-    yielded one line at a time, with the target's peak."""
+def read_csv_file(
+    path: Path, sink_for: Callable[[RunCells, Where], PeakSink], target: str = DEFAULT_TARGET
+) -> None:
+    """`read_runs` of a CSV file: regular, at most `CSV_SIZE_CAP` bytes, UTF-8."""
     name = clean_text(str(path))
     try:
         fh = open_regular(path)
@@ -261,27 +347,54 @@ def iter_csv(path: Path, target: str = DEFAULT_TARGET) -> Iterator[RunRecord]:
                 "runs); split it or leave out repeated runs"
             )
         text = io.TextIOWrapper(fh, encoding="utf-8-sig", newline="")
-        lines = enumerate(text, 1)
+        blocks = iter(partial(text.readlines, _BLOCK_CHARS), [])
         try:
-            yield from records_of_lines(lines, name, target)
-        except UnicodeDecodeError as exc:
-            line = _line_after(lines)
-            raise CalibrationInputError(f"{name}:{line}: not UTF-8 (byte {exc.start})") from None
+            read_runs(blocks, name, sink_for, target)
+        except UnicodeDecodeError:
+            line, at = _first_undecodable(fh)
+            raise CalibrationInputError(f"{name}:{line}: not UTF-8 (byte {at})") from None
         except csv.Error as exc:
             raise CalibrationInputError(f"{name}: not a CSV file ({exc})") from None
 
 
-def _line_after(lines: Iterator[Line]) -> int:
-    """The number of the line a decoding error was met on (the next one to be read)."""
-    try:
-        return next(lines)[0]
-    except (StopIteration, UnicodeDecodeError, ValueError):
-        return 0
+_BLOCK_CHARS = 1 << 16
+"""Whole lines read at once: about a thousand runs."""
+
+
+def _first_undecodable(fh: BinaryIO) -> tuple[int, int]:
+    """(line, offset in the file) of the first byte that is not UTF-8. The text reader
+    decodes ahead of the line it returns, so its error says neither: the file is read
+    again, a line at a time, split where the text reader splits (\\r, \\r\\n, \\n; no
+    byte of a UTF-8 sequence is one of those)."""
+    fh.seek(0)
+    line = offset = 0
+    for chunk in fh:
+        for piece in chunk.splitlines(keepends=True):
+            line += 1
+            try:
+                piece.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                return line, offset + exc.start
+            offset += len(piece)
+    return line, offset
 
 
 def read_csv(path: Path, target: str = DEFAULT_TARGET) -> list[RunRecord]:
-    """Every run of a CSV file (`iter_csv`), as a list."""
-    return list(iter_csv(path, target))
+    """Every run of a CSV file (`read_csv_file`), as a RunRecord each."""
+    out: list[RunRecord] = []
+    read_csv_file(path, _record_sinks(out), target)
+    return out
+
+
+def workloads_of_csv(
+    path: Path, resolve: Callable[[str], ModelSnapshot], target: str = DEFAULT_TARGET
+) -> list[WorkloadRuns]:
+    """The runs of a CSV file gathered by workload, with mlxcel's terms for each, a line
+    at a time (no object per run is kept: a peak is 8 bytes of its workload's array). An
+    unresolvable model is an error naming the line of its first run."""
+    workloads = _Workloads(resolve, skip_unresolved=False)  # peaks in 8-byte arrays
+    read_csv_file(path, workloads.sink, target)
+    return workloads.gathered()
 
 
 def records_from_history(
@@ -318,9 +431,118 @@ def records_from_history(
     return out, lacking
 
 
-TERMS_CACHE = 4096
-"""Workloads whose terms are kept while rows are made (runs repeat their workloads, and
-the rows of one workload share its terms)."""
+class _Run(Protocol):
+    """What makes a run's workload (a RunRecord's or RunCells' fields)."""
+
+    @property
+    def model(self) -> str: ...
+    @property
+    def context(self) -> int: ...
+    @property
+    def inflight_mib(self) -> int: ...
+    @property
+    def backend(self) -> Backend: ...
+    @property
+    def engine(self) -> Engine | None: ...
+    @property
+    def device(self) -> str | None: ...
+    @property
+    def batch(self) -> int: ...
+    @property
+    def kv_cache_mode(self) -> KvCacheMode: ...
+    @property
+    def measured_on(self) -> Backend | None: ...
+
+
+def _peak_array() -> MutableSequence[int]:
+    return array("Q")  # unsigned 8 bytes: a CSV's peak is at most 2^64 - 1
+
+
+class _Workloads:
+    """Runs gathered by workload as they are read: each model resolved once, each
+    workload's terms computed once, its peaks appended to one array."""
+
+    def __init__(
+        self,
+        resolve: Callable[[str], ModelSnapshot],
+        *,
+        skip_unresolved: bool,
+        new_peaks: Callable[[], MutableSequence[int]] = _peak_array,
+    ) -> None:
+        self.resolve = resolve
+        self.skip_unresolved = skip_unresolved
+        self.new_peaks = new_peaks
+        self.snapshots: dict[str, ModelSnapshot | None] = {}
+        self.runs: dict[tuple[object, ...], tuple[RunTerms, MutableSequence[int]]] = {}
+        self.warnings: list[str] = []
+
+    def sink(self, run: _Run, where: Where) -> PeakSink:
+        """The peaks of `run`'s workload (a sink that drops them for a model left out)."""
+        if run.model not in self.snapshots:
+            try:
+                self.snapshots[run.model] = self.resolve(run.model)
+            except VramscopeError as exc:
+                if not self.skip_unresolved:
+                    raise CalibrationInputError(f"{where()}: {exc}") from None
+                self.warnings.append(f"{where()}: left out the runs of {run.model} ({exc})")
+                self.snapshots[run.model] = None
+        snap = self.snapshots[run.model]
+        if snap is None:
+            return _DROPPED
+        workload = (
+            run.model, run.backend, run.inflight_mib, run.context, run.batch,
+            run.kv_cache_mode, run.engine, run.device, run.measured_on,
+        )  # fmt: skip
+        found = self.runs.get(workload)
+        if found is None:
+            settings = EstimateSettings(
+                run.backend, AvailableMemory(0, "calibration"), inflight_mib=run.inflight_mib
+            )
+            wl = Workload(run.context, run.batch, run.kv_cache_mode.int8)
+            terms = terms_from_estimate(
+                estimate(snap, wl, settings),
+                model=run.model,
+                backend=run.backend,
+                inflight_mib=run.inflight_mib,
+                engine=run.engine,
+                device=run.device,
+                measured_on=run.measured_on,
+            )
+            found = self.runs[workload] = (terms, self.new_peaks())
+        return found[1]
+
+    def gathered(self) -> list[WorkloadRuns]:
+        """The workloads, each one's peaks sorted (and the unsorted array let go at once,
+        so the peaks are never all held twice)."""
+        out = []
+        while self.runs:  # popitem: the last first, in O(1)
+            terms, peaks = self.runs.popitem()[1]
+            out.append(WorkloadRuns(terms, sorted_peaks(peaks)))
+        out.reverse()  # the order they were first read in
+        return out
+
+
+class _Dropped:
+    def append(self, peak: int, /) -> None:
+        pass
+
+
+_DROPPED = _Dropped()
+
+
+def workloads_from_records(
+    records: Iterable[RunRecord],
+    resolve: Callable[[str], ModelSnapshot],
+    *,
+    skip_unresolved: bool,
+) -> tuple[list[WorkloadRuns], list[str]]:
+    """Runs gathered by workload with mlxcel's terms; an unresolvable model is an error,
+    or with `skip_unresolved` (the history) a warning and its runs left out."""
+    # lists, not arrays: a hand-edited history's figure may be past 2^64 - 1
+    workloads = _Workloads(resolve, skip_unresolved=skip_unresolved, new_peaks=list)
+    for rec in records:
+        workloads.sink(rec, partial(str, rec.where)).append(rec.peak_bytes)
+    return workloads.gathered(), workloads.warnings
 
 
 def rows_from_records(
@@ -329,44 +551,6 @@ def rows_from_records(
     *,
     skip_unresolved: bool,
 ) -> tuple[list[CalibrationRow], list[str]]:
-    """Rows with mlxcel's terms, one record at a time; an unresolvable model is an error,
-    or with `skip_unresolved` (the history) a warning and its runs left out."""
-    snapshots: dict[str, ModelSnapshot | None] = {}
-    cached: dict[tuple[object, ...], RunTerms] = {}
-    rows: list[CalibrationRow] = []
-    warnings: list[str] = []
-    for rec in records:
-        if rec.model not in snapshots:
-            try:
-                snapshots[rec.model] = resolve(rec.model)
-            except VramscopeError as exc:
-                if not skip_unresolved:
-                    raise CalibrationInputError(f"{rec.where}: {exc}") from None
-                warnings.append(f"{rec.where}: left out the runs of {rec.model} ({exc})")
-                snapshots[rec.model] = None
-        snap = snapshots[rec.model]
-        if snap is None:
-            continue
-        workload = (
-            rec.model, rec.backend, rec.inflight_mib, rec.context, rec.batch, rec.kv_cache_mode,
-            rec.engine, rec.device, rec.measured_on,
-        )  # fmt: skip
-        terms = cached.get(workload)
-        if terms is None:
-            if len(cached) >= TERMS_CACHE:
-                cached.clear()
-            settings = EstimateSettings(
-                rec.backend, AvailableMemory(0, "calibration"), inflight_mib=rec.inflight_mib
-            )
-            wl = Workload(rec.context, rec.batch, rec.kv_cache_mode.int8)
-            terms = cached[workload] = terms_from_estimate(
-                estimate(snap, wl, settings),
-                model=rec.model,
-                backend=rec.backend,
-                inflight_mib=rec.inflight_mib,
-                engine=rec.engine,
-                device=rec.device,
-                measured_on=rec.measured_on,
-            )
-        rows.append(CalibrationRow(terms, rec.peak_bytes))
-    return rows, warnings
+    """One row per run with mlxcel's terms (`workloads_from_records`), for scripts."""
+    workloads, warnings = workloads_from_records(records, resolve, skip_unresolved=skip_unresolved)
+    return rows_of_workloads(workloads), warnings

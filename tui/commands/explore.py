@@ -9,6 +9,7 @@ from typing import Any
 
 from tui.commands.shared.estimate_args import launch_options
 from tui.commands.shared.flags import add_launch_flags
+from tui.out_of_memory import check_room_to_start
 
 
 def register(sub: Any) -> None:
@@ -33,6 +34,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    check_room_to_start("the explorer")  # before Textual and its threads
     from tui.app import make_app  # Textual is imported only when the explorer opens
 
     app = make_app(options=options)

@@ -11,6 +11,7 @@ from core.errors import UsageError
 from tui.commands.shared.estimate_args import launch_options
 from tui.commands.shared.flags import add_launch_flags
 from tui.commands.shared.output import check_out_path, write_out
+from tui.out_of_memory import check_room_to_start
 
 DEFAULT_SIZE = (120, 40)
 PNG_WIDTH_PER_COLUMN = 12
@@ -60,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
     if out.suffix.lower() not in (".svg", ".png"):
         raise UsageError("OUT", f"'{out}' must end in .svg or .png")
     check_out_path("OUT", out)  # before spending a second on the render
+    check_room_to_start("the explorer's screenshot")  # before Textual and its threads
     from tui.deps import default_deps
     from tui.headless import PngUnavailable, check_png, render_svg, svg_to_png
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+import statistics
+
 import pytest
 
 from core.backend import Backend
@@ -11,10 +14,12 @@ from core.calibration.fit import (
     CalibrationRefused,
     covering_margin,
     cross_validate,
+    figures,
     fit_fixed_bytes,
     fit_rows,
     predict,
     row_prediction,
+    workload_figures,
 )
 from core.calibration.rows import CalibrationRow
 from core.units import GIB, MIB
@@ -190,3 +195,23 @@ def test_the_builtin_calibration_survives_its_json_form() -> None:
     cal = builtin_calibration()
     again = Calibration.from_dict(cal.to_dict(), origin="builtin")
     assert again == cal
+
+
+@pytest.mark.parametrize("runs_per_workload", [3, 2_000])
+def test_figures_of_workloads_are_the_figures_of_their_runs(runs_per_workload: int) -> None:
+    # Few runs a workload: an overshoot per run, sorted; many: the median is counted
+    # (no float per run). Both must give the very floats `figures` gives run by run.
+    rnd = random.Random(runs_per_workload)
+    workloads, estimates, peaks = [], [], []
+    for _ in range(7):
+        estimate = rnd.randrange(10**9, 4 * 10**10)
+        runs = sorted(
+            rnd.choice([estimate, estimate + 1, rnd.randrange(10**9, 5 * 10**10)])
+            for _ in range(runs_per_workload + rnd.randrange(2))  # odd and even counts
+        )
+        workloads.append((estimate, runs))
+        estimates += [estimate] * len(runs)
+        peaks += runs
+    assert workload_figures(workloads) == figures(estimates, peaks)
+    with pytest.raises(statistics.StatisticsError):
+        workload_figures([])

@@ -131,3 +131,31 @@ def test_the_size_cap_says_why_it_refuses_a_runs_file(
         read_csv(rows)
     assert "over vramscope's 100-byte limit for a runs file" in str(info.value)
     assert "mlxcel" not in str(info.value)
+
+
+def test_a_byte_that_is_not_utf8_is_named_by_its_line_and_offset(tmp_path: Path) -> None:
+    head = f"# measured\n{HEADER}\n" + "m,640,0,cpu,5\n" * 3000
+    rows = tmp_path / "runs.csv"
+    rows.write_bytes(head.encode() + b"m,640,0,cpu,5\xff\n" + b"m,640,0,cpu,5\n" * 10)
+    with pytest.raises(CalibrationInputError) as info:
+        read_csv(rows)
+    # the reader decodes ahead of the line it parses: the error alone says neither
+    assert str(info.value) == f"{rows}:3003: not UTF-8 (byte {len(head) + 13})"
+
+
+def test_lines_are_numbered_across_the_blocks_a_long_file_is_read_in(tmp_path: Path) -> None:
+    lines = [f"# measured\n{HEADER}\n"]
+    for n in range(20_000):  # some 300 KB: read a block of whole lines at a time
+        lines.append("  # a comment\n" if n % 37 == 0 else "\n" if n % 501 == 0 else "")
+        lines.append("m,640,0,cpu,5\n" if n != 15_000 else "m,640,0,cpu,5e9\n")
+    text = "".join(lines)
+    bad_line = text[: text.index("5e9")].count("\n") + 1
+    rows = tmp_path / "runs.csv"
+    rows.write_text(text)
+    with pytest.raises(CalibrationInputError) as info:
+        read_csv(rows)
+    assert str(info.value).startswith(f"{rows}:{bad_line}: column 'peak_bytes'")
+    # and every run read names its own line
+    rows.write_text(text.replace("5e9", "6"))
+    numbered = [n for n, t in enumerate(rows.read_text().splitlines(), 1) if t.startswith("m,")]
+    assert [r.where for r in read_csv(rows)] == [f"{rows}:{n}" for n in numbered]

@@ -6,6 +6,7 @@ import json
 import os
 import re
 import stat
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -240,3 +241,36 @@ def test_a_target_whose_column_the_csv_lacks_is_one_line(
         f"vramscope: error: {path}: --target active_plus_cache needs the column "
         "'active_plus_cache_peak_bytes', which the file lacks\n"
     )
+
+
+def runs_csv(path: Path, runs: int) -> Path:
+    """`runs` runs of 24 workloads (3 models x 8 contexts), a comment line every 1,000."""
+    lines = ["# a long runs file", "model,context,inflight_mib,backend,peak_bytes,engine,device"]
+    for n in range(runs):
+        if n % 1000 == 0:
+            lines.append(f"# block {n // 1000}")
+        peak_bytes = 30_000_000_000 + n * 7919 % 10**9
+        lines.append(f"{CPU_MODELS[n % 3]},{512 * (1 + n % 8)},0,rocm,{peak_bytes},mlx,gfx1151")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_runs_file_is_streamed_holding_no_object_per_run(
+    tmp_path: Path, state_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A Python object per run (an int is 28 bytes, a float 24) would cost more than 24
+    # bytes a run; a peak kept in its workload's array costs 8.
+    small, large = runs_csv(tmp_path / "small.csv", 1_000), runs_csv(tmp_path / "large.csv", 31_000)
+    run(capsys, "calibrate", "--rows", str(small))  # imports and caches out of the figures
+    peaks = []
+    for path, runs in ((small, 1_000), (large, 31_000)):
+        tracemalloc.start()
+        try:
+            code, out, err = run(capsys, "calibrate", "--rows", str(path))
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+        assert (code, err) == (0, "")
+        assert f"mlx on rocm gfx1151, {runs} runs of 3 models" in out
+    per_run = (peaks[1] - peaks[0]) / 30_000
+    assert per_run < 24, f"{per_run:.0f} bytes of memory per run: runs are held, not streamed"

@@ -6,6 +6,7 @@ set inside a fresh interpreter before the command runs."""
 from __future__ import annotations
 
 import os
+import pty
 import subprocess
 import sys
 from pathlib import Path
@@ -33,6 +34,13 @@ resource.setrlimit(resource.RLIMIT_AS, (used + 2 * 2**20, used + 2 * 2**20))
 sys.exit(main(sys.argv[1:]))
 """
 
+SMALL = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (60 * 2**20, resource.RLIM_INFINITY))  # ulimit -v 61440
+from tui.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
 LOAD_TORCH = """
 import resource
 from hip_backend.errors import MeasureError
@@ -47,12 +55,18 @@ except MeasureError as exc:
 """
 
 
-def python(script: str, *args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def python(
+    script: str, *args: str, tmp_path: Path, terminal: int | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run `script` in a fresh interpreter (stdin and stdout on `terminal`, a pty's
+    follower, where given)."""
     env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
     return subprocess.run(
         [sys.executable, "-c", script, *args],
         cwd=ROOT,
-        capture_output=True,
+        stdin=terminal,
+        stdout=subprocess.PIPE if terminal is None else terminal,
+        stderr=subprocess.PIPE,
         text=True,
         timeout=120,
         env=env,
@@ -89,6 +103,29 @@ def test_measure_whose_thread_cannot_start_is_one_line(
 def test_screenshot_whose_threads_cannot_start_is_one_line(tmp_path: Path) -> None:
     done = python(NO_THREAD, "screenshot", str(tmp_path / "shot.svg"), tmp_path=tmp_path)
     assert one_memory_line(done).startswith("vramscope: error: out of memory: a thread")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ["screenshot", "explore"])
+def test_the_explorer_in_too_small_an_address_space_is_refused_before_it_starts(
+    tmp_path: Path, command: str
+) -> None:
+    # At 50-70 MB the screenshot segfaulted (CPython 3.11 recursing in MemoryError_new),
+    # hung on a worker thread that never started, or ended in a MemoryError, run to run.
+    if command == "screenshot":
+        done = python(SMALL, command, str(tmp_path / "shot.png"), tmp_path=tmp_path)
+    else:  # the explorer asks for a terminal first: give it one
+        leader, follower = pty.openpty()
+        try:
+            done = python(SMALL, command, tmp_path=tmp_path, terminal=follower)
+        finally:
+            os.close(leader)
+            os.close(follower)
+    last = one_memory_line(done)
+    assert last.startswith("vramscope: error: out of memory: the explorer")
+    assert "needs an address space of at least 512 MiB" in last
+    assert "limited to 60 MiB (ulimit -v 61440)" in last
+    assert done.stderr.count("\n") == 1 and not (tmp_path / "shot.png").exists()
 
 
 @pytest.mark.slow
