@@ -11,6 +11,7 @@ import pytest
 from textual.app import App
 from textual.dom import DOMNode
 from textual.events import ScreenResume
+from textual.geometry import Region
 from textual.widget import Widget
 
 from tests.tui.helpers import breakdown_bytes, build_app, settle
@@ -134,3 +135,38 @@ async def test_a_token_key_lays_out_nothing_and_repaints_only_what_changed(
         assert "ExplorerScreen" not in refreshed
         assert {"Breakdown", "ContextChart", "SummaryLine"} <= set(refreshed)
         monkeypatch.undo()  # quitting refreshes the screen, as it may
+
+
+async def test_a_token_key_paints_one_frame_holding_the_knob_and_the_figures(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The knob used to be painted at once and the estimate it moves in a second frame,
+    # which Textual's 60 Hz update timer held back a tick (~17 ms a key). Now the knob
+    # is painted when the screen shows the state: one frame, both in it.
+    from textual._compositor import Compositor
+
+    from tui.widgets.stop_slider import StopSlider
+
+    app = build_app(preset="gfx1151")
+    frames: list[set[Region]] = []
+    render_update = Compositor.render_update
+
+    def counted(compositor: Compositor, *args: object, **kw: object) -> object:
+        frames.append(set(compositor._dirty_regions))
+        return render_update(compositor, *args, **kw)  # type: ignore[arg-type]
+
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.pause()
+        knob = app.screen.query_one("#tokens StopSlider", StopSlider)
+        before = knob.position, breakdown_bytes(app)["Total estimate"]
+        monkeypatch.setattr(Compositor, "render_update", counted)
+        await pilot.press("right")
+        await settle(pilot)
+        await pilot.pause()
+        monkeypatch.undo()
+        assert (knob.position, breakdown_bytes(app)["Total estimate"]) > before
+        assert len(frames) == 1, frames
+        painted = frames[0]
+        for widget in (knob, app.screen.query_one(Breakdown)):
+            assert any(widget.region.overlaps(region) for region in painted), widget

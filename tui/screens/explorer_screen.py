@@ -204,7 +204,10 @@ class ExplorerScreen(FocusKeys):
     def on_controls_changed(self, message: Controls.Changed) -> None:
         # The change, not `message.state`: a key or a palette command may have changed
         # another field while the message was on its way, and that change must stay.
-        self.state = message.edit(self.state)
+        new = message.edit(self.state)
+        if new == self.state:  # no watch_state: the control's move is still to be shown
+            self.query_one(Controls).show(new)
+        self.state = new
 
     def watch_state(self, old: ExplorerState, new: ExplorerState) -> None:
         self.query_one(Controls).show(new)
