@@ -61,6 +61,7 @@ from tui.model.state import (
 )
 from tui.model.views import build_views, screen_words
 from tui.screens.focus_keys import CYCLE_BINDINGS, FILTER, JUMP_BINDINGS, FocusKeys
+from tui.screens.front_paint import FrontPaintCompositor
 from tui.widgets.breakdown import Breakdown
 from tui.widgets.command_lines_view import CommandLinesView
 from tui.widgets.context_chart import ContextChart
@@ -124,6 +125,7 @@ class ExplorerScreen(FocusKeys):
         models_dirs: tuple[Path, ...] = (),
     ) -> None:
         super().__init__()
+        self._compositor = FrontPaintCompositor()  # a key repaints what changed, not all
         self.set_reactive(ExplorerScreen.state, state)
         self.deps, self.machine = deps, machine
         self.loader = Loader(self, deps, machine.backend)
