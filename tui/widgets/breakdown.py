@@ -11,6 +11,7 @@ from __future__ import annotations
 import textwrap
 from typing import ClassVar
 
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.geometry import Region, Size
@@ -147,14 +148,17 @@ class Breakdown(Widget):
         if self._cache is None or self._cache[0] != width:
             base = self._kept.base()
             console = self.app.console
-            strips = [Strip(line.render(console)).apply_style(base) for line in self._lines(width)]
-            self._cache = (width, strips)
+            if self._message is None:  # one render of the table, cut into lines
+                assert self._view is not None
+                segments = self._render_view(self._view, width).render(console)
+                lines = list(Segment.split_lines(segments))
+            else:
+                lines = [list(line.render(console)) for line in self._message_lines(width)]
+            self._cache = (width, [Strip(line).apply_style(base) for line in lines])
         return self._cache[1]
 
-    def _lines(self, width: int) -> list[Text]:
-        if self._message is None:
-            assert self._view is not None
-            return list(self._render_view(self._view, width).split("\n"))
+    def _message_lines(self, width: int) -> list[Text]:
+        assert self._message is not None
         kind, text, warnings = self._message
         out: list[Text] = []
         if kind == "error":

@@ -15,6 +15,7 @@ moves between keys that are already on their way.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cached_property
 from typing import ClassVar
 
 from textual import events, on
@@ -139,12 +140,13 @@ class SliderField(Widget):
         if self._tooltip:
             self.query_one(StopSlider).tooltip = self._tooltip
 
-    @property
+    # Found once: the screen shows every field's value on every key, and a query walks.
+    @cached_property
     def slider(self) -> StopSlider:
         """The slider of this field."""
         return self.query_one(StopSlider)
 
-    @property
+    @cached_property
     def input(self) -> ValueInput:
         """The exact-value box of this field."""
         return self.query_one(ValueInput)
