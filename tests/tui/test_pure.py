@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import shlex
 from dataclasses import replace
 
@@ -37,7 +38,7 @@ from tui.model.values import (
     parse_tokens,
 )
 from tui.render.bars import bar, stacked_bar
-from tui.render.chart import render_chart, sample_contexts, short_tokens
+from tui.render.chart import nearest_column, render_chart, sample_contexts, short_tokens
 from tui.widgets.model_list import entry_prompt, matches
 
 LLAMA = "mlx-community/Meta-Llama-3.1-8B-Instruct-4bit"
@@ -129,6 +130,19 @@ def test_chart_shape_marker_and_available_line() -> None:
     assert short_tokens(131072) == "128K"
     assert short_tokens(1 << 20) == "1M"
     assert short_tokens(300) == "300"
+
+
+def test_the_nearest_column_is_the_one_a_scan_of_every_column_finds() -> None:
+    # nearest_column looks at two candidates (the chart asks it on every key); the answer
+    # must be the column closest on the log scale, the first one on a tie, as a scan gives.
+    def scan(contexts: list[int], tokens: int) -> int:
+        target = math.log(max(tokens, 1))
+        return min(range(len(contexts)), key=lambda i: abs(math.log(max(contexts[i], 1)) - target))
+
+    for lo, hi, columns in ((256, 131072, 100), (1, 3, 40), (256, 300, 160), (2, 10**7, 7)):
+        contexts = sample_contexts(lo, hi, columns)
+        for tokens in {0, 1, lo - 1, lo, hi, hi + 1, *contexts, *(c + 1 for c in contexts)}:
+            assert nearest_column(contexts, tokens) == scan(contexts, tokens), (contexts, tokens)
 
 
 def test_the_value_axis_fits_the_data_and_says_where_a_far_available_line_is() -> None:

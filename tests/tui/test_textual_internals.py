@@ -11,11 +11,12 @@ import pytest
 from textual.app import App
 from textual.dom import DOMNode
 from textual.events import ScreenResume
+from textual.geometry import Region
 from textual.widget import Widget
 
 from tests.tui.helpers import breakdown_bytes, build_app, settle
 from tui.widgets.breakdown import Breakdown
-from tui.widgets.relayout import force_relayout
+from tui.widgets.repaint import force_relayout
 
 
 def test_widgets_still_have_the_pending_layout_flag_force_relayout_clears() -> None:
@@ -134,3 +135,124 @@ async def test_a_token_key_lays_out_nothing_and_repaints_only_what_changed(
         assert "ExplorerScreen" not in refreshed
         assert {"Breakdown", "ContextChart", "SummaryLine"} <= set(refreshed)
         monkeypatch.undo()  # quitting refreshes the screen, as it may
+
+
+async def test_a_token_key_paints_one_frame_holding_the_knob_and_the_figures(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The knob used to be painted at once and the estimate it moves in a second frame,
+    # which Textual's 60 Hz update timer held back a tick (~17 ms a key). Now the knob
+    # is painted when the screen shows the state: one frame, both in it.
+    from textual._compositor import Compositor
+
+    from tui.widgets.stop_slider import StopSlider
+
+    app = build_app(preset="gfx1151")
+    frames: list[set[Region]] = []
+    render_update = Compositor.render_update
+
+    def counted(compositor: Compositor, *args: object, **kw: object) -> object:
+        frames.append(set(compositor._dirty_regions))
+        return render_update(compositor, *args, **kw)  # type: ignore[arg-type]
+
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.pause()
+        knob = app.screen.query_one("#tokens StopSlider", StopSlider)
+        before = knob.position, breakdown_bytes(app)["Total estimate"]
+        monkeypatch.setattr(Compositor, "render_update", counted)
+        await pilot.press("right")
+        await settle(pilot)
+        await pilot.pause()
+        monkeypatch.undo()
+        assert (knob.position, breakdown_bytes(app)["Total estimate"]) > before
+        assert len(frames) == 1, frames
+        painted = frames[0]
+        for widget in (knob, app.screen.query_one(Breakdown)):
+            assert any(widget.region.overlaps(region) for region in painted), widget
+
+
+async def test_the_explorer_writes_what_textual_would_for_each_partial_repaint(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # tui/screens/front_paint.py renders only the widgets seen in the changed regions
+    # (Textual renders every widget in the rectangle around them) and reads the
+    # compositor's private `_get_renders`, `_visible_widgets` and `_dirty_regions`.
+    # Each repaint here is also made Textual's way, from the same changed regions, and
+    # what reaches the terminal must be the same: keys that move a slider, a choice,
+    # focus (the border lights), the devices (rows come and go), a typed value. The
+    # one difference allowed: Textual also moves the cursor to a chop of a widget that
+    # starts where a changed span ends, and writes nothing there.
+    import re
+
+    from textual._compositor import ChopsUpdate, Compositor
+
+    from tui.screens.front_paint import FrontPaintCompositor
+
+    app = build_app(preset="gfx1151")
+    compared: list[int] = []
+    ours = FrontPaintCompositor.render_partial_update
+
+    def both(compositor: FrontPaintCompositor) -> ChopsUpdate | None:
+        changed = set(compositor._dirty_regions)
+        textual_way = Compositor.render_partial_update(compositor)
+        compositor._dirty_regions.update(changed)
+        update = ours(compositor)
+        assert (update is None) == (textual_way is None)
+        if update is not None and textual_way is not None:
+            bare_move = re.compile(r"\x1b\[\d+;\d+H(?=\x1b\[\d+;\d+H|\n|$)")
+            written = update.render_segments(app.console)
+            assert written == bare_move.sub("", textual_way.render_segments(app.console))
+            compared.append(len(changed))
+        return update
+
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.pause()
+        assert isinstance(app.explorer._compositor, FrontPaintCompositor)
+        monkeypatch.setattr(FrontPaintCompositor, "render_partial_update", both)
+        for keys in (["right"], ["left", "left"], ["k"], ["d"], ["tab"], ["t", "4", "0"]):
+            await pilot.press(*keys)
+            await settle(pilot)
+            await pilot.pause()
+        monkeypatch.undo()
+    assert len(compared) >= 6 and max(compared) > 1, compared
+
+
+async def test_a_token_key_renders_the_widgets_that_changed_and_no_other(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Textual renders every widget in the rectangle around the changed regions: for a
+    # token key all 36 on screen (the model list, every control, the containers'
+    # lines cut at every column). The explorer renders the six that changed, and of
+    # the breakdown only the lines whose text or colour changed.
+    from textual._styles_cache import StylesCache
+
+    app = build_app(preset="gfx1151")
+    rendered: list[str] = []
+    lines: list[str] = []
+    render_lines, render_line = Widget.render_lines, StylesCache.render_line
+
+    def counted_widget(widget: Widget, crop: Region) -> list[object]:
+        rendered.append(type(widget).__name__)
+        return render_lines(widget, crop)  # type: ignore[return-value]
+
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.pause()
+        breakdown = app.screen.query_one(Breakdown)
+
+        def counted_line(cache: StylesCache, *args: object, **kw: object) -> object:
+            if cache is breakdown._styles_cache:
+                lines.append("breakdown")
+            return render_line(cache, *args, **kw)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(Widget, "render_lines", counted_widget)
+        monkeypatch.setattr(StylesCache, "render_line", counted_line)
+        await pilot.press("right")
+        await settle(pilot)
+        await pilot.pause()
+        monkeypatch.undo()
+        changed = {"SummaryLine", "StopSlider", "ValueInput", "Breakdown", "ContextChart"}
+        assert changed <= set(rendered) <= changed | {"CommandLinesView"}
+        assert 0 < len(lines) <= breakdown.size.height // 2

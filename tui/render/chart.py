@@ -9,6 +9,7 @@ the totals in, so the chart can never disagree with the breakdown.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import groupby
@@ -46,9 +47,21 @@ def sample_contexts(lo: int, hi: int, count: int) -> list[int]:
 
 
 def nearest_column(contexts: Sequence[int], tokens: int) -> int:
-    """The column whose context is closest to `tokens` on the log scale."""
-    target = math.log(max(tokens, 1))
-    return min(range(len(contexts)), key=lambda i: abs(math.log(max(contexts[i], 1)) - target))
+    """The column whose context is closest to `tokens` on the log scale (the first such
+    column on a tie), for contexts in ascending order, as `sample_contexts` gives them.
+
+    The closest is the last context at or below `tokens` or the first above it: two
+    candidates, not a logarithm of every column (the chart asks this for the marker and
+    each tick on every key)."""
+    target = max(tokens, 1)
+    above = bisect_right(contexts, target)
+    candidates = []
+    if above > 0:
+        candidates.append(bisect_left(contexts, contexts[above - 1]))  # its first column
+    if above < len(contexts):
+        candidates.append(above)
+    log_target = math.log(target)
+    return min(candidates, key=lambda i: abs(math.log(max(contexts[i], 1)) - log_target))
 
 
 def point_columns(contexts: Sequence[int], points: Sequence[Point]) -> list[Point]:

@@ -9,7 +9,8 @@ and answer with `tui.messages`' typed messages, which this screen applies; `m` i
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -63,6 +64,7 @@ from tui.model.state import (
 from tui.model.views import build_views, screen_words
 from tui.out_of_memory import exit_out_of_memory, is_out_of_memory
 from tui.screens.focus_keys import CYCLE_BINDINGS, FILTER, JUMP_BINDINGS, FocusKeys
+from tui.screens.front_paint import FrontPaintCompositor
 from tui.widgets.breakdown import Breakdown
 from tui.widgets.command_lines_view import CommandLinesView
 from tui.widgets.context_chart import ContextChart
@@ -76,6 +78,20 @@ from tui.widgets.status_line import StatusLine, SummaryLine
 
 if TYPE_CHECKING:
     from tui.controllers.ranks import RanksController
+
+
+@dataclass(frozen=True)
+class _Painted:
+    """The widgets `recompute` shows the state in, found once (a query walks every widget
+    on the screen: a few milliseconds a key)."""
+
+    status: StatusLine
+    summary: SummaryLine
+    controls: Controls
+    commands: tuple[CommandLinesView, ...]
+    measured: MeasuredPanel
+    chart: ContextChart
+    breakdown: Breakdown
 
 
 class ExplorerScreen(FocusKeys):
@@ -126,6 +142,7 @@ class ExplorerScreen(FocusKeys):
         models_dirs: tuple[Path, ...] = (),
     ) -> None:
         super().__init__()
+        self._compositor = FrontPaintCompositor()  # a key repaints what changed, not all
         self.set_reactive(ExplorerScreen.state, state)
         self.deps, self.machine = deps, machine
         self.loader = Loader(self, deps, machine.backend)
@@ -170,6 +187,18 @@ class ExplorerScreen(FocusKeys):
     def on_unmount(self) -> None:
         self.measure.close()  # quitting kills a measurement still in flight
 
+    @cached_property
+    def _painted(self) -> _Painted:
+        return _Painted(
+            self.query_one(StatusLine),
+            self.query_one(SummaryLine),
+            self.query_one(Controls),
+            tuple(self.query(CommandLinesView)),
+            self.query_one(MeasuredPanel),
+            self.query_one(ContextChart),
+            self.query_one(Breakdown),
+        )
+
     @property
     def settled(self) -> bool:
         """True once every read asked for so far has answered."""
@@ -206,10 +235,13 @@ class ExplorerScreen(FocusKeys):
     def on_controls_changed(self, message: Controls.Changed) -> None:
         # The change, not `message.state`: a key or a palette command may have changed
         # another field while the message was on its way, and that change must stay.
-        self.state = message.edit(self.state)
+        new = message.edit(self.state)
+        if new == self.state:  # no watch_state: the control's move is still to be shown
+            self._painted.controls.show(new)
+        self.state = new
 
     def watch_state(self, old: ExplorerState, new: ExplorerState) -> None:
-        self.query_one(Controls).show(new)
+        self._painted.controls.show(new)
         self.recompute()
 
     def recompute(self) -> None:
@@ -228,14 +260,15 @@ class ExplorerScreen(FocusKeys):
                 mlxcel="# mlxcel estimates the model as stored: " + words.mlxcel,
                 name=f"{words.name} as {quantize_as.word} (vramscope what-if)",
             )
-        self.query_one(StatusLine).show_device(device, self.machine, self._device_wait())
-        controls = self.query_one(Controls)
+        painted = self._painted
+        painted.status.show_device(device, self.machine, self._device_wait())
+        controls = painted.controls
         controls.show_hints(state, loader.snapshot is not None, words.trained)
         controls.show_quantize(state, loader.what_ifs)
-        for view in self.query(CommandLinesView):
+        for view in painted.commands:
             view.show(words.vramscope, words.mlxcel)
-        self.query_one(MeasuredPanel).show(words.panel)
-        chart, breakdown = self.query_one(ContextChart), self.query_one(Breakdown)
+        painted.measured.show(words.panel)
+        chart, breakdown = painted.chart, painted.breakdown
         views, self.answer, self.estimate = None, None, None
         plan: Answer | str | None = None
         if facts is not None and device is not None:
@@ -275,7 +308,7 @@ class ExplorerScreen(FocusKeys):
         summary = words.summary(self.answer, plan_answer, views.breakdown if views else None)
         if isinstance(plan, str):
             summary = replace(summary, detail=f"no split: {plan}", short="", tiny="", fits=None)
-        self.query_one(SummaryLine).show(summary)
+        painted.summary.show(summary)
 
     def _device_wait(self) -> str:
         """Why there is no device yet ("" once there is)."""

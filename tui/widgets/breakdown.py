@@ -11,16 +11,17 @@ from __future__ import annotations
 import textwrap
 from typing import ClassVar
 
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.widget import Widget
 
 from core.units import format_bytes_short
 from tui.model.rows import TERM_KEYS, BreakdownRow, EstimateView
 from tui.render.bars import bar, stacked_bar
-from tui.widgets.relayout import force_relayout
+from tui.widgets.repaint import KeptStyles, force_relayout
 
 MIN_WRAPPED_NOTE = 40
 """Notes narrower than this are cut with an ellipsis rather than wrapped into a column."""
@@ -78,6 +79,12 @@ class Breakdown(Widget):
         self._message: tuple[str, str, tuple[str, ...]] | None = ("loading", "Starting…", ())
         self._shape: tuple[object, ...] = ()
         self._cache: tuple[int, list[Strip]] | None = None
+        self._kept = KeptStyles(self)
+
+    def notify_style_update(self) -> None:
+        self._kept.clear()
+        self._cache = None  # its lines carry the old styles
+        super().notify_style_update()
 
     @property
     def view(self) -> EstimateView | None:
@@ -102,14 +109,26 @@ class Breakdown(Widget):
         self._changed(True)
 
     def _changed(self, relayout: bool) -> None:
-        self._cache = None
+        before, self._cache = self._cache, None
+        width = self.size.width
         if relayout:
             force_relayout(self)
-        else:
+        elif before is None or before[0] != width:
             self.refresh()
+        else:
+            # Only the lines that changed: a token key changes a third of them.
+            lines = self._strips(width)
+            if len(lines) != len(before[1]):
+                self.refresh()
+                return
+            changed = [
+                y for y, (old, new) in enumerate(zip(before[1], lines, strict=True)) if old != new
+            ]
+            if changed:
+                self.refresh(*(Region(0, y, width, 1) for y in changed))
 
     def _style(self, name: str) -> Style:
-        return self.get_component_rich_style(f"breakdown--{name}")
+        return self._kept.component(f"breakdown--{name}")
 
     # The Line API: the lines are built once per change and width, then served as
     # strips; painting a Rich renderable instead cost several milliseconds a frame.
@@ -120,23 +139,26 @@ class Breakdown(Widget):
     def render_line(self, y: int) -> Strip:
         width = self.size.width
         strips = self._strips(width)
-        base = self.rich_style
+        base = self._kept.base()
         if y < len(strips):
             return strips[y].adjust_cell_length(width, base)
         return Strip.blank(width, base)
 
     def _strips(self, width: int) -> list[Strip]:
         if self._cache is None or self._cache[0] != width:
-            base = self.rich_style
+            base = self._kept.base()
             console = self.app.console
-            strips = [Strip(line.render(console)).apply_style(base) for line in self._lines(width)]
-            self._cache = (width, strips)
+            if self._message is None:  # one render of the table, cut into lines
+                assert self._view is not None
+                segments = self._render_view(self._view, width).render(console)
+                lines = list(Segment.split_lines(segments))
+            else:
+                lines = [list(line.render(console)) for line in self._message_lines(width)]
+            self._cache = (width, [Strip(line).apply_style(base) for line in lines])
         return self._cache[1]
 
-    def _lines(self, width: int) -> list[Text]:
-        if self._message is None:
-            assert self._view is not None
-            return list(self._render_view(self._view, width).split("\n"))
+    def _message_lines(self, width: int) -> list[Text]:
+        assert self._message is not None
         kind, text, warnings = self._message
         out: list[Text] = []
         if kind == "error":

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from tui.widgets.relayout import force_relayout
+from tui.widgets.repaint import force_relayout
 
 LONG_WORD = 40
 """Folder paths longer than this are shown shortened; copying gives them whole."""

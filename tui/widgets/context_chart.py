@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 from textual.widget import Widget
@@ -25,6 +24,7 @@ from tui.render.chart import (
     render_chart,
     sample_contexts,
 )
+from tui.widgets.repaint import KeptStyles
 
 
 class ContextChart(Widget):
@@ -56,7 +56,12 @@ class ContextChart(Widget):
         self.data: ChartData | None = None
         self._totals: tuple[object, list[int]] = (None, [])
         self._strips: list[Strip] | None = None
-        self._base = Style()
+        self._kept = KeptStyles(self)
+
+    def notify_style_update(self) -> None:
+        self._kept.clear()
+        self._strips = None  # they carry the old styles
+        super().notify_style_update()
 
     def show(self, data: ChartData | None) -> None:
         """Plot new data (None clears the chart)."""
@@ -72,16 +77,16 @@ class ContextChart(Widget):
     def render_line(self, y: int) -> Strip:
         # The Line API: segments straight from the chart text, no Rich-to-Content
         # conversion on every frame (that conversion cost more than the chart itself).
+        base = self._kept.base()
         if self._strips is None:
-            self._base = base = self.rich_style
             console = self.app.console
             self._strips = [
                 Strip(line.render(console)).apply_style(base) for line in self._chart().split("\n")
             ]
         width = self.size.width
         if y < len(self._strips):
-            return self._strips[y].adjust_cell_length(width, self._base)
-        return Strip.blank(width, self._base)
+            return self._strips[y].adjust_cell_length(width, base)
+        return Strip.blank(width, base)
 
     def _chart(self) -> Text:
         data = self.data
@@ -91,13 +96,14 @@ class ContextChart(Widget):
             return Text().append("no estimate to plot", "dim") if data is None else Text("")
         top = max(data.top_tokens, data.current_tokens, MIN_TOKENS + 1)
         contexts = sample_contexts(MIN_TOKENS, top, columns)
+        kept = self._kept.component
         styles = ChartStyles(
-            fits=self.get_component_rich_style("context-chart--fits"),
-            over=self.get_component_rich_style("context-chart--over"),
-            current=self.get_component_rich_style("context-chart--current"),
-            available=self.get_component_rich_style("context-chart--available"),
-            axis=self.get_component_rich_style("context-chart--axis"),
-            measured=self.get_component_rich_style("context-chart--measured"),
+            fits=kept("context-chart--fits"),
+            over=kept("context-chart--over"),
+            current=kept("context-chart--current"),
+            available=kept("context-chart--available"),
+            axis=kept("context-chart--axis"),
+            measured=kept("context-chart--measured"),
         )
         current = nearest_column(contexts, data.current_tokens)
         cache_key = (data.key, top, columns)

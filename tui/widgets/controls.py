@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from typing import TypeVar
 
 from textual import events, on
 from textual.app import ComposeResult
@@ -34,6 +35,8 @@ from tui.model.views import inflight_hint, tokens_hint
 from tui.widgets.memory_field import MemoryField
 from tui.widgets.segmented import Segmented
 from tui.widgets.slider_field import SliderField
+
+W = TypeVar("W", bound=Widget)
 
 Edit = Callable[[ExplorerState], ExplorerState]
 """One change of the state, as a function: the old state in, the new one out."""
@@ -72,6 +75,15 @@ class Controls(Widget):
         super().__init__(id=id)
         self.state = state
         self.border_title = "Controls"
+        self._found: dict[str, Widget] = {}
+
+    def _get(self, widget_id: str, kind: type[W]) -> W:
+        """A row or control by id, found once: `show` runs on every key, and a query
+        walks every widget of the panel."""
+        found = self._found.get(widget_id)
+        if not isinstance(found, kind):
+            found = self._found[widget_id] = self.query_one(f"#{widget_id}", kind)
+        return found
 
     def compose(self) -> ComposeResult:
         for row in rows(CONTROLS):
@@ -129,18 +141,18 @@ class Controls(Widget):
         self.state = state
         for spec in CONTROLS:
             if spec.row:
-                self.query_one(f"#{spec.row}").display = self._shown(spec, state)
+                self._get(spec.row, Widget).display = self._shown(spec, state)
             if spec.kind is WidgetKind.SLIDER:
                 self.field(spec.id).set_value(spec.value(state))
             elif spec.kind is WidgetKind.CHOICE:
-                self.query_one(f"#{spec.id}", Segmented).set_index(spec.index(state))
+                self._get(spec.id, Segmented).set_index(spec.index(state))
             elif spec.kind is WidgetKind.MEMORY:
-                self.query_one(f"#{spec.id}", MemoryField).set_choice(spec.value(state))
+                self._get(spec.id, MemoryField).set_choice(spec.value(state))
             elif spec.kind is WidgetKind.SIZES:
                 self._show_sizes(spec, state)
 
     def _show_sizes(self, spec: ControlSpec, state: ExplorerState) -> None:
-        box = self.query_one(f"#{spec.id}", Input)
+        box = self._get(spec.id, Input)
         text = spec.value(state)
         if not box.has_focus and box.value != text:
             with box.prevent(Input.Changed):
@@ -157,7 +169,7 @@ class Controls(Widget):
     def show_quantize(self, state: ExplorerState, what_ifs: dict[str, int | str]) -> None:
         """Offer "Quantize as" only where a what-if has a number (16/32-bit float weights)."""
         offered = any(isinstance(v, int) for v in what_ifs.values())
-        control = self.query_one(f"#{QUANTIZE.id}", Segmented)
+        control = self._get(QUANTIZE.id, Segmented)
         control.disabled = not offered
         chosen = shown_quantization(state, what_ifs)
         control.set_index(QUANTIZE.index(replace(state, quantize_as=chosen)))
@@ -170,13 +182,13 @@ class Controls(Widget):
             hint = "vramscope what-if"
         else:
             hint = ""
-        line = self.query_one(f"#{QUANTIZE.id}-hint", Static)
+        line = self._get(f"{QUANTIZE.id}-hint", Static)
         if line.content != hint:  # an update lays out the whole screen again (~20 ms)
             line.update(hint)
 
     def field(self, field_id: str) -> SliderField:
         """A slider row by id (`tokens`, `inflight`, `batch`, `factor`)."""
-        return self.query_one(f"#{field_id}", SliderField)
+        return self._get(field_id, SliderField)
 
     def focus_target(self, spec: ControlSpec) -> Widget | None:
         """Where a jump to `spec` puts focus: its slider, picker, box or choices (None while

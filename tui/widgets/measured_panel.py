@@ -24,7 +24,7 @@ from tui.render.measure_text import (
     rows_table,
     running_rows,
 )
-from tui.widgets.relayout import force_relayout
+from tui.widgets.repaint import force_relayout
 
 CANCEL_HINT = "m or Esc cancels"
 

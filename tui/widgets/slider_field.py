@@ -15,6 +15,7 @@ moves between keys that are already on their way.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cached_property
 from typing import ClassVar
 
 from textual import events, on
@@ -139,12 +140,13 @@ class SliderField(Widget):
         if self._tooltip:
             self.query_one(StopSlider).tooltip = self._tooltip
 
-    @property
+    # Found once: the screen shows every field's value on every key, and a query walks.
+    @cached_property
     def slider(self) -> StopSlider:
         """The slider of this field."""
         return self.query_one(StopSlider)
 
-    @property
+    @cached_property
     def input(self) -> ValueInput:
         """The exact-value box of this field."""
         return self.query_one(ValueInput)
@@ -292,9 +294,14 @@ class SliderField(Widget):
         self.begin_typing()
         self._edit(next((line.strip() for line in text.splitlines() if line.strip()), ""))
 
-    def _commit(self, value: float) -> None:
-        self.slider.set_position(position_of(value, self.stops))
+    def _commit(self, value: float, *, shown: bool = True) -> None:
+        """Take a value; `shown=False` leaves the knob and the box to the owner's
+        `set_value`, which shows it with everything it changes, in one frame."""
+        if shown or value == self.value:
+            self.slider.set_position(position_of(value, self.stops))
         if value == self.value:
+            if not shown:
+                self.show_value()
             return
         self.value = value
         self.post_message(self.Changed(self, value))
@@ -302,8 +309,9 @@ class SliderField(Widget):
     @on(StopSlider.Moved)
     def _slider_moved(self, event: StopSlider.Moved) -> None:
         event.stop()
-        self._commit(self.stops[event.index])
-        self.show_value()
+        self._commit(self.stops[event.index], shown=self.typing)
+        if self.typing:
+            self.show_value()
 
     @on(Input.Changed)
     def _typed(self, event: Input.Changed) -> None:

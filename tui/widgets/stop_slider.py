@@ -5,7 +5,9 @@ this one is ours. It knows positions, not values: the owner maps a stop index
 to a value. A typed value that falls between two stops is shown at a
 fractional position; the next key press moves to the neighbouring stop.
 `Moved` is posted only for user actions, so setting a position from code never
-echoes back.
+echoes back. A user's move is painted when the owner shows the value it leads to
+(`set_position`), so the knob moves in the same frame as what it changes: one frame
+per key, not the knob's alone and then, a 60 Hz tick later, the rest.
 """
 
 from __future__ import annotations
@@ -99,6 +101,8 @@ class StopSlider(Widget, can_focus=True):
         self.set_reactive(StopSlider.position, self._clamp(position))
         self.box_hook: TypingHook | None = None
         """Where typed keys go (the owner's box): digits and pastes start typing."""
+        self._unpainted = False
+        """A user's move not painted yet: the owner's next `set_position` paints it."""
 
     def _clamp(self, position: float) -> float:
         return min(max(position, 0.0), float(self.count - 1))
@@ -110,7 +114,10 @@ class StopSlider(Widget, can_focus=True):
         self.refresh()
 
     def set_position(self, position: float) -> None:
-        """Place the knob from code, without posting `Moved`."""
+        """Place the knob from code, without posting `Moved` (and paint a user's move)."""
+        if self._unpainted:
+            self._unpainted = False
+            self.refresh()
         self.position = self._clamp(position)
 
     @property
@@ -122,7 +129,9 @@ class StopSlider(Widget, can_focus=True):
         index = min(max(index, 0), self.count - 1)
         if index == self.position:
             return
-        self.position = float(index)
+        # Not painted here: the owner shows it with what it changes (`set_position`).
+        self.set_reactive(StopSlider.position, float(index))
+        self._unpainted = True
         self.post_message(self.Moved(self, index))
 
     def action_step(self, direction: int) -> None:
