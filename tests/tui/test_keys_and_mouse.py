@@ -9,7 +9,15 @@ from textual.widget import Widget
 from core.backend import Backend
 from core.measurement.result import MeasuredPeak
 from core.units import MIB
-from tests.tui.helpers import LLAMA, breakdown_bytes, build_app, fixed_deps, settle, widget_lines
+from tests.tui.helpers import (
+    LLAMA,
+    breakdown_bytes,
+    build_app,
+    fixed_deps,
+    handled,
+    settle,
+    widget_lines,
+)
 from tui.app import make_app
 from tui.model.state import LaunchOptions
 from tui.screens.help_screen import HelpScreen
@@ -117,16 +125,20 @@ async def test_mouse_click_and_drag_on_a_slider() -> None:
         await settle(pilot)
         slider = app.screen.query_one("#inflight", SliderField).slider
         await pilot.click(slider, offset=(0, 0))
+        await handled(pilot)
         assert app.explorer.state.inflight_mib == 0
         assert "Backend in-flight" not in breakdown_bytes(app)
         last = slider.content_region.width - 1
         await pilot.click(slider, offset=(last, 0))
+        await handled(pilot)
         assert app.explorer.state.inflight_mib == 8192
         tokens = app.screen.query_one("#tokens", SliderField).slider
         await pilot.mouse_down(tokens, offset=(0, 0))
+        await handled(pilot)
         assert app.explorer.state.max_tokens == 256
         await pilot.hover(tokens, offset=(tokens.content_region.width - 1, 0))
         await pilot.mouse_up(tokens, offset=(tokens.content_region.width - 1, 0))
+        await handled(pilot)
         assert app.explorer.state.max_tokens == 131072
         assert app.mouse_captured is None
 

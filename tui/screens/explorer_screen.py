@@ -64,7 +64,7 @@ from tui.model.state import (
 from tui.model.views import build_views, screen_words
 from tui.out_of_memory import exit_out_of_memory, is_out_of_memory
 from tui.screens.focus_keys import CYCLE_BINDINGS, FILTER, JUMP_BINDINGS, FocusKeys
-from tui.screens.front_paint import FrontPaintCompositor
+from tui.screens.front_paint import front_paint_compositor
 from tui.widgets.breakdown import Breakdown
 from tui.widgets.command_lines_view import CommandLinesView
 from tui.widgets.context_chart import ContextChart
@@ -142,7 +142,7 @@ class ExplorerScreen(FocusKeys):
         models_dirs: tuple[Path, ...] = (),
     ) -> None:
         super().__init__()
-        self._compositor = FrontPaintCompositor()  # a key repaints what changed, not all
+        self._compositor = front_paint_compositor()  # a key repaints what changed, not all
         self.set_reactive(ExplorerScreen.state, state)
         self.deps, self.machine = deps, machine
         self.loader = Loader(self, deps, machine.backend)

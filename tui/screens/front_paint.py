@@ -57,6 +57,16 @@ class FrontPaintCompositor(Compositor):
         return renders if first is None else _chain(first, renders)
 
 
+def front_paint_compositor() -> Compositor:
+    """This compositor where the Textual installed has the members it builds on (they
+    are private: a later Textual may move them), else Textual's own."""
+    plain = Compositor()
+    needed = ("_get_renders", "_visible_widgets", "_dirty_regions", "visible_widgets")
+    if all(hasattr(plain, name) for name in needed) and hasattr(plain, "render_partial_update"):
+        return FrontPaintCompositor()
+    return plain
+
+
 def seen_in(widgets: dict[Widget, tuple[Region, Region]], regions: Iterable[Region]) -> set[Widget]:
     """The widgets (front-most first, each with its region and clip, as
     `Compositor.visible_widgets`) that show in some cell of `regions`."""
