@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from textual.widgets import Input, Static
 
-from tests.tui.helpers import LLAMA, build_app, fixed_deps, settle, wait_for
+from tests.tui.helpers import LLAMA, build_app, fixed_deps, settle, wait_for, widget_lines
 from tui.app import VramscopeApp
 from tui.screens.command_screen import CommandScreen
 from tui.widgets.measured_panel import MeasuredPanel
@@ -73,3 +73,24 @@ async def test_escape_kills_a_command_in_flight(
         with pytest.raises(ProcessLookupError):
             os.killpg(group, 0)
         assert not (tmp_path / "vramscope" / "measurements.jsonl").exists()  # not a run
+
+
+async def test_w_offers_your_command_beside_the_two_engines_and_m_asks_for_it() -> None:
+    from core.measurement.engine import Engine
+
+    async with build_app(fixed_deps(), preset="gfx1151").run_test(size=(160, 48)) as pilot:
+        app: VramscopeApp = pilot.app
+        await settle(pilot)
+        seen = [app.explorer.state.engine]
+        for _ in range(3):
+            await pilot.press("w")
+            await settle(pilot)
+            seen.append(app.explorer.state.engine)
+        assert seen == [Engine.TORCH, Engine.MLX, Engine.EXTERNAL, Engine.TORCH]
+        await pilot.press("w", "w")
+        await settle(pilot)
+        assert "your command" in " ".join(widget_lines(app.explorer.query_one("#engine")))
+        await pilot.press("m")
+        await wait_for(pilot, lambda: isinstance(app.screen, CommandScreen), "the command box")
+        assert app.screen.query_one(Input).value.startswith("python -m mlx_lm generate")
+        assert not app.explorer.measure.running  # no engine run started beside it

@@ -22,7 +22,7 @@ from core.backend import Backend
 from core.estimate.available import MEMORY_LIMIT_ENV
 from core.estimate.headroom import HEADROOM_FACTOR_ENV
 from core.estimate.inflight import ROCM_MAX_INFLIGHT_ENV
-from core.measurement.engine import ENGINE_CHOICES
+from core.measurement.engine import ENGINE_CHOICES, Engine
 from core.parallel.sharding import ParallelKind
 from tui.model.presets import DETECTED, DEVICE_FREE, DEVICE_TOTAL, PRESETS
 from tui.model.scales import BATCH_STOPS, FACTOR_STOPS, INFLIGHT_STOPS, token_stops
@@ -414,13 +414,24 @@ MEASURE_WITH = ControlSpec(
     id="engine",
     label="Measure with",
     kind=WidgetKind.CHOICE,
-    help="torch (vramscope's engine) or mlx (real MLX through mlx-lm) (w)",
+    help="torch (vramscope's engine), mlx (real MLX through mlx-lm) or your command (w)",
     key="w",
     action=KeyAction.CYCLE,
-    key_help="Measure with: the engine m runs (torch ⇄ mlx)",
+    key_help="Measure with: what m runs (torch → mlx → your command)",
     flag=Flag("--engine"),  # `vramscope measure`'s
-    palette_help="the engine m measures with (torch: hip_backend; mlx: real MLX)",
-    choices=tuple(Choice(e, e.value, e.value) for e in ENGINE_CHOICES),
+    palette_help="what m measures with (torch: hip_backend; mlx: real MLX; your command)",
+    # The two engines vramscope runs, then the user's own command (`vramscope run`): not
+    # an engine `measure --engine` takes, so it is this control's, not ENGINE_CHOICES'.
+    choices=(
+        *(Choice(e, e.value, e.value) for e in ENGINE_CHOICES),
+        Choice(
+            Engine.EXTERNAL,
+            Engine.EXTERNAL.spec.label,
+            Engine.EXTERNAL.value,
+            palette_help="m asks for your command, runs it and holds its peak beside the "
+            "estimate (as vramscope run)",
+        ),
+    ),
     row="engine-row",
 )
 

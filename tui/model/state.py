@@ -91,7 +91,8 @@ class ExplorerState:
     backend: Backend = Backend.ROCM
     memory: MemoryChoice = field(default_factory=MemoryChoice)
     engine: Engine = DEFAULT_ENGINE
-    """What `m` measures with (`core.measurement.engine.ENGINE_CHOICES`)."""
+    """What `m` measures with (`core.measurement.engine.ENGINE_CHOICES`, or
+    `Engine.EXTERNAL`: `m` asks for the user's own command)."""
     devices: int = 1
     """Ranks of a split MLX load (1 = one device; up to 8)."""
     split: ParallelKind = ParallelKind.TENSOR

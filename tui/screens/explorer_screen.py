@@ -29,6 +29,7 @@ from core.display_text import clean_text
 from core.errors import VramscopeError
 from core.estimate.available import AvailableMemory
 from core.estimate.estimate import MemoryEstimate
+from core.measurement.engine import Engine
 from core.measurement.result import MeasuredPeak
 from tui.controllers.loader import Loader
 from tui.controllers.measure import MeasureController
@@ -432,7 +433,11 @@ class ExplorerScreen(FocusKeys):
     # --- measuring (m, H) ----------------------------------------------------------
 
     def action_measure(self) -> None:
-        """Measure the model on screen; while a run is in flight, cancel it."""
+        """Measure the model on screen; while a run is in flight, cancel it. With
+        "your command" chosen to measure with, ask for it (as `M`)."""
+        if self.state.engine is Engine.EXTERNAL and not self.measure.running:
+            self.action_measure_command()
+            return
         self.measure.toggle(self.state, self.loader.entry, self.loader.snapshot)
 
     def action_measure_command(self) -> None:

@@ -24,7 +24,7 @@ NAVIGATION: tuple[tuple[str, str], ...] = (
 SCREEN_KEYS: tuple[tuple[str, str], ...] = (
     ("/", "filter the Models; ↓ into the list, Enter picks or reads org/name from the Hub"),
     ("c C", "Copy cmd: the vramscope / mlxcel command line"),
-    ("m", "Measure the model on screen (again: cancel)"),
+    ("m", "Measure the model on screen with w's choice (again: cancel)"),
     ("M", "Your command: run it, its peak beside the estimate (as vramscope run)"),
     ("H", "measurement History; e there exports the table"),
     ("v", "verdict against mlxcel's ⇄ the calibrated total"),
