@@ -7,6 +7,7 @@ import contextlib
 import sys
 from typing import Any
 
+from tui.commands.registry import help_line
 from tui.commands.shared.estimate_args import launch_options
 from tui.commands.shared.flags import add_launch_flags
 
@@ -15,7 +16,7 @@ def register(sub: Any) -> None:
     """Add the `explore` parser."""
     p = sub.add_parser(
         "explore",
-        help="explore the estimate live in a terminal UI (the default)",
+        help=help_line("explore"),
         description="Open the memory-budget explorer: pick a model, move the sliders, "
         "watch every term of the estimate.",
     )
