@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import sys
 from typing import Any
 
@@ -34,8 +35,15 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    # Importing Textual and building the screen make objects by the hundred thousand,
+    # and the collector, walking them again and again, took 10-15% of the time to the
+    # first frame: no collection until the first frame is out (the app turns it back
+    # on then), and what is imported, which lives as long as the process, out of its
+    # walks from then on.
+    gc.disable()
     from tui.app import make_app  # Textual is imported only when the explorer opens
 
+    gc.freeze()
     app = make_app(options=options)
     app.run()
     code = app.return_code or 0
