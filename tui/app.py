@@ -8,6 +8,7 @@ collaborators (`tui.deps`).
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
@@ -18,6 +19,7 @@ from textual.driver import Driver
 from textual.screen import Screen
 
 from core.measurement.result import MeasuredPeak
+from tui.controllers.first_reads import FirstReads
 from tui.controllers.loader import DaemonExecutor
 from tui.deps import AppDeps, default_deps
 from tui.model.state import LaunchOptions, initial_state
@@ -48,6 +50,9 @@ class VramscopeApp(App[None]):
         self.options = options
         self.machine = deps.detect_backend()
         self.initial, self.env_warnings = initial_state(options, deps.env, self.machine)
+        # The model and the available memory are read while Textual starts, so that the
+        # first frame can show the estimate (`tui.controllers.first_reads`).
+        self.first_reads = FirstReads(deps, self.initial.model, self.initial.backend)
         self.measured = measured
         self._first_frame_out = False
 
@@ -70,6 +75,7 @@ class VramscopeApp(App[None]):
             self.machine,
             self.measured,
             self.options.models_dirs,
+            self.first_reads,
         )
 
     @property
@@ -92,6 +98,7 @@ class VramscopeApp(App[None]):
         super()._display(screen, renderable)
         if renderable is not None and not self._first_frame_out:
             self._first_frame_out = True
+            gc.enable()  # `vramscope explore` holds it off until now (tui.commands.explore)
             self._start_held_reads()  # at once: a queued call would wait for more frames
 
     def _start_held_reads(self) -> None:

@@ -16,7 +16,7 @@ from typing import NoReturn
 from core import __version__
 from core.display_text import cap_echoes, clean_text
 from core.errors import VramscopeError
-from tui.commands.registry import COMMANDS
+from tui.commands.registry import COMMANDS, NAMES
 from tui.commands.shared.signals import exit_status
 from tui.out_of_memory import install_hooks, is_out_of_memory, out_of_memory_line
 
@@ -31,8 +31,10 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, line + "\n")
 
 
-def build_parser() -> OneLineParser:
-    """The argument parser of every subcommand."""
+def build_parser(only: str | None = None) -> OneLineParser:
+    """The argument parser of every subcommand; with `only`, that command's in full and
+    the others as their names and one-line helps (`--help`'s list), so a start imports
+    only the module of the command it runs."""
     parser = OneLineParser(
         prog="vramscope",
         description="Will it fit? mlxcel's pre-load memory estimate, "
@@ -40,8 +42,11 @@ def build_parser() -> OneLineParser:
     )
     parser.add_argument("--version", action="version", version=f"vramscope {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=OneLineParser)
-    for register in COMMANDS:
-        register(sub)
+    for command in COMMANDS:
+        if only is None or command.name == only:
+            command.register(sub)
+        else:
+            command.register_stub(sub)
     return parser
 
 
@@ -87,15 +92,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             with contextlib.suppress(ValueError, OSError):
                 reconfigure(errors="backslashreplace")
     install_hooks()
-    parser = build_parser()
     words = list(sys.argv[1:] if argv is None else argv)
     if words and words[0].startswith("-") and words[0] not in ("-h", "--help", "--version"):
         words = ["explore", *words]  # `vramscope --models-dir X` is the explorer's flag
+    # No subcommand opens the explorer in a terminal; piped, it prints the help.
+    explorer = not words and sys.stdin.isatty() and sys.stdout.isatty()
+    chosen = "explore" if explorer else next(iter(words[:1]), "")
+    parser = build_parser(chosen if chosen in NAMES else "")
     args = parser.parse_args(join_signed_values(words))
     try:
         if args.command is None:
-            # No subcommand opens the explorer in a terminal; piped, it prints the help.
-            if not (sys.stdin.isatty() and sys.stdout.isatty()):
+            if not explorer:
                 parser.print_help()
                 return 0
             args = parser.parse_args(["explore"])

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from core import __version__
 from core.calibration.targets import DEFAULT_TARGET, TARGET_NAMES, target_named
 from core.errors import UsageError
+from tui.commands.registry import help_line
 from tui.commands.shared.flags import add_model_source_flags
 from tui.commands.shared.output import warn
 
@@ -28,7 +29,7 @@ def register(sub: Any) -> None:
     """Add the `calibrate` parser."""
     p = sub.add_parser(
         "calibrate",
-        help="fit vramscope's calibrated estimate to measured peaks",
+        help=help_line("calibrate"),
         description="Fit vramscope's own calibrated estimate (W + 2 x KV + in-flight + a "
         "fixed part covering every run, then a margin covering each model's runs predicted "
         "from the other models) to measured peaks, per engine, backend and device, with "

@@ -13,13 +13,14 @@ from core.device.figures import DeviceFigures, Runtime, read_device_figures
 from core.display_text import clean_text
 from core.estimate.available import AvailableMemory
 from core.units import format_bytes_short
+from tui.commands.registry import help_line
 
 
 def register(sub: Any) -> None:
     """Add the `device` parser."""
     p = sub.add_parser(
         "device",
-        help="print every memory figure of this machine, with its source, and the budget",
+        help=help_line("device"),
         description="Print VRAM and GTT (amdgpu sysfs), the TTM pages limit, MemTotal and "
         "MemAvailable, what torch and MLX would report (each asked in a child process, "
         "when installed), and the budget vramscope uses for --memory-limit free|total and why.",

@@ -14,6 +14,7 @@ from core.errors import UsageError
 from core.estimate.estimate import QuantHint
 from tui.commands._calibrated import add_calibration_flags, candidates, wanted
 from tui.commands.fit_hub import add_hub_fit_flags, run_hub
+from tui.commands.registry import help_line
 from tui.commands.shared.estimate_args import question_from_args
 from tui.commands.shared.flags import (
     add_hub_timeout_flag,
@@ -34,7 +35,7 @@ def register(sub: Any) -> None:
     """Add the `fit` parser."""
     p = sub.add_parser(
         "fit",
-        help="rank every model by what fits, as stored and as mlx-lm would quantize it",
+        help=help_line("fit"),
         description="One row per (model, quantization) over every model vramscope can see "
         "(built-in profiles, the HF cache, --models-dir folders): the total at --max-tokens, "
         "the verdict, the slack and the largest context that fits. Fitting rows first, "

@@ -10,6 +10,7 @@ from core.errors import UsageError
 from core.units import format_bytes_short
 from tui.commands._calibrated import add_calibration_flags, candidates, wanted
 from tui.commands._parallel import parallel_plan, run_parallel
+from tui.commands.registry import help_line
 from tui.commands.shared.estimate_args import parse_quant_flag, question_from_args
 from tui.commands.shared.flags import (
     add_estimate_flags,
@@ -26,7 +27,7 @@ def register(sub: Any) -> None:
     """Add the `inspect` parser."""
     p = sub.add_parser(
         "inspect",
-        help="print the memory estimate of a model",
+        help=help_line("inspect"),
         description="Print mlxcel's pre-load memory estimate for MODEL.",
     )
     p.add_argument(

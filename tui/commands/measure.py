@@ -19,6 +19,7 @@ from core.measurement.engine import DEFAULT_ENGINE, MEASURING_ENGINE_NAMES, Engi
 from core.measurement.request import DEFAULT_PROMPT_TOKENS, MAX_MEASURED_TOKENS
 from core.measurement.run import MeasuredRun
 from tui.commands._parallel import parallel_plan
+from tui.commands.registry import help_line
 from tui.commands.shared.flags import add_parallel_flags, add_run_flags, token_count
 from tui.commands.shared.measure_args import request_from_args
 from tui.commands.shared.output import EXIT_ERROR, EXIT_FAILED, failure_line, warn
@@ -33,7 +34,7 @@ def register(sub: Any) -> None:
     """Add the `measure` parser."""
     p = sub.add_parser(
         "measure",
-        help="load a model (torch engine or real MLX) and measure its peak memory",
+        help=help_line("measure"),
         description="Run mlxcel's bench workload (a warm-up pass, then P prompt tokens "
         "and G greedy decode tokens) in a child process on a ROCm or CUDA GPU or the "
         "CPU, and print the measured peak beside the estimate at context P + G. "

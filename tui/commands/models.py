@@ -17,6 +17,7 @@ from core.catalog.entry import (
 from core.display_text import clean_text, json_safe
 from core.estimate.weights import WeightsSource
 from core.units import format_bytes_short
+from tui.commands.registry import help_line
 from tui.commands.shared.flags import add_hub_timeout_flag, add_model_source_flags, int_at_least
 from tui.commands.shared.output import warn
 
@@ -32,7 +33,7 @@ def register(sub: Any) -> None:
     """Add the `models` parser."""
     p = sub.add_parser(
         "models",
-        help="list the models vramscope can name",
+        help=help_line("models"),
         description="List built-in profiles, models in the Hugging Face cache and model "
         "folders (--models-dir, VRAMSCOPE_MODELS_DIR), and repos read from the Hub before. "
         "Reads nothing from the network, except --hub QUERY.",

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.errors import UsageError, VramscopeError
 from core.estimate.estimate import DEFAULT_CTX_LEN, KvCacheMode
+from tui.commands.registry import help_line
 from tui.commands.shared.flags import add_estimate_flags, add_preset_flag
 from tui.commands.shared.output import EXIT_ERROR, note, warn
 from tui.commands.shared.signals import exit_status, sigterm_as_interrupt
@@ -48,8 +49,7 @@ def register(sub: Any) -> None:
     """Add the `run` parser."""
     p = sub.add_parser(
         "run",
-        help="run your own command (mlx-lm, mlxcel, llama.cpp, ...) and hold its peak "
-        "against the estimate",
+        help=help_line("run"),
         description="Run CMD in its own process group and sample the memory of its "
         "processes until it exits: amdgpu VRAM + GTT from /proc/PID/fdinfo, NVML's "
         "per-process figure on NVIDIA, else host RSS (VmHWM). Prints the peak beside the "

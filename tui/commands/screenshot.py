@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import UsageError
+from tui.commands.registry import help_line
 from tui.commands.shared.estimate_args import launch_options
 from tui.commands.shared.flags import add_launch_flags
 from tui.commands.shared.output import check_out_path, write_out
@@ -32,7 +33,7 @@ def register(sub: Any) -> None:
     """Add the `screenshot` parser."""
     p = sub.add_parser(
         "screenshot",
-        help="render the explorer to an SVG (or PNG) file without a terminal",
+        help=help_line("screenshot"),
         description="Render the explorer's screen, once it has read the model, to OUT "
         "(.svg, or .png with cairosvg installed).",
     )

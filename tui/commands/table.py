@@ -20,6 +20,7 @@ from core.measurement.comparison import expected_backend
 from core.measurement.engine import DEFAULT_ENGINE, MEASURING_ENGINE_NAMES, Engine
 from core.measurement.result import MeasuredPeak, MeasurementFailure
 from core.measurement.run import MeasuredRun
+from tui.commands.registry import help_line
 from tui.commands.shared.flags import add_run_flags
 from tui.commands.shared.measure_args import request_from_args
 from tui.commands.shared.output import (
@@ -43,7 +44,7 @@ def register(sub: Any) -> None:
     """Add the `table` parser."""
     p = sub.add_parser(
         "table",
-        help="measure models over contexts and in-flight budgets; write the table",
+        help=help_line("table"),
         description="Measure each MODEL at each context and in-flight budget (prompt "
         "tokens = context - gen tokens) and print an 'Estimate against peak' table in "
         "Markdown, as on mlxcel's results page. Before each run a [k/n] line, then its "

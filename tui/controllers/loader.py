@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +33,7 @@ from core.estimate.available import AvailableMemory
 from core.estimate.snapshot import ModelSnapshot
 from core.measurement.history import HistoryRead
 from core.measurement.result import MeasuredPeak
+from tui.controllers.first_reads import WAIT_S, FirstReads, probe_available, read_model
 from tui.deps import AppDeps, what_ifs_of
 from tui.messages import (
     AvailableRead,
@@ -56,6 +57,9 @@ if TYPE_CHECKING:
 
 TICK_S = 0.5
 """How often the seconds of a read in flight are repainted."""
+HELD_LIMIT_S = 1.0
+"""The reads held for the first frame start after this many seconds should it never
+be written (`start_held_reads`)."""
 AFTER_MODEL_S = 0.5
 """The catalog and history reads start when the first model read answers, or this
 many seconds after it started, whichever comes first."""
@@ -90,7 +94,13 @@ class DaemonExecutor(ThreadPoolExecutor):
 class Loader:
     """The reads of one explorer screen and what they found."""
 
-    def __init__(self, screen: Screen[Any], deps: AppDeps, backend: Backend) -> None:
+    def __init__(
+        self,
+        screen: Screen[Any],
+        deps: AppDeps,
+        backend: Backend,
+        first_reads: FirstReads | None = None,
+    ) -> None:
         self._screen = screen
         self.deps = deps
         self.backend = backend
@@ -117,10 +127,20 @@ class Loader:
         self._request = 0
         self._ticker: Timer | None = None
         self._held: list[Callable[[], object]] = []
+        self._frame_out = False
+        """True once the first frame is out (`start_held_reads`): reads asked for with
+        `first` start at once from then on."""
+        self._first_reads = first_reads
         self._after_model: list[Callable[[], object]] = []
         self._hub_requests: dict[int, str] = {}
         self.answered_hub = ""
         """The repo id when the model read `take_model` last kept was a Hub read."""
+
+    @property
+    def calibrations_read(self) -> tuple[Calibration, ...] | None:
+        """The calibrations for `core.answer`, None until read: the answer then leaves the
+        calibrated estimate out, and no calibration code is loaded for the first frame."""
+        return None if "calibrations" in self.waiting else self.calibrations
 
     @property
     def settled(self) -> bool:
@@ -153,39 +173,75 @@ class Loader:
         )
         if after_model:
             self._after_model.append(start)
-        elif first:
+        elif first and not self._frame_out:
             self._held.append(start)
         else:
             start()
 
-    def read_all(self, model: str, backend: Backend | None = None) -> None:
+    def read_all(
+        self, model: str, backend: Backend | None = None
+    ) -> list[ModelRead | AvailableRead]:
         """The first reads: catalog, available memory (for `backend`, the one the screen
         opens on; this machine's when None), history and the model.
 
-        The breakdown says at once what is being read; the reads themselves wait
-        for `start_held_reads`, which the app calls once the first frame is painted:
-        their imports (the catalog's) and file reads would otherwise hold the
-        interpreter while it is drawn. Should that call never come, they start
-        when the screen has settled.
+        The model and the available memory come from the app's `FirstReads`, started
+        while Textual started: those answered within `WAIT_S` are returned, for the
+        screen to apply before its first frame; the others answer as messages. Without
+        them, these two reads wait for `start_held_reads`, as the others do, which the
+        app calls once the first frame is painted: their imports (the catalog's) and
+        file reads would otherwise hold the interpreter while it is drawn. Should that
+        call never come, they start `HELD_LIMIT_S` after the screen mounted.
         """
-        self.read_model(model, None, first=True)  # first: the estimate waits for it
         first = backend or self.backend  # the backend the screen opens on
-        self._run("available", self._available_read(first), first=True)
+        reads, self._first_reads = self._first_reads, None
+        answered: list[ModelRead | AvailableRead] = []
+        if reads is not None and reads.answers(model, first):
+            answered = self._take_first_reads(reads)
+        else:
+            self.read_model(model, None, first=True)  # first: the estimate waits for it
+            self._run("available", self._available_read(first), first=True)
         # The list and the history wait for the model: on two cores, four reads and the
         # frames at once held the model's answer back by 50-60 ms.
         self._run("history", self._read_history, after_model=True)
         self._run("catalog", lambda: CatalogRead(self._build_catalog()), after_model=True)
         self._run("calibrations", self._read_calibrations, after_model=True)
         self._run("device", self._read_device, after_model=True)
-        self._screen.call_after_refresh(self.start_held_reads)
+        # Not after the next refresh: that came just before the first frame was written,
+        # and four reads started then slowed its layout and render down.
+        self._screen.set_timer(HELD_LIMIT_S, self.start_held_reads)
+        return answered
+
+    def _take_first_reads(self, reads: FirstReads) -> list[ModelRead | AvailableRead]:
+        request = self._begin_model_read(reads.model_name)
+        pending: list[tuple[Future[Any], Callable[[Future[Any]], ModelRead | AvailableRead]]] = [
+            (reads.available, partial(_available_message, reads.backend)),
+            (reads.model, partial(_model_message, reads.model_name, request)),
+        ]
+        wait([future for future, _ in pending], timeout=WAIT_S)
+        answered: list[ModelRead | AvailableRead] = []
+        for future, message in pending:
+            if future.done():
+                answered.append(message(future))
+            else:  # posted when it answers (thread-safe), as a worker's message is
+                future.add_done_callback(partial(self._post, message))
+        return answered
+
+    def _post(self, message: Callable[[Future[Any]], Message], future: Future[Any]) -> None:
+        with contextlib.suppress(Exception):  # the app quit meanwhile: nobody to tell
+            self._screen.post_message(message(future))
 
     def start_held_reads(self) -> None:
         """Start the reads `read_all` held back (once; later calls do nothing)."""
+        if self._frame_out:
+            return
+        self._frame_out = True
         held, self._held = self._held, []
         for start in held:
             start()
-        if held:  # a model read that hangs must not keep the list from the user
+        if "model" in self.waiting:  # a model read that hangs must not keep the list
             self._screen.set_timer(AFTER_MODEL_S, self._start_after_model)
+        else:
+            self._start_after_model()
 
     def _start_after_model(self) -> None:
         after, self._after_model = self._after_model, []
@@ -193,7 +249,7 @@ class Loader:
             start()
 
     def _available_read(self, backend: Backend) -> Callable[[], AvailableRead]:
-        return lambda: AvailableRead(self._probe_available(backend), backend)
+        return lambda: AvailableRead(probe_available(self.deps, backend), backend)
 
     def detect_for(self, backend: Backend) -> None:
         """Detect the available memory for `backend`, once (a worker; the screen repaints
@@ -227,14 +283,21 @@ class Loader:
         Until it answers, `ModelReading` says for how long it has been read (the screen
         shows `reading_text(name)` as the read starts).
         """
+        request = self._begin_model_read(name, hub)
+        self._run(
+            "model",
+            lambda: ModelRead(read_model(self.deps, name, entry, hub), request),
+            first=first,
+        )
+
+    def _begin_model_read(self, name: str, hub: bool = False) -> int:
+        """A new model request: its number, and the ticker that says how long it takes."""
         self._request += 1
         request = self._request
         if hub:
             self._hub_requests[request] = name
         self.loading_since = self.deps.clock()
-        self._run(
-            "model", lambda: ModelRead(self._read_model(name, entry, hub), request), first=first
-        )
+        self.waiting.add("model")
 
         def tick() -> None:
             seconds = self.deps.clock() - self.loading_since
@@ -242,6 +305,7 @@ class Loader:
 
         self._stop_ticker()
         self._ticker = self._screen.set_interval(TICK_S, tick)
+        return request
 
     def _stop_ticker(self) -> None:
         if self._ticker is not None:
@@ -256,14 +320,19 @@ class Loader:
         self.answered_hub = hub
         request = message.request
         self._stop_ticker()
-        self._start_after_model()
+        if self._frame_out:  # else the first frame starts them (`start_held_reads`)
+            self._start_after_model()
         self.what_ifs = {}
         if isinstance(message.result, LoadedModel):
             self.entry, self.snapshot = message.result.entry, message.result.snapshot
             self.failure = None
             entry = self.entry
             # The "Quantize as" what-ifs need the tensor list: read after the model answers.
-            self._run("whatif", lambda: WhatIfsRead(self._read_what_ifs(entry), request))
+            self._run(
+                "whatif",
+                lambda: WhatIfsRead(self._read_what_ifs(entry), request),
+                first=True,  # not before the first frame is out
+            )
         else:
             self.entry, self.snapshot, self.failure = None, None, message.result
             self.waiting.discard("whatif")  # an overtaken model's what-ifs are dropped
@@ -334,12 +403,6 @@ class Loader:
         except Exception as exc:  # a broken catalog must never take the app down
             return f"cannot list models: {type(exc).__name__}: {exc}"
 
-    def _probe_available(self, backend: Backend) -> AvailableMemory:
-        try:
-            return self.deps.detect_available(backend)
-        except Exception as exc:  # a probe that breaks means "nothing detected"
-            return AvailableMemory(0, f"detection failed: {type(exc).__name__}")
-
     def _read_device(self) -> DeviceRead:
         try:
             device = self.deps.read_device(self.backend)
@@ -393,20 +456,16 @@ class Loader:
         except Exception as exc:  # the what-if is an extra: never a crash
             return dict.fromkeys(QUANTIZE_AS[1:], f"cannot read the tensor list: {exc}")
 
-    def _read_model(
-        self, name: str, entry: CatalogEntry | None, hub: bool = False
-    ) -> LoadedModel | FailedModel:
-        started = self.deps.clock()
-        try:
-            if entry is not None:
-                found = entry
-            elif hub and self.deps.read_hub is not None:
-                found = self.deps.read_hub(name)
-            else:
-                found = self.deps.resolve_entry(name)
-            snapshot = self.deps.load_snapshot(found)
-            return LoadedModel(found, snapshot, self.deps.clock() - started)
-        except VramscopeError as exc:
-            return FailedModel(name, str(exc))
-        except Exception as exc:  # never let a bad model crash the app
-            return FailedModel(name, f"{name}: unexpected {type(exc).__name__}: {exc}")
+
+def _model_message(name: str, request: int, future: Future[LoadedModel | FailedModel]) -> ModelRead:
+    exc = future.exception()
+    if exc is None:
+        return ModelRead(future.result(), request)
+    return ModelRead(FailedModel(name, f"{name}: unexpected {type(exc).__name__}: {exc}"), request)
+
+
+def _available_message(backend: Backend, future: Future[AvailableMemory]) -> AvailableRead:
+    exc = future.exception()
+    if exc is None:
+        return AvailableRead(future.result(), backend)
+    return AvailableRead(AvailableMemory(0, f"detection failed: {type(exc).__name__}"), backend)

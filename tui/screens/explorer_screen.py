@@ -31,6 +31,7 @@ from core.estimate.available import AvailableMemory
 from core.estimate.estimate import MemoryEstimate
 from core.measurement.engine import Engine
 from core.measurement.result import MeasuredPeak
+from tui.controllers.first_reads import FirstReads
 from tui.controllers.loader import Loader
 from tui.controllers.measure import MeasureController
 from tui.controllers.measure_run import MeasureEventMessage
@@ -141,12 +142,13 @@ class ExplorerScreen(FocusKeys):
         machine: BackendChoice,
         measured: MeasuredPeak | None = None,
         models_dirs: tuple[Path, ...] = (),
+        first_reads: FirstReads | None = None,
     ) -> None:
         super().__init__()
         self._compositor = front_paint_compositor()  # a key repaints what changed, not all
         self.set_reactive(ExplorerScreen.state, state)
         self.deps, self.machine = deps, machine
-        self.loader = Loader(self, deps, machine.backend)
+        self.loader = Loader(self, deps, machine.backend, first_reads)
         self.measure = MeasureController(self, deps, models_dirs, measured, self._measured)
         self.estimate: MemoryEstimate | None = None
         self.ranks: RanksController | None = None
@@ -181,9 +183,15 @@ class ExplorerScreen(FocusKeys):
     def on_mount(self) -> None:
         self.query_one("#estimate").border_title = "Estimate"
         self.query_one(ModelList).hub_enabled = self.deps.read_hub is not None
-        self.loader.read_all(self.state.model, self.state.backend)
+        answered = self.loader.read_all(self.state.model, self.state.backend)
         self.query_one(Breakdown).show_loading(reading_text(self.state.model))
-        self.recompute()
+        for message in answered:  # read while Textual started: shown in the first frame
+            if isinstance(message, ModelRead):
+                self.on_model_read(message)
+            else:
+                self.on_available_read(message)
+        if not answered:
+            self.recompute()
 
     def on_unmount(self) -> None:
         self.measure.close()  # quitting kills a measurement still in flight
@@ -275,7 +283,7 @@ class ExplorerScreen(FocusKeys):
         if facts is not None and device is not None:
             one = replace(state, devices=1, quantize_as=quantize_as)
             try:
-                found = answer(facts, one.question(device), loader.calibrations)
+                found = answer(facts, one.question(device), loader.calibrations_read)
                 assert isinstance(found, Answer)  # the what-if was checked above
                 views = build_views(found, state.calibrated_verdict, words.points)
                 self.answer = found
