@@ -438,8 +438,9 @@ def _torch_buffers(folder: Path, prompt_tokens: int) -> dict[str, int]:
     # the engine through its package only).
     DecoderModel = type(model)
     decoder = sys.modules[DecoderModel.__module__]
+    model.fuse_all_quantized()  # as the CPU child with no queue emulated
     baseline = {t.untyped_storage().data_ptr() for t in engine_tensors(model)}
-    queue = InflightQueue(0, LaggingEvent, emulate=False)
+    queue = InflightQueue(0, LaggingEvent, emulate=False, block_lag=True)  # as the CPU child
     prompt = synthetic_prompt(resolved.arch.vocab_size, prompt_tokens, 0)
     tokens = torch.tensor([prompt], dtype=torch.long)
     tracker = _torch_live_bytes(baseline)
