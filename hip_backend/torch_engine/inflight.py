@@ -116,8 +116,8 @@ class InflightQueue:
         if budget_bytes < 0 or op_cap < 1:
             raise ValueError("budget must be >= 0 and op_cap >= 1")
         self.emulate = emulate
-        """False: count ops only and hold nothing (MLX-CUDA and MLX-CPU have no in-flight
-        queue; tensors live as long as torch keeps them)."""
+        """False: no batches (MLX-CUDA and MLX-CPU have no in-flight queue): ops are only
+        counted, and held only by the block lag."""
         self.block_lag = block_lag and not emulate
         """MLX's CPU stream (no queue emulated): every op's outputs stay alive until the
         next decoder block's ops have been handed (`end_block`); see the module docstring."""
