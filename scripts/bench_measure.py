@@ -315,8 +315,9 @@ def bench_fidelity(
     tmp: Path, workloads: list[tuple[int, int]], only: str | None = None
 ) -> list[str]:
     """Like with like: the torch engine with its in-flight emulation off
-    (`--emulate none`: tensors live as long as torch keeps them, nothing held for an
-    emulated queue; MLX's CPU backend has no in-flight queue either) against the mlx
+    (`--emulate none`: nothing held for an emulated queue, MLX's CPU backend has no
+    in-flight queue either; on the CPU each op's outputs live until the decoder block
+    after theirs ends, as MLX's CPU stream runs behind the host) against the mlx
     engine (mlx-lm's generate_step, mx.get_peak_memory), same model folder, same
     workload, both through the launcher in children of their own, in this run.
 
@@ -330,7 +331,8 @@ def bench_fidelity(
     ]
     print(
         "peak against real MLX on the CPU, like with like (warm-up 20 tokens; the torch "
-        "engine with --emulate none, MLX-CPU has no in-flight queue; MB = 10^6 bytes)"
+        "engine with --emulate none, MLX-CPU has no in-flight queue, its stream a block "
+        "behind; MB = 10^6 bytes)"
     )
     for line in lines:
         print(f"  {line}")
