@@ -315,8 +315,9 @@ def bench_fidelity(
     tmp: Path, workloads: list[tuple[int, int]], only: str | None = None
 ) -> list[str]:
     """Like with like: the torch engine with its in-flight emulation off
-    (`--emulate none`: tensors live as long as torch keeps them, nothing held for an
-    emulated queue; MLX's CPU backend has no in-flight queue either) against the mlx
+    (`--emulate none`: nothing held for an emulated queue, MLX's CPU backend has no
+    in-flight queue either; on the CPU each op's outputs live until the decoder block
+    after theirs ends, as MLX's CPU stream runs behind the host) against the mlx
     engine (mlx-lm's generate_step, mx.get_peak_memory), same model folder, same
     workload, both through the launcher in children of their own, in this run.
 
@@ -330,7 +331,8 @@ def bench_fidelity(
     ]
     print(
         "peak against real MLX on the CPU, like with like (warm-up 20 tokens; the torch "
-        "engine with --emulate none, MLX-CPU has no in-flight queue; MB = 10^6 bytes)"
+        "engine with --emulate none, MLX-CPU has no in-flight queue, its stream a block "
+        "behind; MB = 10^6 bytes)"
     )
     for line in lines:
         print(f"  {line}")
@@ -438,8 +440,9 @@ def _torch_buffers(folder: Path, prompt_tokens: int) -> dict[str, int]:
     # the engine through its package only).
     DecoderModel = type(model)
     decoder = sys.modules[DecoderModel.__module__]
+    model.fuse_all_quantized()  # as the CPU child with no queue emulated
     baseline = {t.untyped_storage().data_ptr() for t in engine_tensors(model)}
-    queue = InflightQueue(0, LaggingEvent, emulate=False)
+    queue = InflightQueue(0, LaggingEvent, emulate=False, block_lag=True)  # as the CPU child
     prompt = synthetic_prompt(resolved.arch.vocab_size, prompt_tokens, 0)
     tokens = torch.tensor([prompt], dtype=torch.long)
     tracker = _torch_live_bytes(baseline)

@@ -87,8 +87,9 @@ class EngineOption:
 EMULATE = EngineOption(
     "emulate",
     ("auto", "rocm", "none"),
-    "emulate MLX-ROCm's in-flight queue (rocm) or not (none); auto emulates it on ROCm "
-    "and the CPU, not on CUDA, where MLX has none",
+    "emulate MLX-ROCm's in-flight queue (rocm) or not (none; on the CPU, MLX's CPU "
+    "stream a decoder block behind the host instead); auto emulates it on ROCm and the "
+    "CPU, not on CUDA, where MLX has none",
 )
 ATTENTION = EngineOption(
     "attention",

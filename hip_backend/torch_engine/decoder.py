@@ -8,6 +8,7 @@ are computed for the last position only, as a generator needs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -100,9 +101,19 @@ class DecoderModel:
         """
         import torch
 
+        return self._no_copy(lambda linear: linear.scales_dtype == torch.bfloat16)
+
+    def fuse_all_quantized(self) -> int:
+        """Run every quantized module without a dequantized copy, as MLX's CPU
+        `quantized_matmul` does at any row count (one 512-row q_proj adds only its output
+        to mx.get_peak_memory: `scripts/bench_measure.py --only buffers`). Returns the
+        number of modules switched."""
+        return self._no_copy(lambda linear: linear.quantized)
+
+    def _no_copy(self, which: Callable[[Linear], bool]) -> int:
         switched = 0
         for linear in self.linears():
-            if linear.scales_dtype == torch.bfloat16:
+            if which(linear):
                 linear.no_copy = True
                 switched += 1
         return switched
@@ -139,6 +150,7 @@ class DecoderModel:
         )
         h = x + r
         queue.op(h)
+        queue.end_block()
         normed = rms_norm(h, block.post_norm, eps, queue)
         if isinstance(block.mlp, MoeMlp):
             r = self._moe(block.mlp, normed, queue)
@@ -146,6 +158,7 @@ class DecoderModel:
             r = swiglu_mlp(block.mlp, normed, queue)
         out = h + r
         queue.op(out)
+        queue.end_block()
         return out
 
     def _attention(

@@ -14,6 +14,16 @@ real stream event; on the CPU, where ops run synchronously, the engine passes a
 `LaggingEvent` that completes only when the host waits on it, i.e. the device
 is modelled as running a whole pass behind the host (the worst case the bound
 exists for). See docs/measuring.md.
+
+With no queue emulated on the CPU (`block_lag`), the queue models MLX's CPU stream
+instead: the host allocates each op's output as it dispatches the op, and the stream's
+worker thread frees an op's inputs only once it has run the op. The host may run up to
+`MAX_ACTIVE_TASKS` (10) tasks of `DISPATCHES_PER_TASK` (10) dispatches ahead (mlx
+transforms.cpp, backend/cpu/encoder.h), about two dispatches an op: some 50 ops, about one
+decoder block of MLX's CPU ops (its attention block is some 50). On the CPU 4-bit kernels
+the worker is that far behind, so a block's buffers are all alive together and still
+alive while the next block is dispatched: here each op's outputs live until the block
+after theirs ends (`end_block`), and a sync drops them all.
 """
 
 from __future__ import annotations
@@ -101,12 +111,18 @@ class InflightQueue:
         op_cap: int = DEFAULT_OP_CAP,
         *,
         emulate: bool = True,
+        block_lag: bool = False,
     ) -> None:
         if budget_bytes < 0 or op_cap < 1:
             raise ValueError("budget must be >= 0 and op_cap >= 1")
         self.emulate = emulate
-        """False: count ops only and hold nothing (MLX-CUDA and MLX-CPU have no in-flight
-        queue; tensors live as long as torch keeps them)."""
+        """False: no batches (MLX-CUDA and MLX-CPU have no in-flight queue): ops are only
+        counted, and held only by the block lag."""
+        self.block_lag = block_lag and not emulate
+        """MLX's CPU stream (no queue emulated): every op's outputs stay alive until the
+        next decoder block's ops have been handed (`end_block`); see the module docstring."""
+        self._this_block: list[Any] = []
+        self._previous_block: list[Any] = []
         self.budget = budget_bytes
         self.op_cap = op_cap
         self._record_event = record_event
@@ -134,6 +150,8 @@ class InflightQueue:
         """
         if not self.emulate:
             self.stats.ops += 1
+            if self.block_lag:
+                self._this_block.extend(t for t in outputs if t is not None)
             return
         self._release_completed()
         batch = self._open
@@ -167,8 +185,16 @@ class InflightQueue:
                 self._wait_oldest()
                 self.stats.waits += 1
 
+    def end_block(self) -> None:
+        """A decoder block (attention, MLP or MoE) has handed all its ops: with the block
+        lag, the block before it has now run, and its outputs are released."""
+        if self.block_lag:
+            self._previous_block = self._this_block
+            self._this_block = []
+
     def sync(self) -> None:
         """The host needs a result (end of an eval): commit and wait for everything."""
+        self._this_block, self._previous_block = [], []
         self.commit()
         while self._committed:
             self._wait_oldest()

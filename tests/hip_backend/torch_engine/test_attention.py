@@ -131,3 +131,45 @@ def test_decode_steps_do_not_grow_memory_with_each_new_key_length() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert int(done.stdout.split()[-1]) < 2 << 20
+
+
+class BlockLedger(InflightQueue):
+    """The CPU run's queue (no emulation, MLX's stream a block behind), noting the
+    tensors each block hands it and, at each block's end, the tensors it holds."""
+
+    def __init__(self) -> None:
+        super().__init__(0, LaggingEvent, emulate=False, block_lag=True)
+        self.handed: list[set[int]] = [set()]
+        self.held_at_end: list[set[int]] = []
+
+    def op(self, *outputs: object) -> None:
+        self.handed[-1] |= {id(t) for t in outputs if t is not None}
+        super().op(*outputs)
+
+    def end_block(self) -> None:
+        self.held_at_end.append({id(t) for t in self._this_block + self._previous_block})
+        self.handed.append(set())
+        super().end_block()
+
+
+def test_a_block_s_buffers_outlive_it_by_one_block_in_the_decoder(tmp_path: Path) -> None:
+    """At each block's end the queue holds every output that block and the one before it
+    handed (q/k/v, norms, RoPE, q * scale, scores, mask, output...), never older ones;
+    the first attention block's holdings include its [H, L, S] score matrix."""
+    from hip_backend import write_random_model
+    from hip_backend.torch_engine import ModelSource, build_model, resolve_source
+    from tests.hip_backend.mlx_models import LLAMA_CONFIG
+
+    write_random_model(tmp_path, {**LLAMA_CONFIG, "torch_dtype": "bfloat16"})
+    resolved = resolve_source(ModelSource(folder=tmp_path))
+    model = build_model(resolved.arch, resolved.plan, torch.device("cpu"))
+    queue = BlockLedger()
+    with torch.no_grad():
+        model.forward(torch.arange(64)[None], model.new_cache(queue), queue)
+    blocks = 2 * LLAMA_CONFIG["num_hidden_layers"]  # attention, MLP, per layer
+    assert len(queue.held_at_end) == blocks
+    for i, held in enumerate(queue.held_at_end):
+        assert held == queue.handed[i] | (queue.handed[i - 1] if i else set()), i
+    assert len(queue.handed[0]) >= 12  # q, k, v, 2 norms, 2 RoPE, mask, q*scale, scores...
+    queue.sync()
+    assert not queue._this_block and not queue._previous_block

@@ -111,3 +111,42 @@ def test_bad_settings_are_refused() -> None:
         InflightQueue(-1, LaggingEvent)
     with pytest.raises(ValueError, match="op_cap"):
         InflightQueue(0, LaggingEvent, op_cap=0)
+
+
+def test_block_lag_keeps_a_block_s_outputs_until_the_next_block_ends() -> None:
+    """MLX's CPU stream: a block's buffers outlive it by one block; a sync drops all."""
+    queue = InflightQueue(0, LaggingEvent, emulate=False, block_lag=True)
+    first, second = Buffer(MIB), Buffer(MIB)
+    watch_first, watch_second = weakref.ref(first), weakref.ref(second)
+    queue.op(first)
+    queue.op(None, second)  # a block's ops, `None` for a view
+    del first, second
+    queue.end_block()
+    gc.collect()
+    assert watch_first() is not None and watch_second() is not None  # the next block runs
+    third = Buffer(MIB)
+    watch_third = weakref.ref(third)
+    queue.op(third)
+    del third
+    queue.end_block()  # the block after theirs ended: the first block's outputs go
+    gc.collect()
+    assert (watch_first(), watch_second()) == (None, None)
+    assert watch_third() is not None
+    queue.sync()
+    gc.collect()
+    assert watch_third() is None
+    assert queue.stats.ops == 3
+
+
+@pytest.mark.parametrize(("emulate", "block_lag"), [(False, False), (True, True)])
+def test_no_block_lag_without_it_or_under_the_rocm_queue(emulate: bool, block_lag: bool) -> None:
+    queue = InflightQueue(0, LaggingEvent, emulate=emulate, block_lag=block_lag)
+    assert not queue.block_lag
+    buffer = Buffer(MIB)
+    watch = weakref.ref(buffer)
+    queue.op(buffer)
+    del buffer
+    queue.end_block()
+    queue.sync()  # the ROCm queue drops its batches here too
+    gc.collect()
+    assert watch() is None

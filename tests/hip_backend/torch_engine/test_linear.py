@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 torch = pytest.importorskip("torch")
 
 from hip_backend.torch_engine.inflight import InflightQueue, LaggingEvent  # noqa: E402
 from hip_backend.torch_engine.weights import QMV_MAX_ROWS, Linear  # noqa: E402
+from tests.hip_backend.mlx_models import LLAMA_CONFIG  # noqa: E402
 
 OUT, IN = 768, 512
 
@@ -57,3 +61,42 @@ def test_a_routed_expert_never_makes_a_copy_even_for_a_prefill_chunk() -> None:
         reference = torch.nn.functional.linear(x, expert.dense(InflightQueue(0, LaggingEvent)))
     assert queue.open_bytes == 64 * OUT * 2  # the output only: no [OUT, IN] copy
     assert torch.allclose(y.float(), reference.float(), rtol=0, atol=0.05)
+
+
+class Recording(InflightQueue):
+    """The queue, noting the size of every output handed to it."""
+
+    def __init__(self) -> None:
+        super().__init__(0, LaggingEvent)
+        self.sizes: list[int] = []
+
+    def op(self, *outputs: Any) -> None:
+        self.sizes += [int(t.nbytes) for t in outputs if t is not None]
+        super().op(*outputs)
+
+
+def test_a_cpu_run_without_emulation_makes_no_weight_copy_as_mlx_s_cpu_kernels(
+    tmp_path: Path,
+) -> None:
+    """MLX's CPU `quantized_matmul` adds only its output at any row count; the CPU run
+    that mirrors it (`fuse_all_quantized`) holds no dequantized weight, same logits."""
+    from hip_backend import write_random_model
+    from hip_backend.torch_engine import ModelSource, build_model, resolve_source
+
+    config = {**LLAMA_CONFIG, "torch_dtype": "bfloat16"}
+    config["quantization"] = {"group_size": 64, "bits": 4}
+    write_random_model(tmp_path, config)
+    resolved = resolve_source(ModelSource(folder=tmp_path))
+    model = build_model(resolved.arch, resolved.plan, torch.device("cpu"))
+    tokens = torch.arange(32)[None]  # a 32-row chunk: the copy path before
+    smallest_copy = config["hidden_size"] ** 2 * 2  # q_proj's, in 16 bits
+    logits = []
+    for fuse in (False, True):
+        if fuse:
+            assert model.fuse_all_quantized() == len(model.linears())  # all 4-bit
+        queue = Recording()
+        with torch.no_grad():
+            logits.append(model.forward(tokens, model.new_cache(queue), queue))
+        # at 32 rows every activation is far below the smallest weight copy
+        assert (max(queue.sizes) >= smallest_copy) is not fuse, (fuse, max(queue.sizes))
+    assert torch.allclose(logits[0].float(), logits[1].float(), rtol=0, atol=0.1)
