@@ -166,6 +166,19 @@ def render_chart(
         if 0 <= col < width
     }
     note = axis.available_note()[:width]
+    # Each column's cells bottom to top, then read across as rows (the transposition in
+    # C): a plain row is its text cut into the columns' style runs, the same for every
+    # row. Rows with the available line, a mark or the note are drawn cell by cell.
+    full = height * 8
+    stacks = [_stack(min(max(e, 0), full), height) for e in eighths]
+    row_text = ["".join(cells) for cells in zip(*stacks, strict=True)] if stacks else [""] * height
+    runs: list[tuple[int, int, Style | str]] = []
+    start = 0
+    for style, group in groupby(col_styles):
+        end = start + sum(1 for _ in group)
+        runs.append((start, end, style))
+        start = end
+    marked_rows = {mark_row for mark_row, _ in marks}
     lines: list[Text] = []
     for row in range(height - 1, -1, -1):  # top row first; row 0 is the bottom
         line = Text(no_wrap=True)
@@ -179,6 +192,12 @@ def render_chart(
             label, tick = "", "│"
         line.append(label.rjust(LABEL_WIDTH - 1)[: LABEL_WIDTH - 1] + " ", styles.axis)
         line.append(tick, styles.available if row == avail_row else styles.axis)
+        if row != avail_row and row not in marked_rows and not (row == height - 1 and note):
+            text = row_text[row]
+            for first, end, style in runs:
+                line.append(text[first:end], style)
+            lines.append(line)
+            continue
         base = row * 8
         fills = [min(8, max(0, e - base)) for e in eighths]
         if row == avail_row:
@@ -200,6 +219,14 @@ def render_chart(
     lines.append(Text(no_wrap=True).append(" " * LABEL_WIDTH + "└" + "─" * width, styles.axis))
     lines.append(_tick_line(contexts, current, styles))
     return Text("\n").join(lines)
+
+
+def _stack(eighths: int, height: int) -> str:
+    """One column's cells, bottom to top, for a bar `eighths` eighths of a cell high."""
+    whole, part = divmod(eighths, 8)
+    if whole >= height:
+        return _BLOCKS[8] * height
+    return _BLOCKS[8] * whole + _BLOCKS[part] + _BLOCKS[0] * (height - whole - 1)
 
 
 def _tick_line(contexts: Sequence[int], current: int, styles: ChartStyles) -> Text:
