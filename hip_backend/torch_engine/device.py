@@ -73,21 +73,20 @@ def select_device(choice: str) -> tuple[torch.device, DeviceInfo]:
     hip = getattr(torch.version, "hip", None)
     cuda = getattr(torch.version, "cuda", None)
     build = f"torch {torch.__version__}"
-    gpu_kind = "rocm" if hip else "cuda"
     gpu_ok = bool(torch.cuda.is_available()) if (hip or cuda) else False
-    if choice == "auto":
-        choice = gpu_kind if gpu_ok else "cpu"
-    if choice == "cpu":
+    asked = None if choice == "auto" else Backend(choice)  # None: whatever torch has
+    if asked is Backend.CPU or (asked is None and not gpu_ok):
         return torch.device("cpu"), DeviceInfo(
             Backend.CPU, cpu_name(), None, torch.__version__, None
         )
-    if choice == "rocm" and not hip:
+    if asked is Backend.ROCM and not hip:
         raise NoDeviceError(f"ROCm was asked for, but {build} is not a ROCm (HIP) build")
-    if choice == "cuda" and not cuda:
+    if asked is Backend.CUDA and not cuda:
         what = "a ROCm build (use --device rocm)" if hip else "not a CUDA build"
         raise NoDeviceError(f"CUDA was asked for, but {build} is {what}")
+    kind = Backend.ROCM if hip else Backend.CUDA
     if not gpu_ok:
-        raise NoDeviceError(f"{build} sees no {choice.upper()} device")
+        raise NoDeviceError(f"{build} sees no {kind.value.upper()} device")
     index = torch.cuda.current_device()
     props = torch.cuda.get_device_properties(index)
     if hip:
@@ -95,7 +94,7 @@ def select_device(choice: str) -> tuple[torch.device, DeviceInfo]:
     else:
         arch = f"sm_{props.major}{props.minor}"
     info = DeviceInfo(
-        kind=Backend(choice),
+        kind=kind,
         name=str(props.name),
         arch=arch,
         torch_version=torch.__version__,

@@ -50,7 +50,12 @@ def read_model(
     except VramscopeError as exc:
         return FailedModel(name, str(exc))
     except Exception as exc:  # never let a bad model crash the app
-        return FailedModel(name, f"{name}: unexpected {type(exc).__name__}: {exc}")
+        return unexpected_failure(name, exc)
+
+
+def unexpected_failure(name: str, exc: BaseException) -> FailedModel:
+    """A model read that broke in a way no reader names."""
+    return FailedModel(name, f"{name}: unexpected {type(exc).__name__}: {exc}")
 
 
 def probe_available(deps: AppDeps, backend: Backend) -> AvailableMemory:
@@ -59,7 +64,12 @@ def probe_available(deps: AppDeps, backend: Backend) -> AvailableMemory:
     try:
         return deps.detect_available(backend)
     except Exception as exc:
-        return AvailableMemory(0, f"detection failed: {type(exc).__name__}")
+        return detection_failed(exc)
+
+
+def detection_failed(exc: BaseException) -> AvailableMemory:
+    """Nothing detected, and why."""
+    return AvailableMemory(0, f"detection failed: {type(exc).__name__}")
 
 
 def _in_thread(read: Callable[[], T], name: str) -> Future[T]:

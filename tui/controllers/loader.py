@@ -33,7 +33,14 @@ from core.estimate.available import AvailableMemory
 from core.estimate.snapshot import ModelSnapshot
 from core.measurement.history import HistoryRead
 from core.measurement.result import MeasuredPeak
-from tui.controllers.first_reads import WAIT_S, FirstReads, probe_available, read_model
+from tui.controllers.first_reads import (
+    WAIT_S,
+    FirstReads,
+    detection_failed,
+    probe_available,
+    read_model,
+    unexpected_failure,
+)
 from tui.deps import AppDeps, what_ifs_of
 from tui.messages import (
     AvailableRead,
@@ -461,11 +468,11 @@ def _model_message(name: str, request: int, future: Future[LoadedModel | FailedM
     exc = future.exception()
     if exc is None:
         return ModelRead(future.result(), request)
-    return ModelRead(FailedModel(name, f"{name}: unexpected {type(exc).__name__}: {exc}"), request)
+    return ModelRead(unexpected_failure(name, exc), request)
 
 
 def _available_message(backend: Backend, future: Future[AvailableMemory]) -> AvailableRead:
     exc = future.exception()
     if exc is None:
         return AvailableRead(future.result(), backend)
-    return AvailableRead(AvailableMemory(0, f"detection failed: {type(exc).__name__}"), backend)
+    return AvailableRead(detection_failed(exc), backend)
