@@ -65,6 +65,7 @@ def test_the_wheel_carries_the_profiles_calibration_and_stylesheet(
     assert any(n.startswith("core/catalog/profile_data/") and n.endswith(".json.xz") for n in names)
     assert "core/calibration/data/gfx1151_rocm.csv" in names
     assert "tui/app.tcss" in names
+    assert "tui/after_first_frame.tcss" in names
     assert not any(n.startswith("tests/") for n in names)
 
 

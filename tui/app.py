@@ -8,23 +8,34 @@ collaborators (`tui.deps`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
-from collections.abc import Iterable
-from typing import Any, ClassVar
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.console import RenderableType
+from textual import events
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.driver import Driver
 from textual.screen import Screen
 
-from core.measurement.result import MeasuredPeak
 from tui.controllers.first_reads import FirstReads
 from tui.controllers.loader import DaemonExecutor
 from tui.deps import AppDeps, default_deps
 from tui.model.state import LaunchOptions, initial_state
 from tui.out_of_memory import loop_exception_handler
 from tui.screens.explorer_screen import ExplorerScreen
+
+if TYPE_CHECKING:
+    from textual.pilot import Pilot
+
+    from core.measurement.result import MeasuredPeak
+
+
+BODY_WAIT_S = 5.0
+"""The longest a key waits for the explorer's body (it takes about 0.1 s)."""
 
 
 class VramscopeApp(App[None]):
@@ -93,17 +104,45 @@ class VramscopeApp(App[None]):
         loop.set_exception_handler(loop_exception_handler)
 
     def _display(self, screen: Screen[Any], renderable: RenderableType | None) -> None:
-        # Textual writes every frame here. The first one written releases the explorer's
-        # reads, held back so that they never delay it (`Loader.read_all`).
+        # Textual writes every frame here. The first one written (the explorer's top
+        # lines) lets the explorer mount its body, then start the reads held back so
+        # that they never delay that frame (`Loader.read_all`).
         super()._display(screen, renderable)
         if renderable is not None and not self._first_frame_out:
             self._first_frame_out = True
-            gc.enable()  # `vramscope explore` holds it off until now (tui.commands.explore)
-            self._start_held_reads()  # at once: a queued call would wait for more frames
+            explorer = self.screen_stack[0] if self.screen_stack else None
+            if isinstance(explorer, ExplorerScreen):
+                # at once: a queued call would wait for more frames
+                explorer.call_next(self._after_first_frame, explorer)
+            else:
+                gc.enable()
 
-    def _start_held_reads(self) -> None:
-        if self.screen_stack and isinstance(self.screen_stack[0], ExplorerScreen):
-            self.screen_stack[0].loader.start_held_reads()
+    async def _after_first_frame(self, explorer: ExplorerScreen) -> None:
+        try:
+            await explorer.mount_body()
+        finally:
+            gc.enable()  # `vramscope explore` holds it off until now (tui.commands.explore)
+
+    async def on_event(self, event: events.Event) -> None:
+        # Keys (and clicks, pastes) wait until the explorer's body is in: a burst typed
+        # as the first frame appears lands in the sliders and fields it was meant for.
+        if isinstance(event, events.InputEvent) and not event.is_forwarded:
+            await self._body_in()
+        await super().on_event(event)
+
+    async def _body_in(self) -> None:
+        explorer = self.screen_stack[0] if self.screen_stack else None
+        if isinstance(explorer, ExplorerScreen) and not explorer.body_ready.is_set():
+            with contextlib.suppress(TimeoutError):  # never hold keys for ever
+                await asyncio.wait_for(explorer.body_ready.wait(), BODY_WAIT_S)
+
+    @asynccontextmanager
+    async def run_test(self, *args: Any, **kwargs: Any) -> AsyncIterator[Pilot[None]]:
+        """Textual's, ready once the explorer's body is in (as a user's keys are)."""
+        async with super().run_test(*args, **kwargs) as pilot:
+            await self._body_in()
+            await pilot.pause()
+            yield pilot
 
     def on_mount(self) -> None:
         for line in self.env_warnings:

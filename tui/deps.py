@@ -17,19 +17,18 @@ from typing import TYPE_CHECKING, Protocol
 
 from core.backend import Backend, BackendChoice
 from core.catalog.entry import Catalog, CatalogEntry
-from core.device.available import read_available_memory
 from core.environment import read_env
 from core.estimate.available import MEMORY_LIMIT_ENV, AvailableMemory
 from core.estimate.snapshot import ModelSnapshot
-from core.measurement.history import HistoryStore
-from core.measurement.request import MeasureRequest
-from core.measurement.run import RunEvent
 from core.probes.device_nodes import detect_backend
 
-if TYPE_CHECKING:  # core.calibration, the Fits view's and the device's reads: worker threads
+if TYPE_CHECKING:  # the reads' code (probes, history, calibration): worker threads
     from core.answer.fit import FitModel
     from core.calibration.record import Calibration
     from core.device.memory import DeviceMemory
+    from core.measurement.history import HistoryStore
+    from core.measurement.request import MeasureRequest
+    from core.measurement.run import RunEvent
 
 
 CalibrationCandidates = tuple[tuple["Calibration", ...], tuple[str, ...]]
@@ -57,7 +56,7 @@ class MeasureHandle(Protocol):
         """Kill the child; a CANCELLED failure ends the run."""
 
 
-StartMeasurement = Callable[[MeasureRequest, Callable[[RunEvent], None]], MeasureHandle]
+StartMeasurement = Callable[["MeasureRequest", Callable[["RunEvent"], None]], MeasureHandle]
 """`hip_backend.start_run`'s shape: returns at once, events come from other threads."""
 
 
@@ -91,7 +90,7 @@ class AppDeps:
     """Seconds, for how long a model read (or a measurement) has taken."""
     start_measurement: StartMeasurement = start_with_hip_backend
     """Start a real load in a child process (`m`; called from a worker thread)."""
-    history: Callable[[], HistoryStore | None] = HistoryStore.default
+    history: Callable[[], HistoryStore | None] = field(default_factory=lambda: _default_history)
     """The measurement history the launcher appends to (None: none is kept); read in a
     worker thread."""
     calibrations: Callable[[], CalibrationCandidates] = lambda: ((), ())
@@ -130,6 +129,18 @@ def _fit_models(catalog: Catalog, use_cache: bool) -> Iterator[tuple[CatalogEntr
                 yield entry, reader.read(entry)
             except VramscopeError as exc:  # as `vramscope fit` says it
                 yield entry, f"{entry.name}: skipped: {exc}"
+
+
+def _default_history() -> HistoryStore | None:
+    from core.measurement.history import HistoryStore
+
+    return HistoryStore.default()
+
+
+def _available(backend: Backend, env_limit: str | None) -> AvailableMemory:
+    from core.device.available import read_available_memory
+
+    return read_available_memory(backend, env_limit=env_limit)
 
 
 def _read_device(backend: Backend) -> DeviceMemory | None:
@@ -189,9 +200,7 @@ def default_deps(models_dirs: Sequence[Path] = ()) -> AppDeps:
         resolve_entry=partial(_resolve, models_dirs=dirs),
         load_snapshot=_load,
         detect_backend=detect_backend,
-        detect_available=lambda backend: read_available_memory(
-            backend, env_limit=env.get(MEMORY_LIMIT_ENV)
-        ),
+        detect_available=partial(_available, env_limit=env.get(MEMORY_LIMIT_ENV)),
         env=env,
         calibrations=_default_candidates,
         read_hub=partial(_read_hub, models_dirs=dirs),

@@ -1,8 +1,10 @@
-"""What `vramscope explore` has imported when its first frame is written.
+"""What `vramscope explore` has imported, and shows, when its first frame is written.
 
-The first frame shows the estimate (`tui.controllers.first_reads`); the model list,
-the history, the calibrations, the other commands, the help and the palette come
-after it. An import added to that path slows every start: this pins what stays out.
+The first frame shows the answer: the top lines, with the estimate's verdict and
+total (`tui.controllers.first_reads`), and the footer. The body (model list,
+controls, breakdown, chart), the history, the calibrations, the other commands, the
+help and the palette come after it. An import added to that path slows every start:
+this pins what stays out.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import pty
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from tui.commands.registry import COMMANDS
 
@@ -24,20 +27,26 @@ CHILD = """
 import asyncio, json, sys
 from tui.app import VramscopeApp
 out = sys.argv[1]
-seen = []
+seen = {}
 display = VramscopeApp._display
+
+def on_screen(screen):
+    return sorted({type(w).__name__ for w in screen.walk_children()})
 
 def first(self, screen, renderable):
     if renderable is not None and not seen:
-        seen.append(sorted(sys.modules))
+        seen["modules"] = sorted(sys.modules)
+        seen["widgets"] = on_screen(screen)
+        seen["summary"] = screen.query_one("#summary").text
     display(self, screen, renderable)
 
 async def headless(app):
     async with app.run_test(size=(160, 48)) as pilot:
         while not seen:
             await pilot.pause()
+        seen["widgets_after"] = on_screen(app.screen)
     with open(out, "w") as f:
-        json.dump(seen[0], f)
+        json.dump(seen, f)
 
 VramscopeApp._display = first
 VramscopeApp.run = lambda self, **kw: asyncio.run(headless(self))
@@ -46,7 +55,7 @@ sys.exit(main(["explore", "--preset", "gfx1151"]))
 """
 
 
-def first_frame_modules(tmp_path: Path) -> set[str]:
+def first_frame(tmp_path: Path) -> dict[str, Any]:
     out = tmp_path / "modules.json"
     env = dict(os.environ, HOME=str(tmp_path), XDG_CACHE_HOME=str(tmp_path / "cache"))
     env.update(HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf"), XDG_CONFIG_HOME=str(tmp_path))
@@ -65,11 +74,12 @@ def first_frame_modules(tmp_path: Path) -> set[str]:
     finally:
         os.close(slave)
         os.close(master)
-    return set(json.loads(out.read_text()))
+    found: dict[str, Any] = json.loads(out.read_text())
+    return found
 
 
 def test_the_first_frame_waits_for_no_other_commands_or_later_reads(tmp_path: Path) -> None:
-    loaded = first_frame_modules(tmp_path)
+    loaded = set(first_frame(tmp_path)["modules"])
     assert "tui.screens.explorer_screen" in loaded  # the frame was the explorer's
     others = {f"tui.commands.{c.module}" for c in COMMANDS if c.name != "explore"}
     assert loaded & others == set()
@@ -85,6 +95,25 @@ def test_the_first_frame_waits_for_no_other_commands_or_later_reads(tmp_path: Pa
         "tui.screens.help_screen",
         "tui.screens.palette",
         "tui.screens.fits_screen",
+        "tui.widgets.model_list",  # the body's widgets, mounted after the first frame
+        "tui.widgets.controls",
+        "tui.widgets.breakdown",
+        "tui.widgets.context_chart",
+        "tui.widgets.command_lines_view",
+        "tui.widgets.measured_panel",
+        "tui.widgets.ranks_panel",
     )
     early = sorted(m for m in loaded if m.startswith(later))
     assert early == []
+
+
+def test_the_first_frame_shows_the_answer_and_the_body_follows(tmp_path: Path) -> None:
+    frame = first_frame(tmp_path)
+    # The verdict, the total and the model are in the first frame...
+    assert frame["summary"].startswith(" FITS  8,192 tokens · total 7.28 GiB of 76.80 GiB")
+    assert "Meta-Llama-3.1-8B-Instruct-4bit" in frame["summary"]
+    assert {"StatusLine", "SummaryLine", "KeyFooter"} <= set(frame["widgets"])
+    body = {"ModelList", "Controls", "Breakdown", "ContextChart", "CommandLinesView"}
+    assert body & set(frame["widgets"]) == set()
+    # ...and the body is in once the app is ready (keys wait for it).
+    assert body <= set(frame["widgets_after"])

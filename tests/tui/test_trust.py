@@ -7,6 +7,8 @@ tests/tui/test_tmux.py sends the same keys to a real `vramscope` in tmux.
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,7 @@ from tests.tui.helpers import (
     widget_lines,
 )
 from tui.app import VramscopeApp
+from tui.screens.explorer_screen import ExplorerScreen
 from tui.widgets.command_lines_view import LONG_WORD, CommandLinesView, shown
 from tui.widgets.context_chart import ContextChart
 from tui.widgets.measured_panel import MeasuredPanel
@@ -68,6 +71,35 @@ async def test_a_burst_of_keys_lands_in_the_field_it_names() -> None:
         burst(app, "t32k\rk")  # after Enter, `k` is the KV key again
         await handled(pilot)
         assert (app.explorer.state.max_tokens, app.explorer.state.kv_int8) == (32768, True)
+
+
+async def test_a_burst_typed_as_the_first_frame_appears_waits_for_the_body(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The first frame is the top lines and the footer; the body (the sliders a burst
+    # names) is mounted right after it. Keys that come in between are held, not lost.
+    mount_body = ExplorerScreen.mount_body
+    typed_before: list[bool] = []
+
+    async def typed_first(screen: ExplorerScreen) -> None:
+        if not typed_before:  # the first call mounts it (a timer calls again, to no effect)
+            typed_before.append(len(screen.query(SliderField)) == 0)
+            # From outside any widget, as the terminal's keys come (a key a widget sent
+            # stops bubbling at it: Textual's rule), while the body is being mounted.
+            asyncio.get_running_loop().call_soon(
+                burst, screen.app, "t4096\ri2G\rk", context=contextvars.Context()
+            )
+        await mount_body(screen)
+
+    monkeypatch.setattr(ExplorerScreen, "mount_body", typed_first)
+    app = build_app(preset="gfx1151")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        s = app.explorer.state
+        assert typed_before == [True]  # no slider was there when the keys came
+        assert (s.max_tokens, s.inflight_mib, s.kv_int8) == (4096, 2048, True)
+        assert "4,096 tokens" in summary(app)
+        assert field(app, "tokens").query_one(Input).value == "4096"
 
 
 async def test_keys_sent_with_an_escape_from_a_text_box_are_keys_again() -> None:

@@ -9,8 +9,8 @@ and answer with `tui.messages`' typed messages, which this screen applies; `m` i
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, replace
-from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -24,7 +24,7 @@ from core.answer.answer import Answer, answer
 from core.answer.device import Device, DevicePending, MachineReadings
 from core.answer.question import ModelFacts
 from core.backend import BackendChoice
-from core.catalog.entry import Catalog
+from core.catalog.entry import Catalog, CatalogEntry
 from core.display_text import clean_text
 from core.errors import VramscopeError
 from core.estimate.available import AvailableMemory
@@ -67,29 +67,34 @@ from tui.model.views import build_views, screen_words
 from tui.out_of_memory import exit_out_of_memory, is_out_of_memory
 from tui.screens.focus_keys import CYCLE_BINDINGS, FILTER, JUMP_BINDINGS, FocusKeys
 from tui.screens.front_paint import front_paint_compositor
-from tui.widgets.breakdown import Breakdown
-from tui.widgets.command_lines_view import CommandLinesView
-from tui.widgets.context_chart import ContextChart
-from tui.widgets.controls import Controls
 from tui.widgets.key_footer import KeyFooter
-from tui.widgets.measured_panel import MeasuredPanel
-from tui.widgets.memory_field import MemoryField
-from tui.widgets.model_list import ModelList
-from tui.widgets.ranks_panel import RanksPanel
 from tui.widgets.status_line import StatusLine, SummaryLine
 
 if TYPE_CHECKING:
     from tui.controllers.ranks import RanksController
+    from tui.widgets.breakdown import Breakdown
+    from tui.widgets.command_lines_view import CommandLinesView
+    from tui.widgets.context_chart import ContextChart
+    from tui.widgets.controls import Controls
+    from tui.widgets.measured_panel import MeasuredPanel
+    from tui.widgets.memory_field import MemoryField
+    from tui.widgets.model_list import ModelList
+
+AFTER_FIRST_FRAME_CSS = Path(__file__).resolve().parent.parent / "after_first_frame.tcss"
+"""The styles of the body and of the screens it opens (app.tcss holds the first frame's)."""
+BODY_LIMIT_S = 1.0
+"""The body is mounted after this many seconds should the first frame never be written
+(`mount_body`)."""
 
 
 @dataclass(frozen=True)
-class _Painted:
-    """The widgets `recompute` shows the state in, found once (a query walks every widget
-    on the screen: a few milliseconds a key)."""
+class _Body:
+    """The body's widgets `recompute` and the reads show the state in, found once when
+    the body is mounted (a query walks every widget on the screen: a few ms a key)."""
 
-    status: StatusLine
-    summary: SummaryLine
+    models: ModelList
     controls: Controls
+    memory: MemoryField
     commands: tuple[CommandLinesView, ...]
     measured: MeasuredPanel
     chart: ContextChart
@@ -161,30 +166,29 @@ class ExplorerScreen(FocusKeys):
         while only the settings move."""
         self.answer: Answer | None = None
         """The one-device answer on screen (None while reading, or on an error)."""
+        self._body: _Body | None = None
+        """The body's widgets, once mounted (`mount_body`): None for the first frame."""
+        self._body_begun = False
+        self.body_ready = asyncio.Event()
+        """Set once the body is mounted and shows the state: the app holds keys until then."""
+        self._detected_shown: AvailableMemory | None = None
+        """The last detected available memory read, for the body's memory field."""
 
     def compose(self) -> ComposeResult:
+        # Two steps: the top lines (the backend, the answer) and the footer first, so
+        # the first frame is out in about the time a bare Textual app takes; the body
+        # (model list, controls, breakdown, chart: 70 widgets and their code) right
+        # after it (`mount_body`). The app holds keys until the body is in.
         self.add_layout_class()
         yield StatusLine(id="status")
         yield SummaryLine(id="summary")
-        with Horizontal(id="body"):
-            yield ModelList(id="models")
-            with VerticalScroll(id="main"):
-                with Horizontal(id="top"):
-                    yield Controls(self.state, id="controls")
-                    yield CommandLinesView(id="commands")
-                with Vertical(id="estimate"):
-                    yield Breakdown(id="breakdown")
-                    yield RanksPanel(id="ranks")
-                    yield MeasuredPanel(id="measured")
-                yield ContextChart(id="chart")
-                yield CommandLinesView(id="commands-end")  # narrow layouts: last, under the chart
+        yield Horizontal(id="body")
         yield KeyFooter()
 
     def on_mount(self) -> None:
-        self.query_one("#estimate").border_title = "Estimate"
-        self.query_one(ModelList).hub_enabled = self.deps.read_hub is not None
+        self._status = self.query_one(StatusLine)
+        self._summary = self.query_one(SummaryLine)
         answered = self.loader.read_all(self.state.model, self.state.backend)
-        self.query_one(Breakdown).show_loading(reading_text(self.state.model))
         for message in answered:  # read while Textual started: shown in the first frame
             if isinstance(message, ModelRead):
                 self.on_model_read(message)
@@ -192,26 +196,79 @@ class ExplorerScreen(FocusKeys):
                 self.on_available_read(message)
         if not answered:
             self.recompute()
+        self.set_timer(BODY_LIMIT_S, self.mount_body)
 
-    def on_unmount(self) -> None:
-        self.measure.close()  # quitting kills a measurement still in flight
+    async def mount_body(self) -> None:
+        """Mount the body (once; the app calls it when the first frame is out), show the
+        reads answered so far in it, then start the reads held for the first frame."""
+        if self._body_begun:
+            return
+        self._body_begun = True
+        from tui.widgets.breakdown import Breakdown
+        from tui.widgets.command_lines_view import CommandLinesView
+        from tui.widgets.context_chart import ContextChart
+        from tui.widgets.controls import Controls
+        from tui.widgets.measured_panel import MeasuredPanel
+        from tui.widgets.memory_field import MemoryField
+        from tui.widgets.model_list import ModelList
+        from tui.widgets.ranks_panel import RanksPanel
 
-    @cached_property
-    def _painted(self) -> _Painted:
-        return _Painted(
-            self.query_one(StatusLine),
-            self.query_one(SummaryLine),
+        self.app.stylesheet.read(AFTER_FIRST_FRAME_CSS)  # parsed as the body is styled
+        estimate = Vertical(
+            Breakdown(id="breakdown"),
+            RanksPanel(id="ranks"),
+            MeasuredPanel(id="measured"),
+            id="estimate",
+        )
+        estimate.border_title = "Estimate"
+        main = VerticalScroll(
+            Horizontal(
+                Controls(self.state, id="controls"), CommandLinesView(id="commands"), id="top"
+            ),
+            estimate,
+            ContextChart(id="chart"),
+            CommandLinesView(id="commands-end"),  # narrow layouts: last, under the chart
+            id="main",
+        )
+        models = ModelList(id="models")
+        models.hub_enabled = self.deps.read_hub is not None
+        await self.query_one("#body").mount(models, main)
+        self._body = _Body(
+            models,
             self.query_one(Controls),
+            self.query_one(MemoryField),
             tuple(self.query(CommandLinesView)),
             self.query_one(MeasuredPanel),
             self.query_one(ContextChart),
             self.query_one(Breakdown),
         )
+        self._show_reads(self._body)
+        self.recompute()
+        if self.focused is None and self.AUTO_FOCUS:
+            self.set_focus(self.query_one(self.AUTO_FOCUS))
+        self.loader.start_held_reads()
+        self.body_ready.set()
+
+    def _show_reads(self, body: _Body) -> None:
+        """What the reads answered before the body was mounted, shown in it."""
+        loader = self.loader
+        if self._detected_shown is not None:
+            body.memory.set_detected(self._detected_shown)
+        if loader.failure is not None:
+            body.breakdown.show_error(loader.failure.message)
+        elif loader.snapshot is not None:
+            body.controls.field("tokens").set_stops(token_stops(loader.trained_context))
+            body.models.set_current(self.state.model)
+        else:
+            body.breakdown.show_loading(reading_text(self.state.model))
+
+    def on_unmount(self) -> None:
+        self.measure.close()  # quitting kills a measurement still in flight
 
     @property
     def settled(self) -> bool:
-        """True once every read asked for so far has answered."""
-        return self.loader.settled
+        """True once the body is in and every read asked for so far has answered."""
+        return self.body_ready.is_set() and self.loader.settled
 
     @property
     def readings(self) -> MachineReadings:
@@ -245,12 +302,13 @@ class ExplorerScreen(FocusKeys):
         # The change, not `message.state`: a key or a palette command may have changed
         # another field while the message was on its way, and that change must stay.
         new = message.edit(self.state)
-        if new == self.state:  # no watch_state: the control's move is still to be shown
-            self._painted.controls.show(new)
+        if new == self.state and self._body is not None:
+            self._body.controls.show(new)  # no watch_state: the move is still to be shown
         self.state = new
 
     def watch_state(self, old: ExplorerState, new: ExplorerState) -> None:
-        self._painted.controls.show(new)
+        if self._body is not None:
+            self._body.controls.show(new)
         self.recompute()
 
     def recompute(self) -> None:
@@ -269,43 +327,52 @@ class ExplorerScreen(FocusKeys):
                 mlxcel="# mlxcel estimates the model as stored: " + words.mlxcel,
                 name=f"{words.name} as {quantize_as.word} (vramscope what-if)",
             )
-        painted = self._painted
-        painted.status.show_device(device, self.machine, self._device_wait())
-        controls = painted.controls
-        controls.show_hints(state, loader.snapshot is not None, words.trained)
-        controls.show_quantize(state, loader.what_ifs)
-        for view in painted.commands:
-            view.show(words.vramscope, words.mlxcel)
-        painted.measured.show(words.panel)
-        chart, breakdown = painted.chart, painted.breakdown
         views, self.answer, self.estimate = None, None, None
         plan: Answer | str | None = None
+        problem = ""
+        """What the breakdown shows in place of an estimate (an error, or a wait)."""
         if facts is not None and device is not None:
             one = replace(state, devices=1, quantize_as=quantize_as)
             try:
                 found = answer(facts, one.question(device), loader.calibrations_read)
                 assert isinstance(found, Answer)  # the what-if was checked above
                 views = build_views(found, state.calibrated_verdict, words.points)
-                self.answer = found
+                self.answer, self.estimate = found, views.estimate
                 if state.devices > 1:
                     plan = self.plan_answer(facts, device)
             except Exception as exc:  # a model no test foresaw: say so in place, keep running
-                breakdown.show_error(f"cannot estimate this model: {type(exc).__name__}: {exc}")
+                problem = f"cannot estimate this model: {type(exc).__name__}: {exc}"
         elif (
             loader.snapshot is not None
             and loader.device_problem
             and (state.memory.key in DEVICE_KEYS)
         ):
-            breakdown.show_error(
-                f"This device's memory: {loader.device_problem}; pick another Available"
-            )
+            problem = f"This device's memory: {loader.device_problem}; pick another Available"
+        self._status.show_device(device, self.machine, self._device_wait())
+        plan_answer = plan if isinstance(plan, Answer) else None
+        summary = words.summary(self.answer, plan_answer, views.breakdown if views else None)
+        if isinstance(plan, str):
+            summary = replace(summary, detail=f"no split: {plan}", short="", tiny="", fits=None)
+        self._summary.show(summary)
+        body = self._body
+        if body is None:
+            return  # the first frame: the body shows all this once it is mounted
+        controls = body.controls
+        controls.show_hints(state, loader.snapshot is not None, words.trained)
+        controls.show_quantize(state, loader.what_ifs)
+        for view in body.commands:
+            view.show(words.vramscope, words.mlxcel)
+        body.measured.show(words.panel)
+        chart, breakdown = body.chart, body.breakdown
+        if views is not None:
+            breakdown.show_estimate(views.breakdown)
+        elif problem:
+            breakdown.show_error(problem)
         elif loader.snapshot is not None:
             breakdown.show_loading("Detecting available memory…")
-        if views is not None:
-            self.estimate = views.estimate
-            breakdown.show_estimate(views.breakdown)
         if self.ranks is None and state.devices > 1:
             from tui.controllers.ranks import RanksController
+            from tui.widgets.ranks_panel import RanksPanel
 
             self.ranks = RanksController(self.query_one(RanksPanel))
         if self.ranks is not None:
@@ -313,11 +380,6 @@ class ExplorerScreen(FocusKeys):
         chart.border_title = words.chart_title(views.estimate if views else None)
         chart.border_subtitle = words.chart_subtitle
         chart.show(views.chart if views else None)
-        plan_answer = plan if isinstance(plan, Answer) else None
-        summary = words.summary(self.answer, plan_answer, views.breakdown if views else None)
-        if isinstance(plan, str):
-            summary = replace(summary, detail=f"no split: {plan}", short="", tiny="", fits=None)
-        painted.summary.show(summary)
 
     def _device_wait(self) -> str:
         """Why there is no device yet ("" once there is)."""
@@ -380,38 +442,42 @@ class ExplorerScreen(FocusKeys):
         loader = self.loader
         if not loader.take_model(message):
             return  # a newer pick is on its way
-        models = self.query_one(ModelList)
+        body = self._body
         failure = ""
         if isinstance(message.result, FailedModel):
             failure = message.result.message
-            self.query_one(Breakdown).show_error(failure)
-        else:
-            stops = token_stops(loader.trained_context)
-            self.query_one(Controls).field("tokens").set_stops(stops)
-            models.set_current(self.state.model)
-        if loader.answered_hub:
-            models.hub_done(loader.answered_hub, failure)
+            if body is not None:
+                body.breakdown.show_error(failure)
+        elif body is not None:
+            body.controls.field("tokens").set_stops(token_stops(loader.trained_context))
+            body.models.set_current(self.state.model)
+        if loader.answered_hub and body is not None:  # a Hub read is asked for in the body
+            body.models.hub_done(loader.answered_hub, failure)
             if not failure:
                 loader.read_catalog()  # the store has it now: the list shows it, marked hub
         self.recompute()
 
     def on_model_reading(self, message: ModelReading) -> None:
-        if self.loader.still_reading(message):
-            self.query_one(Breakdown).show_loading(message.text)
+        if self.loader.still_reading(message) and self._body is not None:
+            self._body.breakdown.show_loading(message.text)
 
     def on_catalog_read(self, message: CatalogRead) -> None:
         self.loader.take_catalog(message)
-        self.query_one(ModelList).show_catalog(self.loader.catalog, self.state.model)
+        if self._body is not None:  # it is: the catalog is read once the body is in
+            self._body.models.show_catalog(self.loader.catalog, self.state.model)
         self.recompute()
 
     def on_available_read(self, message: AvailableRead) -> None:
         self.loader.take_available(message)
-        self.query_one(MemoryField).set_detected(message.available)
+        self._detected_shown = message.available
+        if self._body is not None:
+            self._body.memory.set_detected(message.available)
         self.recompute()
 
     def on_device_read(self, message: DeviceRead) -> None:
         self.loader.take_device(message)
-        self.query_one(MemoryField).set_device(message.device, message.problem)
+        if self._body is not None:  # it is: the device is read once the body is in
+            self._body.memory.set_device(message.device, message.problem)
         self.recompute()
 
     def on_history_loaded(self, message: HistoryLoaded) -> None:
@@ -426,17 +492,30 @@ class ExplorerScreen(FocusKeys):
 
     def on_model_list_picked(self, message: ModelList.Picked) -> None:
         name = model_arg(message.entry)
-        self.query_one(ModelList).set_current(name)
-        self.loader.read_model(name, message.entry)
-        self.query_one(Breakdown).show_loading(reading_text(name))
+        self._open_model(name, message.entry)
         self.update(model=name)
 
     def on_model_list_hub_requested(self, message: ModelList.HubRequested) -> None:
         name = message.repo_id
-        self.query_one(ModelList).hub_started(name)
+        body = self._shown_body
+        body.models.hub_started(name)
         self.loader.read_model(name, None, hub=True)  # a worker thread: keys keep working
-        self.query_one(Breakdown).show_loading(f"Reading {name} from the Hub…")
+        body.breakdown.show_loading(f"Reading {name} from the Hub…")
         self.update(model=name)
+
+    def _open_model(self, name: str, entry: CatalogEntry) -> None:
+        """Read another model (picked in the list or in Fits)."""
+        body = self._shown_body
+        body.models.set_current(name)
+        self.loader.read_model(name, entry)
+        body.breakdown.show_loading(reading_text(name))
+
+    @property
+    def _shown_body(self) -> _Body:
+        """The body, for what only the body can ask for (a pick in its list, a key the app
+        held until it was in)."""
+        assert self._body is not None, "the body is mounted before any key or pick"
+        return self._body
 
     # --- measuring (m, H) ----------------------------------------------------------
 
@@ -568,9 +647,7 @@ class ExplorerScreen(FocusKeys):
             return
         name = model_arg(pick.entry)
         if name != self.state.model:
-            self.query_one(ModelList).set_current(name)
-            self.loader.read_model(name, pick.entry)
-            self.query_one(Breakdown).show_loading(reading_text(name))
+            self._open_model(name, pick.entry)
         self.update(model=name, quantize_as=pick.row.quantization)
 
     def action_cycle(self, name: str) -> None:
@@ -580,7 +657,7 @@ class ExplorerScreen(FocusKeys):
 
     def action_copy(self, which: str) -> None:
         """Copy a command line to the clipboard (OSC 52)."""
-        view = self.query_one("#commands", CommandLinesView)
+        view = self._shown_body.commands[0]  # both views show the same lines
         text = view.vramscope if which == "vramscope" else view.mlxcel
         self.app.copy_to_clipboard(text)
         self.notify(text, title="Copied to the clipboard", timeout=4)

@@ -13,15 +13,16 @@ are text, and a slider's own box keeps Escape to restore the value from before t
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.binding import Binding
 from textual.widgets import Input
 
-from tui.controllers.measure import MeasureController
 from tui.model.control_specs import BY_ID, DEVICES, MAX_TOKENS, KeyAction, keyed
 from tui.screens.styled_once import StyledOnceScreen
-from tui.widgets.controls import Controls
-from tui.widgets.model_list import ModelList
-from tui.widgets.slider_field import ValueInput
+
+if TYPE_CHECKING:
+    from tui.controllers.measure import MeasureController
 
 FILTER = "filter"
 """The model list's filter box: a jump target that is no control."""
@@ -47,6 +48,8 @@ class FocusKeys(StyledOnceScreen):
         # box at once, while a slider's own box restores its value (SliderField).
         in_box = isinstance(self.focused, Input)
         if action == "leave_box":
+            from tui.widgets.slider_field import ValueInput  # the body's: not for frame one
+
             return in_box and not isinstance(self.focused, ValueInput)
         return not (action == "jump" and in_box)
 
@@ -56,6 +59,9 @@ class FocusKeys(StyledOnceScreen):
 
     def action_jump(self, where: str) -> None:
         """Move focus now (not after a refresh), so the keys after it land there."""
+        from tui.widgets.controls import Controls  # the body's: not for frame one
+        from tui.widgets.model_list import ModelList
+
         if where == FILTER:
             self.set_focus(self.query_one(ModelList).filter_box)
             return

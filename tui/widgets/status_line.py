@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.text import Text
-from textual.widgets import Static
+from textual.widget import Widget
 
 from core.answer.device import BackendBasis, Device
 from core.backend import Backend, BackendChoice
@@ -16,7 +16,7 @@ from tui.model.names import fit_name
 from tui.model.views import Summary
 
 
-class StatusLine(Static):
+class StatusLine(Widget):
     """`vramscope │ ROCm · detected (...) │ 76.80 GiB available · (source)`.
 
     When the whole line does not fit, the backend's reason is dropped first, so the
@@ -34,9 +34,8 @@ class StatusLine(Static):
     """
 
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002
-        super().__init__("", id=id, markup=False)
+        super().__init__(id=id)
         self._words: tuple[str, str, str] = ("", "", "")
-        self._shown: tuple[str, int] | None = None
 
     def show_device(self, device: Device | None, machine: BackendChoice, wait: str) -> None:
         """The device the screen answers for: its backend and why (as `inspect` says it),
@@ -57,34 +56,29 @@ class StatusLine(Static):
 
     def show(self, backend: str, backend_short: str, available: str) -> None:
         """Show the backend (long and short forms) and the available-memory words."""
-        self._words = (backend, backend_short, available)
-        self._paint()
+        words = (backend, backend_short, available)
+        if words != self._words:
+            self._words = words
+            self.refresh()
 
-    def on_resize(self) -> None:
-        self._paint()
-        # Once more after the layout settles: a resize burst (80x24 and back) can deliver
-        # the event before the region has its final width, leaving the short form shown.
-        self.call_after_refresh(self._paint)
-
-    def _paint(self) -> None:
+    def render(self) -> Text:
+        # Built for the width it is painted at (the first frame's, a resize's): words
+        # chosen before the layout picked the long form at 60 columns.
         backend, short, available = self._words
-        width = self.content_region.width
+        width = self.content_size.width
         line = f"vramscope  │  {backend}  │  {available}"
         if width and len(line) > width:
             backend = short
-        if self._shown == (backend + available, width):
-            return
-        self._shown = (backend + available, width)
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append("vramscope", "bold")
         text.append("  │  ", "dim")
         text.append(backend)
         text.append("  │  ", "dim")
         text.append(available)
-        self.update(text, layout=False)
+        return text
 
 
-class SummaryLine(Static):
+class SummaryLine(Widget):
     """The answer in one line at every size: the verdict, the total and the model.
 
     ` FITS  8K · 7.28 GiB of 76.80 GiB · …/Meta-Llama-3.1-8B-Instruct-4bit`; a
@@ -106,9 +100,8 @@ class SummaryLine(Static):
     COMPONENT_CLASSES: ClassVar[set[str]] = {"summary--fits", "summary--over", "summary--busy"}
 
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002
-        super().__init__("", id=id, markup=False)
+        super().__init__(id=id)
         self.summary: Summary | None = None
-        self._shown: tuple[Summary, int] | None = None
 
     @property
     def text(self) -> str:
@@ -117,21 +110,13 @@ class SummaryLine(Static):
 
     def show(self, summary: Summary) -> None:
         """Show a summary."""
-        self.summary = summary
-        self._paint()
+        if summary != self.summary:
+            self.summary = summary
+            self.refresh()
 
-    def on_resize(self) -> None:
-        self._paint()
-        # Once more after the layout settles: a resize burst (80x24 and back) can deliver
-        # the event before the region has its final width, leaving the short form shown.
-        self.call_after_refresh(self._paint)
-
-    def _paint(self) -> None:
-        width = self.content_region.width
-        if self.summary is None or self._shown == (self.summary, width):
-            return
-        self._shown = (self.summary, width)
-        self.update(self._line(width or 200), layout=False)
+    def render(self) -> Text:
+        # Built for the width it is painted at (see StatusLine.render).
+        return self._line(self.content_size.width or 200)
 
     def _line(self, width: int) -> Text:
         """The verdict first, then the total, then the model (cut to what is left)."""
