@@ -57,7 +57,7 @@ async def test_picking_this_device_s_free_or_total(
         await pilot.press("a", "enter", *(["down"] * downs), "enter")
         await settle(pilot)
         shown = breakdown_bytes(app)
-        status = str(app.explorer.query_one(StatusLine).render())
+        status = app.explorer.query_one(StatusLine).text
         command = app.explorer.query_one("#commands", CommandLinesView).vramscope
     assert any("total 96.00 GiB" in label and "gfx1151" in label for label in labels)
     assert any("free 66.00 GiB, 30.00 GiB used" in label for label in labels)

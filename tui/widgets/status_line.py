@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.text import Text
-from textual.widget import Widget
 
 from core.answer.device import BackendBasis, Device
 from core.backend import Backend, BackendChoice
@@ -14,9 +13,10 @@ from core.display_text import clean_text
 from core.units import format_bytes_short
 from tui.model.names import fit_name
 from tui.model.views import Summary
+from tui.widgets.repaint import OneLine
 
 
-class StatusLine(Widget):
+class StatusLine(OneLine):
     """`vramscope │ ROCm · detected (...) │ 76.80 GiB available · (source)`.
 
     When the whole line does not fit, the backend's reason is dropped first, so the
@@ -59,17 +59,17 @@ class StatusLine(Widget):
         words = (backend, backend_short, available)
         if words != self._words:
             self._words = words
-            self.refresh()
+            self.repaint()
 
-    def render(self) -> Text:
-        # Built for the width it is painted at (the first frame's, a resize's): words
-        # chosen before the layout picked the long form at 60 columns.
+    def line_key(self) -> object:
+        return self._words
+
+    def line(self, width: int) -> Text:
         backend, short, available = self._words
-        width = self.content_size.width
         line = f"vramscope  │  {backend}  │  {available}"
         if width and len(line) > width:
             backend = short
-        text = Text(no_wrap=True, overflow="ellipsis")
+        text = Text()
         text.append("vramscope", "bold")
         text.append("  │  ", "dim")
         text.append(backend)
@@ -78,7 +78,7 @@ class StatusLine(Widget):
         return text
 
 
-class SummaryLine(Widget):
+class SummaryLine(OneLine):
     """The answer in one line at every size: the verdict, the total and the model.
 
     ` FITS  8K · 7.28 GiB of 76.80 GiB · …/Meta-Llama-3.1-8B-Instruct-4bit`; a
@@ -103,22 +103,16 @@ class SummaryLine(Widget):
         super().__init__(id=id)
         self.summary: Summary | None = None
 
-    @property
-    def text(self) -> str:
-        """The words on show."""
-        return self._line(self.content_region.width or 200).plain
-
     def show(self, summary: Summary) -> None:
         """Show a summary."""
         if summary != self.summary:
             self.summary = summary
-            self.refresh()
+            self.repaint()
 
-    def render(self) -> Text:
-        # Built for the width it is painted at (see StatusLine.render).
-        return self._line(self.content_size.width or 200)
+    def line_key(self) -> object:
+        return self.summary
 
-    def _line(self, width: int) -> Text:
+    def line(self, width: int) -> Text:
         """The verdict first, then the total, then the model (cut to what is left)."""
         s = self.summary
         if s is None:
@@ -141,8 +135,8 @@ class SummaryLine(Widget):
         text = Text(no_wrap=True, overflow="ellipsis")
         if badge:
             style = "summary--fits" if s.fits else "summary--over"
-            text.append(badge, self.get_component_rich_style(style)).append(" ")
+            text.append(badge, self.kept.component(style)).append(" ")
         text.append(detail).append(" · ").append(name, "bold")
         if activity:
-            text.append(activity, self.get_component_rich_style("summary--busy"))
+            text.append(activity, self.kept.component("summary--busy"))
         return text

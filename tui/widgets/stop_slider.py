@@ -20,7 +20,8 @@ from textual import events
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.reactive import reactive
-from textual.widget import Widget
+
+from tui.widgets.repaint import OneLine
 
 
 class TypingHook(Protocol):
@@ -36,7 +37,7 @@ class TypingHook(Protocol):
         """Focus left the slider: close an entry it was editing."""
 
 
-class StopSlider(Widget, can_focus=True):
+class StopSlider(OneLine, can_focus=True):
     """A track of evenly spaced stops with a knob."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
@@ -161,12 +162,14 @@ class StopSlider(Widget, can_focus=True):
             return 0
         return round(min(max(x, 0), width - 1) / (width - 1) * (self.count - 1))
 
-    def render(self) -> Text:
-        width = self.content_region.width or self.size.width
+    def line_key(self) -> object:
+        return (self.position, self.count)
+
+    def line(self, width: int) -> Text:
         knob = self._knob_column(width)
-        filled = self.get_component_rich_style("stop-slider--filled")
-        empty = self.get_component_rich_style("stop-slider--empty")
-        knob_style = self.get_component_rich_style("stop-slider--knob")
+        filled = self.kept.component("stop-slider--filled")
+        empty = self.kept.component("stop-slider--empty")
+        knob_style = self.kept.component("stop-slider--knob")
         text = Text(no_wrap=True, overflow="crop")
         text.append("━" * knob, filled)
         text.append("●", knob_style)
