@@ -4,6 +4,9 @@ chart's axis at 120x40; the summary's cut at 60x20."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import pytest
 from textual.binding import Binding
 from textual.widgets import Input, Label, OptionList, Static
 
@@ -13,7 +16,9 @@ from core.parallel.sharding import ParallelKind
 from tests.factories import LLAMA, build_app, peak
 from tests.tui.helpers import handled, settle, type_keys, wait_for, widget_lines
 from tui.app import VramscopeApp, make_app
+from tui.model.scales import MIN_TOKENS
 from tui.model.state import LaunchOptions
+from tui.render.chart import LABEL_WIDTH, point_columns, render_chart, sample_contexts
 from tui.screens.explorer_screen import ExplorerScreen
 from tui.screens.help_screen import HelpScreen
 from tui.widgets.context_chart import ContextChart
@@ -184,3 +189,39 @@ async def test_at_60x20_the_summary_keeps_the_models_own_name() -> None:
         # Room for the org's start too, and for the total against the available memory.
         assert text.startswith(" FITS  8K · 7.28 GiB of 76.80 GiB · mlx-")
         assert text.endswith("…/Meta-Llama-3.1-8B-Instruct-4bit")
+
+
+@pytest.mark.parametrize(
+    ("model", "line"),
+    [(LLAMA, "available: above"), ("Qwen/Qwen3-30B-A3B", "┈")],
+    ids=["a-peak-and-the-line-above", "the-available-line-across"],
+)
+async def test_the_chart_marks_each_column_as_a_whole_redraw_would(model: str, line: str) -> None:
+    # A token key splices the marked column into rows kept between keys
+    # (tui/widgets/context_chart.py); at every column, with a measured peak, the
+    # available line above the range or across it, the cells must be render_chart's
+    # own for that column.
+    options = LaunchOptions(model=model, preset="gfx1151")
+    app = make_app(build_app().deps, options, measured=peak(model=LLAMA))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        chart = app.screen.query_one(ContextChart)
+        data = chart.data
+        assert data is not None and bool(data.points) is (model == LLAMA)
+        assert any(line in strip.text for strip in chart._draw(chart._kept.base()))
+        base = chart._kept.base()
+        columns = chart.size.width - LABEL_WIDTH - 2
+        top = max(data.top_tokens, data.current_tokens, MIN_TOKENS + 1)
+        contexts = sample_contexts(MIN_TOKENS, top, columns)
+        totals = data.totals(contexts)
+        points = point_columns(contexts, data.points)
+        styles = chart._styles()
+        rows = chart.size.height - 2
+        for column, tokens in enumerate(contexts):
+            chart.show(replace(data, current_tokens=tokens))
+            spliced = chart._draw(base)
+            whole = chart._strips_of(
+                render_chart(contexts, totals, data.available, column, rows, styles, points), base
+            )
+            cells = [[(s.text, s.style) for s in strip.simplify()] for strip in spliced]
+            assert cells == [[(s.text, s.style) for s in strip.simplify()] for strip in whole]

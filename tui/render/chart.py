@@ -217,7 +217,7 @@ def render_chart(
             line.append("".join(c for c, _ in run), style)
         lines.append(line)
     lines.append(Text(no_wrap=True).append(" " * LABEL_WIDTH + "└" + "─" * width, styles.axis))
-    lines.append(_tick_line(contexts, current, styles))
+    lines.append(tick_line(contexts, current, styles))
     return Text("\n").join(lines)
 
 
@@ -229,7 +229,8 @@ def _stack(eighths: int, height: int) -> str:
     return _BLOCKS[8] * whole + _BLOCKS[part] + _BLOCKS[0] * (height - whole - 1)
 
 
-def _tick_line(contexts: Sequence[int], current: int, styles: ChartStyles) -> Text:
+def tick_line(contexts: Sequence[int], current: int, styles: ChartStyles) -> Text:
+    """The context labels under the axis, with `▲` under the `current` column."""
     width = len(contexts)
     cells = [" "] * (width + 1)
     taken = [False] * (width + 1)
