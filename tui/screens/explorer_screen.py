@@ -303,7 +303,7 @@ class ExplorerScreen(FocusKeys):
         # another field while the message was on its way, and that change must stay.
         new = message.edit(self.state)
         if new == self.state and self._body is not None:
-            self._body.controls.show(new)  # no watch_state: the move is still to be shown
+            self._body.controls.show(new, every=True)  # no watch_state: the move is unshown
         self.state = new
 
     def watch_state(self, old: ExplorerState, new: ExplorerState) -> None:
