@@ -126,7 +126,9 @@ class VramscopeApp(App[None]):
     async def on_event(self, event: events.Event) -> None:
         # Keys (and clicks, pastes) wait until the explorer's body is in: a burst typed
         # as the first frame appears lands in the sliders and fields it was meant for.
-        if isinstance(event, events.InputEvent) and not event.is_forwarded:
+        # Ctrl+C quits at once, body or not.
+        quit_now = isinstance(event, events.Key) and event.key == "ctrl+c"
+        if isinstance(event, events.InputEvent) and not event.is_forwarded and not quit_now:
             await self._body_in()
         await super().on_event(event)
 

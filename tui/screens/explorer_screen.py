@@ -329,8 +329,7 @@ class ExplorerScreen(FocusKeys):
             )
         views, self.answer, self.estimate = None, None, None
         plan: Answer | str | None = None
-        problem = ""
-        """What the breakdown shows in place of an estimate (an error, or a wait)."""
+        problem = ""  # what the breakdown says in place of an estimate
         if facts is not None and device is not None:
             one = replace(state, devices=1, quantize_as=quantize_as)
             try:
