@@ -39,7 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from core.catalog.model_dir import read_model_dir
 from core.catalog.profiles import load_profile
-from core.catalog.resolve import HubOptions, resolve_model
+from core.catalog.resolve import resolve_model
+from core.hub.remote import HubOptions
 from tests.hub_server import FakeHub, sparse_from_folder
 from tests.model_writers import write_skeleton
 

@@ -16,6 +16,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.catalog.disk_cache import catalog_cache
 from core.catalog.entry import (
@@ -46,10 +47,10 @@ from core.errors import (
 )
 from core.estimate.snapshot import ModelSnapshot
 from core.estimate.weights import WeightsSource
-from core.hub.remote import HubOptions, HubRead, read_hub_model
-from core.hub.session import hub_offline_reason
-from core.hub.store import REPO_ID_RULE, is_repo_id
 from core.paths import hf_cache_dir, hub_store_dir, models_dirs_from_env, repo_folder_name
+
+if TYPE_CHECKING:
+    from core.hub.remote import HubOptions, HubRead
 
 # When several entries share a name, the one with real files wins over the profile.
 # A Hub copy is headers only, like a profile, and read only for names nothing else has.
@@ -62,7 +63,6 @@ __all__ = [
     "ORIGIN_HUB",
     "Catalog",
     "CatalogEntry",
-    "HubOptions",
     "SkippedModel",
     "build_catalog",
     "closest_names",
@@ -335,7 +335,9 @@ def _not_found_message(catalog: Catalog, name: str, hub: str | None = None) -> s
         message += f"; closest: {', '.join(close)}"
     if hub is not None and "the Hub is off" in hub:
         message += "; drop --offline / HF_HUB_OFFLINE to read it from the Hub"
-    elif name.count("/") == 1 and not is_repo_id(name):
+    elif name.count("/") == 1 and not _is_repo_id(name):
+        from core.hub.store import REPO_ID_RULE
+
         message += f"; not a Hub repo id either ({REPO_ID_RULE})"
     elif hub is None and name.count("/") == 1 and not name.startswith("/"):
         message += f"; vramscope never downloads: get it with `hf download {name}`, then retry"
@@ -396,12 +398,12 @@ def _resolve(
     try:
         entry = match_entry(catalog, name)
     except ModelNotFoundError as exc:
-        if hub is None or not is_repo_id(name):
+        if hub is None or not _is_repo_id(name):
             raise
         local: ModelError = exc
         entry = None
     except ModelError as exc:  # only an unusable local copy (an index-only snapshot)
-        if hub is None or not is_repo_id(name) or "ambiguous" in exc.problem:
+        if hub is None or not _is_repo_id(name) or "ambiguous" in exc.problem:
             raise
         local = exc
         entry = None
@@ -420,6 +422,14 @@ def _resolve(
     return _from_hub(name, catalog, hub, env, local if entry is None else None)
 
 
+def _is_repo_id(name: str) -> bool:
+    # core.hub is imported only when a name may be read from the Hub: a model read
+    # from a folder, the HF cache or a profile (the explorer's first) never needs it.
+    from core.hub.store import is_repo_id
+
+    return is_repo_id(name)
+
+
 def _from_hub(
     name: str,
     catalog: Catalog,
@@ -428,6 +438,9 @@ def _from_hub(
     local: ModelError | None,
 ) -> tuple[CatalogEntry, HubRead]:
     """Read `name` from the Hub (or its stored copy) and list it as a `hub` entry."""
+    from core.hub.remote import read_hub_model
+    from core.hub.session import hub_offline_reason
+
     try:
         read = read_hub_model(name, hub, env)
     except HubNotFoundError as exc:
