@@ -121,7 +121,11 @@ class VramscopeApp(App[None]):
         try:
             await explorer.mount_body()
         finally:
-            gc.enable()  # `vramscope explore` holds it off until now (tui.commands.explore)
+            # `vramscope explore` holds the collector off until now (tui.commands.explore);
+            # the body's code and widgets live as long as the app: out of its walks.
+            if not gc.isenabled():  # the command's doing (a test's process keeps its own)
+                gc.freeze()
+                gc.enable()
 
     async def on_event(self, event: events.Event) -> None:
         # Keys (and clicks, pastes) wait until the explorer's body is in: a burst typed

@@ -39,9 +39,9 @@ def run(args: argparse.Namespace) -> int:
     check_room_to_start("the explorer")  # before Textual and its threads
     # Importing Textual and building the screen make objects by the hundred thousand,
     # and the collector, walking them again and again, took 10-15% of the time to the
-    # first frame: no collection until the first frame is out (the app turns it back
-    # on then), and what is imported, which lives as long as the process, out of its
-    # walks from then on.
+    # first frame: no collection until the first frame is out and the body mounted
+    # (the app turns it back on then), and what is imported, which lives as long as the
+    # process, out of its walks from then on (the body's code and widgets too).
     gc.disable()
     from tui.app import make_app  # Textual is imported only when the explorer opens
 
