@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import gc
 import re
 from collections.abc import Sequence
 from typing import NoReturn
@@ -99,10 +98,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     # No subcommand opens the explorer in a terminal; piped, it prints the help.
     explorer = not words and sys.stdin.isatty() and sys.stdout.isatty()
     chosen = "explore" if explorer else next(iter(words[:1]), "")
-    if chosen == "explore" and sys.stdin.isatty() and sys.stdout.isatty():
-        # The explorer holds the collector off until its first frame (tui.commands.explore);
-        # from here, so that its parser's imports are not walked by it either.
-        gc.disable()
     parser = build_parser(chosen if chosen in NAMES else "")
     args = parser.parse_args(join_signed_values(words))
     try:

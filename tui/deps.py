@@ -70,6 +70,12 @@ def start_with_hip_backend(
     return handle
 
 
+def _default_history() -> HistoryStore | None:
+    from core.measurement.history import HistoryStore  # the read's: a worker thread
+
+    return HistoryStore.default()
+
+
 @dataclass(frozen=True)
 class AppDeps:
     """What the explorer needs from the outside world."""
@@ -90,7 +96,7 @@ class AppDeps:
     """Seconds, for how long a model read (or a measurement) has taken."""
     start_measurement: StartMeasurement = start_with_hip_backend
     """Start a real load in a child process (`m`; called from a worker thread)."""
-    history: Callable[[], HistoryStore | None] = field(default_factory=lambda: _default_history)
+    history: Callable[[], HistoryStore | None] = _default_history
     """The measurement history the launcher appends to (None: none is kept); read in a
     worker thread."""
     calibrations: Callable[[], CalibrationCandidates] = lambda: ((), ())
@@ -129,12 +135,6 @@ def _fit_models(catalog: Catalog, use_cache: bool) -> Iterator[tuple[CatalogEntr
                 yield entry, reader.read(entry)
             except VramscopeError as exc:  # as `vramscope fit` says it
                 yield entry, f"{entry.name}: skipped: {exc}"
-
-
-def _default_history() -> HistoryStore | None:
-    from core.measurement.history import HistoryStore
-
-    return HistoryStore.default()
 
 
 def _available(backend: Backend, env_limit: str | None) -> AvailableMemory:

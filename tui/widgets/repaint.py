@@ -88,11 +88,6 @@ class OneLine(Widget):
         """The words on show."""
         return self.line(self.size.width or 200).plain
 
-    def repaint(self) -> None:
-        """Draw the line again (what it shows changed)."""
-        self._strip = None
-        self.refresh()
-
     def notify_style_update(self) -> None:
         self.kept.clear()
         self._strip = None  # it carries the old styles

@@ -59,7 +59,7 @@ class StatusLine(OneLine):
         words = (backend, backend_short, available)
         if words != self._words:
             self._words = words
-            self.repaint()
+            self.refresh()  # `render_line` draws it again: its key changed
 
     def line_key(self) -> object:
         return self._words
@@ -107,7 +107,7 @@ class SummaryLine(OneLine):
         """Show a summary."""
         if summary != self.summary:
             self.summary = summary
-            self.repaint()
+            self.refresh()  # `render_line` draws it again: its key changed
 
     def line_key(self) -> object:
         return self.summary
