@@ -64,11 +64,13 @@ def peak(
     return MeasuredPeak(**{**base, **fields})
 
 
-_NAMED = {"\r": "enter", "\x1b": "escape", "\x7f": "backspace", "\t": "tab"}
+_NAMED = {"\r": "enter", "\x1b": "escape", "\x7f": "backspace", "\t": "tab", "\n": "ctrl+j"}
+"""`\n` is the line feed an Enter typed while the terminal is still cooked arrives as."""
 
 
 def burst(app: App[Any], text: str) -> None:
     """Post every key of `text` to the app at once, as a fast typist or a paste would send
-    them: none waits for the one before it to be handled (`\\r` is Enter, `\\x1b` Escape)."""
+    them: none waits for the one before it to be handled (`\\r` is Enter, `\\x1b` Escape,
+    `\\n` ctrl+j as Textual reads a line feed)."""
     for ch in text:
         app.post_message(events.Key(_NAMED.get(ch) or _character_to_key(ch), ch))

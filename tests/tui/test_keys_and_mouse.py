@@ -9,6 +9,7 @@ from textual.widget import Widget
 from core.backend import Backend
 from core.measurement.result import MeasuredPeak
 from core.units import MIB
+from tests.factories import burst
 from tests.tui.helpers import (
     LLAMA,
     breakdown_bytes,
@@ -61,9 +62,9 @@ async def test_tab_walks_the_controls_in_the_order_they_are_listed() -> None:
             "factor/ValueInput",
             "backend/Segmented",
             "memory/Select",
-            "memory/Input",
+            "memory/InOrderInput",
             "engine/Segmented",
-            "model-filter/Input",
+            "model-filter/InOrderInput",
             "model-options/OptionList",
             "main/VerticalScroll",
             "tokens/StopSlider",
@@ -304,3 +305,36 @@ async def test_focus_starts_on_the_token_slider_whatever_the_flags(options: dict
         assert app.explorer.state.max_tokens > before
         if "memory_limit" in options:
             assert app.explorer.state.memory.custom_bytes == 24 << 30
+
+
+async def test_the_key_of_an_inactive_control_says_why_and_what_follows_changes_nothing(
+    monkeypatch,  # type: ignore[no-untyped-def]
+) -> None:
+    # On the CPU the in-flight slider is inactive: `i` left focus on the token slider,
+    # and `i2048` Enter set the token count to 2048.
+    app = build_app(backend=Backend.CPU)
+    told: list[str] = []
+    real_notify = app.notify
+
+    def notify(message: str, **kw) -> None:  # type: ignore[no-untyped-def]
+        told.append(message)
+        real_notify(message, **kw)
+
+    monkeypatch.setattr(app, "notify", notify)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        burst(app, "i2048\r")
+        await handled(pilot)
+        s = app.explorer.state
+        assert (s.max_tokens, s.inflight_mib) == (8192, 1024)
+        assert told == [
+            "In-flight MiB is inactive on CPU: only ROCm builds reserve it (n changes the backend)"
+        ]
+        # n: the next backend (ROCm), where it counts. Apart: `n` is a plain binding and
+        # `i` a priority one, which Textual runs first when both come in one burst.
+        burst(app, "n")
+        await handled(pilot)
+        burst(app, "i2048\r")
+        await handled(pilot)
+        s = app.explorer.state
+        assert (s.backend, s.max_tokens, s.inflight_mib) == (Backend.ROCM, 8192, 2048)

@@ -1,4 +1,5 @@
-"""The pieces of Textual's private API (a widget's pending layout flag, `App._display`)
+"""The pieces of Textual's private API (a widget's pending layout flag, `App._display`,
+`App._check_bindings`)
 and of its behaviour (the order of handlers of the first `ScreenResume`) the explorer
 relies on, checked so a Textual upgrade that changes them fails here, loudly, instead
 of leaving stale heights on screen or slowing the start."""
@@ -256,3 +257,10 @@ async def test_a_token_key_renders_the_widgets_that_changed_and_no_other(
         changed = {"SummaryLine", "StopSlider", "ValueInput", "Breakdown", "ContextChart"}
         assert changed <= set(rendered) <= changed | {"CommandLinesView"}
         assert 0 < len(lines) <= breakdown.size.height // 2
+
+
+def test_the_app_still_checks_a_key_s_bindings_from_the_focused_widget_up() -> None:
+    # tui/in_order_input.py runs this check where a key arrives, instead of after the
+    # key has bubbled up to the app (tests/tui/test_trust.py checks the order it gives).
+    assert list(inspect.signature(App._check_bindings).parameters) == ["self", "key", "priority"]
+    assert inspect.iscoroutinefunction(App._check_bindings)

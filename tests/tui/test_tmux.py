@@ -185,3 +185,13 @@ def test_a_burst_through_tab_lands_every_character_in_the_next_box() -> None:
         app.burst("\x1b[Z")  # Shift+Tab, back to the picker, then on into the box again
         app.burst("\t48GB")
         app.wait_for(lambda s: "48.00 GiB available · typed size" in s, "48GB typed")
+
+
+def test_a_burst_with_backspaces_edits_the_filter_in_the_order_typed() -> None:
+    # A Backspace bubbled up to the app before it took effect, and the letters typed
+    # after it came first: `qwex` Backspace `n` filtered by `qwex` and listed nothing.
+    with tmux_vramscope((160, 48), *ARGS) as app:
+        started(app)
+        app.burst("/qwex\x7fn")
+        screen = app.wait_for(lambda s: "│qwen " in s, "the filter reading qwen")
+        assert "Qwen3" in screen.split("│qwen ", 1)[1]  # and the list, filtered by it

@@ -102,6 +102,42 @@ async def test_a_burst_typed_as_the_first_frame_appears_waits_for_the_body(
         assert field(app, "tokens").query_one(Input).value == "4096"
 
 
+async def test_an_enter_typed_before_the_first_frame_ends_an_entry_as_enter_does() -> None:
+    # Keys typed while the terminal is still cooked (before the first frame) come with
+    # Enter turned into a line feed, which Textual reads as ctrl+j.
+    app = build_app(preset="gfx1151")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        burst(app, "t32k\nk")  # after the line feed, `k` is the KV key again
+        await handled(pilot)
+        s = app.explorer.state
+        assert (s.max_tokens, s.kv_int8, field(app, "tokens").typing) == (32768, True, False)
+        burst(app, "t-5\n")  # refused, as Enter refuses it
+        await handled(pilot)
+        assert (app.explorer.state.max_tokens, field(app, "tokens").typing) == (32768, True)
+        burst(app, "\x1b")
+        await handled(pilot)
+        app.screen.set_focus(field(app, "tokens").input)  # the box itself, as a click does
+        burst(app, "\x7f" * 5 + "2048\n")
+        await handled(pilot)
+        assert (app.explorer.state.max_tokens, field(app, "tokens").typing) == (2048, False)
+
+
+async def test_a_burst_with_backspaces_edits_a_text_box_in_the_order_typed() -> None:
+    # A Backspace in a box bubbled up through every container before the app ran it,
+    # and the letter typed after it came first: `qwex` Backspace `n` read `qwex`.
+    app = build_app(preset="gfx1151")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        burst(app, "/qwex\x7fn")
+        await handled(pilot)
+        assert app.screen.query_one("#model-filter", Input).value == "qwen"
+        app.screen.set_focus(field(app, "tokens").input)  # all of it selected, as a click
+        burst(app, "\x7f\x7f40\x7f96\n")
+        await handled(pilot)
+        assert app.explorer.state.max_tokens == 496
+
+
 async def test_keys_sent_with_an_escape_from_a_text_box_are_keys_again() -> None:
     app = build_app(preset="rx7900xtx")
     async with app.run_test(size=(160, 48)) as pilot:

@@ -146,6 +146,8 @@ class ControlSpec:
     """Its row shows with two devices or more only."""
     active: Callable[[ExplorerState], bool] = _always
     """Whether it counts for this state (else inactive on screen, left off the lines)."""
+    inactive_why: str = ""
+    """Why it is inactive where `active` says so: its hint, and the notice its key gives."""
     edit: Callable[[ExplorerState, Any], ExplorerState] | None = None
     """The state with a new value, where that is more than setting the field."""
 
@@ -237,6 +239,7 @@ INFLIGHT_MIB = ControlSpec(
     page=3,
     choices=tuple(Choice(mib, str(mib), str(mib), _stop_words(mib)) for mib in INFLIGHT_STOPS),
     active=_inflight_reserved,
+    inactive_why="only ROCm builds reserve it",
 )
 BATCH_SIZE = ControlSpec(
     field="batch",

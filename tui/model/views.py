@@ -22,6 +22,7 @@ from core.measurement.result import MeasuredPeak
 from core.units import format_bytes_short
 from tui.model.chart_data import ENGINE_MARKS, MEASURED_MARK, ChartData, Point
 from tui.model.command_lines import mlxcel_command, vramscope_command
+from tui.model.control_specs import INFLIGHT_MIB
 from tui.model.measure_plan import model_names
 from tui.model.measure_state import Measurements, PanelView, result_words, run_differences
 from tui.model.names import model_arg
@@ -172,7 +173,7 @@ def chart_points(
 def inflight_hint(state: ExplorerState) -> tuple[str, str]:
     """The line under the in-flight slider, and its style class ("" hides it)."""
     if not state.backend.has_inflight_reserve:
-        return "inactive: only ROCm builds reserve it", "-inactive"
+        return f"inactive: {INFLIGHT_MIB.inactive_why}", "-inactive"
     if state.inflight_mib == 0:
         return INFLIGHT_OFF_HINT, "-off"
     return "", ""

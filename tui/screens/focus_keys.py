@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING
 from textual.binding import Binding
 from textual.widgets import Input
 
-from tui.model.control_specs import BY_ID, DEVICES, MAX_TOKENS, KeyAction, keyed
+from tui.model.control_specs import BACKEND, BY_ID, DEVICES, MAX_TOKENS, KeyAction, keyed
 from tui.screens.styled_once import StyledOnceScreen
 
 if TYPE_CHECKING:
     from tui.controllers.measure import MeasureController
+    from tui.model.state import ExplorerState
 
 FILTER = "filter"
 """The model list's filter box: a jump target that is no control."""
@@ -42,6 +43,7 @@ class FocusKeys(StyledOnceScreen):
     """The focus actions of the explorer's screen."""
 
     measure: MeasureController
+    state: ExplorerState
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # Letters typed into a text box are text, not jumps; Escape leaves a plain text
@@ -71,6 +73,15 @@ class FocusKeys(StyledOnceScreen):
             self.set_focus(target)
         elif spec.split_only:  # one device: no such row
             self.notify(f"{spec.label} needs two devices or more: press {DEVICES.key}", timeout=4)
+        elif not spec.active(self.state):
+            # What is typed after the key was meant for this control: left where focus
+            # was, `i2048` on the CPU backend set the token count to 2048.
+            self.set_focus(None)
+            self.notify(
+                f"{spec.label} is inactive on {self.state.backend.label}: {spec.inactive_why} "
+                f"({BACKEND.key} changes the backend)",
+                timeout=5,
+            )
 
     def action_escape(self) -> None:
         """Cancel a run in flight; otherwise (or from a text box) back to the token slider."""

@@ -28,6 +28,7 @@ from textual.reactive import Reactive
 from textual.widget import Widget
 from textual.widgets import Input, Label, Static
 
+from tui.in_order_input import InOrderInput
 from tui.model.scales import position_of
 from tui.model.values import ValueSpec
 from tui.widgets.stop_slider import StopSlider
@@ -36,11 +37,17 @@ _ENTRY_STARTS = "-+."
 """Besides digits, the keys that begin a typed value on a slider (`-5`, `.5k`)."""
 
 
-class ValueInput(Input):
+_ENTER_KEYS = ("enter", "ctrl+j")
+"""Enter, and the line feed an Enter typed before the terminal left cooked mode (before
+the first frame) arrives as: `t32k` and Enter typed at once must not leave the entry open."""
+
+
+class ValueInput(InOrderInput):
     """The exact-value box."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "restore", "Restore the value", show=False)
+        Binding("escape", "restore", "Restore the value", show=False),
+        Binding("ctrl+j", "submit", "Keep the value", show=False),
     ]
 
     # Input re-lays out the whole screen whenever its text length changes (its virtual
@@ -272,7 +279,7 @@ class SliderField(Widget):
                 return False
             self.begin_typing()
             self._edit(event.character)
-        elif event.key == "enter":
+        elif event.key in _ENTER_KEYS:
             self.submit()
         elif event.key == "escape":
             self.restore()
