@@ -24,6 +24,7 @@ from textual.screen import Screen
 from tui.controllers.first_reads import FirstReads
 from tui.controllers.loader import DaemonExecutor
 from tui.deps import AppDeps, default_deps
+from tui.key_order import KeyHandled, KeyOrder
 from tui.model.state import LaunchOptions, initial_state
 from tui.out_of_memory import loop_exception_handler
 from tui.screens.explorer_screen import ExplorerScreen
@@ -66,6 +67,7 @@ class VramscopeApp(App[None]):
         self.first_reads = FirstReads(deps, self.initial.model, self.initial.backend)
         self.measured = measured
         self._first_frame_out = False
+        self.key_order = KeyOrder(self, self._take_key)
 
     def get_driver_class(self) -> type[Driver]:
         # Textual's Linux driver, made to exit cleanly on SIGTERM, SIGHUP and a closed
@@ -134,7 +136,23 @@ class VramscopeApp(App[None]):
         quit_now = isinstance(event, events.Key) and event.key == "ctrl+c"
         if isinstance(event, events.InputEvent) and not event.is_forwarded and not quit_now:
             await self._body_in()
+            # A key that would overtake one typed before it waits (tui/key_order.py).
+            if isinstance(event, events.Key):
+                if not self.key_order.hold(event):
+                    await self._take_key(event)
+                return
         await super().on_event(event)
+
+    async def _take_key(self, event: events.Key) -> None:
+        """Textual's handling of a key (a priority binding, else to the focused widget),
+        followed by the message that says when it has been handled."""
+        target = self.focused or self.screen
+        await super().on_event(event)
+        self.key_order.handed_out(target)
+
+    async def on_key_handled(self, message: KeyHandled) -> None:
+        message.stop()
+        await self.key_order.handled()
 
     async def _body_in(self) -> None:
         explorer = self.screen_stack[0] if self.screen_stack else None

@@ -330,11 +330,39 @@ async def test_the_key_of_an_inactive_control_says_why_and_what_follows_changes_
         assert told == [
             "In-flight MiB is inactive on CPU: only ROCm builds reserve it (n changes the backend)"
         ]
-        # n: the next backend (ROCm), where it counts. Apart: `n` is a plain binding and
-        # `i` a priority one, which Textual runs first when both come in one burst.
-        burst(app, "n")
+        # n: the next backend (ROCm), where it counts. In one burst: `i` is a priority
+        # binding, which Textual ran before the plain `n` typed ahead of it.
+        burst(app, "ni2048\r")
         await handled(pilot)
-        burst(app, "i2048\r")
+        s = app.explorer.state
+        assert (s.backend, s.max_tokens, s.inflight_mib) == (Backend.ROCM, 8192, 2048)
+
+
+async def test_a_held_key_goes_even_if_the_one_before_never_says_it_was_handled(
+    monkeypatch,  # type: ignore[no-untyped-def]
+) -> None:
+    # A widget that goes away with a key on its queue never answers for it: the keys
+    # held behind that key must still go (tui/key_order.py's limit), in order.
+    from tui.key_order import HOLD_LIMIT_S, KeyOrder
+
+    real = KeyOrder.handed_out
+    lost: list[object] = []
+
+    def lose_the_first(order: KeyOrder, target: object) -> None:
+        if lost:
+            real(order, target)  # type: ignore[arg-type]
+        else:  # counted as out, its KeyHandled never posted
+            lost.append(target)
+            order._out += 1
+
+    monkeypatch.setattr(KeyOrder, "handed_out", lose_the_first)
+    app = build_app(backend=Backend.CPU)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        burst(app, "ni2048\r")
+        await handled(pilot)
+        assert app.explorer.state.inflight_mib == 1024  # held behind `n`
+        await pilot.pause(HOLD_LIMIT_S + 0.2)
         await handled(pilot)
         s = app.explorer.state
         assert (s.backend, s.max_tokens, s.inflight_mib) == (Backend.ROCM, 8192, 2048)

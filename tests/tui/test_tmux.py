@@ -193,5 +193,17 @@ def test_a_burst_with_backspaces_edits_the_filter_in_the_order_typed() -> None:
     with tmux_vramscope((160, 48), *ARGS) as app:
         started(app)
         app.burst("/qwex\x7fn")
-        screen = app.wait_for(lambda s: "│qwen " in s, "the filter reading qwen")
-        assert "Qwen3" in screen.split("│qwen ", 1)[1]  # and the list, filtered by it
+        # The box and the list it filters are painted in turn: wait for both.
+        app.wait_for(
+            lambda s: "│qwen " in s and "Qwen3" in s.split("│qwen ", 1)[1],
+            "the filter reading qwen, and the list filtered by it",
+        )
+
+
+def test_a_plain_key_then_a_jump_in_one_burst_are_taken_in_that_order() -> None:
+    # `n` (the next backend: CPU to ROCm) then the in-flight jump: Textual ran the jump
+    # first, on the CPU, where the in-flight slider is inactive.
+    with tmux_vramscope((160, 48), "--preset", "gfx1151", "--backend", "cpu") as app:
+        started(app)
+        app.burst("ni2048\r")
+        app.wait_for(lambda s: "Backend in-flight   2.00 GiB" in s, "ROCm, then 2048 MiB in flight")
