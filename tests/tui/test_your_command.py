@@ -56,6 +56,14 @@ async def test_m_runs_your_command_beside_the_estimate(
         await wait_for(pilot, lambda: panel.kind == "result", "the result in the panel")
 
 
+def group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 async def test_escape_kills_a_command_in_flight(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -70,8 +78,9 @@ async def test_escape_kills_a_command_in_flight(
         assert group
         await pilot.press("escape")
         await wait_for(pilot, lambda: "cancelled" in report(app), "killed")
-        with pytest.raises(ProcessLookupError):
-            os.killpg(group, 0)
+        # Killed, and gone once reaped: the command's process was the holder's child, and
+        # init (which reaps it once the holder is dead) can take a moment under load.
+        await wait_for(pilot, lambda: not group_alive(group), "the group gone", limit_s=10)
         assert not (tmp_path / "vramscope" / "measurements.jsonl").exists()  # not a run
 
 
