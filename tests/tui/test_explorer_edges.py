@@ -21,6 +21,7 @@ from tui.model.state import LaunchOptions
 from tui.render.chart import LABEL_WIDTH, point_columns, render_chart, sample_contexts
 from tui.screens.explorer_screen import ExplorerScreen
 from tui.screens.help_screen import HelpScreen
+from tui.widgets.breakdown import Breakdown
 from tui.widgets.context_chart import ContextChart
 from tui.widgets.controls import Controls
 from tui.widgets.measured_panel import MeasuredPanel
@@ -189,6 +190,36 @@ async def test_at_60x20_the_summary_keeps_the_models_own_name() -> None:
         # Room for the org's start too, and for the total against the available memory.
         assert text.startswith(" FITS  8K · 7.28 GiB of 76.80 GiB · mlx-")
         assert text.endswith("…/Meta-Llama-3.1-8B-Instruct-4bit")
+
+
+async def test_the_breakdown_kept_between_keys_is_the_one_made_anew() -> None:
+    # A key re-renders only the blocks of the breakdown whose words or widths changed
+    # (tui/widgets/breakdown.py); after each change its lines must be a fresh render's,
+    # cell for cell and style for style.
+    app = build_app(preset="gfx1151")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        breakdown = app.screen.query_one(Breakdown)
+
+        def cells(fresh: bool) -> list[list[tuple[str, object]]]:
+            if fresh:
+                breakdown._blocks, breakdown._cache = {}, None
+            strips = breakdown._strips(breakdown.size.width)
+            return [[(s.text, s.style) for s in strip.simplify()] for strip in strips]
+
+        changes = ["right", "right", "k", "n", "left", "t131072\r", "h1.5\r", "q", "Q"]
+        for keys in changes:
+            if keys == "q":  # narrow: no header, the notes cut; then wide again
+                await pilot.resize_terminal(70, 30)
+            elif keys == "Q":
+                await pilot.resize_terminal(160, 48)
+            elif len(keys) > 1 and keys.isalpha():
+                await pilot.press(keys)
+            else:
+                await type_keys(pilot, keys)
+            await settle(pilot)
+            kept = cells(fresh=False)
+            assert kept == cells(fresh=True), keys
 
 
 @pytest.mark.parametrize(

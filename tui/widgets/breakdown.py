@@ -9,6 +9,7 @@ as its widest number) and the notes are the banner's own words.
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Callable, Hashable
 from typing import ClassVar
 
 from rich.segment import Segment
@@ -22,6 +23,9 @@ from core.units import format_bytes_short
 from tui.model.rows import TERM_KEYS, BreakdownRow, EstimateView
 from tui.render.bars import bar, stacked_bar
 from tui.widgets.repaint import KeptStyles, force_relayout
+
+Block = tuple[Hashable | None, Callable[[], Text]]
+"""Lines of the table: what their words depend on (None: made anew), and their maker."""
 
 MIN_WRAPPED_NOTE = 40
 """Notes narrower than this are cut with an ellipsis rather than wrapped into a column."""
@@ -79,11 +83,12 @@ class Breakdown(Widget):
         self._message: tuple[str, str, tuple[str, ...]] | None = ("loading", "Starting…", ())
         self._shape: tuple[object, ...] = ()
         self._cache: tuple[int, list[Strip]] | None = None
+        self._blocks: dict[Hashable, list[Strip]] = {}
         self._kept = KeptStyles(self)
 
     def notify_style_update(self) -> None:
         self._kept.clear()
-        self._cache = None  # its lines carry the old styles
+        self._cache, self._blocks = None, {}  # their lines carry the old styles
         super().notify_style_update()
 
     @property
@@ -148,14 +153,33 @@ class Breakdown(Widget):
         if self._cache is None or self._cache[0] != width:
             base = self._kept.base()
             console = self.app.console
-            if self._message is None:  # one render of the table, cut into lines
+            if self._message is None:
                 assert self._view is not None
-                segments = self._render_view(self._view, width).render(console)
-                lines = list(Segment.split_lines(segments))
+                self._cache = (width, self._view_strips(self._view, width))
             else:
                 lines = [list(line.render(console)) for line in self._message_lines(width)]
-            self._cache = (width, [Strip(line).apply_style(base) for line in lines])
+                self._cache = (width, [Strip(line).apply_style(base) for line in lines])
         return self._cache[1]
+
+    def _view_strips(self, view: EstimateView, width: int) -> list[Strip]:
+        """The table's lines, block by block (a row, the header, the verdict): a block
+        whose words and widths did not change keeps its lines from the last change. A
+        token key changes three or four rows of eight, and rendering the whole table
+        again was the largest part of a key's work (1.0 ms of 3.2)."""
+        console, base = self.app.console, self._kept.base()
+        kept: dict[Hashable, list[Strip]] = {}
+        out: list[Strip] = []
+        for key, make in self._view_blocks(view, width):
+            strips = self._blocks.get(key) if key is not None else None
+            if strips is None:
+                text = make()  # an empty block (no header at narrow widths) has no line
+                segments = text.render(console) if text.plain else ()
+                strips = [Strip(line).apply_style(base) for line in Segment.split_lines(segments)]
+            if key is not None:
+                kept[key] = strips
+            out += strips
+        self._blocks = kept  # this view's blocks only: it never grows
+        return out
 
     def _message_lines(self, width: int) -> list[Text]:
         assert self._message is not None
@@ -176,7 +200,9 @@ class Breakdown(Widget):
             out += _wrapped(f"⚠ {warning}", width, self._style("warning"))
         return out
 
-    def _render_view(self, view: EstimateView, width: int) -> Text:
+    def _view_blocks(self, view: EstimateView, width: int) -> list[Block]:
+        """The table as blocks of whole lines, each with what its words depend on (None:
+        made anew each time), in order."""
         width = max(width, 40)
         # Narrow screens keep every row on one line so the verdict stays in view;
         # elsewhere notes wrap and the columns get a header.
@@ -191,26 +217,32 @@ class Breakdown(Widget):
         note_w = max(1, room - bar_w)
         wrap = wide and note_w >= MIN_WRAPPED_NOTE
         lead = label_w + size_w + bytes_w + bar_w + 8
+        columns = (width, label_w, size_w, bytes_w, bar_w, note_w, wrap)
         muted = self._style("muted")
-        # Plain lines of fixed-width cells: several times cheaper to paint than a Table.
-        out = Text(no_wrap=True, overflow="crop")
-        for warning in view.warnings:
-            for line in _wrapped(f"⚠ {warning}", width, self._style("warning")):
-                out.append_text(line)
-                out.append("\n")
-        if wide:
-            out.append(
-                f"{'Term':<{label_w}}  {'Size':>{size_w}}  {'Bytes':>{bytes_w}}  "
-                f"{'vs available' if bar_w >= 12 else 'share':<{bar_w}}  Source\n",
-                muted,
-            )
-            out.append("─" * width + "\n", muted)
-        parts: list[tuple[int, Style]] = []
 
-        def add(row: BreakdownRow, row_bar: Text, bold: bool = False) -> None:
+        def head() -> Text:
+            # Plain lines of fixed-width cells: several times cheaper to paint than a Table.
+            out = Text(no_wrap=True, overflow="crop")
+            for warning in view.warnings:
+                for line in _wrapped(f"⚠ {warning}", width, self._style("warning")):
+                    out.append_text(line)
+                    out.append("\n")
+            if wide:
+                out.append(
+                    f"{'Term':<{label_w}}  {'Size':>{size_w}}  {'Bytes':>{bytes_w}}  "
+                    f"{'vs available' if bar_w >= 12 else 'share':<{bar_w}}  Source\n",
+                    muted,
+                )
+                out.append("─" * width + "\n", muted)
+            return out
+
+        def row_text(row: BreakdownRow, row_bar: Text, rule: bool = False) -> Text:
+            out = Text(no_wrap=True, overflow="crop")
+            if rule:  # the total's line above it
+                out.append("─" * width + "\n", muted)
             cells = f"{row.label:<{label_w}}  {format_bytes_short(row.bytes):>{size_w}}  "
             cells += f"{row.bytes:>{bytes_w},}  "
-            out.append(cells, Style(bold=True) if bold else None)
+            out.append(cells, Style(bold=True) if rule else None)
             out.append_text(row_bar)
             notes = [row.note, row.subnote] if row.subnote else [row.note]
             first = True
@@ -221,31 +253,58 @@ class Breakdown(Widget):
                     out.append(f"  {piece}" if first else piece, muted)
                     first = False
             out.append("\n")
+            return out
 
+        def term(row: BreakdownRow) -> Block:
+            style = self._style(row.key)
+            return (row, columns, available), lambda: row_text(
+                row, bar(row.bytes, available, bar_w, style)
+            )
+
+        def total(row: BreakdownRow, parts: tuple[tuple[int, Style], ...]) -> Block:
+            over = self._style("over") if available else Style()
+            return (row, columns, available, parts), lambda: row_text(
+                row, stacked_bar(list(parts), available, bar_w, over), rule=True
+            )
+
+        def other(row: BreakdownRow) -> Block:
+            return (row, columns), lambda: row_text(
+                row, Text("━" * bar_w, self._style("available"))
+            )
+
+        def verdicts() -> Text:
+            out = Text(no_wrap=True, overflow="crop")
+            self._verdicts(out, view, width)
+            return out
+
+        def limits() -> Text:
+            out = Text(no_wrap=True, overflow="crop")
+            for label, value in (
+                ("Largest context that fits    ", view.context_limit),
+                ("Largest in-flight that fits  ", view.inflight_limit),
+                ("mlxcel would size            ", view.sizing),
+            ):
+                if not value:
+                    continue
+                for i, piece in enumerate(_fit(value, width - len(label), True)):
+                    out.append(label if i == 0 else " " * len(label), muted)
+                    out.append(piece + "\n")
+            return out
+
+        blocks: list[Block] = [(("head", view.warnings, wide, columns), head)]
+        parts: list[tuple[int, Style]] = []
         for row in view.rows:
             if row.key in TERM_KEYS:
-                style = self._style(row.key)
-                parts.append((row.bytes, style))
-                add(row, bar(row.bytes, available, bar_w, style))
+                parts.append((row.bytes, self._style(row.key)))
+                blocks.append(term(row))
             elif row.key == "total":
-                out.append("─" * width + "\n", muted)
-                over = self._style("over") if available else Style()
-                add(row, stacked_bar(parts, available, bar_w, over), bold=True)
+                blocks.append(total(row, tuple(parts)))
             else:
-                add(row, Text("━" * bar_w, self._style("available")))
-        self._verdicts(out, view, width)
-        for label, value in (
-            ("Largest context that fits    ", view.context_limit),
-            ("Largest in-flight that fits  ", view.inflight_limit),
-            ("mlxcel would size            ", view.sizing),
-        ):
-            if not value:
-                continue
-            for i, piece in enumerate(_fit(value, width - len(label), True)):
-                out.append(label if i == 0 else " " * len(label), muted)
-                out.append(piece + "\n")
-        out.right_crop(1)  # the last newline
-        return out
+                blocks.append(other(row))
+        blocks.append((None, verdicts))
+        limit_words = (view.context_limit, view.inflight_limit, view.sizing)
+        blocks.append((("limits", width, limit_words), limits))
+        return blocks
 
     def _verdicts(self, out: Text, view: EstimateView, width: int) -> None:
         """mlxcel's verdict; with a calibration, vramscope's under it and which one the
