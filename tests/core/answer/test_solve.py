@@ -95,6 +95,23 @@ def test_largest_inflight_is_the_exact_boundary(max_tokens: int) -> None:
     assert not fits_at_mib(model, wl, st, limit.value + 1)
 
 
+@pytest.mark.parametrize("max_tokens", [256, 131072])
+@pytest.mark.parametrize(
+    "available",
+    [4 * GIB, 40 * GIB, 40 * GIB + 1, 40 * GIB - 1, 82_463_372_083, 1 << 50, U64_MAX - 1, U64_MAX],
+)
+def test_the_inflight_search_ends_at_the_available_memory_with_the_same_answer(
+    available: int, max_tokens: int
+) -> None:
+    # The search stops above the available memory instead of at 2^44 MiB: the answer
+    # must be the whole range's, to the MiB, and "unbounded" only where it was.
+    model, wl, st = llama(), Workload(max_tokens=max_tokens), settings(available=available)
+    whole = largest_fitting(
+        lambda mib: fits_at_mib(model, wl, st, mib), 0, MAX_ACCEPTED_INFLIGHT_MB
+    )
+    assert largest_fitting_inflight(model, wl, st) == whole
+
+
 def test_inflight_is_not_counted_off_rocm() -> None:
     for backend in (Backend.CUDA, Backend.METAL, Backend.CPU):
         assert largest_fitting_inflight(llama(), Workload(), settings(backend)) is None
