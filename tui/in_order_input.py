@@ -7,7 +7,9 @@ reach the box first. A burst (a paste, a fast typist, tmux `send-keys`) of three
 Backspaces and `2` in a box holding `8192` left `81`, not `82`; a bare Textual 8.2.8
 app does the same. `InOrderInput` runs the bindings of a key that is not text where
 the key arrives, as the app would have run them once it bubbled up: from the focused
-box up, the box's own first (priority bindings ran before the key got here).
+box up, the box's own first (priority bindings ran before the key got here). A key no
+binding takes still bubbles, so a container's own handler gets it as before (Down in
+the model filter moves to the list: `ModelList.on_key`).
 """
 
 from __future__ import annotations
