@@ -94,9 +94,9 @@ SHOTS = (
     Shot(
         "cuda-backend",
         (120, 40),
-        press=("n",),
+        press=("n", "i"),
         caption="On CUDA there is no in-flight term; the budget control stays, inactive, "
-        "and says why.",
+        "and says why, as its key `i` does (nothing typed after it lands elsewhere).",
     ),
     Shot(
         "fits-160x48",
