@@ -30,6 +30,10 @@ HOLD_LIMIT_S = 0.5
 answers for it, and a key must never be held for good."""
 
 
+SCREEN_POLL_S = 0.005
+"""How often a held key looks whether the screen a key before it opened is in."""
+
+
 class KeyHandled(Message):
     """The key handed out right before this message has been handled."""
 
@@ -42,12 +46,15 @@ class KeyOrder:
         self._take = take
         self._out = 0  # keys handed out whose KeyHandled has not come back
         self._held: deque[events.Key] = deque()
+        self._screen: object = None  # the screen the held keys were typed on
         self._limit: Timer | None = None
 
     def hold(self, event: events.Key) -> bool:
         """Hold `event` (True) while it would overtake a key handed out before it."""
         if not self._held and not (self._out and self._jumps(event.key)):
             return False
+        if not self._held:
+            self._screen = self._app.screen
         self._held.append(event)
         if self._limit is None:
             self._limit = self._app.set_timer(HOLD_LIMIT_S, self._give_up)
@@ -66,10 +73,23 @@ class KeyOrder:
     async def _give_up(self) -> None:
         self._limit = None
         self._out = 0  # what is still out is not coming back
+        self._screen = self._app.screen  # nor is a screen that never mounted
         await self._let_go()
 
     async def _let_go(self) -> None:
         while self._held and not self._out:
+            screen = self._app.screen
+            if screen is not self._screen:
+                # A key let go opened a screen (`f`, `?`), and the keys after it name its
+                # widgets (`f/qwen`: the Fits view's filter). They mount on the screen's
+                # own task, and what its mount asks of the app (a focus) waits on the
+                # app's queue: go on from the end of that queue once the screen is in.
+                if screen.is_mounted:
+                    self._screen = screen
+                    self._app.call_later(self._let_go)
+                else:
+                    self._app.set_timer(SCREEN_POLL_S, self._let_go)
+                return
             await self._take(self._held.popleft())
         # The limit runs from the last key let go: it counts time without progress.
         if self._limit is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from textual.color import Color
 from textual.widget import Widget
+from textual.widgets import Input
 
 from core.backend import Backend
 from core.measurement.result import MeasuredPeak
@@ -366,3 +367,20 @@ async def test_a_held_key_goes_even_if_the_one_before_never_says_it_was_handled(
         await handled(pilot)
         s = app.explorer.state
         assert (s.backend, s.max_tokens, s.inflight_mib) == (Backend.ROCM, 8192, 2048)
+
+
+async def test_keys_after_one_that_opens_a_screen_land_in_that_screen() -> None:
+    # `f` opens the Fits view; `/` and `qwen` typed with it name its filter. Held until
+    # `f` was handled, `/` still ran before the view's own focus (on its table, asked for
+    # as it mounted), and `q` on the table quit the app.
+    from tui.screens.fits_screen import FitsScreen
+
+    app = build_app(preset="gfx1151")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        burst(app, "f/qwen")
+        for _ in range(3):
+            await handled(pilot)
+        assert isinstance(app.screen, FitsScreen)
+        assert app.screen.query_one("#fits-filter", Input).value == "qwen"
+        assert app.is_running

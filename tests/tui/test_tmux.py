@@ -207,3 +207,14 @@ def test_a_plain_key_then_a_jump_in_one_burst_are_taken_in_that_order() -> None:
         started(app)
         app.burst("ni2048\r")
         app.wait_for(lambda s: "Backend in-flight   2.00 GiB" in s, "ROCm, then 2048 MiB in flight")
+
+
+def test_keys_typed_with_the_one_that_opens_the_fits_view_land_in_its_filter() -> None:
+    # `f/qwen` in one write: `q` reached the Fits view's table before its filter, and quit.
+    with tmux_vramscope((160, 48), *ARGS) as app:
+        started(app)
+        app.burst("f/qwen")
+        app.wait_for(
+            lambda s: "What fits" in s and "│ qwen " in s and "Qwen/Qwen3" in s,
+            "the Fits view filtered by qwen",
+        )
