@@ -1,16 +1,17 @@
-"""Keys taken in the order they were typed, a jump key's too.
+"""Keys taken in the order they were typed.
 
-Textual runs a priority binding (the explorer's jumps: `t` `i` `b` ...) the moment the
-app takes the key from its queue, but hands any other key to the focused widget, and
-that key's binding runs only once it has bubbled back up to the app, a queue per
-container on the way. In one burst a plain key was overtaken by a jump typed after it:
-`n` then `i2048` jumped to the in-flight slider before `n` changed the backend.
+Textual hands a key to the focused widget, and the key's binding runs only once it has
+bubbled back up to the app, a queue per container on the way; a printable key in a
+text box and a priority binding (the explorer's jumps: `t` `i` `b` ...) take effect at
+once. In one burst the keys typed later overtook the earlier ones: `ni2048` jumped to
+the in-flight slider before `n` changed the backend, and three Backspaces and `2` in a
+box holding `8192` left `81` (a bare Textual 8.2.8 app does the same).
 
-`KeyOrder` holds a key that has a priority binding until every key handed out before it
-has been handled. It knows that by a `KeyHandled` message posted to the same widget
-right behind each key: every queue is first in, first out, so the message reaches the
-app only after its key has been handled, wherever that was. Keys after a held key are
-held too, and all are let go in order, one handled before the next.
+`KeyOrder` hands out one key at a time: the next waits until the one before has been
+handled. It knows that by a `KeyHandled` message posted to the same widget right
+behind the key: every queue is first in, first out, so the message reaches the app
+only after its key has been handled, wherever that was. A key typed alone, after the
+one before is done, goes at once.
 """
 
 from __future__ import annotations
@@ -23,12 +24,11 @@ from textual import events
 from textual.app import App
 from textual.message import Message
 from textual.message_pump import MessagePump
+from textual.screen import Screen
 from textual.timer import Timer
 
 HOLD_LIMIT_S = 0.5
-"""The longest a key is held: a widget that goes away with a key on its queue never
-answers for it, and a key must never be held for good."""
-
+"""The longest a key is held without progress, whatever happened to the one before."""
 
 SCREEN_POLL_S = 0.005
 """How often a held key looks whether the screen a key before it opened is in."""
@@ -44,14 +44,16 @@ class KeyOrder:
     def __init__(self, app: App[Any], take: Callable[[events.Key], Awaitable[None]]) -> None:
         self._app = app
         self._take = take
-        self._out = 0  # keys handed out whose KeyHandled has not come back
+        self._out: MessagePump | None = None  # where the key in flight went
         self._held: deque[events.Key] = deque()
-        self._screen: object = None  # the screen the held keys were typed on
+        self._screen: Screen[Any] | None = None  # the screen the held keys were typed on
         self._limit: Timer | None = None
 
     def hold(self, event: events.Key) -> bool:
-        """Hold `event` (True) while it would overtake a key handed out before it."""
-        if not self._held and not (self._out and self._jumps(event.key)):
+        """Hold `event` (True) while a key before it is still being handled."""
+        if self._out is not None and not self._out.is_attached:
+            self._out = None  # its widget went away (a screen closed): no answer is coming
+        if not self._held and self._out is None:
             return False
         if not self._held:
             self._screen = self._app.screen
@@ -61,23 +63,23 @@ class KeyOrder:
         return True
 
     def handed_out(self, target: MessagePump) -> None:
-        """`target` was given a key: count it until its `KeyHandled` comes back."""
-        self._out += 1
+        """`target` was given a key: the next waits until its `KeyHandled` comes back."""
+        self._out = target
         target.post_message(KeyHandled())
 
     async def handled(self) -> None:
-        """A key handed out has been handled: let the held keys go, in order."""
-        self._out = max(0, self._out - 1)
+        """The key handed out has been handled: let the held keys go, in order."""
+        self._out = None
         await self._let_go()
 
     async def _give_up(self) -> None:
         self._limit = None
-        self._out = 0  # what is still out is not coming back
+        self._out = None  # what is still out is not coming back
         self._screen = self._app.screen  # nor is a screen that never mounted
         await self._let_go()
 
     async def _let_go(self) -> None:
-        while self._held and not self._out:
+        if self._held and self._out is None:
             screen = self._app.screen
             if screen is not self._screen:
                 # A key let go opened a screen (`f`, `?`), and the keys after it name its
@@ -97,11 +99,3 @@ class KeyOrder:
             self._limit = None
         if self._held:
             self._limit = self._app.set_timer(HOLD_LIMIT_S, self._give_up)
-
-    def _jumps(self, key: str) -> bool:
-        """Whether `key` has a priority binding on the screen now (it would run at once)."""
-        return any(
-            binding.priority
-            for _, bindings in self._app.screen._binding_chain
-            for binding in bindings.key_to_bindings.get(key, ())
-        )

@@ -1,5 +1,4 @@
-"""The pieces of Textual's private API (a widget's pending layout flag, `App._display`,
-`App._check_bindings`, `Screen._binding_chain`)
+"""The pieces of Textual's private API (a widget's pending layout flag, `App._display`)
 and of its behaviour (the order of handlers of the first `ScreenResume`) the explorer
 relies on, checked so a Textual upgrade that changes them fails here, loudly, instead
 of leaving stale heights on screen or slowing the start."""
@@ -257,21 +256,3 @@ async def test_a_token_key_renders_the_widgets_that_changed_and_no_other(
         changed = {"SummaryLine", "StopSlider", "ValueInput", "Breakdown", "ContextChart"}
         assert changed <= set(rendered) <= changed | {"CommandLinesView"}
         assert 0 < len(lines) <= breakdown.size.height // 2
-
-
-def test_the_app_still_checks_a_key_s_bindings_from_the_focused_widget_up() -> None:
-    # tui/in_order_input.py runs this check where a key arrives, instead of after the
-    # key has bubbled up to the app (tests/tui/test_trust.py checks the order it gives).
-    assert list(inspect.signature(App._check_bindings).parameters) == ["self", "key", "priority"]
-    assert inspect.iscoroutinefunction(App._check_bindings)
-
-
-async def test_a_screen_still_lists_its_bindings_from_the_focused_widget_up() -> None:
-    # tui/key_order.py reads it to know whether a key has a priority binding.
-    app = build_app(preset="gfx1151")
-    async with app.run_test(size=(160, 48)) as pilot:
-        await settle(pilot)
-        chain = app.screen._binding_chain
-        assert chain[0][0] is app.screen.focused  # the focused widget first
-        keys = {key for _, bindings in chain for key in bindings.key_to_bindings}
-        assert {"t", "i", "slash", "right"} <= keys

@@ -25,7 +25,6 @@ from textual.widgets import Input, Static
 
 from core.display_text import clean_text
 from core.measurement.result import MeasuredPeak
-from tui.in_order_input import InOrderInput
 
 Finish = Callable[[MeasuredPeak], MeasuredPeak]
 """The screen's estimate attached to a finished run's peak (the model on screen)."""
@@ -68,7 +67,7 @@ class CommandScreen(ModalScreen[MeasuredPeak | None]):
         with Vertical(id="command-box") as box:
             box.border_title = "vramscope · your command"
             box.border_subtitle = "Enter runs · Esc cancels or closes"
-            yield InOrderInput(self.suggestion, id="command-input")
+            yield Input(self.suggestion, id="command-input")
             yield Static(
                 "Its peak (amdgpu VRAM + GTT, NVML, else host RSS) beside the estimate for "
                 "the model on screen; recorded as engine external.",

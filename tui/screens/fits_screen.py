@@ -27,7 +27,6 @@ from core.answer.question import Question
 from core.catalog.entry import Catalog
 from tui.controllers.fit_rows import FitRowsController
 from tui.deps import AppDeps
-from tui.in_order_input import InOrderInput
 from tui.messages import FitPick, FitRowsRead
 from tui.render.fit_table import (
     COLUMNS,
@@ -93,7 +92,7 @@ class FitsScreen(Screen[FitPick | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="fits"):
             yield Static(self._heading(), id="fits-heading", markup=False)
-            yield InOrderInput(
+            yield Input(
                 placeholder="filter: words in the model, quantization or source",
                 id="fits-filter",
                 compact=True,

@@ -21,7 +21,6 @@ from textual.widgets import DataTable, Footer, Input, Static
 
 from core.measurement.history import HistoryRead
 from core.measurement.result import MeasuredPeak
-from tui.in_order_input import InOrderInput
 from tui.render.history_table import (
     COLUMNS,
     EXPORT_FILE,
@@ -67,7 +66,7 @@ class HistoryScreen(Screen[None]):
             yield Static("", id="history-empty", markup=False)
             with Horizontal(id="history-export"):
                 yield Static("Export to ", id="export-label")
-                yield InOrderInput(str(self._export_path), id="export-path")
+                yield Input(str(self._export_path), id="export-path")
             yield Static("", id="history-status", markup=False)
         yield Footer()
 

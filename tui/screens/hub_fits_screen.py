@@ -23,7 +23,6 @@ from textual.widgets import Input, Static
 
 from core.hub_fit import HubFitRow
 from tui.controllers.hub_fit_rows import HubFitController
-from tui.in_order_input import InOrderInput
 from tui.messages import FitPick, HubRowsRead
 from tui.render.fit_table import fit_heading
 from tui.render.hub_fit_table import (
@@ -88,7 +87,7 @@ class HubFitsScreen(Screen[FitPick | None]):
         with Vertical(id="hub-fits"):
             heading = "\n".join(fit_heading(self.inputs.question))
             yield Static(Text(heading), id="hub-fits-heading", markup=False)
-            yield InOrderInput(
+            yield Input(
                 placeholder="Hub query: words author:ORG library:mlx sort:likes limit:N",
                 id="hub-query",
                 compact=True,

@@ -20,7 +20,6 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Input, Label, Static
 
-from tui.in_order_input import InOrderInput
 from tui.model.control_specs import (
     BY_ID,
     CONTROLS,
@@ -123,7 +122,7 @@ class Controls(Widget):
 
     def _widget(self, spec: ControlSpec) -> Widget:
         if spec.kind is WidgetKind.SIZES:
-            return InOrderInput(
+            return Input(
                 spec.value(self.state),
                 placeholder=spec.placeholder,
                 compact=True,

@@ -22,7 +22,6 @@ from core.display_text import clean_text
 from core.estimate.available import AvailableMemory
 from core.units import format_bytes_short
 from core.value_grammar import Refused, read_byte_size
-from tui.in_order_input import InOrderInput
 from tui.model.presets import (
     CUSTOM,
     DETECTED,
@@ -109,7 +108,7 @@ class MemoryField(Widget):
             yield Select(
                 _options(None, None, ""), value=self.choice.key, allow_blank=False, compact=True
             )
-            yield InOrderInput(self._size_text(), placeholder="size, e.g. 64GB", compact=True)
+            yield Input(self._size_text(), placeholder="size, e.g. 64GB", compact=True)
         yield Static("", classes="field-hint", markup=False)
 
     def _size_text(self) -> str:

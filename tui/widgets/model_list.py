@@ -32,7 +32,6 @@ from core.catalog.entry import (
 )
 from core.display_text import clean_text
 from core.units import format_bytes_short
-from tui.in_order_input import InOrderInput
 from tui.model.names import model_arg
 from tui.model.scales import short_tokens
 
@@ -140,7 +139,7 @@ class ModelList(Vertical):
         """The last Hub read that failed: its repo id and one-line reason."""
 
     def compose(self) -> ComposeResult:
-        yield InOrderInput(placeholder="/ filter models", id="model-filter", compact=True)
+        yield Input(placeholder="/ filter models", id="model-filter", compact=True)
         yield OptionList(Option("Reading the catalog…", disabled=True), id="model-options")
 
     @property

@@ -28,7 +28,6 @@ from textual.reactive import Reactive
 from textual.widget import Widget
 from textual.widgets import Input, Label, Static
 
-from tui.in_order_input import InOrderInput
 from tui.model.scales import position_of
 from tui.model.values import ValueSpec
 from tui.widgets.stop_slider import StopSlider
@@ -42,7 +41,7 @@ _ENTER_KEYS = ("enter", "ctrl+j")
 the first frame) arrives as: `t32k` and Enter typed at once must not leave the entry open."""
 
 
-class ValueInput(InOrderInput):
+class ValueInput(Input):
     """The exact-value box."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
