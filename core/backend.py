@@ -6,7 +6,8 @@ time). Telling it from this machine's device nodes is a probe:
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+
+from core.frozen_dataclass import frozen_dataclass
 
 
 class Backend(enum.Enum):
@@ -37,7 +38,7 @@ def backend_choice(text: str) -> Backend | None:
     return None if text == BACKEND_CHOICES[0] else Backend(text)
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class BackendChoice:
     """A backend and whether it was detected on this machine or chosen."""
 

@@ -7,13 +7,12 @@ against ROCm's formula` for torch runs that emulated MLX-ROCm's queue on the CPU
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from core.backend import Backend
+from core.frozen_dataclass import frozen_dataclass
 from core.measurement.engine import Engine
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class CalibrationKey:
     """One group of runs, and the calibration fitted on it."""
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 from core.backend import Backend
@@ -17,6 +16,7 @@ from core.calibration.fit import (
 )
 from core.calibration.key import CalibrationKey
 from core.calibration.targets import DEFAULT_TARGET, TARGET_NAMES, target_named, target_words
+from core.frozen_dataclass import frozen_dataclass
 from core.measurement.engine import ENGINE_NAMES, Engine
 
 MARGIN_CHOSEN = "leave-one-model-out"
@@ -25,7 +25,7 @@ MARGIN_STATED = "stated"
 """The form's `margin` of calibrations saved before it was chosen: a stated 1%."""
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Calibration:
     """vramscope's calibrated estimate for one (engine, backend, device)."""
 

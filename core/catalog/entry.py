@@ -6,11 +6,12 @@ users (the `models` command, the explorer, the measurement launcher).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from core.estimate.kv_cache import KvKind
 from core.estimate.weights import WeightsSource
+from core.frozen_dataclass import frozen_dataclass
 
 ORIGIN_BUILTIN = "built-in"
 ORIGIN_HF_CACHE = "hf-cache"
@@ -19,7 +20,7 @@ ORIGIN_HUB = "hub"
 """Read from the Hugging Face Hub (headers only), kept in the vramscope Hub store."""
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class CatalogEntry:
     """One model the user can pick, with what the list shows about it."""
 
@@ -59,7 +60,7 @@ class CatalogEntry:
         )
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class SkippedModel:
     """Something that looked like a model but was left out, and why."""
 
@@ -69,7 +70,7 @@ class SkippedModel:
     """The name it would have had (a repo id for HF cache entries), when known."""
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Catalog:
     """Entries in display order plus what was skipped."""
 

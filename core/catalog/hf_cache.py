@@ -18,18 +18,19 @@ import json
 import os
 import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from core.catalog.disk_cache import ACTIVE as ACTIVE_DISK_CACHE
 from core.errors import describe_os_error
+from core.frozen_dataclass import frozen_dataclass
 from core.paths import HF_MODEL_PREFIX, repo_folder_name
 
 IGNORED_ENTRIES = frozenset({".locks", "CACHEDIR.TAG", ".DS_Store", ".gitignore"})
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class CachedModel:
     """One model repo of the cache, at the snapshot the catalog shows."""
 
@@ -44,7 +45,7 @@ class CachedModel:
     """`blobs/*.incomplete` left by an unfinished download of this repo."""
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class CacheProblem:
     """A cache entry that could not be read as a model repo, and why."""
 
@@ -53,7 +54,7 @@ class CacheProblem:
     repo_id: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class CacheScan:
     """What the cache holds: model repos and the entries that were left out."""
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import enum
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from core.frozen_dataclass import frozen_dataclass
 from core.model.config import (
     EXPERT_COUNT_KEYS,
     HEAD_DIM_KEYS,
@@ -55,7 +56,7 @@ class WeightsSource(enum.Enum):
         return self.value[1]
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class WeightsTerm:
     """The weights term in bytes, its source and what was ignored on the way."""
 

@@ -18,8 +18,9 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any, TypeVar
+
+from core.frozen_dataclass import frozen_dataclass
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -35,7 +36,7 @@ class HubTimeout(Exception):
     """The read's deadline passed (the caller names the host and the timeout)."""
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Deadline:
     """When a whole Hub read must be done, and the `--hub-timeout` it came from."""
 
@@ -138,7 +139,7 @@ def _leave_signals_to_the_main_thread() -> None:
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Body:
     """What a GET brought back: the status, and at most the bytes asked for."""
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+
+from core.frozen_dataclass import frozen_dataclass
 
 
 class EngineFamily(enum.StrEnum):
@@ -34,7 +35,7 @@ MLX_LM_DEFAULT_MAX_TOKENS = 100
 """`mlx_lm generate`'s `--max-tokens` default (mlx-lm 0.32)."""
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class CommandFacts:
     """What a command's flags say (None: not said, or not readable)."""
 

@@ -14,9 +14,8 @@ queue stands in for MLX on ROCm: both hold it against ROCm's formula with its bu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from core.backend import Backend, backend_choice
+from core.frozen_dataclass import frozen_dataclass
 from core.measurement.engine import Engine
 from core.probes.device_nodes import detect_backend
 
@@ -48,7 +47,7 @@ def expected_backend(engine: Engine, device: str) -> Backend:
     return held_against(engine, chosen, emulated_queue=False)
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Margin:
     """Estimate against peak."""
 

@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from core.backend import Backend
+from core.frozen_dataclass import frozen_dataclass
 from core.measurement.fields import ExternalFields, MlxFields, TorchFields
 
 
@@ -69,7 +70,7 @@ ENGINE_NAMES: tuple[str, ...] = tuple(e.value for e in Engine)
 DEFAULT_ENGINE = Engine.TORCH
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class EngineOption:
     """A choice a request makes for one engine (a `MeasureRequest` field of that name)."""
 
@@ -107,7 +108,7 @@ FUSE_BF16 = EngineOption(
 )
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class EngineSpec:
     """What an engine declares."""
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from typing import Any, ClassVar
 
+from core.frozen_dataclass import frozen_dataclass
 from core.parallel.sharding import ParallelKind
 
 
@@ -56,7 +57,7 @@ def _texts(value: Any) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()}
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class EngineFields:
     """Shared encoding of the typed fields: dataclass fields in key order."""
 
@@ -74,7 +75,7 @@ class EngineFields:
         return out
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class TorchFields(EngineFields):
     """The torch engine's own readings: its emulated queue, its kernels, the device."""
 
@@ -135,7 +136,7 @@ class TorchFields(EngineFields):
         )
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class MlxFields(EngineFields):
     """The mlx engine's own readings of a single-device run."""
 
@@ -153,7 +154,7 @@ class MlxFields(EngineFields):
         )
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class RankFields(EngineFields):
     """One rank of a split MLX load (hip_backend/ranks), or the single run beside it."""
 
@@ -202,7 +203,7 @@ def _figure(value: Any) -> ExternalFigure:
     return next((f for f in ExternalFigure if f.value == value), ExternalFigure.HOST)
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class ExternalFields(EngineFields):
     """What `vramscope run -- CMD` read of the user's command."""
 

@@ -19,11 +19,12 @@ import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from core.errors import describe_os_error
+from core.frozen_dataclass import frozen_dataclass
 from core.kept_aside import kept_aside_line, set_aside
 from core.measurement.result import MeasuredPeak, checked_peak
 from core.paths import state_dir
@@ -39,7 +40,7 @@ _NOT_REGULAR = (errno.EINVAL, errno.EISDIR, errno.ENXIO)
 """What opening something other than a regular file for appending fails with."""
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class HistoryRead:
     """The records that decoded, and one warning per line that did not."""
 

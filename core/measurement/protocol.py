@@ -4,15 +4,16 @@ launcher hands the UI (`encode_event` / `decode_event`)."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
+from core.frozen_dataclass import frozen_dataclass
 from core.measurement.result import MeasuredPeak, MeasurementFailure, checked_peak
 
 # -- events: the child's JSON lines, and what the launcher hands the UI ---------------
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class MeasureProgress:
     """A step of the run: `phase` is load, warmup, prefill or decode."""
 
@@ -27,21 +28,21 @@ class MeasureProgress:
         return min(1.0, self.done / self.total) if self.total > 0 else 0.0
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class MeasureNotice:
     """A line worth showing that is not an error (synthetic weights, a budget fallback)."""
 
     message: str
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class MeasureResult:
     """The run finished: its peak (with the estimate attached by the launcher)."""
 
     peak: MeasuredPeak
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class MeasureFailed:
     """The run ended without a peak."""
 

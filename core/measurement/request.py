@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from core.frozen_dataclass import frozen_dataclass
 from core.measurement.engine import (
     DEFAULT_ENGINE,
     Engine,
@@ -21,7 +20,7 @@ MAX_MEASURED_TOKENS = 1 << 24
 model's trained context); past it a measurement would only run for days."""
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class MeasureRequest:
     """What to measure: a model as the user named it and the bench workload.
 

@@ -8,14 +8,13 @@ plan. The handle's callback gets the child's progress and notices, then exactly 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from core.frozen_dataclass import frozen_dataclass
 from core.measurement.protocol import MeasureNotice, MeasureProgress
 from core.measurement.result import MeasuredPeak, MeasurementFailure
 from core.parallel.plan import ParallelPlan
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class MeasuredRun:
     """Every rank's peak, in rank order, each with its estimate attached."""
 
@@ -45,7 +44,7 @@ class MeasuredRun:
 RunOutcome = MeasuredRun | MeasurementFailure
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class RunEnded:
     """The run's one terminal event: its outcome."""
 

@@ -13,11 +13,12 @@ import math
 import re
 import stat
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from core.errors import ConfigError, OversizedFileError, describe_os_error
+from core.frozen_dataclass import frozen_dataclass
 from core.numbers import decimal_to_int
 from core.regular_file import read_regular
 from core.units import U64_MAX, sat_mul
@@ -112,7 +113,7 @@ def get_f64(obj: JsonObject, keys: Sequence[str]) -> float | None:
     return None
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class ActivationDims:
     """The config sizes the activation term needs."""
 
@@ -121,7 +122,7 @@ class ActivationDims:
     vocab: int
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class ModelConfig:
     """A parsed `config.json` with the `text_config` view the estimator reads."""
 

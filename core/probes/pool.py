@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from core.frozen_dataclass import frozen_dataclass
 from core.units import sat_sub
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class PoolReading:
     """One memory pool: what it holds and what is in use."""
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from core.frozen_dataclass import frozen_dataclass
 from core.model.config import ModelConfig, as_f64, as_u64
 from hip_backend.errors import BadModelError, UnsupportedModelError
 
@@ -33,7 +34,7 @@ class RopeKind(enum.Enum):
 SUPPORTED_ROPE = tuple(k.value for k in RopeKind)
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class QuantParams:
     """MLX affine quantization of one module."""
 
@@ -41,7 +42,7 @@ class QuantParams:
     group_size: int
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class QuantScheme:
     """The `quantization` block: defaults plus per-module overrides (path -> params/None)."""
 
@@ -55,7 +56,7 @@ class QuantScheme:
         return self.default
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class RopeSpec:
     """Rotary embedding: base, and Llama 3 or linear scaling when configured."""
 
@@ -67,7 +68,7 @@ class RopeSpec:
     original_max_position_embeddings: int = 8192
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class MoeSpec:
     """Routed experts of `qwen3_moe`."""
 
@@ -79,7 +80,7 @@ class MoeSpec:
     mlp_only_layers: frozenset[int]
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class ArchSpec:
     """Everything the engine needs to build a decoder, in mlx-lm's terms."""
 

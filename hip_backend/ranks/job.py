@@ -7,9 +7,10 @@ parent (hip_backend/ranks/launch.py) can write the job without importing it.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, fields
 from typing import Any
 
+from core.frozen_dataclass import frozen_dataclass
 from core.measurement.request import (
     DEFAULT_GEN_TOKENS,
     DEFAULT_PROMPT_TOKENS,
@@ -21,7 +22,7 @@ RANK_FILE = "rank-{rank}.jsonl"
 SINGLE_FILE = "single.jsonl"
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class RankJob:
     """What every rank reads from the job file."""
 

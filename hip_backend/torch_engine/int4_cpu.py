@@ -24,9 +24,10 @@ the portable kernel in `quant.py`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
+
+from core.frozen_dataclass import frozen_dataclass
 
 if TYPE_CHECKING:
     import torch
@@ -35,7 +36,7 @@ GROUP_SIZES = (32, 64, 128, 256)
 """The group sizes torch's CPU int4 kernel accepts (MLX's default is 64)."""
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class CpuLayout:
     """How torch's CPU int4 converter packs one block of rows."""
 
@@ -82,7 +83,7 @@ the step's packed bytes, 8 MiB at 4096 columns) are all the conversion adds, wha
 model's size."""
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Int4Weight:
     """One quantized matrix `[N, K]` (or a stack `[E, N, K]`) in torch's CPU layout."""
 

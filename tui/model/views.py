@@ -7,7 +7,7 @@ and hands the results to its widgets. Nothing here touches a widget or a file.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Protocol
 
 from core.answer.answer import WHAT_IF_RULE, Answer, WhatIf
@@ -17,6 +17,7 @@ from core.estimate.available import AvailableMemory
 from core.estimate.estimate import EstimateSettings, KvCacheMode, MemoryEstimate, Workload, estimate
 from core.estimate.snapshot import ModelSnapshot
 from core.estimate.weights import WeightsSource
+from core.frozen_dataclass import frozen_dataclass
 from core.measurement.history import HistoryRead
 from core.measurement.result import MeasuredPeak
 from core.units import format_bytes_short
@@ -40,7 +41,7 @@ from tui.model.split_words import launch_command, memory_limit_text, with_plan_f
 from tui.model.state import ExplorerState
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class ExplorerViews:
     """One estimate and everything derived from it."""
 
@@ -212,7 +213,7 @@ class LoadedFacts(Protocol):
         """Why the model could not be read ("" when it could)."""
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Summary:
     """The one line that always answers: which model, its total, whether it fits."""
 
@@ -230,7 +231,7 @@ class Summary:
     """The detail when even `short` would cut the model's own name: `8K · 5.43 GiB`."""
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class ScreenWords:
     """The words of one state around the estimate: commands, titles, the summary's parts."""
 

@@ -13,12 +13,13 @@ paints the result.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from core.frozen_dataclass import frozen_dataclass
 
 ELLIPSIS = "…"
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class TableColumn:
     """One column: its header, how much it matters, its alignment, how far it may shrink."""
 
@@ -33,7 +34,7 @@ class TableColumn:
     """Part of the answer: cut the cuttable columns before dropping it."""
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class ShownColumn:
     """A column on screen: its index in the table's columns and the width it gets."""
 
