@@ -174,6 +174,8 @@ class ExplorerScreen(FocusKeys):
         """Set once the body is mounted and shows the state: the app holds keys until then."""
         self._detected_shown: AvailableMemory | None = None
         """The last detected available memory read, for the body's memory field."""
+        self._one_recompute = False
+        """True while the first reads are applied: one recompute follows them all."""
 
     def compose(self) -> ComposeResult:
         # Two steps: the top lines (the backend, the answer) and the footer first, so
@@ -190,13 +192,16 @@ class ExplorerScreen(FocusKeys):
         self._status = self.query_one(StatusLine)
         self._summary = self.query_one(SummaryLine)
         answered = self.loader.read_all(self.state.model, self.state.backend)
-        for message in answered:  # read while Textual started: shown in the first frame
-            if isinstance(message, ModelRead):
-                self.on_model_read(message)
-            else:
-                self.on_available_read(message)
-        if not answered:
-            self.recompute()
+        self._one_recompute = True  # the model and the memory: one answer, not one each
+        try:
+            for message in answered:  # read while Textual started: shown in the first frame
+                if isinstance(message, ModelRead):
+                    self.on_model_read(message)
+                else:
+                    self.on_available_read(message)
+        finally:
+            self._one_recompute = False
+        self.recompute()
         self.set_timer(BODY_LIMIT_S, self.mount_body)
 
     async def mount_body(self) -> None:
@@ -314,6 +319,8 @@ class ExplorerScreen(FocusKeys):
 
     def recompute(self) -> None:
         """Answer the state's question and repaint everything that depends on it."""
+        if self._one_recompute:
+            return
         loader, state = self.loader, self.state
         loader.detect_for(state.backend)
         device = self.device
