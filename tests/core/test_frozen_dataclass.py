@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import pickle
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import FrozenInstanceError, asdict, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -91,6 +93,8 @@ def test_the_made_class_behaves_as_a_frozen_dataclass(arguments: dict[str, Any])
 
 
 def test_fields_and_is_dataclass_see_a_class_never_instantiated() -> None:
+    eager, lazy = pair()
+    assert str(inspect.signature(lazy)) == str(inspect.signature(eager))
     _, lazy = pair()
     assert is_dataclass(lazy)
     assert [f.name for f in fields(lazy)] == ["x", "y", "tags", "note"]
@@ -144,6 +148,7 @@ def test_threads_racing_to_use_a_class_make_it_once(monkeypatch: pytest.MonkeyPa
 
     def counted(cls: type, **arguments: Any) -> type:
         calls.append(cls)
+        time.sleep(0.05)  # the others arrive while the class is being made
         return real(cls, **arguments)
 
     _, lazy = pair()
@@ -164,7 +169,37 @@ def test_threads_racing_to_use_a_class_make_it_once(monkeypatch: pytest.MonkeyPa
     assert len(out) == 8 and all(item == lazy(1, 1) for item in out)
 
 
+UNPICKLE = r"""
+import pickle, sys
+from core.backend import Backend, BackendChoice
+assert "__eq__" not in BackendChoice.__dict__  # not made in this interpreter yet
+choice = pickle.loads(bytes.fromhex(sys.argv[1]))
+shown = repr(choice)  # before any other instance is made
+print("__eq__" in BackendChoice.__dict__, choice == BackendChoice(Backend.ROCM, True, "kfd"), shown)
+"""
+
+
+@pytest.mark.child_process
+def test_an_instance_unpickled_first_is_one_of_the_made_class() -> None:
+    """Unpickling makes an instance without `__init__`: the class is made all the same."""
+    from core.backend import Backend, BackendChoice
+
+    data = pickle.dumps(BackendChoice(Backend.ROCM, True, "kfd"))
+    run = subprocess.run(
+        [sys.executable, "-c", UNPICKLE, data.hex()],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split(" ", 2)[:2] == ["True", "True"], run.stdout
+    assert "BackendChoice(backend=" in run.stdout
+
+
 CODEBASE_CHECK = r"""
+NEW = "__new__"  # the stand-in's, which the made class keeps
 import dataclasses, importlib, inspect, pkgutil, sys
 import core, tui, hip_backend
 from core import frozen_dataclass as lazy
@@ -181,7 +216,7 @@ for cls, arguments in pending:
         name: value for name, value in cls.__dict__.items()
         if name not in ("__dict__", "__weakref__")
         and not isinstance(value, lazy._Unmade)
-        and not getattr(value, "_makes_dataclass", False)
+        and not getattr(getattr(value, "__func__", None), "stands_in", False)
     }
     twin = dataclasses.dataclass(type(cls.__name__, cls.__bases__, body), **arguments)
     lazy.make(cls)
@@ -192,7 +227,7 @@ for cls, arguments in pending:
             str(inspect.signature(c)),
             repr(c.__dataclass_params__),
             c.__match_args__,
-            sorted(n for n in vars(c) if n.startswith("__") and n not in ("__qualname__",)),
+            sorted(n for n in vars(c) if n.startswith("__") and n not in ("__qualname__", NEW)),
         )
     a, b = shape(cls), shape(twin)
     if a != b:
