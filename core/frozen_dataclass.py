@@ -87,11 +87,17 @@ def _made_new(cls: type) -> Callable[..., Any]:
     return __new__
 
 
+def _own_new(cls: type) -> bool:
+    """True if the class defines a `__new__` other than this module's."""
+    new = cls.__dict__.get("__new__")
+    return new is not None and not getattr(getattr(new, "__func__", None), "stands_in", False)
+
+
 def _defer(cls: type[T], arguments: dict[str, Any]) -> type[T]:
     if (
         not cls.__dict__.get("__doc__")  # `dataclass` writes it from the signature
         or "__slots__" in cls.__dict__
-        or any("__new__" in base.__dict__ and base not in _PENDING for base in cls.__mro__[:-1])
+        or any(_own_new(base) for base in cls.__mro__[:-1])
     ):
         return dataclasses.dataclass(cls, **arguments)  # made now
     _PENDING[cls] = arguments

@@ -141,6 +141,17 @@ def test_subclasses_read_their_bases_made() -> None:
 
     assert Plain(2).y == 2
 
+    made_base = pair()[1]
+    made_base(0)
+
+    @frozen_dataclass
+    class Later(made_base):  # type: ignore[misc,valid-type]
+        """Defined after its base was made: waits all the same."""
+
+        z: int = 1
+
+    assert not made(Later) and Later(1, z=4).z == 4 and made(Later)
+
 
 def test_threads_racing_to_use_a_class_make_it_once(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[type] = []
