@@ -343,8 +343,9 @@ class ExplorerScreen(FocusKeys):
             try:
                 found = answer(facts, one.question(device), loader.calibrations_read)
                 assert isinstance(found, Answer)  # the what-if was checked above
-                views = build_views(found, state.calibrated_verdict, words.points)
-                self.answer, self.estimate = found, views.estimate
+                self.answer, self.estimate = found, found.estimate
+                if self._body is not None:  # the first frame shows the summary alone
+                    views = build_views(found, state.calibrated_verdict, words.points)
                 if state.devices > 1:
                     plan = self.plan_answer(facts, device)
             except Exception as exc:  # a model no test foresaw: say so in place, keep running
