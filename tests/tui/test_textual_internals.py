@@ -16,6 +16,7 @@ from textual.widget import Widget
 
 from tests.tui.helpers import breakdown_bytes, build_app, settle
 from tui.widgets.breakdown import Breakdown
+from tui.widgets.command_lines_view import CommandLinesView
 from tui.widgets.repaint import force_relayout
 
 
@@ -241,10 +242,13 @@ async def test_a_token_key_renders_the_widgets_that_changed_and_no_other(
         await settle(pilot)
         await pilot.pause()
         breakdown = app.screen.query_one(Breakdown)
+        commands = app.screen.query_one("#commands", CommandLinesView)
 
         def counted_line(cache: StylesCache, *args: object, **kw: object) -> object:
             if cache is breakdown._styles_cache:
                 lines.append("breakdown")
+            if cache is commands._styles_cache:
+                lines.append("commands")
             return render_line(cache, *args, **kw)  # type: ignore[arg-type]
 
         monkeypatch.setattr(Widget, "render_lines", counted_widget)
@@ -254,5 +258,7 @@ async def test_a_token_key_renders_the_widgets_that_changed_and_no_other(
         await pilot.pause()
         monkeypatch.undo()
         changed = {"SummaryLine", "StopSlider", "ValueInput", "Breakdown", "ContextChart"}
-        assert changed <= set(rendered) <= changed | {"CommandLinesView"}
-        assert 0 < len(lines) <= breakdown.size.height // 2
+        assert changed | {"CommandLinesView"} == set(rendered)
+        assert 0 < lines.count("breakdown") <= breakdown.size.height // 2
+        # of the command lines, those with the token count: not the other six
+        assert 0 < lines.count("commands") <= commands.size.height // 2

@@ -82,6 +82,39 @@ def test_a_burst_of_minus_5_is_refused_and_32k_is_32768_tokens() -> None:
         app.wait_for(lambda s: "32,768 tokens" in summary(s), "32k = 32,768 tokens")
 
 
+def commands_box(screen: str) -> str:
+    """The text inside the command lines' box (top right at 160x48)."""
+    lines = screen.splitlines()
+    top = next(i for i, line in enumerate(lines) if "Same estimate on the command line" in line)
+    left = lines[top].index("╭─ Same estimate")
+    inside = []
+    for line in lines[top + 1 :]:
+        cell = line[left:]
+        if cell.startswith("╰"):
+            break
+        inside.append(cell.strip("│ "))
+    return "\n".join(inside)
+
+
+def test_the_command_lines_on_the_terminal_follow_each_token_change() -> None:
+    # A token key repaints only the command lines whose text changed: the terminal must
+    # show every line new, none left from before.
+    with tmux_vramscope((160, 48), *ARGS) as app:
+        started(app)
+        assert "8192" in commands_box(app.settle())
+        for typed, tokens in (("t32k\r", "32768"), ("t4096\r", "4096"), ("t1m\r", "1048576")):
+            app.burst(typed)
+            screen = app.wait_for(
+                lambda s, t=tokens: commands_box(s).count(f"--max-tokens {t}") == 2,
+                f"both command lines at {tokens} tokens",
+            )
+            box = commands_box(app.settle())
+            assert box == commands_box(screen)
+            for old in ("8192", "32768", "4096"):
+                if old != tokens:
+                    assert f"--max-tokens {old}" not in box
+
+
 def test_at_60x20_the_verdict_total_model_quit_and_help_are_in_view() -> None:
     with tmux_vramscope((60, 20), *ARGS) as app:
         screen = started(app)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -47,19 +47,23 @@ class CommandLinesView(Widget):
         self.border_title = "Same estimate on the command line (c, C copy)"
 
     def show(self, vramscope: str, mlxcel: str) -> None:
-        """Show both lines (a relayout only when the wrapped height changes)."""
+        """Show both lines: a relayout only when the wrapped height changes, else a
+        repaint of the lines that changed (a token key changes one or two of eight)."""
         if (vramscope, mlxcel) == (self.vramscope, self.mlxcel):
             return
         width = self.size.width
-        before = len(self._lines(width)) if width else -1
+        before = self._lines(width) if width else []
         self.vramscope, self.mlxcel = vramscope, mlxcel
         self._wrapped = None
         if not width:  # hidden in this layout: the next layout pass sizes it
             return
-        if len(self._lines(width)) != before:
+        lines = self._lines(width)
+        if len(lines) != len(before):
             force_relayout(self)
-        else:
-            self.refresh()
+            return
+        changed = [y for y, (old, new) in enumerate(zip(before, lines, strict=True)) if old != new]
+        if changed:
+            self.refresh(*(Region(0, y, width, 1) for y in changed))
 
     def notify_style_update(self) -> None:
         self._kept.clear()
