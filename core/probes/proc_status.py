@@ -60,6 +60,24 @@ def read_status(pid: int, root: Path = Path("/")) -> ProcStatus | None:
     return parse_status(pid, text)
 
 
+CMDLINE_CAP = 64 * 1024
+"""The most of one command line read (enough to tell two apart)."""
+
+
+def read_cmdline(pid: int, root: Path = Path("/")) -> bytes | None:
+    """Process `pid`'s command line as the kernel keeps it (NUL-separated), or None."""
+    try:
+        fd = os.open(root / "proc" / str(pid) / "cmdline", os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, CMDLINE_CAP)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def read_all(root: Path = Path("/")) -> dict[int, ProcStatus]:
     """Every process's status that could be read, by pid."""
     try:

@@ -57,7 +57,6 @@ def _command_env() -> dict[str, str]:
 def main(argv: list[str]) -> int:
     """Run `argv` in this process's group; its exit status."""
     watch_parent()
-    own_peak = _own_hwm()
     try:
         command = subprocess.Popen(argv, env=_command_env())
     except OSError as exc:
@@ -70,8 +69,12 @@ def main(argv: list[str]) -> int:
         except KeyboardInterrupt:  # the group is being stopped: wait for the command
             continue
     maxrss = int(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) * 1024  # KiB
-    # A child's ru_maxrss starts from this process's own pages, copied at the fork and
-    # counted until the exec: only a figure above them is the command's own.
+    # A child's ru_maxrss starts from this process's own pages, shared or copied at the
+    # fork and counted until the exec: only a figure above them is the command's own.
+    # This process's high-water mark is read now, not before the command was started:
+    # starting it (`subprocess`) grows this process too, and the child's figure then
+    # came out a few pages above the one read before, passed for the command's own.
+    own_peak = _own_hwm()
     _report({"maxrss_bytes": maxrss if maxrss > own_peak else None})
     return 128 - status if status < 0 else status
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from core.probes.amdgpu_sysfs import read_amdgpu_cards
 from core.probes.drm_fdinfo import drm_usage, read_clients
 from core.probes.nvml import read_nvml_processes
-from core.probes.proc_status import descendants, read_all
+from core.probes.proc_status import descendants, read_all, read_cmdline
 
 
 @dataclass
@@ -63,6 +63,7 @@ class TreeSampler:
         self._card_start = _card_used(root)
         self._amdgpu = self._card_start is not None
         self._nvml = importlib.util.find_spec("pynvml") is not None
+        self._holder_cmdline = read_cmdline(holder, root)
 
     def sample(self) -> list[int]:
         """Read once; the tree's pids (empty once every process of it is gone)."""
@@ -72,8 +73,9 @@ class TreeSampler:
             return tree
         peaks = self.peaks
         peaks.samples += 1
-        peaks.host_hwm = max(peaks.host_hwm, sum(statuses[p].hwm_bytes for p in tree))
-        peaks.host_rss = max(peaks.host_rss, sum(statuses[p].rss_bytes for p in tree))
+        started = [p for p in tree if not self._before_exec(p)]
+        peaks.host_hwm = max(peaks.host_hwm, sum(statuses[p].hwm_bytes for p in started))
+        peaks.host_rss = max(peaks.host_rss, sum(statuses[p].rss_bytes for p in started))
         if self._amdgpu:
             usage = drm_usage(tree, self.root)
             peaks.drm_vram = _max(peaks.drm_vram, usage.vram_bytes)
@@ -89,6 +91,13 @@ class TreeSampler:
                 peaks.nvml = _max(peaks.nvml, sum(listed.get(p, 0) for p in tree))
                 peaks.others |= {p for p in listed if p not in tree and p != os.getpid()}
         return tree
+
+    def _before_exec(self, pid: int) -> bool:
+        """True for the command's process between the holder's fork and its exec: it
+        still runs in the holder's memory (and shows it as its own), under the holder's
+        command line."""
+        holder = self._holder_cmdline
+        return bool(holder) and read_cmdline(pid, self.root) == holder
 
     def _guard_drm(self, pids: Iterable[int], tree: set[int]) -> None:
         mine = tree | {self.holder, os.getpid()}

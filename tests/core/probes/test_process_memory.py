@@ -127,6 +127,27 @@ def test_the_sampler_sums_the_tree_and_notes_other_gpu_processes(tmp_path: Path)
     assert peaks.others == {90} and peaks.samples == 2
 
 
+def test_the_command_before_its_exec_is_not_counted_with_the_holder_s_memory(
+    tmp_path: Path,
+) -> None:
+    # Between the holder's fork and the exec, the command's process runs in the holder's
+    # memory and under its command line: a sample then read the holder's 19 MB as the
+    # command's (a 9 MB baseline read as 19 MB in tests/hip_backend/test_external_run.py).
+    holder = b"python3\0-m\0hip_backend.external.child\0sleep\0001\0"
+    write_process(tmp_path, 50, 1, {}, hwm_kib=19_000)
+    write_process(tmp_path, 51, 50, {}, hwm_kib=19_000)
+    for pid in (50, 51):
+        (tmp_path / "proc" / str(pid) / "cmdline").write_bytes(holder)
+    sampler = TreeSampler(50, tmp_path)
+    assert sampler.sample() == [51]  # alive: the run goes on
+    assert sampler.peaks.host_hwm == 0
+    write_process_status = tmp_path / "proc" / "51" / "status"
+    write_process_status.write_text(write_process_status.read_text().replace("19000", " 9000"))
+    (tmp_path / "proc" / "51" / "cmdline").write_bytes(b"sleep\0001\0")  # exec'd
+    sampler.sample()
+    assert sampler.peaks.host_hwm == 9_000 * 1024
+
+
 def test_nvml_per_process_memory_sums_each_process_over_gpus(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
