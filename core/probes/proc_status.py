@@ -47,17 +47,8 @@ def parse_status(pid: int, text: str) -> ProcStatus | None:
 
 def read_status(pid: int, root: Path = Path("/")) -> ProcStatus | None:
     """Process `pid`'s status, or None (gone, or unreadable)."""
-    try:
-        fd = os.open(root / "proc" / str(pid) / "status", os.O_RDONLY | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        text = os.read(fd, STATUS_CAP).decode("utf-8", "replace")
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return parse_status(pid, text)
+    data = _read_proc_file(pid, "status", STATUS_CAP, root)
+    return None if data is None else parse_status(pid, data.decode("utf-8", "replace"))
 
 
 CMDLINE_CAP = 64 * 1024
@@ -66,12 +57,17 @@ CMDLINE_CAP = 64 * 1024
 
 def read_cmdline(pid: int, root: Path = Path("/")) -> bytes | None:
     """Process `pid`'s command line as the kernel keeps it (NUL-separated), or None."""
+    return _read_proc_file(pid, "cmdline", CMDLINE_CAP, root)
+
+
+def _read_proc_file(pid: int, name: str, cap: int, root: Path) -> bytes | None:
+    """Up to `cap` bytes of `/proc/PID/NAME` in one read, or None (gone, or unreadable)."""
     try:
-        fd = os.open(root / "proc" / str(pid) / "cmdline", os.O_RDONLY | os.O_NONBLOCK)
+        fd = os.open(root / "proc" / str(pid) / name, os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
         return None
     try:
-        return os.read(fd, CMDLINE_CAP)
+        return os.read(fd, cap)
     except OSError:
         return None
     finally:

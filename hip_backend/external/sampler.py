@@ -21,7 +21,7 @@ from pathlib import Path
 from core.probes.amdgpu_sysfs import read_amdgpu_cards
 from core.probes.drm_fdinfo import drm_usage, read_clients
 from core.probes.nvml import read_nvml_processes
-from core.probes.proc_status import descendants, read_all, read_cmdline
+from core.probes.proc_status import ProcStatus, descendants, read_all, read_cmdline
 
 
 @dataclass
@@ -64,6 +64,8 @@ class TreeSampler:
         self._amdgpu = self._card_start is not None
         self._nvml = importlib.util.find_spec("pynvml") is not None
         self._holder_cmdline = read_cmdline(holder, root)
+        self._started: set[int] = set()
+        """The holder's children seen past their exec (their command line read once)."""
 
     def sample(self) -> list[int]:
         """Read once; the tree's pids (empty once every process of it is gone)."""
@@ -73,7 +75,7 @@ class TreeSampler:
             return tree
         peaks = self.peaks
         peaks.samples += 1
-        started = [p for p in tree if not self._before_exec(p)]
+        started = [p for p in tree if not self._before_exec(statuses[p])]
         peaks.host_hwm = max(peaks.host_hwm, sum(statuses[p].hwm_bytes for p in started))
         peaks.host_rss = max(peaks.host_rss, sum(statuses[p].rss_bytes for p in started))
         if self._amdgpu:
@@ -92,12 +94,16 @@ class TreeSampler:
                 peaks.others |= {p for p in listed if p not in tree and p != os.getpid()}
         return tree
 
-    def _before_exec(self, pid: int) -> bool:
+    def _before_exec(self, status: ProcStatus) -> bool:
         """True for the command's process between the holder's fork and its exec: it
         still runs in the holder's memory (and shows it as its own), under the holder's
-        command line."""
-        holder = self._holder_cmdline
-        return bool(holder) and read_cmdline(pid, self.root) == holder
+        command line. Only the holder's own children can be there, and each once."""
+        if status.ppid != self.holder or status.pid in self._started or not self._holder_cmdline:
+            return False
+        if read_cmdline(status.pid, self.root) == self._holder_cmdline:
+            return True
+        self._started.add(status.pid)
+        return False
 
     def _guard_drm(self, pids: Iterable[int], tree: set[int]) -> None:
         mine = tree | {self.holder, os.getpid()}

@@ -20,6 +20,20 @@ from core.frozen_dataclass import frozen_dataclass
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def fresh_interpreter(code: str, *argv: str) -> subprocess.CompletedProcess[str]:
+    """`code` run by a new Python in the checkout, which must end well."""
+    run = subprocess.run(
+        [sys.executable, "-c", code, *argv],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    return run
+
+
 def made(cls: type) -> bool:
     return "__eq__" in cls.__dict__ or "__repr__" in cls.__dict__
 
@@ -196,15 +210,7 @@ def test_an_instance_unpickled_first_is_one_of_the_made_class() -> None:
     from core.backend import Backend, BackendChoice
 
     data = pickle.dumps(BackendChoice(Backend.ROCM, True, "kfd"))
-    run = subprocess.run(
-        [sys.executable, "-c", UNPICKLE, data.hex()],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert run.returncode == 0, run.stderr[-2000:]
+    run = fresh_interpreter(UNPICKLE, data.hex())
     assert run.stdout.split(" ", 2)[:2] == ["True", "True"], run.stdout
     assert "BackendChoice(backend=" in run.stdout
 
@@ -252,14 +258,6 @@ print(checked, len(lazy._PENDING))
 def test_every_class_in_the_codebase_is_made_as_dataclass_makes_it() -> None:
     """In a fresh interpreter: every module imported, every class not made yet compared,
     field for field, with `dataclass` run on the same class body."""
-    run = subprocess.run(
-        [sys.executable, "-c", CODEBASE_CHECK],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert run.returncode == 0, run.stderr[-2000:]
+    run = fresh_interpreter(CODEBASE_CHECK)
     checked, left = map(int, run.stdout.split())
     assert checked >= 100 and left == 0

@@ -174,8 +174,6 @@ class ExplorerScreen(FocusKeys):
         """Set once the body is mounted and shows the state: the app holds keys until then."""
         self._detected_shown: AvailableMemory | None = None
         """The last detected available memory read, for the body's memory field."""
-        self._one_recompute = False
-        """True while the first reads are applied: one recompute follows them all."""
 
     def compose(self) -> ComposeResult:
         # Two steps: the top lines (the backend, the answer) and the footer first, so
@@ -192,16 +190,12 @@ class ExplorerScreen(FocusKeys):
         self._status = self.query_one(StatusLine)
         self._summary = self.query_one(SummaryLine)
         answered = self.loader.read_all(self.state.model, self.state.backend)
-        self._one_recompute = True  # the model and the memory: one answer, not one each
-        try:
-            for message in answered:  # read while Textual started: shown in the first frame
-                if isinstance(message, ModelRead):
-                    self.on_model_read(message)
-                else:
-                    self.on_available_read(message)
-        finally:
-            self._one_recompute = False
-        self.recompute()
+        for message in answered:  # read while Textual started: shown in the first frame
+            if isinstance(message, ModelRead):
+                self._take_model(message)
+            else:
+                self._take_available(message)
+        self.recompute()  # the model and the memory: one answer, not one each
         self.set_timer(BODY_LIMIT_S, self.mount_body)
 
     async def mount_body(self) -> None:
@@ -319,8 +313,6 @@ class ExplorerScreen(FocusKeys):
 
     def recompute(self) -> None:
         """Answer the state's question and repaint everything that depends on it."""
-        if self._one_recompute:
-            return
         loader, state = self.loader, self.state
         loader.detect_for(state.backend)
         device = self.device
@@ -447,9 +439,14 @@ class ExplorerScreen(FocusKeys):
             self.recompute()
 
     def on_model_read(self, message: ModelRead) -> None:
+        if self._take_model(message):
+            self.recompute()
+
+    def _take_model(self, message: ModelRead) -> bool:
+        """Keep a model read and show it in the body; False if a newer pick is coming."""
         loader = self.loader
         if not loader.take_model(message):
-            return  # a newer pick is on its way
+            return False
         body = self._body
         failure = ""
         if isinstance(message.result, FailedModel):
@@ -463,7 +460,7 @@ class ExplorerScreen(FocusKeys):
             body.models.hub_done(loader.answered_hub, failure)
             if not failure:
                 loader.read_catalog()  # the store has it now: the list shows it, marked hub
-        self.recompute()
+        return True
 
     def on_model_reading(self, message: ModelReading) -> None:
         if self.loader.still_reading(message) and self._body is not None:
@@ -476,11 +473,14 @@ class ExplorerScreen(FocusKeys):
         self.recompute()
 
     def on_available_read(self, message: AvailableRead) -> None:
+        self._take_available(message)
+        self.recompute()
+
+    def _take_available(self, message: AvailableRead) -> None:
         self.loader.take_available(message)
         self._detected_shown = message.available
         if self._body is not None:
             self._body.memory.set_detected(message.available)
-        self.recompute()
 
     def on_device_read(self, message: DeviceRead) -> None:
         self.loader.take_device(message)
