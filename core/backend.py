@@ -6,8 +6,7 @@ time). Telling it from this machine's device nodes is a probe:
 from __future__ import annotations
 
 import enum
-
-from core.frozen_dataclass import frozen_dataclass
+from dataclasses import dataclass
 
 
 class Backend(enum.Enum):
@@ -38,7 +37,7 @@ def backend_choice(text: str) -> Backend | None:
     return None if text == BACKEND_CHOICES[0] else Backend(text)
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class BackendChoice:
     """A backend and whether it was detected on this machine or chosen."""
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from core.backend import Backend
 from core.device.available import read_available_memory
@@ -17,7 +18,6 @@ from core.estimate.available import MEMORY_LIMIT_ENV, AvailableMemory
 from core.estimate.estimate import EstimateSettings
 from core.estimate.headroom import HEADROOM_FACTOR_ENV, resolve_headroom_factor
 from core.estimate.inflight import ROCM_MAX_INFLIGHT_ENV, InflightBudget, resolve_inflight_budget
-from core.frozen_dataclass import frozen_dataclass
 
 ENV_NAMES = (HEADROOM_FACTOR_ENV, ACTIVATION_MULT_ENV, MEMORY_LIMIT_ENV, ROCM_MAX_INFLIGHT_ENV)
 
@@ -37,7 +37,7 @@ def read_env(
     return values
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class ResolvedSettings:
     """Settings for the estimate plus the warning lines their fallbacks produced."""
 

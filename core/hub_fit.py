@@ -26,7 +26,6 @@ from core.answer.question import Question
 from core.catalog.entry import CatalogEntry
 from core.display_text import clean_text
 from core.errors import VramscopeError
-from core.frozen_dataclass import frozen_dataclass
 from core.hub.fetch import client_closed
 from core.hub.listing import ListedModel, Listing
 from core.hub.remote import HubOptions, read_hub_model
@@ -52,7 +51,7 @@ def _transient(exc: BaseException) -> bool:
     return lost and "timed out" not in text
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class HubFitRow:
     """One listed repo at one quantization: exact (`row`) or the listing's bound."""
 

@@ -29,10 +29,10 @@ their rules: they live beside the terms they feed (`core.memory_size`,
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 from core.display_text import cap_echoes, clean_text
-from core.frozen_dataclass import frozen_dataclass
 from core.units import U64_MAX
 
 TOKEN_UNITS: dict[str, int] = {"": 1, "k": 1 << 10, "m": 1 << 20}
@@ -50,7 +50,7 @@ _FORM = re.compile(
 _MAX_CHARS = 64  # no grammar form is longer; a 5000-digit value is refused by length
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class Refused:
     """Why a text is not a value of its kind, in one line (`must not be negative`)."""
 

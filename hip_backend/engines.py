@@ -14,9 +14,9 @@ import importlib
 import importlib.util
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from core.frozen_dataclass import frozen_dataclass
 from core.measurement.engine import Engine
 from core.measurement.result import FailureKind, MeasurementFailure
 
@@ -32,7 +32,7 @@ EngineMeasure = Callable[["ChildJob", Emit, Progress], "MeasuredPeak"]
 and the engine's own errors; `hip_backend.child` types whatever escapes)."""
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class EngineRuntime:
     """How hip_backend runs one engine."""
 

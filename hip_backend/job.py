@@ -10,16 +10,15 @@ as asked: the child checks it again the one way any request is checked
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, fields
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from core.estimate.inflight import ROCM_DEFAULT_MAX_INFLIGHT_MB
-from core.frozen_dataclass import frozen_dataclass
 from core.measurement.request import MeasureRequest
 from hip_backend.model.bench import PREFILL_CHUNK
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class ChildJob:
     """One run, as the child receives it on stdin (one JSON object)."""
 

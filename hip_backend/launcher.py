@@ -18,7 +18,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from core.answer.held_against import held_against_answer
@@ -34,7 +34,6 @@ from core.estimate.inflight import (
     resolve_inflight_budget,
 )
 from core.estimate.snapshot import ModelSnapshot
-from core.frozen_dataclass import frozen_dataclass
 from core.measurement.comparison import expected_backend, held_against
 from core.measurement.engine import Engine
 from core.measurement.protocol import (
@@ -66,7 +65,7 @@ STDERR_TAIL_LINES = 40
 KILL_GRACE_S = 5.0
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class PreparedMeasurement:
     """A request resolved in the parent: the child's job, the budget and the estimate."""
 

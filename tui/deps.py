@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -20,7 +20,6 @@ from core.catalog.entry import Catalog, CatalogEntry
 from core.environment import read_env
 from core.estimate.available import MEMORY_LIMIT_ENV, AvailableMemory
 from core.estimate.snapshot import ModelSnapshot
-from core.frozen_dataclass import frozen_dataclass
 from core.probes.device_nodes import detect_backend
 
 if TYPE_CHECKING:  # the reads' code (probes, history, calibration): worker threads
@@ -77,7 +76,7 @@ def _default_history() -> HistoryStore | None:
     return HistoryStore.default()
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class AppDeps:
     """What the explorer needs from the outside world."""
 

@@ -7,6 +7,7 @@ a value, so every message carries an answer, never an exception.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,7 +17,6 @@ from core.backend import Backend
 from core.catalog.entry import Catalog, CatalogEntry
 from core.estimate.available import AvailableMemory
 from core.estimate.snapshot import ModelSnapshot
-from core.frozen_dataclass import frozen_dataclass
 from core.measurement.history import HistoryRead
 
 if TYPE_CHECKING:  # the calibration code, the Fits view's rows, the device: worker reads
@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # the calibration code, the Fits view's rows, the device: wor
     from core.device.memory import DeviceMemory
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class LoadedModel:
     """A model read by a worker."""
 
@@ -35,7 +35,7 @@ class LoadedModel:
     seconds: float
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class FailedModel:
     """A model that could not be read, and why, in one line."""
 
@@ -120,7 +120,7 @@ class Recalibrated(Message):
         self.outcome = outcome
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class FitPick:
     """One row of the Fits view and the catalog entry it came from (Enter opens it)."""
 

@@ -10,12 +10,11 @@ checked against the same estimate.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from core.answer.quantization import WHAT_IFS
 from core.estimate.estimate import estimate
-from core.frozen_dataclass import frozen_dataclass
 from core.model.config import as_u64
 from core.units import format_bytes_short
 
@@ -34,7 +33,7 @@ def stored_bits(root: Mapping[str, Any] | None) -> int:
     return FLOAT_BITS
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class Advice:
     """What the answer suggests, one line each ("" lines are never made)."""
 

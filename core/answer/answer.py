@@ -14,7 +14,7 @@ so a figure two of them show is the same figure. Pure: no I/O.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -30,7 +30,6 @@ from core.answer.solve_guess import largest_context
 from core.errors import ShardingError
 from core.estimate.estimate import MemoryEstimate, estimate
 from core.estimate.snapshot import ModelSnapshot
-from core.frozen_dataclass import frozen_dataclass
 from core.parallel.plan import (
     ParallelEstimate,
     ParallelPlan,
@@ -48,7 +47,7 @@ if TYPE_CHECKING:
 WHAT_IF_RULE = "mlx-lm 0.32.2 quantize rule"
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class WhatIf:
     """The answer is for a what-if quantization: mlxcel's formula over vramscope's weights."""
 
@@ -57,7 +56,7 @@ class WhatIf:
     """The weights as stored (mlxcel's figure), for the label."""
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class Unanswered:
     """A question with no number: the what-if's rule does not apply, say."""
 
@@ -66,7 +65,7 @@ class Unanswered:
     reason: str
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class Answer:
     """Will it fit, and by how much: mlxcel's estimate and vramscope's figures beside it."""
 

@@ -10,9 +10,8 @@ One fitted across a backend's devices (no device recorded) applies to any of the
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
-
-from core.frozen_dataclass import frozen_dataclass
 
 if TYPE_CHECKING:
     from core.answer.answer import Answer
@@ -21,7 +20,7 @@ if TYPE_CHECKING:
     from core.measurement.engine import Engine
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class CalibratedAnswer:
     """The calibrated total and verdict, or (calibration None) why there is none."""
 

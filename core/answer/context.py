@@ -12,10 +12,10 @@ added to Qwen's config) extends it; either way the scaling is noted.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from core.answer.solve import FitLimit
-from core.frozen_dataclass import frozen_dataclass
 from core.model.config import ModelConfig, as_f64, as_u64
 
 # Display-only context defaults for families whose configs leave the field out
@@ -23,7 +23,7 @@ from core.model.config import ModelConfig, as_f64, as_u64
 FAMILY_CONTEXT_DEFAULTS = {"gemma3": 131072}
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class TrainedContext:
     """The context the model was trained for (or stretched to by its rope scaling)."""
 
@@ -76,7 +76,7 @@ def trained_context(config: ModelConfig | None) -> TrainedContext | None:
     return TrainedContext(found, source, rope)
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class ContextAnswer:
     """The largest context that fits, and whether the trained context caps it."""
 

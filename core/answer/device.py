@@ -15,12 +15,12 @@ the readings are taken by the caller.
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from core.answer.presets import PRESETS_BY_KEY
 from core.backend import Backend, BackendChoice
 from core.estimate.available import AvailableMemory
-from core.frozen_dataclass import frozen_dataclass
 from core.units import format_bytes_short
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ def device_memory_choice(text: str) -> MemorySource | None:
     return next((m for m in chosen if m.value == word), None)
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class MemoryRequest:
     """The available memory asked for."""
 
@@ -61,7 +61,7 @@ class MemoryRequest:
     """Where the size came from, for its source line."""
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class DeviceRequest:
     """What the user asked for: a backend (None: auto) and the available memory."""
 
@@ -71,7 +71,7 @@ class DeviceRequest:
     memory: MemoryRequest = MemoryRequest()
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class MachineReadings:
     """What the probes found on this machine (None where not read, or not yet)."""
 
@@ -92,7 +92,7 @@ class BackendBasis(enum.Enum):
     NO_GPU = "no GPU found"
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class Device:
     """The device a question is for: backend, identity, available memory and its source."""
 

@@ -18,6 +18,7 @@ context), then by size. Pure: no I/O.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from core.answer.advice import stored_bits
@@ -31,7 +32,6 @@ from core.answer.quantize import (
     mlx_quantized_weights,
 )
 from core.answer.question import ModelFacts, Question
-from core.frozen_dataclass import frozen_dataclass
 
 QUANTIZATION_CHOICES: tuple[Quantization, ...] = tuple(Quantization)
 STORED_FORMULA = "mlxcel estimate (as vramscope inspect)"
@@ -40,7 +40,7 @@ WHAT_IF_FORMULA = f"vramscope what-if (mlx-lm {MLX_LM_VERSION} quantize rule)"
 Tensor = tuple[str, str, tuple[int, ...]]
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class FitModel:
     """One catalog model, read: what the rows need from it."""
 
@@ -57,7 +57,7 @@ class FitModel:
         return self.facts.label
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class FitRow:
     """One (model, quantization): its answer, or why there is none."""
 

@@ -9,16 +9,16 @@ where mlxcel uses it (its weights fallback), never as the model's size.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from core.frozen_dataclass import frozen_dataclass
 from core.model.config import ModelConfig
 from core.model.shape_count import count_from_shapes
 
 PARAMS_SOURCE = "vramscope's count from config.json's shapes"
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class ParamCount:
     """Parameters in the checkpoint, and per token for a MoE."""
 

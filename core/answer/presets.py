@@ -18,14 +18,15 @@ Apple silicon Metal): `--preset` selects it unless `--backend` is given, so
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from core.backend import Backend
 from core.device.memory import SYSTEM_RESERVE
 from core.estimate.available import AvailableMemory, mlx_device_limit
-from core.frozen_dataclass import frozen_dataclass
 from core.units import GIB
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class MemoryPreset:
     """A named device and the available bytes mlxcel would see on it."""
 

@@ -26,9 +26,9 @@ Pure: no I/O here, and neither mlx nor mlx-lm is imported.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from core.frozen_dataclass import frozen_dataclass
 from core.model.safetensors_header import DTYPE_ITEMSIZE
 from core.units import sat_add, sat_mul
 
@@ -45,7 +45,7 @@ class QuantizeUnsupported(ValueError):
     """The what-if cannot be computed for this model; the message says why."""
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class QuantScheme:
     """One mlx-lm affine quantization: `bits` per weight in groups of `group_size`."""
 
@@ -60,7 +60,7 @@ MLX_4BIT = QuantScheme("mlx-4bit", 4)
 SCHEMES = {s.name: s for s in (MLX_8BIT, MLX_4BIT)}
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class QuantizedWeights:
     """The what-if's weights and how they were counted."""
 
@@ -78,7 +78,7 @@ Override = tuple[int, int] | None
 """A per-layer (bits, group size) from a family's `quant_predicate`, or None: defaults."""
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class _Family:
     """What one mlx-lm model file does beyond the common rule."""
 

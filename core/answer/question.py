@@ -10,7 +10,7 @@ in-flight budget, the overhead factor, the activation multiplier).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 
 from core.answer.device import Device
 from core.answer.quantization import Quantization
@@ -19,7 +19,6 @@ from core.estimate.estimate import EstimateSettings, Workload
 from core.estimate.headroom import DEFAULT_HEADROOM_FACTOR
 from core.estimate.inflight import ROCM_DEFAULT_MAX_INFLIGHT_MB
 from core.estimate.snapshot import ModelSnapshot
-from core.frozen_dataclass import frozen_dataclass
 from core.parallel.sharding import ParallelKind
 
 Tensor = tuple[str, str, tuple[int, ...]]
@@ -27,7 +26,7 @@ Tensor = tuple[str, str, tuple[int, ...]]
 MAX_RANKS = 8
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class Split:
     """N ranks of one kind; N = 1 is the single device (the whole model on one rank)."""
 
@@ -45,7 +44,7 @@ class Split:
 ONE_DEVICE = Split()
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class Question:
     """Will this model fit this device, and by how much?"""
 
@@ -70,7 +69,7 @@ class Question:
         )
 
 
-@frozen_dataclass(eq=False)
+@dataclass(frozen=True, eq=False)
 class ModelFacts:
     """A model as read once: its snapshot, the what-ifs' weights, its tensor list."""
 

@@ -13,19 +13,18 @@ sum saturates).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from core.estimate.estimate import EstimateSettings, Workload, estimate
 from core.estimate.inflight import MAX_ACCEPTED_INFLIGHT_MB
 from core.estimate.snapshot import ModelSnapshot
-from core.frozen_dataclass import frozen_dataclass
 from core.units import MIB
 
 CONTEXT_SEARCH_LIMIT = 1 << 32
 """Contexts are searched up to 4,294,967,296 tokens; beyond that "it always fits"."""
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class FitLimit:
     """The largest value of one input at which the estimate still fits."""
 

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 
 from core.calibration.rows import CalibrationRow, RunTerms, WorkloadRuns, workloads_of_rows
 from core.errors import VramscopeError
-from core.frozen_dataclass import frozen_dataclass
 from core.units import U64_MAX
 
 KV_FACTOR = 2
@@ -51,7 +50,7 @@ class CalibrationRefused(VramscopeError):
     """The rows cannot support a calibration; the message says why."""
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class Figures:
     """How an estimate does against a set of peaks (overshoot = estimate / peak - 1)."""
 
@@ -66,7 +65,7 @@ class Figures:
     """The smallest overshoot; negative when some peak is not covered."""
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class CrossValidation:
     """Leave-one-model-out: each model's rows predicted by a fixed part and a margin
     chosen on the other models only."""
@@ -307,7 +306,7 @@ def _cross_validate(workloads: Sequence[WorkloadRuns], mlxcel: Figures) -> Cross
     return CrossValidation(len(models), workload_figures(estimated), mlxcel)
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class Fit:
     """A fit on one set of rows: the fixed part, the margin, the training and held-out
     figures."""

@@ -4,6 +4,7 @@ refused on its own: CPU runs never calibrate a GPU."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from core.backend import Backend
 from core.calibration.fit import CalibrationRefused, fit_workloads
@@ -11,11 +12,10 @@ from core.calibration.key import CalibrationKey
 from core.calibration.record import Calibration
 from core.calibration.rows import CalibrationRow, RunTerms, WorkloadRuns
 from core.calibration.targets import DEFAULT_TARGET
-from core.frozen_dataclass import frozen_dataclass
 from core.measurement.engine import Engine
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class GroupResult:
     """One group's calibration, or why there is none."""
 

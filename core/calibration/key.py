@@ -7,12 +7,13 @@ against ROCm's formula` for torch runs that emulated MLX-ROCm's queue on the CPU
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from core.backend import Backend
-from core.frozen_dataclass import frozen_dataclass
 from core.measurement.engine import Engine
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class CalibrationKey:
     """One group of runs, and the calibration fitted on it."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from core.backend import Backend
@@ -16,7 +17,6 @@ from core.calibration.fit import (
 )
 from core.calibration.key import CalibrationKey
 from core.calibration.targets import DEFAULT_TARGET, TARGET_NAMES, target_named, target_words
-from core.frozen_dataclass import frozen_dataclass
 from core.measurement.engine import ENGINE_NAMES, Engine
 
 MARGIN_CHOSEN = "leave-one-model-out"
@@ -25,7 +25,7 @@ MARGIN_STATED = "stated"
 """The form's `margin` of calibrations saved before it was chosen: a stated 1%."""
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class Calibration:
     """vramscope's calibrated estimate for one (engine, backend, device)."""
 

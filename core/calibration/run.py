@@ -7,7 +7,7 @@ Nothing here prints; the caller shows the warnings, the fits and the refusals.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -24,7 +24,6 @@ from core.calibration.targets import DEFAULT_TARGET, target_named, target_words
 from core.display_text import clean_text
 from core.errors import VramscopeError
 from core.estimate.snapshot import ModelSnapshot
-from core.frozen_dataclass import frozen_dataclass
 from core.measurement.engine import Engine
 from core.measurement.history import HistoryStore
 
@@ -37,7 +36,7 @@ class CannotSave(VramscopeError):
     """The calibration file cannot be written; the message names it."""
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class CalibrateRun:
     """What one run fitted, refused and saved."""
 

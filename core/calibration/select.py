@@ -10,14 +10,14 @@ built-in, then the most specific (engine, device), then the latest.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from core.backend import Backend
 from core.calibration.record import Calibration
-from core.frozen_dataclass import frozen_dataclass
 from core.measurement.engine import Engine
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class CalibrationChoice:
     """The calibration that applies, or why none does."""
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,6 @@ from core.calibration.key import CalibrationKey
 from core.calibration.record import Calibration
 from core.display_text import clean_text
 from core.errors import OversizedFileError, describe_os_error
-from core.frozen_dataclass import frozen_dataclass
 from core.kept_aside import kept_aside_line, set_aside
 from core.model.config import decode_json, read_small_file
 from core.paths import state_dir
@@ -42,7 +41,7 @@ def default_path() -> Path:
     return state_dir() / CALIBRATION_FILE
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class StoreRead:
     """The calibrations that decoded, and at most one warning."""
 

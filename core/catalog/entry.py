@@ -6,12 +6,11 @@ users (the `models` command, the explorer, the measurement launcher).
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.estimate.kv_cache import KvKind
 from core.estimate.weights import WeightsSource
-from core.frozen_dataclass import frozen_dataclass
 
 ORIGIN_BUILTIN = "built-in"
 ORIGIN_HF_CACHE = "hf-cache"
@@ -20,7 +19,7 @@ ORIGIN_HUB = "hub"
 """Read from the Hugging Face Hub (headers only), kept in the vramscope Hub store."""
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class CatalogEntry:
     """One model the user can pick, with what the list shows about it."""
 
@@ -60,7 +59,7 @@ class CatalogEntry:
         )
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class SkippedModel:
     """Something that looked like a model but was left out, and why."""
 
@@ -70,7 +69,7 @@ class SkippedModel:
     """The name it would have had (a repo id for HF cache entries), when known."""
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class Catalog:
     """Entries in display order plus what was skipped."""
 

@@ -18,19 +18,18 @@ import json
 import os
 import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from core.catalog.disk_cache import ACTIVE as ACTIVE_DISK_CACHE
 from core.errors import describe_os_error
-from core.frozen_dataclass import frozen_dataclass
 from core.paths import HF_MODEL_PREFIX, repo_folder_name
 
 IGNORED_ENTRIES = frozenset({".locks", "CACHEDIR.TAG", ".DS_Store", ".gitignore"})
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class CachedModel:
     """One model repo of the cache, at the snapshot the catalog shows."""
 
@@ -45,7 +44,7 @@ class CachedModel:
     """`blobs/*.incomplete` left by an unfinished download of this repo."""
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class CacheProblem:
     """A cache entry that could not be read as a model repo, and why."""
 
@@ -54,7 +53,7 @@ class CacheProblem:
     repo_id: str | None = None
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class CacheScan:
     """What the cache holds: model repos and the entries that were left out."""
 

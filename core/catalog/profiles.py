@@ -18,13 +18,13 @@ from __future__ import annotations
 import json
 import lzma
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
 from core.estimate.snapshot import ModelSnapshot, snapshot_from_config
 from core.estimate.weights import WeightsSource, WeightsTerm, weights_from_config
-from core.frozen_dataclass import frozen_dataclass
 from core.model.config import CONFIG_FILE, ModelConfig, decode_json
 from core.model.safetensors_header import DTYPE_ITEMSIZE, tensor_bytes
 from core.model.weight_files import INDEX_FILE, SINGLE_FILE
@@ -41,7 +41,7 @@ Tensor = tuple[str, str, tuple[int, ...]]
 # --- The manifest: tensors with repeated blocks folded --------------------------------
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class Leaf:
     """One tensor; `name` is relative to the enclosing blocks' prefixes."""
 
@@ -50,7 +50,7 @@ class Leaf:
     shape: tuple[int, ...]
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class Repeat:
     """`body` repeated once per index n, under the prefix `f"{prefix}{n}."`."""
 
@@ -200,7 +200,7 @@ def rows_from_json(data: Sequence[Any]) -> tuple[Row, ...]:
 # --- Profiles ---------------------------------------------------------------------------
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class Profile:
     """One real model's config and tensor manifest."""
 

@@ -8,13 +8,13 @@ free|total` as `core.device.memory` computes it for `inspect`, `fit` and the exp
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from core.backend import Backend
 from core.device import reading
 from core.device.memory import DeviceMemory, device_budget, ttm_fix
 from core.estimate.available import AvailableMemory
-from core.frozen_dataclass import frozen_dataclass
 from core.probes.amdgpu_sysfs import CardMemory, read_amdgpu_cards
 from core.probes.meminfo import read_meminfo_values
 from core.probes.mlx_device import MlxDevice, mlx_installed, read_mlx_device
@@ -22,7 +22,7 @@ from core.probes.torch_device import TorchDevice, read_torch_device, torch_insta
 from core.probes.ttm import TtmLimit, page_size, read_ttm_limit
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class Runtime:
     """What one ML runtime said, or why it was not asked."""
 
@@ -32,7 +32,7 @@ class Runtime:
     mlx: MlxDevice | None = None
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class DeviceFigures:
     """This machine's memory figures, where each was read, and the budget."""
 

@@ -15,10 +15,9 @@ kernel maps no more GTT than `ttm.pages_limit`); the total is capped at the TTM 
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 
 from core.estimate.available import AvailableMemory, mlx_device_limit
-from core.frozen_dataclass import frozen_dataclass
 from core.units import GIB, format_bytes_short, sat_sub
 
 TTM_SOURCE = "/sys/module/ttm/parameters/pages_limit"
@@ -27,7 +26,7 @@ SYSTEM_RESERVE = 8 * GIB
 """What the suggested `ttm.pages_limit` leaves the system of `MemTotal` on an APU."""
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class Term:
     """One figure a budget is the smallest of: what it is, its bytes, where it was read."""
 
@@ -41,7 +40,7 @@ class Term:
         return f"{self.what} {format_bytes_short(self.bytes)} ({self.source})"
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class DeviceMemory:
     """What `--memory-limit free|total` reads: one device's pool, with its account."""
 

@@ -16,10 +16,10 @@ machine's own probes are wired in by `core.device.available.read_available_memor
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from core.backend import Backend
 from core.display_text import shorten
-from core.frozen_dataclass import frozen_dataclass
 from core.memory_size import is_explicitly_unset, parse_optional_memory_size
 from core.units import GIB
 
@@ -27,7 +27,7 @@ MEMORY_LIMIT_ENV = "MLXCEL_MEMORY_LIMIT"
 MLX_DEVICE_LIMIT_FRACTION = 0.8
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class AvailableMemory:
     """Available bytes and a one-line account of where they came from."""
 
@@ -49,7 +49,7 @@ class AvailableMemory:
         )
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class DeviceMemory:
     """A device's total memory, as a probe read it (without a GPU runtime)."""
 

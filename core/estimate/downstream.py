@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import enum
 import math
+from dataclasses import dataclass
 
 from core.estimate.kv_cache import kv_cache_params
-from core.frozen_dataclass import frozen_dataclass
 from core.model.config import (
     HEAD_DIM_KEYS,
     HIDDEN_SIZE_KEYS,
@@ -53,7 +53,7 @@ class BudgetDirectiveKind(enum.Enum):
     BYTES = "bytes"
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class BudgetDirective:
     """A parsed `--kv-cache-budget`."""
 
@@ -152,7 +152,7 @@ def qwen3_next_fixed_state_bytes(config: ModelConfig) -> int:
     return sat_mul(per_layer, linear)
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class QuantRecommendation:
     """`--recommend-quant`'s answer."""
 

@@ -11,6 +11,7 @@ environment and no GPU runtime.
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
 
 from core.backend import Backend
 from core.estimate.activation import ACTIVATION_BUFFER_MULT, compute_activation_bytes
@@ -24,7 +25,6 @@ from core.estimate.inflight import ROCM_DEFAULT_MAX_INFLIGHT_MB
 from core.estimate.kv_cache import KvArch, KvTerm, kv_term
 from core.estimate.snapshot import ModelSnapshot
 from core.estimate.weights import WeightsSource
-from core.frozen_dataclass import frozen_dataclass
 from core.model.config import ActivationDims
 from core.units import MIB, sat_add, sat_sub
 
@@ -89,7 +89,7 @@ class KvCacheMode(enum.StrEnum):
         return self is KvCacheMode.INT8
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class Workload:
     """What the model will be asked to hold."""
 
@@ -105,7 +105,7 @@ class Workload:
         return KvCacheMode.of(self.kv_int8)
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class EstimateSettings:
     """The environment-derived knobs, resolved beforehand so the estimate stays pure."""
 
@@ -122,7 +122,7 @@ class EstimateSettings:
         return self.inflight_mib * MIB if self.backend.has_inflight_reserve else 0
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class MemoryEstimate:
     """Every term in bytes, and the verdict."""
 

@@ -8,9 +8,9 @@ the in-flight budget as a separate term instead of raising it.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from core.display_text import shorten
-from core.frozen_dataclass import frozen_dataclass
 from core.numbers import parse_rust_f64, rust_trim
 from core.units import U64_MAX, f64_to_u64
 
@@ -18,7 +18,7 @@ HEADROOM_FACTOR_ENV = "MLXCEL_HEADROOM_FACTOR"
 DEFAULT_HEADROOM_FACTOR = 1.20
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class FloatSetting:
     """A float read from the environment, with the warning due when it fell back."""
 

@@ -11,8 +11,9 @@ back to the default.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from core.display_text import shorten
-from core.frozen_dataclass import frozen_dataclass
 from core.numbers import decimal_to_int
 from core.units import MIB, U64_MAX
 
@@ -59,7 +60,7 @@ def rocm_inflight_reserve_bytes(raw: str | None) -> int:
     return (ROCM_DEFAULT_MAX_INFLIGHT_MB if mib is None else mib) * MIB
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class InflightBudget:
     """A resolved in-flight budget and where it came from."""
 

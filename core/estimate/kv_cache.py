@@ -10,8 +10,8 @@ context rounded up to mlx-lm's 256-token allocation step.
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
 
-from core.frozen_dataclass import frozen_dataclass
 from core.model.config import (
     HEAD_DIM_KEYS,
     HIDDEN_SIZE_KEYS,
@@ -42,7 +42,7 @@ class KvKind(enum.Enum):
     PURE_SSM = "pure SSM (no KV cache)"
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class KvGroup:
     """Layers that share a per-token K+V element count and an optional window."""
 
@@ -51,7 +51,7 @@ class KvGroup:
     window: int | None = None
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class KvArch:
     """A classified architecture: computed once per model, sized per context."""
 
@@ -60,7 +60,7 @@ class KvArch:
     detail: str
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class KvTerm:
     """The KV term at one context, batch and dtype."""
 

@@ -7,7 +7,7 @@ lowers the ceiling by a quarter of the budget.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from core.estimate.downstream import (
     KV_STORE_DEFAULT_BYTES,
@@ -19,7 +19,6 @@ from core.estimate.downstream import (
 from core.estimate.estimate import EstimateSettings, Workload, estimate
 from core.estimate.kv_cache import KvArch, KvKind, kv_term
 from core.estimate.snapshot import ModelSnapshot
-from core.frozen_dataclass import frozen_dataclass
 
 SNAPSHOT_FAMILIES = frozenset(
     {
@@ -45,7 +44,7 @@ SNAPSHOT_FAMILIES = frozenset(
 FIXED_STATE_FAMILIES = frozenset({"qwen3_next", "qwen3_5", "qwen3_5_moe"})
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class PromptCacheCapacity:
     """Which store a model uses and its default byte capacity."""
 

@@ -9,17 +9,16 @@ the disk.
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 
 from core.display_text import clean_text
 from core.estimate.kv_cache import KvArch, classify_kv_arch
 from core.estimate.weights import WeightsSource, WeightsTerm, read_as_numbers
-from core.frozen_dataclass import frozen_dataclass
 from core.model.config import CONFIG_FILE, ActivationDims, ModelConfig
 from core.model.shape_count import analytical_warning
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class ModelSnapshot:
     """A model as the estimator sees it: config view, weights term, KV architecture."""
 

@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import enum
 import math
-from dataclasses import field
+from dataclasses import dataclass, field
 
-from core.frozen_dataclass import frozen_dataclass
 from core.model.config import (
     EXPERT_COUNT_KEYS,
     HEAD_DIM_KEYS,
@@ -56,7 +55,7 @@ class WeightsSource(enum.Enum):
         return self.value[1]
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class WeightsTerm:
     """The weights term in bytes, its source and what was ignored on the way."""
 

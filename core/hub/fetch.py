@@ -18,9 +18,8 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any, TypeVar
-
-from core.frozen_dataclass import frozen_dataclass
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -36,7 +35,7 @@ class HubTimeout(Exception):
     """The read's deadline passed (the caller names the host and the timeout)."""
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class Deadline:
     """When a whole Hub read must be done, and the `--hub-timeout` it came from."""
 
@@ -139,7 +138,7 @@ def _leave_signals_to_the_main_thread() -> None:
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class Body:
     """What a GET brought back: the status, and at most the bytes asked for."""
 

@@ -20,7 +20,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,6 @@ from typing import Any
 from core.atomic_write import atomic_write
 from core.display_text import clean_text
 from core.errors import HubError
-from core.frozen_dataclass import frozen_dataclass
 from core.hub import DEFAULT_TIMEOUT_S
 from core.hub.fetch import client_closed
 from core.hub.session import hub_offline_reason, online, unreachable
@@ -78,7 +77,7 @@ class HubLibrary(Enum):
     TRANSFORMERS = "transformers"
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class ListingQuery:
     """What was asked of the Hub's model listing."""
 
@@ -107,7 +106,7 @@ class ListingQuery:
         return clean_text(", ".join(parts))
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class ListedModel:
     """One repo as the listing tells it (every field checked; None where not said)."""
 
@@ -151,7 +150,7 @@ class ListedModel:
         return out
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class Listing:
     """A listing: its repos, when it was taken, and what cut it short."""
 

@@ -22,14 +22,13 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 from urllib.parse import quote
 
 from core.display_text import clean_text
 from core.errors import HeaderError, HubError, HubNotFoundError, ModelError, UsageError
-from core.frozen_dataclass import frozen_dataclass
 from core.hub import DEFAULT_TIMEOUT_S, store
 from core.hub.fetch import Deadline, HubTimeout, get_capped, map_bounded, run_bounded
 from core.hub.session import hub_offline_reason, online, unreachable
@@ -61,7 +60,7 @@ Progress = Callable[[str], None]
 T = TypeVar("T")
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class HubOptions:
     """How a Hub read may go: revision, offline switch, timeout, progress lines."""
 
@@ -72,7 +71,7 @@ class HubOptions:
     progress: Progress | None = field(default=None, compare=False)
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class HubRead:
     """A repo read from the Hub (or answered from the store): where and at which commit."""
 

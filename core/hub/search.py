@@ -10,11 +10,11 @@ import logging
 import os
 import threading
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from core.display_text import clean_text
 from core.errors import HubError
-from core.frozen_dataclass import frozen_dataclass
 from core.hub import DEFAULT_TIMEOUT_S
 from core.hub.session import hub_offline_reason, online, unreachable
 from core.hub.settings import hub_endpoint
@@ -22,7 +22,7 @@ from core.hub.settings import hub_endpoint
 MAX_RESULTS = 100
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class HubListing:
     """One search result, as far as the listing tells."""
 

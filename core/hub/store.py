@@ -23,10 +23,10 @@ import re
 import shutil
 import struct
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from core.atomic_write import atomic_write
-from core.frozen_dataclass import frozen_dataclass
 from core.paths import repo_folder_name
 from core.regular_file import read_regular
 
@@ -51,7 +51,7 @@ def is_repo_id(name: str) -> bool:
     )
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class StoredModel:
     """One repo read from the Hub: its header-only snapshot folder."""
 

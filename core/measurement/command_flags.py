@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-
-from core.frozen_dataclass import frozen_dataclass
+from dataclasses import dataclass
 
 
 class EngineFamily(enum.StrEnum):
@@ -35,7 +34,7 @@ MLX_LM_DEFAULT_MAX_TOKENS = 100
 """`mlx_lm generate`'s `--max-tokens` default (mlx-lm 0.32)."""
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class CommandFacts:
     """What a command's flags say (None: not said, or not readable)."""
 

@@ -14,8 +14,9 @@ queue stands in for MLX on ROCm: both hold it against ROCm's formula with its bu
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from core.backend import Backend, backend_choice
-from core.frozen_dataclass import frozen_dataclass
 from core.measurement.engine import Engine
 from core.probes.device_nodes import detect_backend
 
@@ -47,7 +48,7 @@ def expected_backend(engine: Engine, device: str) -> Backend:
     return held_against(engine, chosen, emulated_queue=False)
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class Margin:
     """Estimate against peak."""
 

@@ -26,10 +26,9 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 
 from core.backend import Backend
-from core.frozen_dataclass import frozen_dataclass
 from core.measurement.fields import ExternalFields, MlxFields, TorchFields
 
 
@@ -70,7 +69,7 @@ ENGINE_NAMES: tuple[str, ...] = tuple(e.value for e in Engine)
 DEFAULT_ENGINE = Engine.TORCH
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class EngineOption:
     """A choice a request makes for one engine (a `MeasureRequest` field of that name)."""
 
@@ -108,7 +107,7 @@ FUSE_BF16 = EngineOption(
 )
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class EngineSpec:
     """What an engine declares."""
 

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
-from core.frozen_dataclass import frozen_dataclass
 from core.parallel.sharding import ParallelKind
 
 
@@ -57,7 +56,7 @@ def _texts(value: Any) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()}
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class EngineFields:
     """Shared encoding of the typed fields: dataclass fields in key order."""
 
@@ -75,7 +74,7 @@ class EngineFields:
         return out
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class TorchFields(EngineFields):
     """The torch engine's own readings: its emulated queue, its kernels, the device."""
 
@@ -136,7 +135,7 @@ class TorchFields(EngineFields):
         )
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class MlxFields(EngineFields):
     """The mlx engine's own readings of a single-device run."""
 
@@ -154,7 +153,7 @@ class MlxFields(EngineFields):
         )
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class RankFields(EngineFields):
     """One rank of a split MLX load (hip_backend/ranks), or the single run beside it."""
 
@@ -203,7 +202,7 @@ def _figure(value: Any) -> ExternalFigure:
     return next((f for f in ExternalFigure if f.value == value), ExternalFigure.HOST)
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class ExternalFields(EngineFields):
     """What `vramscope run -- CMD` read of the user's command."""
 

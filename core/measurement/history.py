@@ -19,12 +19,11 @@ import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from core.errors import describe_os_error
-from core.frozen_dataclass import frozen_dataclass
 from core.kept_aside import kept_aside_line, set_aside
 from core.measurement.result import MeasuredPeak, checked_peak
 from core.paths import state_dir
@@ -40,7 +39,7 @@ _NOT_REGULAR = (errno.EINVAL, errno.EISDIR, errno.ENXIO)
 """What opening something other than a regular file for appending fails with."""
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class HistoryRead:
     """The records that decoded, and one warning per line that did not."""
 

@@ -4,16 +4,15 @@ launcher hands the UI (`encode_event` / `decode_event`)."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
-from core.frozen_dataclass import frozen_dataclass
 from core.measurement.result import MeasuredPeak, MeasurementFailure, checked_peak
 
 # -- events: the child's JSON lines, and what the launcher hands the UI ---------------
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class MeasureProgress:
     """A step of the run: `phase` is load, warmup, prefill or decode."""
 
@@ -28,21 +27,21 @@ class MeasureProgress:
         return min(1.0, self.done / self.total) if self.total > 0 else 0.0
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class MeasureNotice:
     """A line worth showing that is not an error (synthetic weights, a budget fallback)."""
 
     message: str
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class MeasureResult:
     """The run finished: its peak (with the estimate attached by the launcher)."""
 
     peak: MeasuredPeak
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class MeasureFailed:
     """The run ended without a peak."""
 

@@ -9,10 +9,10 @@ lays these words out in its panel and history screen).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from core.backend import Backend
 from core.display_text import clean_text
-from core.frozen_dataclass import frozen_dataclass
 from core.measurement.comparison import margin
 from core.measurement.engine import DEFAULT_ENGINE, Engine
 from core.measurement.fields import ExternalFields, ExternalFigure
@@ -182,7 +182,7 @@ def _engine_lines(peak: MeasuredPeak) -> list[str]:
     return lines
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class TableRow:
     """One cell of the sweep: a model at a context and budget on an engine, and what
     happened."""

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from core.frozen_dataclass import frozen_dataclass
+from dataclasses import dataclass
+
 from core.measurement.engine import (
     DEFAULT_ENGINE,
     Engine,
@@ -20,7 +21,7 @@ MAX_MEASURED_TOKENS = 1 << 24
 model's trained context); past it a measurement would only run for days."""
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class MeasureRequest:
     """What to measure: a model as the user named it and the bench workload.
 

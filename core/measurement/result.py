@@ -9,12 +9,11 @@ from __future__ import annotations
 import enum
 import json
 import math
-from dataclasses import MISSING, asdict, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
 from core.backend import Backend
 from core.estimate.estimate import KvCacheMode
-from core.frozen_dataclass import frozen_dataclass
 from core.measurement.comparison import Margin, held_against, margin
 from core.measurement.engine import ATTENTION, DEFAULT_ENGINE, ENGINE_NAMES, Engine
 from core.measurement.fields import RankFields, RunFields, TorchFields
@@ -59,7 +58,7 @@ _FAILURE_LABELS = {
 }
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class MeasurementFailure:
     """A typed outcome for a run that did not finish, with a one-line message."""
 
@@ -76,7 +75,7 @@ class MeasurementFailure:
         return cls(FailureKind(data["kind"]), str(data["message"]))
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class MeasuredPeak:
     """One measured run (pp P / tg G) and its memory high-water marks, in bytes."""
 

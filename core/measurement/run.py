@@ -8,13 +8,14 @@ plan. The handle's callback gets the child's progress and notices, then exactly 
 
 from __future__ import annotations
 
-from core.frozen_dataclass import frozen_dataclass
+from dataclasses import dataclass
+
 from core.measurement.protocol import MeasureNotice, MeasureProgress
 from core.measurement.result import MeasuredPeak, MeasurementFailure
 from core.parallel.plan import ParallelPlan
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class MeasuredRun:
     """Every rank's peak, in rank order, each with its estimate attached."""
 
@@ -44,7 +45,7 @@ class MeasuredRun:
 RunOutcome = MeasuredRun | MeasurementFailure
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class RunEnded:
     """The run's one terminal event: its outcome."""
 

@@ -13,12 +13,11 @@ import math
 import re
 import stat
 from collections.abc import Mapping, Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from core.errors import ConfigError, OversizedFileError, describe_os_error
-from core.frozen_dataclass import frozen_dataclass
 from core.numbers import decimal_to_int
 from core.regular_file import read_regular
 from core.units import U64_MAX, sat_mul
@@ -113,7 +112,7 @@ def get_f64(obj: JsonObject, keys: Sequence[str]) -> float | None:
     return None
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class ActivationDims:
     """The config sizes the activation term needs."""
 
@@ -122,7 +121,7 @@ class ActivationDims:
     vocab: int
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class ModelConfig:
     """A parsed `config.json` with the `text_config` view the estimator reads."""
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from core.errors import HeaderError, describe_os_error
-from core.frozen_dataclass import frozen_dataclass
 from core.model.config import as_u64, decode_json
 from core.regular_file import open_regular
 from core.units import U64_MAX, sat_mul
@@ -43,7 +43,7 @@ DTYPE_ITEMSIZE: dict[str, int] = {
 }
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class TensorEntry:
     """One tensor of a header: name, safetensors dtype and shape."""
 
@@ -121,7 +121,7 @@ def header_weight_bytes(header: Any, path: Path | str = "<header>") -> int:
     return min(total, U64_MAX)
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class HeaderInfo:
     """What a header tells without reading the data: byte sum and whether data is there."""
 

@@ -24,9 +24,9 @@ weight but the norms at `bits` plus a 2-byte scale and bias per group; otherwise
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from core.frozen_dataclass import frozen_dataclass
 from core.model.config import (
     EXPERT_COUNT_KEYS,
     HEAD_DIM_KEYS,
@@ -52,7 +52,7 @@ _DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "
 _SCALE_BYTES = 2  # MLX stores a group's scale and bias in the float type (fp16 / bf16)
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class ShapeCount:
     """vramscope's count of a config's weights."""
 

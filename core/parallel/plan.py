@@ -25,13 +25,12 @@ The single-device estimate (core/estimate/estimate.py) is untouched.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import fields, replace
+from dataclasses import dataclass, fields, replace
 
 from core.errors import ShardingError
 from core.estimate.estimate import EstimateSettings, MemoryEstimate, Workload, estimate, estimate_of
 from core.estimate.kv_cache import KvArch, KvGroup, KvKind, attn_dims
 from core.estimate.snapshot import ModelSnapshot
-from core.frozen_dataclass import frozen_dataclass
 from core.model.config import NUM_HEADS_KEYS, ActivationDims, get_u64
 from core.model.safetensors_header import tensor_bytes
 from core.parallel.sharding import (
@@ -53,7 +52,7 @@ Tensor = tuple[str, str, tuple[int, ...]]
 MAX_RANKS = 8
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class ParallelPlan:
     """N ranks of one kind (tensor or pipeline parallel)."""
 
@@ -73,7 +72,7 @@ class ParallelPlan:
         return f"--{self.kind.value} {self.ranks}"
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class RankShare:
     """What one rank holds, independent of the workload."""
 
@@ -98,7 +97,7 @@ class RankShare:
     activation_dims: ActivationDims | None
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class RankEstimate(RankShare):
     """A rank's share with its estimate for one workload: its terms as a single-device
     estimate of what it holds."""
@@ -132,7 +131,7 @@ class RankEstimate(RankShare):
         return sat_sub(self.peak_bytes, self.estimate.available_bytes)
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class ParallelEstimate:
     """Every rank's estimate and the plan's verdict."""
 
@@ -228,7 +227,7 @@ def _rank_estimate(
     return estimate_of(weights, model.weights.source, arch, dims, workload, settings, available)
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class ParallelSplit:
     """A model split by mlx-lm's rules: read the tensors once, then size any workload."""
 

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import enum
 import re
+from dataclasses import dataclass
 
 from core.errors import ShardingError
-from core.frozen_dataclass import frozen_dataclass
 from core.model.safetensors_header import tensor_bytes
 
 MLX_LM_VERSION = "0.32.2"
@@ -195,7 +195,7 @@ def pipeline_ranges(layers: int, ranks: int) -> list[tuple[int, int]]:
     return out
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class HeadCounts:
     """Attention heads a tensor-parallel split must divide."""
 

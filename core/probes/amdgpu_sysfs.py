@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import glob
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
-from core.frozen_dataclass import frozen_dataclass
 from core.probes.kfd_topology import read_kfd_nodes
 from core.probes.pool import PoolReading
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class CardMemory:
     """One amdgpu card's memory, as sysfs reports it."""
 
@@ -50,7 +50,7 @@ class CardMemory:
         return "VRAM"
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class VramTotal:
     """The VRAM size mlxcel's detection reads, and the words naming where."""
 

@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
-
-from core.frozen_dataclass import frozen_dataclass
 
 FDINFO_CAP = 64 * 1024
 """The most of one fdinfo entry read (a DRM one is under 2 KiB)."""
 _UNITS = {"": 1, "B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class DrmClient:
     """One DRM client (an open render or card node) of a process."""
 
@@ -32,7 +31,7 @@ class DrmClient:
     gtt_bytes: int
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class DrmUsage:
     """The DRM memory of a set of processes, each client once."""
 

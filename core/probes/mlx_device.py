@@ -12,9 +12,9 @@ import importlib.util
 import json
 import subprocess
 import sys
+from dataclasses import dataclass
 
 from core.display_text import clean_text
-from core.frozen_dataclass import frozen_dataclass
 
 _CHILD = (
     "import json, mlx.core as mx\n"
@@ -25,7 +25,7 @@ _CHILD = (
 )
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class MlxDevice:
     """What MLX says about its default device."""
 

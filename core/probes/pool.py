@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from core.frozen_dataclass import frozen_dataclass
+from dataclasses import dataclass
+
 from core.units import sat_sub
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class PoolReading:
     """One memory pool: what it holds and what is in use."""
 

@@ -8,15 +8,14 @@ from every process's `PPid`. The root is injectable so that tests read recorded 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
-
-from core.frozen_dataclass import frozen_dataclass
 
 STATUS_CAP = 64 * 1024
 """The most of one status file read (a few KiB)."""
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class ProcStatus:
     """One process's line of descent and resident memory, in bytes."""
 

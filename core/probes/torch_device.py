@@ -8,9 +8,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+from dataclasses import dataclass
 
 from core.display_text import clean_text
-from core.frozen_dataclass import frozen_dataclass
 from core.probes.mlx_device import ask_python
 
 _CHILD = (
@@ -26,7 +26,7 @@ _CHILD = (
 )
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class TorchDevice:
     """torch's answer: its version, and GPU 0's figures when it sees a GPU."""
 

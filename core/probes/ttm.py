@@ -5,13 +5,13 @@ system memory the GPU drivers may map, in pages. Its default is half of RAM; on 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
-from core.frozen_dataclass import frozen_dataclass
 from core.units import U64_MAX
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class TtmLimit:
     """`pages_limit` as read: pages, the page size, and the file it came from."""
 

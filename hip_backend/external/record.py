@@ -12,12 +12,12 @@ from __future__ import annotations
 import datetime
 import shlex
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from core import __version__
 from core.backend import Backend
 from core.display_text import clean_text
 from core.estimate.estimate import KvCacheMode
-from core.frozen_dataclass import frozen_dataclass
 from core.measurement.engine import Engine
 from core.measurement.fields import ExternalFields, ExternalFigure
 from core.measurement.result import MeasuredPeak
@@ -32,7 +32,7 @@ DRM_KIND = "device VRAM + GTT of the command's processes (amdgpu fdinfo, each DR
 NVML_KIND = "device memory of the command's processes (NVML per-process used memory)"
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class Figure:
     """The headline figure of a run and where it was measured."""
 

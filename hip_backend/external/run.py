@@ -18,10 +18,10 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import UsageError
-from core.frozen_dataclass import frozen_dataclass
 from hip_backend.external import REPORT_ENV, START_FAILED, USER_PYTHONPATH_ENV
 from hip_backend.external.sampler import TreePeaks, TreeSampler
 from hip_backend.spawn import child_env, kill_group, spawn
@@ -29,7 +29,7 @@ from hip_backend.spawn import child_env, kill_group, spawn
 REPORT_CAP = 4096
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class CommandRun:
     """How the command ended and what was sampled of it."""
 

@@ -17,15 +17,16 @@ none is recorded. mlx is imported inside the functions only (the measuring child
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from core.backend import Backend
-from core.frozen_dataclass import frozen_dataclass
 from hip_backend.host import status_kib
 
 VM_HWM_SOURCE = "VmHWM (/proc/self/status), the process's resident high-water mark"
 DRM_SOURCE = "amdgpu DRM fdinfo (VRAM + GTT) of this process, sampled at each step"
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class OsPeak:
     """The process's OS-level peak and where it came from."""
 

@@ -18,11 +18,11 @@ from __future__ import annotations
 import json
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from core.backend import Backend
-from core.frozen_dataclass import frozen_dataclass
 from core.measurement.engine import Engine
 from hip_backend.engines import install_hint, module_found
 from hip_backend.errors import (
@@ -52,7 +52,7 @@ _MLX_DTYPES = {
 }
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class MlxVersions:
     """mlx and mlx-lm as imported by the child."""
 
@@ -115,7 +115,7 @@ def _version(module: Any) -> str:
     return str(getattr(module, "__version__", "unknown"))
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class MlxDevice:
     """The device an mlx run used."""
 

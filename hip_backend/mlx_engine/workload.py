@@ -28,10 +28,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any
 
-from core.frozen_dataclass import frozen_dataclass
 from core.measurement.request import DEFAULT_WARMUP_TOKENS
 from hip_backend.model.bench import PREFILL_CHUNK, WARMUP_PROMPT_TOKENS, synthetic_prompt
 
@@ -43,7 +42,7 @@ Sample = Callable[[], None]
 """Called after every prefill chunk and every decoded token (mlx_engine/footprint.py)."""
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class PassFigures:
     """One pass: its greedy tokens (the first from the prompt) and timings."""
 
@@ -52,7 +51,7 @@ class PassFigures:
     decode_seconds: float
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class WorkloadFigures:
     """What the workload measured, in bytes and seconds.
 

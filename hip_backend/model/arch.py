@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any
 
-from core.frozen_dataclass import frozen_dataclass
 from core.model.config import ModelConfig, as_f64, as_u64
 from hip_backend.errors import BadModelError, UnsupportedModelError
 
@@ -34,7 +33,7 @@ class RopeKind(enum.Enum):
 SUPPORTED_ROPE = tuple(k.value for k in RopeKind)
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class QuantParams:
     """MLX affine quantization of one module."""
 
@@ -42,7 +41,7 @@ class QuantParams:
     group_size: int
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class QuantScheme:
     """The `quantization` block: defaults plus per-module overrides (path -> params/None)."""
 
@@ -56,7 +55,7 @@ class QuantScheme:
         return self.default
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class RopeSpec:
     """Rotary embedding: base, and Llama 3 or linear scaling when configured."""
 
@@ -68,7 +67,7 @@ class RopeSpec:
     original_max_position_embeddings: int = 8192
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class MoeSpec:
     """Routed experts of `qwen3_moe`."""
 
@@ -80,7 +79,7 @@ class MoeSpec:
     mlp_only_layers: frozenset[int]
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class ArchSpec:
     """Everything the engine needs to build a decoder, in mlx-lm's terms."""
 

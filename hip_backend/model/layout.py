@@ -8,8 +8,8 @@ have written: U32 packed weights plus scales and biases for quantized modules).
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
 
-from core.frozen_dataclass import frozen_dataclass
 from hip_backend.model.arch import ArchSpec, QuantParams
 
 
@@ -23,7 +23,7 @@ class ModuleKind(enum.Enum):
     """Stacked expert linears `[E, out, in]` (mlx-lm's SwitchLinear)."""
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class ModuleSpec:
     """One weight-holding module: its path, kind, logical shape and optional bias."""
 
@@ -40,7 +40,7 @@ class ModuleSpec:
         return self.shape[-1]
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class TensorShape:
     """One stored tensor: safetensors name, dtype and shape."""
 

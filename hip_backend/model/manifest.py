@@ -15,10 +15,10 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import FileFault, ShardIndexError
-from core.frozen_dataclass import frozen_dataclass
 from core.model.safetensors_header import parse_header_entries, read_header_json, tensor_bytes
 from core.model.weight_files import INDEX_FILE, SINGLE_FILE, glob_safetensors, read_index_shards
 from hip_backend.errors import BadModelError
@@ -28,7 +28,7 @@ SPARSE_FRACTION = 0.5
 """A file whose allocated blocks cover less than this share of its data is a skeleton."""
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class StoredTensor:
     """One tensor: its shape, and the absolute byte range in a file when data is on disk."""
 
@@ -40,7 +40,7 @@ class StoredTensor:
     nbytes: int = 0
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class WeightPlan:
     """A model's tensors by name, and whether they will be synthetic."""
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.errors import FileFault
-from core.frozen_dataclass import frozen_dataclass
 from core.model.config import ModelConfig, load_config
 from hip_backend.errors import BadModelError
 from hip_backend.model.arch import ArchSpec, arch_from_config
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from core.catalog.profiles import Profile
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class ModelSource:
     """A model folder or a built-in profile id (exactly one is set)."""
 
@@ -25,7 +25,7 @@ class ModelSource:
     profile_id: str | None = None
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class ResolvedModel:
     """What the engine builds from."""
 
@@ -34,7 +34,7 @@ class ResolvedModel:
     plan: WeightPlan
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class SourcePlan:
     """A model's config and where its weights come from, whatever engine runs it.
 

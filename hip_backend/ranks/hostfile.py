@@ -16,18 +16,18 @@ from __future__ import annotations
 
 import ipaddress
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from core.errors import UsageError, describe_os_error
-from core.frozen_dataclass import frozen_dataclass
 from core.regular_file import read_regular
 
 MAX_HOSTFILE_BYTES = 1 << 20  # a hostfile names a few hosts; anything larger is not one
 FLAG = "--hostfile"
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class RingHost:
     """One rank's host: the name mlx.launch runs it on and the IPs it listens on."""
 
@@ -40,7 +40,7 @@ class RingHost:
         return self.ssh == "127.0.0.1"
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class RingHostfile:
     """A hostfile mlx.launch's ring backend accepts, for exactly as many ranks as the plan."""
 

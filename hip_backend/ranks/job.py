@@ -7,10 +7,9 @@ parent (hip_backend/ranks/launch.py) can write the job without importing it.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, fields
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from core.frozen_dataclass import frozen_dataclass
 from core.measurement.request import (
     DEFAULT_GEN_TOKENS,
     DEFAULT_PROMPT_TOKENS,
@@ -22,7 +21,7 @@ RANK_FILE = "rank-{rank}.jsonl"
 SINGLE_FILE = "single.jsonl"
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class RankJob:
     """What every rank reads from the job file."""
 

@@ -35,7 +35,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from core.backend import Backend
@@ -44,7 +44,6 @@ from core.catalog.split_source import resolve_parallel_model
 from core.environment import read_env, resolve_settings
 from core.estimate.available import AvailableMemory
 from core.estimate.estimate import Workload
-from core.frozen_dataclass import frozen_dataclass
 from core.measurement.comparison import expected_backend
 from core.measurement.engine import Engine
 from core.measurement.protocol import (
@@ -70,7 +69,7 @@ STDERR_TAIL_LINES = 40
 PORT_RANGE = (20000, 60000)
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class PreparedParallel:
     """A parallel measurement resolved in the parent: the rank job and the estimates."""
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from core.backend import Backend
-from core.frozen_dataclass import frozen_dataclass
 from core.measurement.engine import Engine
 from hip_backend.engines import install_hint, module_found
 from hip_backend.errors import (
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     import torch
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class DeviceInfo:
     """The device a run used, for the result."""
 

@@ -22,9 +22,8 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-
-from core.frozen_dataclass import frozen_dataclass
 
 FDINFO_MAX_BYTES = 1 << 16
 """An fdinfo text is a few hundred bytes; anything longer is not one."""
@@ -35,7 +34,7 @@ VISIBLE_DEVICE_VARIABLES = ("HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
 ROCR_VISIBLE_DEVICES (applied first, by the ROCr runtime)."""
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class DrmMemory:
     """This process's memory on one DRM device, summed over its clients."""
 

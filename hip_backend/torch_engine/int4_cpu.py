@@ -24,10 +24,9 @@ the portable kernel in `quant.py`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
-
-from core.frozen_dataclass import frozen_dataclass
 
 if TYPE_CHECKING:
     import torch
@@ -36,7 +35,7 @@ GROUP_SIZES = (32, 64, 128, 256)
 """The group sizes torch's CPU int4 kernel accepts (MLX's default is 64)."""
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class CpuLayout:
     """How torch's CPU int4 converter packs one block of rows."""
 
@@ -83,7 +82,7 @@ the step's packed bytes, 8 MiB at 4096 columns) are all the conversion adds, wha
 model's size."""
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class Int4Weight:
     """One quantized matrix `[N, K]` (or a stack `[E, N, K]`) in torch's CPU layout."""
 

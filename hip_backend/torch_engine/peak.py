@@ -21,12 +21,11 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.backend import Backend
-from core.frozen_dataclass import frozen_dataclass
 from hip_backend.host import status_kib
 from hip_backend.torch_engine.gpu_memory import (
     normalize_bus_id,
@@ -41,7 +40,7 @@ if TYPE_CHECKING:
 SAMPLE_INTERVAL_S = 0.002
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class PeakFigures:
     """What a monitor reports at the end of a run (bytes over the pre-load baseline)."""
 

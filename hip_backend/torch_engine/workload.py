@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from core.frozen_dataclass import frozen_dataclass
 from hip_backend.model.bench import PREFILL_CHUNK
 from hip_backend.torch_engine.decoder import DecoderModel
 from hip_backend.torch_engine.device import synchronize
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 PhaseProgress = Callable[[str, int, int], None]
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class PassResult:
     """One pass: the greedy tokens (the first from the prefill logits) and timings."""
 

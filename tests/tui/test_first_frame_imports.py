@@ -35,9 +35,7 @@ def on_screen(screen):
 
 def first(self, screen, renderable):
     if renderable is not None and not seen:
-        from core.frozen_dataclass import _PENDING
         seen["modules"] = sorted(sys.modules)
-        seen["unmade"] = sorted(f"{c.__module__}.{c.__qualname__}" for c in _PENDING)
         seen["widgets"] = on_screen(screen)
         seen["summary"] = screen.query_one("#summary").text
     display(self, screen, renderable)
@@ -108,27 +106,6 @@ def test_the_first_frame_waits_for_no_other_commands_or_later_reads(tmp_path: Pa
     )
     early = sorted(m for m in loaded if m.startswith(later))
     assert early == []
-
-
-def test_the_first_frame_makes_no_record_it_does_not_show(tmp_path: Path) -> None:
-    """A frozen record's methods cost about 0.5 ms to make (core/frozen_dataclass.py):
-    the first frame makes those of the answer it shows, not of a measurement, a read of
-    the device or the model's files, which come later or never."""
-    unmade = set(first_frame(tmp_path)["unmade"])
-    later = {
-        "core.measurement.result.MeasuredPeak",
-        "core.measurement.request.MeasureRequest",
-        "core.measurement.protocol.MeasureProgress",
-        "core.measurement.fields.TorchFields",
-        "core.measurement.fields.MlxFields",
-        "core.probes.amdgpu_sysfs.CardMemory",
-        "core.probes.pool.PoolReading",
-        "core.device.memory.DeviceMemory",
-        "core.model.safetensors_header.HeaderInfo",
-        "core.answer.calibrated.CalibratedAnswer",
-        "tui.messages.FitPick",
-    }
-    assert later - unmade == set()
 
 
 def test_the_first_frame_shows_the_answer_and_the_body_follows(tmp_path: Path) -> None:

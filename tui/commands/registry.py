@@ -12,12 +12,11 @@ here and one line below.
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 from typing import Any
 
-from core.frozen_dataclass import frozen_dataclass
 
-
-@frozen_dataclass
+@dataclass(frozen=True)
 class Command:
     """One subcommand: its name, its line in `--help`, and the module that registers it."""
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-from core.frozen_dataclass import frozen_dataclass
 from core.measurement.engine import DEFAULT_ENGINE, Engine
 
 ENGINE_MARKS = {Engine.TORCH: "◆", Engine.MLX: "●"}
@@ -17,7 +17,7 @@ Point = tuple[int, int, Engine]
 Totals = Callable[[Sequence[int]], list[int]]
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class ChartData:
     """What to plot: totals at any contexts, the range, the marker and the budget."""
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from core.answer.quantization import Quantization
@@ -22,7 +22,6 @@ from core.backend import Backend
 from core.estimate.available import MEMORY_LIMIT_ENV
 from core.estimate.headroom import HEADROOM_FACTOR_ENV
 from core.estimate.inflight import ROCM_MAX_INFLIGHT_ENV
-from core.frozen_dataclass import frozen_dataclass
 from core.measurement.engine import ENGINE_CHOICES, Engine
 from core.parallel.sharding import ParallelKind
 from tui.model.presets import DETECTED, DEVICE_FREE, DEVICE_TOTAL, PRESETS
@@ -53,7 +52,7 @@ class KeyAction(enum.Enum):
     """The control moves to its next choice (wrapping)."""
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class Choice:
     """One value a control offers (a segment, or a palette entry of a slider's stop)."""
 
@@ -69,7 +68,7 @@ class Choice:
     """The palette entry's help line ("" = the control's)."""
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class Flag:
     """How the command lines spell a control: vramscope's flag, mlxcel's flag or variable."""
 
@@ -96,7 +95,7 @@ def _inflight_reserved(state: ExplorerState) -> bool:
     return state.backend.has_inflight_reserve
 
 
-@frozen_dataclass(kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class ControlSpec:
     """One explorer control, as every part of the explorer that shows or sets it reads it."""
 

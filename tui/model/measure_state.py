@@ -11,7 +11,6 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Protocol
 
-from core.frozen_dataclass import frozen_dataclass
 from core.measurement.comparison import margin
 from core.measurement.engine import DEFAULT_ENGINE, Engine
 from core.measurement.protocol import MeasureNotice, MeasureProgress
@@ -160,7 +159,7 @@ class Measurements:
 CANCELLED_NOTE = "the new run was cancelled; this is the previous result"
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class PanelView:
     """What the measured panel shows: `running`, `result`, `failure`, or "" (hidden)."""
 

@@ -10,10 +10,10 @@ A,B` reads it).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from core.answer.answer import Answer
 from core.errors import ShardingError
-from core.frozen_dataclass import frozen_dataclass
 from core.parallel.plan import parse_rank_limits
 from core.units import format_bytes_short
 from tui.model.state import ExplorerState
@@ -37,7 +37,7 @@ def per_device_problem(state: ExplorerState) -> str:
     return ""
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class ParallelView:
     """What the ranks panel shows."""
 

@@ -8,12 +8,12 @@ exists only when the term is non-zero.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from core.answer.solve import FitLimit
 from core.estimate.available import AvailableMemory
 from core.estimate.estimate import MemoryEstimate
-from core.frozen_dataclass import frozen_dataclass
 from core.units import format_bytes_short
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 INFLIGHT_OFF_HINT = "off: unbounded in-flight set, not modelled"
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class BreakdownRow:
     """One term of the estimate."""
 
@@ -35,7 +35,7 @@ class BreakdownRow:
     """A second note line (the KV per-token figure)."""
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class Verdict:
     """FITS with slack, or DOES NOT FIT with overflow."""
 
@@ -58,7 +58,7 @@ class Verdict:
         return f"{size} free" if self.fits else f"{size} over"
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class EstimateView:
     """Everything the breakdown shows for one estimate."""
 

@@ -10,6 +10,7 @@ the explorer's estimate panel ("mlxcel would size …") and in
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from core.backend import Backend
@@ -25,7 +26,6 @@ from core.estimate.downstream import (
 from core.estimate.estimate import DEFAULT_CTX_LEN, EstimateSettings, Workload, estimate
 from core.estimate.prompt_cache import PromptCacheCapacity, prompt_cache_capacity
 from core.estimate.snapshot import ModelSnapshot
-from core.frozen_dataclass import frozen_dataclass
 from core.units import GIB, format_bytes_short
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ PAGED_BLOCK_TOKENS = 16
 """The paged pool's block size in tokens (mlxcel's default)."""
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class MlxcelSizing:
     """The sizes mlxcel derives from an estimate."""
 

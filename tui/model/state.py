@@ -8,7 +8,7 @@ model snapshot and the detected available memory. Nothing here does I/O.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from core.answer.device import (
@@ -29,7 +29,6 @@ from core.estimate.available import AvailableMemory
 from core.estimate.estimate import DEFAULT_CTX_LEN, EstimateSettings, QuantHint, Workload
 from core.estimate.headroom import DEFAULT_HEADROOM_FACTOR
 from core.estimate.inflight import ROCM_DEFAULT_MAX_INFLIGHT_MB
-from core.frozen_dataclass import frozen_dataclass
 from core.measurement.engine import DEFAULT_ENGINE, Engine
 from core.parallel.sharding import ParallelKind
 from tui.model.presets import (
@@ -51,7 +50,7 @@ DEFAULT_MODEL = "mlx-community/Meta-Llama-3.1-8B-Instruct-4bit"
 _PENDING = AvailableMemory(0, "not detected yet")
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class MemoryChoice:
     """Where the available memory comes from: detected, a preset, or a typed size."""
 
@@ -71,7 +70,7 @@ class MemoryChoice:
         return MemoryRequest(MemorySource.PRESET, preset=self.key)
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class ExplorerState:
     """Every input of the estimate the explorer lets you change, and the measuring engine.
 
@@ -142,7 +141,7 @@ class ExplorerState:
         )
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class LaunchOptions:
     """What the command line asked for; `initial_state` turns it into a state."""
 

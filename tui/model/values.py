@@ -12,10 +12,10 @@ rules.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from core.answer.solve import CONTEXT_SEARCH_LIMIT
 from core.estimate.inflight import MAX_ACCEPTED_INFLIGHT_MB, parse_inflight_mb
-from core.frozen_dataclass import frozen_dataclass
 from core.numbers import parse_rust_f64, rust_trim
 from core.units import MIB
 from core.value_grammar import Refused, read_byte_size, read_token_count
@@ -87,7 +87,7 @@ def format_int(value: float) -> str:
     return str(int(value))
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class ValueSpec:
     """How one field reads, writes and names its value."""
 

@@ -7,7 +7,7 @@ and hands the results to its widgets. Nothing here touches a widget or a file.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from core.answer.answer import WHAT_IF_RULE, Answer, WhatIf
@@ -17,7 +17,6 @@ from core.estimate.available import AvailableMemory
 from core.estimate.estimate import EstimateSettings, KvCacheMode, MemoryEstimate, Workload, estimate
 from core.estimate.snapshot import ModelSnapshot
 from core.estimate.weights import WeightsSource
-from core.frozen_dataclass import frozen_dataclass
 from core.measurement.history import HistoryRead
 from core.measurement.result import MeasuredPeak
 from core.units import format_bytes_short
@@ -41,7 +40,7 @@ from tui.model.split_words import launch_command, memory_limit_text, with_plan_f
 from tui.model.state import ExplorerState
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class ExplorerViews:
     """One estimate and everything derived from it."""
 
@@ -213,7 +212,7 @@ class LoadedFacts(Protocol):
         """Why the model could not be read ("" when it could)."""
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class Summary:
     """The one line that always answers: which model, its total, whether it fits."""
 
@@ -231,7 +230,7 @@ class Summary:
     """The detail when even `short` would cut the model's own name: `8K · 5.43 GiB`."""
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class ScreenWords:
     """The words of one state around the estimate: commands, titles, the summary's parts."""
 

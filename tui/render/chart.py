@@ -11,13 +11,13 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import groupby
 from operator import itemgetter
 
 from rich.style import Style
 from rich.text import Text
 
-from core.frozen_dataclass import frozen_dataclass
 from core.units import GIB, MIB
 from tui.model.chart_data import ENGINE_MARKS, MEASURED_MARK, Point
 from tui.model.scales import short_tokens
@@ -26,7 +26,7 @@ _BLOCKS = " ▁▂▃▄▅▆▇█"
 LABEL_WIDTH = 9
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class ChartStyles:
     """Styles of the chart's parts."""
 
@@ -73,7 +73,7 @@ def point_columns(contexts: Sequence[int], points: Sequence[Point]) -> list[Poin
     return [(nearest_column(contexts, c), b, e) for c, b, e in points if lo <= c <= hi]
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class ValueAxis:
     """The value range the rows span: the data in view, not always from 0.
 

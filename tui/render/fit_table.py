@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from core.answer.fit import WHAT_IF_FORMULA, FitRow, rank_key
 from core.answer.question import Question
 from core.calibration.record import Calibration
 from core.calibration.report import calibration_words
 from core.display_text import clean_text
-from core.frozen_dataclass import frozen_dataclass
 from core.units import format_bytes_short
 from tui.render.table_columns import TableColumn
 
@@ -30,7 +30,7 @@ COLUMNS = tuple(c.name for c in FIT_COLUMNS)
 CALIBRATED_COLUMN = "CALIBRATED (vramscope)"
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class CalibratedColumn:
     """`fit --calibrated`: the calibration that applies (None: none does) and the memory
     its verdict is held against."""

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from core.estimate.estimate import KvCacheMode
-from core.frozen_dataclass import frozen_dataclass
 from core.measurement.report import TableRow, markdown_table, peak_what
 from core.measurement.result import MeasuredPeak
 from core.units import format_bytes_short
@@ -48,7 +48,7 @@ def display_path(path: Path) -> str:
     return text
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class HistoryRow:
     """One past run as the history screen lists it (cells in `COLUMNS` order)."""
 

@@ -13,13 +13,12 @@ paints the result.
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-from core.frozen_dataclass import frozen_dataclass
+from dataclasses import dataclass
 
 ELLIPSIS = "…"
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class TableColumn:
     """One column: its header, how much it matters, its alignment, how far it may shrink."""
 
@@ -34,7 +33,7 @@ class TableColumn:
     """Part of the answer: cut the cuttable columns before dropping it."""
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class ShownColumn:
     """A column on screen: its index in the table's columns and the width it gets."""
 

@@ -10,7 +10,7 @@ and answer with `tui.messages`' typed messages, which this screen applies; `m` i
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -29,7 +29,6 @@ from core.display_text import clean_text
 from core.errors import VramscopeError
 from core.estimate.available import AvailableMemory
 from core.estimate.estimate import MemoryEstimate
-from core.frozen_dataclass import frozen_dataclass
 from core.measurement.engine import Engine
 from core.measurement.result import MeasuredPeak
 from tui.controllers.first_reads import FirstReads
@@ -88,7 +87,7 @@ BODY_LIMIT_S = 1.0
 (`mount_body`)."""
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class _Body:
     """The body's widgets `recompute` and the reads show the state in, found once when
     the body is mounted (a query walks every widget on the screen: a few ms a key)."""

@@ -10,6 +10,7 @@ and quantization); Esc or `f` closes it with nothing.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.text import Text
@@ -24,7 +25,6 @@ from textual.widgets import Input, Static
 from core.answer.fit import WHAT_IF_FORMULA
 from core.answer.question import Question
 from core.catalog.entry import Catalog
-from core.frozen_dataclass import frozen_dataclass
 from tui.controllers.fit_rows import FitRowsController
 from tui.deps import AppDeps
 from tui.messages import FitPick, FitRowsRead
@@ -50,7 +50,7 @@ WHAT_IF_NOTE = (
 )
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class FitsInputs:
     """What the view computes for: the explorer's settings and the command that agrees."""
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from core.answer.device import (
     DeviceRequest,
@@ -26,7 +26,6 @@ from core.environment import read_env, resolve_settings
 from core.errors import UsageError
 from core.estimate.available import MEMORY_LIMIT_ENV
 from core.estimate.estimate import KvCacheMode, QuantHint, Workload, parse_quant_hint
-from core.frozen_dataclass import frozen_dataclass
 from core.numbers import rust_trim
 from core.probes.device_nodes import detect_backend
 from core.value_grammar import Refused, read_byte_size
@@ -122,7 +121,7 @@ def read_machine(
     return MachineReadings(machine.detected, available, device)
 
 
-@frozen_dataclass
+@dataclass(frozen=True)
 class QuestionInputs:
     """The question the flags ask (all but the model), and the lines about its inputs."""
 
