@@ -50,6 +50,11 @@ class HeaderError(FileFault):
     """A safetensors header is malformed, truncated, too large or uses an unknown dtype."""
 
 
+class GgufError(FileFault):
+    """A GGUF file is truncated, malformed, over a cap or of an unknown type, or a split
+    set is incomplete: the message names the file and the fault."""
+
+
 class ConfigError(FileFault):
     """A `config.json` is missing, unreadable, too large or not a JSON object."""
 
