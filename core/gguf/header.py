@@ -20,7 +20,7 @@ the one before it ends (padded).
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from core.errors import GgufError
 from core.gguf.record import SMALL_ARRAY, GgufArray, GgufFile, GgufTensor, GgufValue
@@ -61,6 +61,14 @@ class _Cursor:
         """Bytes left in the file after the cursor."""
         return self.file_size - self.pos
 
+    def past(self, text: str) -> NoReturn:
+        """A count or length the rest of the file cannot hold: a cut file or a corrupt one."""
+        raise GgufError(
+            self.path,
+            f"truncated or corrupt GGUF header: {text} "
+            f"({self.left():,} of the file's {self.file_size:,} bytes left)",
+        )
+
     def take(self, n: int, what: str) -> memoryview:
         end = self.pos + n
         if end > self.file_size:
@@ -70,10 +78,9 @@ class _Cursor:
                 f"({self.file_size:,} bytes)",
             )
         if end > self.cap:
-            raise GgufError(
-                self.path,
-                f"GGUF header is over vramscope's {self.cap // (1024 * 1024)} MiB cap (at {what})",
-            )
+            mib = 1024 * 1024
+            size = f"{self.cap // mib} MiB" if self.cap % mib == 0 else f"{self.cap:,}-byte"
+            raise GgufError(self.path, f"GGUF header is over vramscope's {size} cap (at {what})")
         if end > len(self.buf):
             raise NeedMoreBytes(end)
         view = self.buf[self.pos : end]
@@ -87,11 +94,7 @@ class _Cursor:
     def string(self, what: str) -> str:
         size = self.unpack("<Q", what)
         if size > self.left():
-            raise GgufError(
-                self.path,
-                f"{what}: string length {size:,} runs past the end of the file "
-                f"({self.left():,} bytes left)",
-            )
+            self.past(f"{what}: string length {size:,} runs past the end of the file")
         return bytes(self.take(size, what)).decode("utf-8", "replace")
 
     def skip_strings(self, count: int, what: str) -> None:
@@ -155,11 +158,7 @@ def _read_array(cur: _Cursor, what: str) -> GgufArray:
         raise GgufError(cur.path, f"{what} is an array of arrays, which GGUF does not hold")
     least = 8 if code == _STRING else struct.calcsize(_SCALARS[code])
     if count * least > cur.left():
-        raise GgufError(
-            cur.path,
-            f"{what}: array of {count:,} items runs past the end of the file "
-            f"({cur.left():,} bytes left)",
-        )
+        cur.past(f"{what}: array of {count:,} items runs past the end of the file")
     keep = count <= SMALL_ARRAY
     if code == _STRING:
         if not keep:
@@ -203,13 +202,9 @@ def parse_header(prefix: bytes, file_size: int, path: str, cap: int = HEADER_CAP
     n_tensors = cur.unpack("<Q", "the tensor count")
     n_kv = cur.unpack("<Q", "the metadata count")
     if n_kv * _MIN_KV > cur.left():
-        raise GgufError(
-            path, f"metadata count {n_kv:,} cannot fit in the file ({cur.left():,} bytes left)"
-        )
+        cur.past(f"metadata count {n_kv:,} cannot fit in the file")
     if n_tensors * _MIN_TENSOR_INFO > cur.left():
-        raise GgufError(
-            path, f"tensor count {n_tensors:,} cannot fit in the file ({cur.left():,} bytes left)"
-        )
+        cur.past(f"tensor count {n_tensors:,} cannot fit in the file")
     metadata: dict[str, GgufValue] = {}
     types: dict[str, GGUFValueType] = {}
     for i in range(n_kv):

@@ -154,6 +154,8 @@ def read_header_json(path: Path) -> tuple[Any, int, int]:
                 raise HeaderError(
                     path, f"file is {len(prefix)} bytes, shorter than the 8-byte header length"
                 )
+            if prefix[:4] == b"GGUF":
+                raise HeaderError(path, "is a GGUF file, not safetensors")
             n = header_length(prefix)
             if n == 0:
                 raise HeaderError(path, "header length is 0")
