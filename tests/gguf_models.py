@@ -443,6 +443,7 @@ def write_gguf(path: Path, layout: GgufLayout, *, split: int = 1) -> list[Path]:
     The header, metadata and tensor infos are written by `GGUFWriter`; each file is then
     extended over a sparse hole to where its last tensor's padded bytes end.
     """
+    path.parent.mkdir(parents=True, exist_ok=True)
     per_part = -(-len(layout.tensors) // split)
     writer = gguf.GGUFWriter(path, layout.arch, split_max_tensors=per_part if split > 1 else 0)
     for key, meta in layout.metadata:

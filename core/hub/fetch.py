@@ -144,6 +144,19 @@ class Body:
 
     status: int
     data: bytes
+    total: int | None = None
+    """The whole file's size, as the answer says it (`Content-Range: bytes a-b/TOTAL`, or
+    the `Content-Length` of a 200 from byte 0); None when it does not."""
+
+
+def _total_size(status: int, headers: Any) -> int | None:
+    if status == 206:
+        _, _, total = headers.get("Content-Range", "").rpartition("/")
+    elif status == 200:
+        total = headers.get("Content-Length", "")
+    else:
+        return None
+    return int(total) if total.isascii() and total.isdigit() else None
 
 
 def client_closed(exc: BaseException) -> bool:
@@ -203,7 +216,7 @@ def _get_capped(
                 raise ValueError(f"answered another range than bytes={start}-")
             skip = 0
         data = _read(response.iter_raw(), skip + cap, deadline)[skip:]
-        return Body(response.status_code, data)
+        return Body(response.status_code, data, _total_size(response.status_code, response.headers))
 
 
 def _read(chunks: Iterator[bytes], cap: int, deadline: Deadline) -> bytes:

@@ -146,18 +146,37 @@ def verify(path: Path) -> str | None:
     return None
 
 
+def read_files(path: Path) -> dict[str, bytes] | None:
+    """A whole snapshot's files (name -> bytes) as its manifest records them, or None
+    when it is missing, damaged or has no manifest. Never raises."""
+    if verify(path) is not None:
+        return None
+    try:
+        recorded = json.loads(read_regular(_manifest_file(path), _MANIFEST_CAP))
+        return {name: read_regular(path / name, want[0]) for name, want in recorded.items()}
+    except (OSError, ValueError, TypeError, IndexError):
+        return None
+
+
 def save(
-    root: Path, repo_id: str, commit: str, revision: str, files: Mapping[str, bytes]
+    root: Path,
+    repo_id: str,
+    commit: str,
+    revision: str,
+    files: Mapping[str, bytes],
+    *,
+    replace: bool = False,
 ) -> StoredModel:
     """Write a snapshot (file name -> bytes) and point `revision` at it.
 
-    A whole snapshot already there is kept; a damaged one is replaced. Raises
-    OSError (a local fault: no room, read-only, not a folder) and leaves no
-    temporary folder behind.
+    A whole snapshot already there is kept (unless `replace`: a GGUF read adding another
+    quant's header passes the old files and the new together); a damaged one is
+    replaced. Raises OSError (a local fault: no room, read-only, not a folder) and
+    leaves no temporary folder behind.
     """
     repo = root / repo_folder_name(repo_id)
     final = repo / "snapshots" / commit
-    if verify(final) is not None:
+    if replace or verify(final) is not None:
         _sweep_stale(repo / "snapshots")
         tmp = repo / "snapshots" / f".tmp-{commit}-{os.getpid()}"
         old = repo / "snapshots" / f".old-{commit}-{os.getpid()}"
@@ -167,7 +186,7 @@ def save(
             for name, data in files.items():
                 (tmp / name).write_bytes(data)
             atomic_write(_manifest_file(final), json.dumps(_manifest(files)).encode())
-            if final.is_dir():  # damaged: set aside, then the whole one in its place
+            if final.is_dir():  # damaged or replaced: set aside, the whole one in its place
                 os.rename(final, old)
             try:
                 os.rename(tmp, final)
