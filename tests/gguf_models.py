@@ -124,14 +124,16 @@ def _arr(values: Sequence[Any], sub: VType) -> MetaValue:
 
 def vocabulary(n_vocab: int) -> list[tuple[str, MetaValue]]:
     """A SentencePiece (`llama`) vocabulary of `n_vocab` pieces llama.cpp loads: the
-    three specials, every byte token (llama.cpp requires all 256), then filler pieces."""
-    if n_vocab < 3 + 256:
-        raise ValueError(f"a vocabulary needs at least 259 pieces, not {n_vocab}")
-    tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
+    three specials, every byte token (llama.cpp requires all 256), `<|endoftext|>`, then
+    filler pieces."""
+    if n_vocab < 3 + 256 + 1:
+        raise ValueError(f"a vocabulary needs at least 260 pieces, not {n_vocab}")
+    # `<|endoftext|>`: llama.cpp looks it up by name for a model named phi3.
+    tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)] + ["<|endoftext|>"]
     tokens += [f"\u2581t{i}" for i in range(n_vocab - len(tokens))]
     # llama_token_type: 2 unknown, 3 control, 6 byte, 1 normal.
-    types = [2, 3, 3] + [6] * 256 + [1] * (n_vocab - 259)
-    scores = [0.0] * 259 + [-float(i) for i in range(n_vocab - 259)]
+    types = [2, 3, 3] + [6] * 256 + [3] + [1] * (n_vocab - 260)
+    scores = [0.0] * 260 + [-float(i) for i in range(n_vocab - 260)]
     return [
         ("tokenizer.ggml.model", _str("llama")),
         ("tokenizer.ggml.tokens", _arr(tokens, VType.STRING)),
@@ -311,11 +313,11 @@ def _gemma(b: _Builder, *, qk_norm: bool) -> None:
     b.embeddings(output=False)  # Gemma ties the output to the embeddings
     for i in range(d.n_layer):
         b.attention(i, q_dim=d.head_dim * d.n_head, kv_dim=d.head_dim * d.n_head_kv)
-        b.vector(f"blk.{i}.attn_post_norm.weight", d.n_embd)
+        b.vector(f"blk.{i}.post_attention_norm.weight", d.n_embd)
         if qk_norm:
             _qk_norms(b, i)
         b.dense_ffn(i)
-        b.vector(f"blk.{i}.ffn_post_norm.weight", d.n_embd)
+        b.vector(f"blk.{i}.post_ffw_norm.weight", d.n_embd)
 
 
 def _phi3(b: _Builder) -> None:
