@@ -205,6 +205,8 @@ def _readonline(
         (n for n in names if "/" not in n and has_safetensors_extension(n)), key=os.fsencode
     )
     if not shards:
+        if any(n.endswith(".gguf") for n in names):
+            raise HubError(repo_id, _gguf_files(repo_id, commit, names))
         raise HubError(repo_id, f"no *.safetensors at {commit[:12]}; {_files_it_has(names)}")
     if len(shards) > MAX_SHARDS:
         raise HubError(repo_id, f"{len(shards)} safetensors files, over the {MAX_SHARDS}-file cap")
@@ -259,6 +261,22 @@ def _files_it_has(names: Sequence[str]) -> str:
     elif any(n.endswith((".bin", ".pt", ".pth")) for n in names):
         hint = "; PyTorch weights only: vramscope reads safetensors headers"
     return f"it has {len(names)} files ({shown}{more}; kinds {' '.join(kinds)[:80]}){hint}"
+
+
+def _gguf_files(repo_id: str, commit: str, names: Sequence[str]) -> str:
+    """A GGUF repo named without a quant: its model files, and how to name one."""
+    from core.gguf.pick import find_best_model, is_model_file, split_name
+
+    models = [n for n in names if is_model_file(n) and (i := split_name(n)) and i.index == 1]
+    shown = ", ".join(clean_text(n)[:80] for n in models[:10])
+    more = f" and {len(models) - 10} more" if len(models) > 10 else ""
+    best = find_best_model([n for n in names if n.endswith(".gguf")])
+    info = split_name(best) if best else None
+    example = f"{repo_id}:{info.tag}" if info and info.tag else f"{repo_id}:QUANT"
+    return (
+        f"no *.safetensors at {commit[:12]}: GGUF only, {len(models)} model files ({shown}{more}): "
+        f"read one as REPO:QUANT, e.g. `{clean_text(example)}` (llama.cpp's -hf default)"
+    )
 
 
 def _hub_error(repo_id: str, revision: str, exc: BaseException) -> HubError:

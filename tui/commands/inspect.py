@@ -34,7 +34,8 @@ def register(sub: Any) -> None:
         "model",
         metavar="MODEL",
         help="a model folder, a built-in profile name, a repo id in the local HF cache, "
-        "or any repo id on the Hub (config and safetensors headers only)",
+        "or any repo id on the Hub (config and safetensors headers only); a GGUF file, "
+        "a folder of GGUF files, or REPO:QUANT on the Hub (its header only)",
     )
     add_estimate_flags(p)
     add_preset_flag(p)
@@ -73,6 +74,9 @@ def run(args: argparse.Namespace) -> int:
         to_json_pretty,
     )
 
+    gguf = _read_gguf(args)
+    if gguf is not None:
+        return gguf
     quant = parse_quant_flag(args.quant)
     if parallel_plan(args) is not None:
         if wanted(args):
@@ -121,6 +125,34 @@ def run(args: argparse.Namespace) -> int:
         sizing = mlxcel_sizing(model, settings, args.max_tokens, args.batch)
         print("\n".join(sizing_lines(sizing, settings.available, found.advice)))
     return check_exit(args, est.fits, device.available.unread)
+
+
+def _read_gguf(args: argparse.Namespace) -> int | None:
+    """A GGUF model (`.gguf`, a folder of them, `REPO:QUANT`): what was read, printed;
+    None when MODEL names no GGUF."""
+    from core.catalog.gguf_source import read_gguf_source
+
+    found = read_gguf_source(args.model, hub_options(args))
+    if found is None:
+        return None
+    from core.estimate.report import to_json_pretty
+    from core.gguf.report import gguf_json, gguf_lines
+
+    if args.check:
+        raise UsageError(
+            "--check", "no verdict for a GGUF model yet: llama.cpp's memory load is not joined in"
+        )
+    note(
+        [
+            "GGUF: the weights as read; llama.cpp's KV cache, compute and output buffers are "
+            "not counted yet (#40)"
+        ]
+    )
+    if args.json:
+        print(to_json_pretty(gguf_json(found.model, args.model, found.source)))
+    else:
+        print("\n".join(gguf_lines(found.model, args.model, found.source)))
+    return 0
 
 
 def check_exit(args: argparse.Namespace, fits: bool, unread: str | None = None) -> int:

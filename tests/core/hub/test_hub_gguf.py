@@ -4,6 +4,7 @@ same answer offline afterwards; bad files and missing quants named, nothing stor
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -134,3 +135,62 @@ def test_a_repo_without_gguf_files_says_so(hub: FakeHub) -> None:
     hub.add("test-org/none", {"README.md": SparseFile(b"hi", 2)})
     with pytest.raises(HubError, match=r"no \*\.gguf files at "):
         read_hub_gguf("test-org/none", options=HubOptions(timeout_s=10))
+
+
+def test_inspect_repo_quant_reads_the_header_then_answers_offline(
+    hub: FakeHub, repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tui.cli import main
+
+    assert main(["inspect", f"{REPO}:Q4_0", "--json"]) == 0
+    online = json.loads(capsys.readouterr().out)
+    local = read_gguf_model(repo / "qwen3-Q4_0.gguf")
+    assert online["weights_bytes"] == local.weights_bytes
+    commit = hub.repos[REPO].commit
+    assert online["source"] == f"Hugging Face Hub ({hub.url}), main @ {commit}"
+    headers = local.first.data_offset + local.projector.data_offset  # type: ignore[union-attr]
+    assert hub.bytes_sent <= headers + 1024 * 1024 + 64 * 1024  # and the model info
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    sent = hub.bytes_sent
+    assert main(["inspect", f"{REPO}:Q4_0", "--json"]) == 0
+    offline = json.loads(capsys.readouterr().out)
+    assert hub.bytes_sent == sent
+    assert offline["weights_bytes"] == online["weights_bytes"]
+    assert offline["notes"][-1].startswith("the Hub is off (HF_HUB_OFFLINE=1): answered")
+
+
+def test_inspect_repo_without_a_quant_lists_its_gguf_files(
+    hub: FakeHub, repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tui.cli import main
+
+    assert main(["inspect", REPO]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err == (
+        f"vramscope: error: {REPO}: no *.safetensors at {hub.repos[REPO].commit[:12]}: "
+        "GGUF only, 3 model files "
+        "(qwen3-F16.gguf, qwen3-Q4_0.gguf, qwen3-Q8_0.gguf): read one as REPO:QUANT, "
+        f"e.g. `{REPO}:Q8_0` (llama.cpp's -hf default)"
+    )
+    assert stored_files() == []
+
+
+def test_inspect_a_bad_gguf_on_the_hub_is_exit_2_and_stores_nothing(
+    hub: FakeHub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tui.cli import main
+
+    folder = tmp_path / "bad"
+    (path,) = write_model(folder, "llama", weight_type="Q4_0")
+    files = sparse_from_folder(folder)
+    head = bytearray(files[path.name].head)
+    head[8:16] = (2**61).to_bytes(8, "little")  # the tensor count
+    files[path.name] = SparseFile(bytes(head), files[path.name].size)
+    hub.add("test-org/bad", files)
+    assert main(["inspect", "test-org/bad:Q4_0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith(
+        f"vramscope: error: test-org/bad/{path.name}: truncated or corrupt GGUF header: "
+        f"tensor count {2**61:,} cannot fit in the file"
+    )
+    assert stored_files() == []

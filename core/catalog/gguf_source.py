@@ -1,0 +1,80 @@
+"""A MODEL argument that names a GGUF model: a `.gguf` file, a folder holding GGUF files
+(and no `config.json`), or `REPO:QUANT` on the Hub. The way in for `inspect`; anything
+else is left to `resolve` (safetensors folders, profiles, the HF cache, Hub repos)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from core.model.config import CONFIG_FILE
+
+if TYPE_CHECKING:
+    from core.gguf.record import GgufModel
+    from core.hub.remote import HubOptions
+
+
+@dataclass(frozen=True)
+class GgufSource:
+    """A GGUF model read, and where from (the report's `Source:` line)."""
+
+    model: GgufModel
+    source: str
+
+
+def _existing(name: str) -> Path | None:
+    path = Path(os.path.expanduser(name))
+    try:
+        return path if os.path.lexists(path) else None
+    except (OSError, ValueError):
+        return None
+
+
+def holds_gguf(folder: Path) -> bool:
+    """A folder of GGUF files and no `config.json` (a safetensors model folder wins)."""
+    try:
+        names = [p.name for p in folder.iterdir()]
+    except OSError:
+        return False
+    return CONFIG_FILE not in names and any(n.endswith(".gguf") for n in names)
+
+
+def read_gguf_source(
+    name: str, hub: HubOptions | None = None, env: Mapping[str, str] | None = None
+) -> GgufSource | None:
+    """The GGUF model `name` names, or None when it names no GGUF (resolve it as before).
+    Raises GgufError, ModelNotFoundError, HubError... one line each."""
+    path = _existing(name)
+    if path is not None:
+        if path.is_dir():
+            if not holds_gguf(path):
+                return None
+            from core.gguf.local import read_gguf_model
+
+            return GgufSource(read_gguf_model(path), f"local folder {path}")
+        if not name.endswith(".gguf"):
+            return None
+        from core.gguf.local import read_gguf_model
+
+        return GgufSource(read_gguf_model(path), "local file")
+    if hub is None or ":" not in name:
+        return None
+    from core.gguf.pick import split_repo_tag
+    from core.hub.store import is_repo_id
+
+    repo, tag = split_repo_tag(name)
+    if not tag or not is_repo_id(repo):
+        return None
+    from core.hub.gguf_remote import read_hub_gguf
+
+    got = read_hub_gguf(repo, tag, hub, env)
+    notes = (got.read.note,) if got.read.note else ()
+    model = got.model
+    if notes:
+        from dataclasses import replace
+
+        model = replace(model, notes=model.notes + notes)
+    return GgufSource(model, got.read.source)
