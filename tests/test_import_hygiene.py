@@ -147,3 +147,18 @@ def test_the_explorers_pure_modules_import_no_textual() -> None:
 def _from_modules(path: Path) -> set[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     return {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+
+
+def test_gguf_and_numpy_come_only_with_a_gguf_read(tmp_path: Path) -> None:
+    """gguf-py imports numpy (0.1-0.2 s): the GGUF reader's modules load neither, and
+    only reading a GGUF file brings them in."""
+    from tests.gguf_models import write_model
+
+    (path,) = write_model(tmp_path, "llama")
+    modules = (
+        "core.catalog.gguf_source, core.gguf.local, core.gguf.header, core.gguf.report, "
+        "core.hub.gguf_remote, tui.commands.inspect"
+    )
+    assert not top_level(modules_after(f"import {modules}")) & {"gguf", "numpy"}
+    read = f"import core.gguf.local as g, pathlib; g.read_gguf_model(pathlib.Path({str(path)!r}))"
+    assert {"gguf", "numpy"} <= top_level(modules_after(read))
