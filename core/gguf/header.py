@@ -100,14 +100,18 @@ class _Cursor:
     def skip_strings(self, count: int, what: str) -> None:
         """Walk `count` strings without keeping them (a tokenizer's tokens or merges)."""
         buf, pos, end = self.buf, self.pos, len(self.buf)
-        for _ in range(count):
+        for k in range(count):
+            # Past the prefix, every string left needs 8 bytes at least: ask for them all
+            # at once (a Hub read then takes few round trips over a 262k vocabulary).
             if pos + 8 > end:
                 self.pos = pos
-                self.string(what)  # raises: past the file, over the cap, or more bytes
+                self.take(8 * (count - k), what)  # raises: past the file, the cap, or more
             size = int.from_bytes(buf[pos : pos + 8], "little")
             if pos + 8 + size > end:
                 self.pos = pos
-                self.string(what)
+                if size > self.left() - 8:
+                    self.string(what)  # names the length past the file
+                self.take(8 + size + 8 * (count - k - 1), what)
             pos += 8 + size
         self.pos = pos
 

@@ -5,7 +5,7 @@ the quant's first part and every part of a split, and the `mmproj` llama.cpp wou
 beside it); `REPO` alone takes llama.cpp's defaults (`Q4_K_M`, then `Q8_0`, then the
 first model file). Each file's header is read through `core.hub.fetch` (one deadline for
 the whole read, capped bodies): the first 256 KiB, then more while the parser asks
-(`NeedMoreBytes`), never more than 1 MiB past what it asked for and never past
+(`NeedMoreBytes`), never more than 960 KiB past what it asked for and never past
 `HEADER_CAP`; the file's size comes from the answer's `Content-Range`.
 
 The headers go to the vramscope Hub store (`core.hub.store`) as the Hub served them, up
@@ -47,8 +47,9 @@ from core.regular_file import read_regular
 GGUF_INDEX = "gguf-files.json"
 """In a stored snapshot: the repo's GGUF files, and each stored header's file size."""
 FIRST_RANGE = 256 * 1024
-STEP_PAST = 1024 * 1024
-"""A later read asks for at most this much past the end the parser asked for."""
+STEP_PAST = 960 * 1024
+"""A later read asks for at most this much past the end the parser asked for: with the
+model info, a read stays within its headers plus 1 MiB."""
 _INDEX_CAP = 8 * 1024 * 1024
 MAX_GGUF_FILES = 4096
 
