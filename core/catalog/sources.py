@@ -125,7 +125,10 @@ def _not_a_model_reason(names: frozenset[str]) -> str | None:
     if any(n.endswith(".safetensors") for n in names):
         return "no config.json next to the *.safetensors (an adapter, or a partial download?)"
     if any(n.endswith(".gguf") for n in names):
-        return "GGUF files only; vramscope reads safetensors models with a config.json"
+        return (
+            "GGUF files only: `vramscope inspect` reads them (a file, the folder, or "
+            "REPO:QUANT; docs/gguf.md); the catalog lists safetensors models"
+        )
     return "not a model folder (no config.json, no *.safetensors)"
 
 
