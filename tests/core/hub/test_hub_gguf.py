@@ -194,3 +194,28 @@ def test_inspect_a_bad_gguf_on_the_hub_is_exit_2_and_stores_nothing(
         f"tensor count {2**61:,} cannot fit in the file"
     )
     assert stored_files() == []
+
+
+def test_a_hub_that_ignores_range_still_gives_the_header_alone(
+    hub: FakeHub, tmp_path: Path
+) -> None:
+    from tests.hub_server import Misbehaviour
+
+    folder = tmp_path / "norange"
+    (path,) = write_model(folder, "phi3", weight_type="F16")
+    publish(hub, folder, "test-org/norange")
+    hub.misbehaviours.append(Misbehaviour(where=".gguf", ignore_range=True))
+    got = read_hub_gguf("test-org/norange")
+    assert got.model.weights_bytes == gguf_layout("phi3", weight_type="F16").weights_bytes
+    assert got.model.file_sizes == (path.stat().st_size,)  # from the 200's Content-Length
+    stored = [p for p in stored_files() if p.name == path.name]
+    assert [p.stat().st_size for p in stored] == [read_gguf_file(path).data_offset]
+
+
+def test_a_hub_that_stalls_is_a_timeout_and_stores_nothing(hub: FakeHub, repo: Path) -> None:
+    from tests.hub_server import Misbehaviour
+
+    hub.misbehaviours.append(Misbehaviour(where=".gguf", stall_s=30))
+    with pytest.raises(HubError, match=r"did not finish the read within 1 s"):
+        read_hub_gguf(REPO, "Q4_0", HubOptions(timeout_s=1))
+    assert stored_files() == []
