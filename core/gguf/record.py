@@ -65,8 +65,8 @@ class GgufFile:
     alignment: int
     data_offset: int
     """Where the tensor data starts: the header's length, padded to `alignment`."""
-    metadata: dict[str, GgufValue] = field(compare=False)
-    value_types: dict[str, GGUFValueType] = field(compare=False)
+    metadata: dict[str, GgufValue] = field(hash=False)
+    value_types: dict[str, GGUFValueType] = field(hash=False)
     """Each key's GGUF type (`UINT32`, `ARRAY`...), as written."""
     tensors: tuple[GgufTensor, ...]
 

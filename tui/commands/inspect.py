@@ -138,10 +138,13 @@ def _read_gguf(args: argparse.Namespace) -> int | None:
     from core.estimate.report import to_json_pretty
     from core.gguf.report import gguf_json, gguf_lines
 
+    not_yet = "llama.cpp's memory load is not joined in yet (#40)"
     if args.check:
-        raise UsageError(
-            "--check", "no verdict for a GGUF model yet: llama.cpp's memory load is not joined in"
-        )
+        raise UsageError("--check", f"no verdict for a GGUF model: {not_yet}")
+    if parallel_plan(args) is not None:
+        raise UsageError("--tp/--pp", f"no split plan for a GGUF model: {not_yet}")
+    if wanted(args):
+        raise UsageError("--calibrated", f"no calibrated estimate for a GGUF model: {not_yet}")
     note(
         [
             "GGUF: the weights as read; llama.cpp's KV cache, compute and output buffers are "

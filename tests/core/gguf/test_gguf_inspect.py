@@ -114,3 +114,15 @@ def test_a_folder_of_safetensors_is_not_taken_for_gguf(
     # Read as the safetensors folder its config.json makes it: mlxcel's 7 B fallback.
     assert "format" not in report
     assert report["weights_bytes"] == 14_000_000_000
+
+
+@pytest.mark.parametrize(
+    ("flags", "flag"), [(["--check"], "--check"), (["--tp", "2"], "--tp/--pp")]
+)
+def test_flags_with_no_meaning_yet_for_gguf_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], flag: str
+) -> None:
+    (path,) = write_model(tmp_path, "llama")
+    code, out, err = inspect(capsys, str(path), *flags)
+    assert (code, out) == (2, "")
+    assert err.splitlines()[-1].startswith(f"vramscope: error: {flag}: ")
