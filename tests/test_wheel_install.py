@@ -76,7 +76,8 @@ def test_the_fresh_install_holds_the_explorer_s_needs_and_no_engine(
     code = (
         "import importlib.util as u; "
         "print(*[n for n in ('textual', 'rich', 'safetensors', 'huggingface_hub', "
-        "'platformdirs', 'torch', 'mlx', 'mlx_lm', 'numpy', 'pytest', 'mypy') if u.find_spec(n)])"
+        "'platformdirs', 'gguf', 'torch', 'mlx', 'mlx_lm', 'numpy', 'pytest', 'mypy') "
+        "if u.find_spec(n)])"
     )
     found = run([str(bin_dir / "python"), "-c", code], tmp_path, env)
     assert found.stdout.split() == [
@@ -85,6 +86,8 @@ def test_the_fresh_install_holds_the_explorer_s_needs_and_no_engine(
         "safetensors",
         "huggingface_hub",
         "platformdirs",
+        "gguf",
+        "numpy",  # gguf's own dependency, imported only when a GGUF is read
     ]
 
 
@@ -97,6 +100,21 @@ def test_inspect_from_the_wheel_gives_the_same_answer_as_this_tree(
     done = run([str(bin_dir / "vramscope"), "inspect", PROFILE, "--json", *FIXED], tmp_path, env)
     assert done.returncode == 0, done.stderr
     assert main(["inspect", PROFILE, "--json", *FIXED]) == 0
+    assert json.loads(done.stdout) == json.loads(capsys.readouterr().out)
+
+
+def test_inspect_of_a_gguf_from_the_wheel_gives_the_same_answer_as_this_tree(
+    installed: tuple[Path, Path, dict[str, str]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from tests.gguf_models import write_model
+
+    _, bin_dir, env = installed
+    (path,) = write_model(tmp_path, "qwen3moe", weight_type="Q4_0")
+    done = run([str(bin_dir / "vramscope"), "inspect", str(path), "--json"], tmp_path, env)
+    assert done.returncode == 0, done.stderr
+    assert main(["inspect", str(path), "--json"]) == 0
     assert json.loads(done.stdout) == json.loads(capsys.readouterr().out)
 
 
