@@ -61,13 +61,16 @@ def read_gguf_source(
 
         return GgufSource(read_gguf_model(path), "local file")
     if hub is None or ":" not in name:
-        return None
+        return None  # without Hub options, as resolve: a name is never looked up there
     from core.gguf.pick import split_repo_tag
     from core.hub.store import is_repo_id
 
     repo, tag = split_repo_tag(name)
     if not tag or not is_repo_id(repo):
         return None
+    cached = _from_hf_cache(repo, tag, env)
+    if cached is not None:
+        return cached
     from core.hub.gguf_remote import read_hub_gguf
 
     got = read_hub_gguf(repo, tag, hub, env)
@@ -78,3 +81,45 @@ def read_gguf_source(
 
         model = replace(model, notes=model.notes + notes)
     return GgufSource(model, got.read.source)
+
+
+_CACHE_FILES_CAP = 4096
+
+
+def _from_hf_cache(repo: str, tag: str, env: Mapping[str, str] | None) -> GgufSource | None:
+    """`REPO:QUANT` from the Hugging Face cache, where `llama-server -hf` downloads it:
+    the snapshot `refs/main` names (else the newest), when it holds every part of the
+    picked file; None otherwise (the Hub answers)."""
+    from core.catalog.resolve import hf_cache_dir_or_none
+    from core.errors import ModelNotFoundError
+    from core.gguf.local import part_paths, read_picked
+    from core.gguf.pick import pick
+    from core.paths import repo_folder_name
+    from core.regular_file import read_regular
+
+    cache = hf_cache_dir_or_none(env)
+    if cache is None:
+        return None
+    repo_dir = cache / repo_folder_name(repo)
+    try:
+        commit = read_regular(repo_dir / "refs" / "main", 256)[:256].decode("ascii").strip()
+        snapshot = repo_dir / "snapshots" / commit
+        if not commit or not snapshot.is_dir():
+            snapshots = [p for p in (repo_dir / "snapshots").iterdir() if p.is_dir()]
+            snapshot = max(snapshots, key=lambda p: p.stat().st_mtime)
+    except (OSError, ValueError):
+        return None
+    names: list[str] = []
+    for folder, _, files in os.walk(snapshot):
+        rel = Path(folder).relative_to(snapshot)
+        names += sorted((rel / f).as_posix() for f in files if f.endswith(".gguf"))
+        if len(names) > _CACHE_FILES_CAP:
+            return None
+    try:
+        chosen, _ = pick(names, tag, repo)
+    except ModelNotFoundError:
+        return None
+    if not all(p.exists() for p in part_paths(snapshot / chosen[0])):
+        return None  # a split download not finished: the Hub answers
+    model = read_picked(snapshot, names, tag, f"{repo} in the HF cache")
+    return GgufSource(model, f"Hugging Face cache ({snapshot})")

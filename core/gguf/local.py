@@ -96,26 +96,34 @@ def read_gguf_model(path: Path, tag: str = "") -> GgufModel:
     """The GGUF model at `path`: a file (a split set's part names the whole set), or a
     folder (the file llama.cpp's `-hf` rule picks, for `tag` or its defaults); a
     projector in the same folder comes with it. Raises GgufError or ModelNotFoundError."""
-    notes: list[str] = []
     if path.is_dir():
         names = sorted(p.name for p in path.iterdir() if p.name.endswith(".gguf"))
-        chosen, projector = pick(names, tag, str(path))
-        models = {info.prefix for n in names if is_model_file(n) and (info := split_name(n))}
-        if len(models) > 1:
-            notes.append(
-                f"{len(models)} GGUF model files in the folder: read {chosen[0]} "
-                f"(llama.cpp's -hf pick: {tag or 'Q4_K_M, then Q8_0, then the first'})"
-            )
-        paths = [path / n for n in chosen]
-        folder = path
-    else:
-        paths = part_paths(path)
-        folder = path.parent
-        try:
-            siblings = sorted(p.name for p in folder.iterdir() if p.name.endswith(".gguf"))
-        except OSError:
-            siblings = []
-        projector = find_best_projector(siblings, paths[0].name)
+        return read_picked(path, names, tag, str(path))
+    paths = part_paths(path)
+    try:
+        siblings = sorted(p.name for p in path.parent.iterdir() if p.name.endswith(".gguf"))
+    except OSError:
+        siblings = []
+    projector = find_best_projector(siblings, paths[0].name)
+    return _read_parts(paths, path.parent / projector if projector else None, [])
+
+
+def read_picked(root: Path, names: list[str], tag: str, where: str) -> GgufModel:
+    """The model llama.cpp's `-hf` rule picks among `names` (paths under `root`, in the
+    listing's order), and its projector."""
+    chosen, projector = pick(names, tag, where)
+    notes: list[str] = []
+    models = {info.prefix for n in names if is_model_file(n) and (info := split_name(n))}
+    if len(models) > 1:
+        notes.append(
+            f"{len(models)} GGUF model files in {where}: read {chosen[0]} "
+            f"(llama.cpp's -hf pick: {tag or 'Q4_K_M, then Q8_0, then the first'})"
+        )
+    # The parts by name, not by listing: a missing one is named as missing.
+    return _read_parts(part_paths(root / chosen[0]), root / projector if projector else None, notes)
+
+
+def _read_parts(paths: list[Path], projector: Path | None, notes: list[str]) -> GgufModel:
     for part in paths:
         if not part.exists():
             info = split_name(part.name)
@@ -125,7 +133,9 @@ def read_gguf_model(path: Path, tag: str = "") -> GgufModel:
             )
     files = assemble([read_gguf_file(p) for p in paths], str(paths[0]))
     projector_file = None
-    if projector is not None and folder / projector not in paths:
-        projector_file = read_gguf_file(folder / projector)
-        notes.append(f"projector: {projector} (llama.cpp's pick of the mmproj files beside it)")
+    if projector is not None and projector not in paths:
+        projector_file = read_gguf_file(projector)
+        notes.append(
+            f"projector: {projector.name} (llama.cpp's pick of the mmproj files beside it)"
+        )
     return GgufModel(files, _split_info(files), projector_file, tuple(notes))

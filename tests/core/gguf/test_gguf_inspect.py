@@ -126,3 +126,34 @@ def test_flags_with_no_meaning_yet_for_gguf_are_refused(
     code, out, err = inspect(capsys, str(path), *flags)
     assert (code, out) == (2, "")
     assert err.splitlines()[-1].startswith(f"vramscope: error: {flag}: ")
+
+
+def test_repo_quant_downloaded_by_llama_cpp_is_read_from_the_hf_cache(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`llama-server -hf org/repo:Q4_0` leaves the file in the HF cache: inspect reads it
+    there, offline, as it reads the same file on disk."""
+    from tests.model_writers import write_cache_file, write_ref
+
+    cache = tmp_path / "hf" / "hub"
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    repo = cache / "models--test-org--Tiny-GGUF"
+    commit = "a" * 40
+    written = tmp_path / "written"
+    parts = write_gguf(
+        written / "tiny-Q4_0.gguf", gguf_layout("qwen3", weight_type="Q4_0"), split=2
+    )
+    for part in parts:
+        write_cache_file(repo, commit, f"Q4_0/{part.name}", from_file=part)
+    write_ref(repo, "main", commit)
+    code, out, err = inspect(capsys, "test-org/Tiny-GGUF:q4_0", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    snapshot = repo / "snapshots" / commit
+    assert report["source"] == f"Hugging Face cache ({snapshot})"
+    assert report["weights_bytes"] == gguf_layout("qwen3", weight_type="Q4_0").weights_bytes
+    assert report["split_count"] == 2
+    # A quant not downloaded, with the Hub off (the tests' HF_HUB_OFFLINE=1): said so.
+    code, _, err = inspect(capsys, "test-org/Tiny-GGUF:Q8_0")
+    assert code == 2
+    assert "never read from the Hub, and the Hub is off (HF_HUB_OFFLINE=1)" in err
