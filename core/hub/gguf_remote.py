@@ -21,6 +21,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 from core.errors import GgufError, HubError, HubNotFoundError, ModelError, UsageError
 from core.gguf.header import HEADER_CAP, NeedMoreBytes, parse_header
@@ -152,11 +153,6 @@ def _read_online(
     if again is not None and (model := from_store(again.path, repo_id, tag)) is not None:
         _store_write(repo_id, root, lambda: store.set_ref(root, repo_id, revision, commit))
         return HubGguf(model, HubRead(repo_id, revision, commit, endpoint, again.path))
-    names_stored = {_stored_name(n) for n in wanted}
-    if len(names_stored) != len(wanted):
-        raise HubError(
-            repo_id, "two of the picked GGUF files share a file name in different folders"
-        )
     from huggingface_hub import hf_hub_url
 
     say = options.progress or (lambda _line: None)
@@ -230,8 +226,10 @@ def read_header_bytes(url: str, where: str, deadline: Deadline) -> tuple[bytes, 
 
 
 def _stored_name(name: str) -> str:
-    """The file name a header is stored under (the store is one flat folder)."""
-    return name.rsplit("/", 1)[-1]
+    """The file name a header is stored under: the store is one flat folder, so a file in
+    a repo's folder (`Q8_0/model-00001-of-00002.gguf`) has its slashes escaped (`%2F`),
+    one name per repo path, none leaving the folder."""
+    return quote(name, safe="")
 
 
 def _read_index(data: bytes | None) -> tuple[list[str], dict[str, int]] | None:

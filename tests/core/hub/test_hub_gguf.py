@@ -219,3 +219,23 @@ def test_a_hub_that_stalls_is_a_timeout_and_stores_nothing(hub: FakeHub, repo: P
     with pytest.raises(HubError, match=r"did not finish the read within 1 s"):
         read_hub_gguf(REPO, "Q4_0", HubOptions(timeout_s=1))
     assert stored_files() == []
+
+
+def test_a_split_model_in_a_repo_folder_and_the_projector_above_it(
+    hub: FakeHub, tmp_path: Path
+) -> None:
+    from tests.hub_server import sparse_gguf
+
+    layout = gguf_layout("gemma3", weight_type="F16")
+    parts = write_gguf(tmp_path / "w" / "tiny-F16.gguf", layout, split=2)
+    projector = write_mmproj(tmp_path / "w" / "mmproj-F16.gguf")
+    files = {f"F16/{p.name}": sparse_gguf(p) for p in parts}
+    files["mmproj-F16.gguf"] = sparse_gguf(projector)
+    hub.add("test-org/folders", files)
+    got = read_hub_gguf("test-org/folders", "F16")
+    assert [f.path for f in got.model.files] == [f"test-org/folders/F16/{p.name}" for p in parts]
+    assert got.model.weights_bytes == layout.weights_bytes
+    assert got.model.projector is not None
+    assert got.model.projector.path == "test-org/folders/mmproj-F16.gguf"
+    stored = sorted(p.name for p in stored_files() if p.name.endswith(".gguf"))
+    assert stored == sorted([f"F16%2F{p.name}" for p in parts] + ["mmproj-F16.gguf"])
