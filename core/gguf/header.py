@@ -34,6 +34,13 @@ HEADER_CAP = 32 * 1024 * 1024
 scores and merges is 6-8 MB; 32 MiB leaves room and bounds a hostile file."""
 MAX_NAME = 64  # GGML_MAX_NAME: a tensor name is shorter
 MAX_DIMS = 4  # GGML_MAX_DIMS
+MAX_KEYS = 65_536
+MAX_TENSORS = 262_144
+"""Real files hold tens of keys and at most a few thousand tensors per file; the caps
+bound what a hostile header within `HEADER_CAP` can make Python hold (each tensor info
+is a record, each key a dict entry)."""
+KEPT_ITEMS = 262_144
+"""Array items kept as values across one header (the rest keep only their length)."""
 _MIN_TENSOR_INFO = 8 + 4 + 4 + 8  # name length, n_dims, type, offset (a 0-d empty name)
 _MIN_KV = 8 + 1 + 4 + 1  # key length, a 1-byte key, type, a 1-byte value
 _I64_MAX = (1 << 63) - 1
@@ -56,6 +63,8 @@ class _Cursor:
         self.path = path
         self.cap = cap
         self.pos = 0
+        self.kept = 0
+        """Array items kept as values so far (`KEPT_ITEMS` bounds them)."""
 
     def left(self) -> int:
         """Bytes left in the file after the cursor."""
@@ -163,7 +172,8 @@ def _read_array(cur: _Cursor, what: str) -> GgufArray:
     least = 8 if code == _STRING else struct.calcsize(_SCALARS[code])
     if count * least > cur.left():
         cur.past(f"{what}: array of {count:,} items runs past the end of the file")
-    keep = count <= SMALL_ARRAY
+    keep = count <= SMALL_ARRAY and cur.kept + count <= KEPT_ITEMS
+    cur.kept += count if keep else 0
     if code == _STRING:
         if not keep:
             cur.skip_strings(count, what)
@@ -209,6 +219,12 @@ def parse_header(prefix: bytes, file_size: int, path: str, cap: int = HEADER_CAP
         cur.past(f"metadata count {n_kv:,} cannot fit in the file")
     if n_tensors * _MIN_TENSOR_INFO > cur.left():
         cur.past(f"tensor count {n_tensors:,} cannot fit in the file")
+    if n_kv > MAX_KEYS:
+        raise GgufError(path, f"metadata count {n_kv:,} is over vramscope's cap of {MAX_KEYS:,}")
+    if n_tensors > MAX_TENSORS:
+        raise GgufError(
+            path, f"tensor count {n_tensors:,} is over vramscope's cap of {MAX_TENSORS:,}"
+        )
     metadata: dict[str, GgufValue] = {}
     types: dict[str, GGUFValueType] = {}
     for i in range(n_kv):

@@ -77,6 +77,24 @@ def test_a_metadata_count_past_the_file_is_refused(model: Path) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("at", "count", "said"),
+    [
+        (8, 300_000, "tensor count 300,000 is over vramscope's cap of 262,144"),
+        (16, 70_000, "metadata count 70,000 is over vramscope's cap of 65,536"),
+    ],
+)
+def test_counts_the_file_could_hold_are_capped_all_the_same(
+    model: Path, at: int, count: int, said: str
+) -> None:
+    data = bytearray(model.read_bytes())
+    data[at : at + 8] = struct.pack("<Q", count)
+    model.write_bytes(data)
+    with model.open("r+b") as fh:
+        fh.truncate(16 * 1024 * 1024)  # room for that many, as zeros
+    assert fault(model) == said
+
+
 def test_a_string_length_past_the_file_is_refused(model: Path) -> None:
     data = bytearray(model.read_bytes())
     data[24:32] = struct.pack("<Q", 2**40)  # the first key's length

@@ -134,3 +134,24 @@ def test_a_multi_gigabyte_file_is_read_for_its_header_only(tmp_path: Path) -> No
     read = _bytes_read() - before
     assert model.tensor_bytes == layout.weights_bytes
     assert read <= model.data_offset + 1024 * 1024
+
+
+def test_array_values_kept_are_bounded_across_the_header(tmp_path: Path) -> None:
+    from gguf import GGUFValueType
+
+    from core.gguf.header import KEPT_ITEMS
+    from tests.gguf_models import MetaValue
+
+    layout = gguf_layout("llama")
+    for i in range(70):  # 70 x 4,096 items: past the 262,144 kept
+        layout = layout.with_metadata(
+            f"test.array_{i:02d}", MetaValue([i] * 4096, GGUFValueType.ARRAY, GGUFValueType.UINT8)
+        )
+    (path,) = write_gguf(tmp_path / "m.gguf", layout)
+    model = read_gguf_model(path)
+    arrays = [model.value(f"test.array_{i:02d}") for i in range(70)]
+    assert all(isinstance(a, GgufArray) and a.length == 4096 for a in arrays)
+    kept = [a for a in arrays if isinstance(a, GgufArray) and a.values is not None]
+    assert 0 < sum(a.length for a in kept) <= KEPT_ITEMS < 70 * 4096
+    assert kept[0].values == (0,) * 4096
+    assert arrays[-1].values is None  # type: ignore[union-attr]
