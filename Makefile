@@ -12,7 +12,7 @@ EXTRAS := measure,mlx,rocm,nvidia,png,test
 # `make run RUN_ARGS='inspect MODEL'` runs a command instead of the explorer.
 RUN_ARGS ?=
 
-.PHONY: install run test test-fast lint typecheck check screenshots snapshot-update bench bench-install clean
+.PHONY: install run test test-fast test-llama lint typecheck check screenshots snapshot-update bench bench-install clean
 
 $(RUN_STAMP): pyproject.toml requirements/constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -57,6 +57,17 @@ test: lint typecheck
 test-fast: $(DEV_STAMP)
 	$(PYTEST) -q -n 3 --ignore=tests/hip_backend \
 		-m "not snapshot and not child_process and not slow and not gpu"
+
+# Opt-in: build llama.cpp's llama-fit-params (the version llama-cpp-python 0.3.36 vendors)
+# into $$XDG_CACHE_HOME/vramscope-dev/, outside the tree (~450 CPU-seconds the first time),
+# compare a live run with the committed golden tables, then run the tests that need the
+# build (marked llama_cpp, deselected unless VRAMSCOPE_LLAMA_CPP_BIN names the tool). `scripts/llama_golden.py`
+# without --check rewrites the tables.
+test-llama: $(DEV_STAMP)
+	$(BIN)/python scripts/build_llama_cpp.py
+	$(BIN)/python scripts/llama_golden.py --check
+	VRAMSCOPE_LLAMA_CPP_BIN="$$($(BIN)/python scripts/build_llama_cpp.py --print-path)" \
+		$(PYTEST) -q -n 0 -p no:randomly -m llama_cpp tests/core/load
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check core tui hip_backend tests scripts

@@ -6,6 +6,7 @@ import functools
 import gc
 import inspect
 import json
+import os
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -96,6 +97,13 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # The opt-in llama.cpp tests run only where `make test-llama` names its build.
+    tool = os.environ.get("VRAMSCOPE_LLAMA_CPP_BIN", "")
+    if not (tool and Path(tool).is_file()):
+        skipped = [i for i in items if i.get_closest_marker("llama_cpp")]
+        if skipped:
+            config.hook.pytest_deselected(items=skipped)
+            items[:] = [i for i in items if not i.get_closest_marker("llama_cpp")]
     for item in items:
         if _serial(Path(str(item.fspath)).as_posix()):
             item.add_marker(pytest.mark.serial)
