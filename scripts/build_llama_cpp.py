@@ -1,15 +1,17 @@
-"""Build llama.cpp's `llama-fit-params` into a cache folder outside the tree (opt-in, #40).
+"""Build llama.cpp's `llama-fit-params` and `llama-completion` outside the tree (opt-in, #40).
 
 The ground truth for vramscope's llama.cpp memory model is llama.cpp itself. PyPI serves
 llama-cpp-python only as an sdist whose `vendor/llama.cpp` is a complete llama.cpp
-checkout; this script downloads that sdist with pip, unpacks it and builds the one tool the
-golden tables need, `llama-fit-params`, with cmake and ninja at low priority. Nothing lands
+checkout; this script downloads that sdist with pip, unpacks it and builds the two tools the
+golden tables need with cmake and ninja at low priority: `llama-fit-params` (the dry run
+`--fit` makes: its per-device MiB table) and `llama-completion` (a real load and one token,
+which prints every buffer llama.cpp allocates at 0.01 MiB). Nothing lands
 in the repository: everything goes under `$XDG_CACHE_HOME/vramscope-dev/` (default
 `~/.cache/vramscope-dev/`). `GGML_NATIVE=OFF`: the build machine's vector unit (AVX2 or
 AVX-512) differs between sessions, and the memory figures do not depend on it.
 
-Usage: `python scripts/build_llama_cpp.py` prints the tool's path (and builds it when it is
-missing). `--print-path` prints where it would be without building.
+Usage: `python scripts/build_llama_cpp.py` prints the tools' folder (and builds what is
+missing). `--print-path` prints `llama-fit-params`'s path without building.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from pathlib import Path
 # The llama-cpp-python release whose vendored llama.cpp the golden tables were made with.
 LLAMA_CPP_PYTHON_VERSION = "0.3.36"
 TOOL = "llama-fit-params"
+TOOLS = (TOOL, "llama-completion")
 
 
 def cache_root() -> Path:
@@ -36,8 +39,8 @@ def source_dir(root: Path) -> Path:
     return root / f"llama_cpp_python-{LLAMA_CPP_PYTHON_VERSION}" / "vendor" / "llama.cpp"
 
 
-def tool_path(root: Path | None = None) -> Path:
-    return source_dir(root or cache_root()) / "build" / "bin" / TOOL
+def tool_path(root: Path | None = None, name: str = TOOL) -> Path:
+    return source_dir(root or cache_root()) / "build" / "bin" / name
 
 
 def _run(cmd: list[str], cwd: Path | None = None) -> None:
@@ -99,7 +102,7 @@ def build(root: Path) -> Path:
             ],
             cwd=src,
         )
-    _run([*nice, "ninja", "-C", "build", TOOL], cwd=src)
+    _run([*nice, "ninja", "-C", "build", *TOOLS], cwd=src)
     return tool_path(root)
 
 
@@ -111,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.print_path:
         print(tool_path(root))
         return 0
-    path = tool_path(root) if tool_path(root).is_file() else build(root)
+    built = all(tool_path(root, name).is_file() for name in TOOLS)
+    path = tool_path(root) if built else build(root)
     print(path)
     return 0
 

@@ -1,10 +1,12 @@
 """llama.cpp's own memory figures for the synthesized GGUF models: the golden tables (#40).
 
-Runs the vendored llama.cpp's `llama-fit-params -fitp on -v` (a dry run: the model and
-context are built without allocating, and every buffer line is printed) over the models
+Runs the vendored llama.cpp over the models
 of tests/gguf_llama_models.py x contexts (some not a multiple of 256) x K/V cache types
-f16, q8_0, q4_0 x `--parallel` 1 and 4 x `--flash-attn` on and off, parses the lines with
-vramscope's own parser (core/load/llama_cpp_log.py) and writes
+f16, q8_0, q4_0 x `--parallel` 1 and 4 x `--flash-attn` on and off, twice per case:
+`llama-completion` loads the model for real and generates one token (its log prints every
+buffer at 0.01 MiB: model, KV with each cache's `size =` line, output, compute), and
+`llama-fit-params -fitp on` makes the dry run `--fit` makes (whole MiB per device). The
+lines are parsed with vramscope's own parser (core/load/llama_cpp_log.py) into
 tests/core/load/data/llama_cpp_golden.json, with the llama.cpp version and the exact
 command recorded. The tool comes from scripts/build_llama_cpp.py (`make test-llama`).
 
@@ -27,7 +29,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import build_llama_cpp  # noqa: E402
 
-from core.load.llama_cpp_log import parse_llama_log  # noqa: E402
+from core.load.llama_cpp_log import LlamaCppLog, parse_llama_log  # noqa: E402
 from tests.gguf_llama_models import MODELS, write_model  # noqa: E402
 
 GOLDEN = ROOT / "tests" / "core" / "load" / "data" / "llama_cpp_golden.json"
@@ -72,6 +74,8 @@ def grid() -> list[dict[str, object]]:
                     "ub": EXTRA_UBATCH,
                 }
             )
+            if arch == "deepseek2":
+                continue  # llama.cpp refuses different K and V types under MLA
             cases.append(
                 {
                     "arch": arch,
@@ -86,9 +90,9 @@ def grid() -> list[dict[str, object]]:
     return cases
 
 
-def command(tool: Path, model: Path, case: dict[str, object]) -> list[str]:
+def flags(model: Path, case: dict[str, object]) -> list[str]:
+    """The case's llama.cpp flags (CPU only: nothing is offloaded)."""
     return [
-        str(tool),
         "-m",
         str(model),
         "-c",
@@ -105,10 +109,17 @@ def command(tool: Path, model: Path, case: dict[str, object]) -> list[str]:
         str(case["ub"]),
         "-ngl",
         "0",
-        "-fitp",
-        "on",
-        "-v",
+        # No CPU_REPACK copy of q4_0 weights: a CPU backend's own layout, not a GPU's.
+        "--no-repack",
     ]
+
+
+# A real load and one generated token: llama.cpp prints every buffer it allocates.
+# `-fit off`: no dry run first (its lines would come twice). Its log is written by a
+# worker thread that can lose the last lines at exit, hence the retries below.
+LOAD_TAIL = ["-fit", "off", "-n", "1", "-p", "a", "-no-cnv", "--no-warmup", "-t", "1", "-v"]
+# The dry run `--fit` makes: one line per device, whole MiB (model, context, compute).
+FIT_TAIL = ["-fitp", "on"]
 
 
 def version(tool: Path) -> str:
@@ -116,12 +127,37 @@ def version(tool: Path) -> str:
     return " ".join((out.stdout + out.stderr).split())[:200]
 
 
-def run_case(tool: Path, model: Path, case: dict[str, object]) -> dict[str, object]:
-    proc = subprocess.run(command(tool, model, case), capture_output=True, text=True, timeout=120)
-    log = parse_llama_log(proc.stdout + proc.stderr)
-    if proc.returncode != 0 or not log.found:
-        tail = (proc.stdout + proc.stderr)[-2000:]
-        raise SystemExit(f"llama_golden: {case} failed (exit {proc.returncode}):\n{tail}")
+def _complete(log: LlamaCppLog) -> bool:
+    return bool(log.model and log.output and log.compute and (log.kv_caches or log.recurrent))
+
+
+def run_case(tools: dict[str, Path], model: Path, case: dict[str, object]) -> dict[str, object]:
+    text = ""
+    for _attempt in range(8):
+        proc = subprocess.run(
+            [str(tools["load"]), *flags(model, case), *LOAD_TAIL],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=120,
+        )
+        text = proc.stdout + proc.stderr
+        log = parse_llama_log(text)
+        if proc.returncode == 0 and _complete(log):
+            break
+    else:
+        raise SystemExit(f"llama_golden: {case} gave no complete log:\n{text[-2000:]}")
+    fit = subprocess.run(
+        [str(tools["fit"]), *flags(model, case), *FIT_TAIL],
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=120,
+    )
+    rows = [line.split() for line in fit.stdout.splitlines() if line.startswith("Host ")]
+    if fit.returncode != 0 or len(rows) != 1:
+        raise SystemExit(f"llama_golden: {case}: llama-fit-params printed {fit.stdout[-500:]!r}")
+    compute = sum(b.bytes for b in (log.compute_fine or log.compute))
     return {
         **case,
         "kv_caches": [
@@ -140,7 +176,9 @@ def run_case(tool: Path, model: Path, case: dict[str, object]) -> dict[str, obje
         ],
         "model_bytes": sum(b.bytes for b in log.model),
         "output_bytes": sum(b.bytes for b in log.output),
-        "compute_bytes": sum(b.bytes for b in log.compute),
+        "compute_bytes": compute,
+        "compute_resolution_bytes": 53 if log.compute_fine else 5243,
+        "fit_print_mib": [int(v) for v in rows[0][1:4]],
     }
 
 
@@ -148,21 +186,30 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare with the committed table")
     args = parser.parse_args(argv)
-    tool = build_llama_cpp.tool_path()
-    if not tool.is_file():
-        raise SystemExit(f"llama_golden: {tool} not built (run scripts/build_llama_cpp.py)")
+    tools = {
+        "fit": build_llama_cpp.tool_path(),
+        "load": build_llama_cpp.tool_path(name="llama-completion"),
+    }
+    for tool in tools.values():
+        if not tool.is_file():
+            raise SystemExit(f"llama_golden: {tool} not built (run scripts/build_llama_cpp.py)")
     with tempfile.TemporaryDirectory(prefix="vramscope-golden-") as tmp:
         models = {arch: write_model(Path(tmp), arch) for arch in MODELS}
-        runs = [run_case(tool, models[str(c["arch"])], c) for c in grid()]
-        example = " ".join(command(tool, Path("MODEL.gguf"), grid()[0]))
+        runs = [run_case(tools, models[str(c["arch"])], c) for c in grid()]
+    case_flags = " ".join(flags(Path("MODEL.gguf"), grid()[0]))
     table = {
         "llama_cpp": {
             "source": "llama-cpp-python "
             f"{build_llama_cpp.LLAMA_CPP_PYTHON_VERSION} vendor/llama.cpp",
-            "version": version(tool),
+            "version": version(tools["fit"]),
         },
-        "command": example.replace(str(tool), "llama-fit-params"),
-        "note": "figures in bytes, parsed from llama.cpp's MiB lines (two decimals: +-5243 bytes)",
+        "commands": {
+            "load": f"llama-completion {case_flags} {' '.join(LOAD_TAIL)}",
+            "fit": f"llama-fit-params {case_flags} {' '.join(FIT_TAIL)}",
+        },
+        "note": "figures in bytes, parsed from llama.cpp's MiB lines (two decimals: +-5243 "
+        "bytes; the compute buffer's teardown line has four: +-53 bytes); fit_print_mib is "
+        "llama-fit-params' Host row (model, context, compute; whole MiB, rounded down)",
         "runs": runs,
     }
     if args.check:

@@ -1,10 +1,11 @@
 """Small GGUF models that the vendored llama.cpp loads, for its memory goldens (#40).
 
 Each model is written with gguf-py's `GGUFWriter` under the tensor names and shapes that
-llama.cpp's `load_arch_tensors` asks for (`src/models/<arch>.cpp`), with zeroed data: the
-dry run (`llama-fit-params`) never reads it. Sizes are small (a few MiB) but not toy
-shapes: grouped-query heads, a vocabulary of 512, quantized matrices (q8_0, q4_0) beside
-f16 and f32 ones, so that the tensors' bytes, the KV rows and the block sizes all count.
+llama.cpp's `load_arch_tensors` asks for (`src/models/<arch>.cpp`), with zeroed data (valid
+blocks of every type used; llama.cpp loads it and generates a token from it). Sizes are
+small (a few MiB) but not toy shapes: grouped-query heads, quantized matrices (q8_0, q4_0)
+beside f16 and f32 ones, a vocabulary of 8,192 (so that the logits count), so that the
+tensors' bytes, the KV rows and the block sizes all count.
 The same function writes the file that llama.cpp measured (scripts/llama_golden.py) and
 the one the tests read, so the golden tables and the tests see one model.
 """
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-N_VOCAB = 512
+N_VOCAB = 8192
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,7 @@ MODELS: dict[str, Spec] = {
             "n_expert_shared": 1,
             "n_lead": 1,
             "kv_lora_rank": 128,
+            "q_lora_rank": 64,
             "rope_dim": 32,
             "k_mla": 96,
             "v_mla": 64,
@@ -145,7 +147,9 @@ def _kv_heads(s: Spec) -> tuple[int, ...]:
 
 def _metadata(w: Any, s: Spec) -> None:
     a = s.arch
-    w.add_name(f"vramscope-synth-{a}")
+    # Not the architecture's name: llama.cpp's vocabulary loader special-cases names that
+    # contain "phi3" (it asks for an `<|endoftext|>` token this vocabulary lacks).
+    w.add_name("vramscope-synthesized")
     w.add_uint32(f"{a}.block_count", s.n_layer)
     w.add_uint32(f"{a}.context_length", s.ctx_train)
     w.add_uint32(f"{a}.embedding_length", s.n_embd)
@@ -171,6 +175,7 @@ def _metadata(w: Any, s: Spec) -> None:
         w.add_uint32(f"{a}.leading_dense_block_count", x["n_lead"])
         w.add_uint32(f"{a}.expert_shared_count", x["n_expert_shared"])
         w.add_uint32(f"{a}.attention.kv_lora_rank", x["kv_lora_rank"])
+        w.add_uint32(f"{a}.attention.q_lora_rank", x["q_lora_rank"])
         w.add_uint32(f"{a}.rope.dimension_count", x["rope_dim"])
         # MLA as current converters write it: one KV head of the latent plus the rope part.
         w.add_uint32(f"{a}.attention.key_length", x["kv_lora_rank"] + x["rope_dim"])
@@ -231,7 +236,10 @@ def _mla(add: Callable[..., None], i: int, s: Spec) -> None:
     x = s.extra
     rank, rope, k_mla, v_mla = x["kv_lora_rank"], x["rope_dim"], x["k_mla"], x["v_mla"]
     add(f"blk.{i}.attn_kv_a_norm.weight", (rank,))
-    add(f"blk.{i}.attn_q.weight", (s.n_embd, s.n_head * k_mla))
+    q_rank = x["q_lora_rank"]
+    add(f"blk.{i}.attn_q_a_norm.weight", (q_rank,))
+    add(f"blk.{i}.attn_q_a.weight", (s.n_embd, q_rank))
+    add(f"blk.{i}.attn_q_b.weight", (q_rank, s.n_head * k_mla))
     add(f"blk.{i}.attn_kv_a_mqa.weight", (s.n_embd, rank + rope))
     add(f"blk.{i}.attn_k_b.weight", (k_mla - rope, rank, s.n_head))
     add(f"blk.{i}.attn_v_b.weight", (rank, v_mla, s.n_head))

@@ -242,6 +242,13 @@ class LlamaCppPlan:
         if tokens < 1:
             raise UsageError("--ctx-size", f"{tokens} tokens: the context must be at least 1")
         hp, o = self.hparams, self.options
+        if hp.is_mla and o.cache_type_k is not o.cache_type_v:
+            # llama.cpp refuses it: "model does not support different K and V cache types".
+            raise UsageError(
+                "--cache-type-v",
+                f"{hp.arch} (MLA) needs the same K and V cache types, not "
+                f"{o.cache_type_k.value} and {o.cache_type_v.value}",
+            )
         cells = ContextCells.of(tokens, o)
         device: list[LoadTerm] = []
         host: list[LoadTerm] = []
@@ -296,8 +303,8 @@ class LlamaCppPlan:
             hp,
             o.flash_attn is FlashAttn.ON,
             cells.n_ctx_seq,
+            cells.swa_cells(hp.n_swa, o) if hp.n_swa else 0,
             cells.n_ubatch,
-            o.parallel,
         )
         terms.append(comp)
         put(comp, n_off > 0)

@@ -33,6 +33,10 @@ _KV_BUF = re.compile(rf"llama_kv_cache:\s+{_DEV} KV buffer size\s*=\s*{_NUM} MiB
 _RS_BUF = re.compile(rf"llama_memory_recurrent:\s+{_DEV} RS buffer size\s*=\s*{_NUM} MiB")
 _OUTPUT = re.compile(rf"llama_context:\s+{_DEV}\s+output buffer size\s*=\s*{_NUM} MiB")
 _COMPUTE = re.compile(rf"\w+:\s+{_DEV} compute buffer size\s*=\s*{_NUM} MiB")
+# At teardown (debug level) llama.cpp prints the compute buffer again, to four decimals.
+_COMPUTE_FINE = re.compile(
+    rf"~llama_context:\s+{_DEV} compute buffer size is\s+{_NUM} MiB, matches expectation"
+)
 _KV_SIZE = re.compile(
     rf"llama_kv_cache: size\s*=\s*{_NUM} MiB"
     rf" \(\s*(\d+) cells,\s*(\d+) layers,\s*(\d+)/\s*(\d+) seqs\),"
@@ -92,6 +96,8 @@ class LlamaCppLog:
     compute: tuple[DeviceBuffer, ...]
     kv_caches: tuple[KvCacheLine, ...]
     recurrent: tuple[RecurrentLine, ...]
+    compute_fine: tuple[DeviceBuffer, ...] = ()
+    """The compute buffers as the teardown prints them (0.0001 MiB), when it did."""
 
     @property
     def kv_bytes(self) -> int:
@@ -124,6 +130,7 @@ def parse_llama_log(text: str) -> LlamaCppLog:
     rs_bufs: list[DeviceBuffer] = []
     output: list[DeviceBuffer] = []
     compute: list[DeviceBuffer] = []
+    fine: list[DeviceBuffer] = []
     kv: list[KvCacheLine] = []
     rs: list[RecurrentLine] = []
     for line in text.splitlines():
@@ -145,6 +152,9 @@ def parse_llama_log(text: str) -> LlamaCppLog:
             )
         elif m := _RS_SIZE.search(line):
             rs.append(RecurrentLine(_bytes(m[1]), int(m[2]), int(m[3])))
+        elif m := _COMPUTE_FINE.search(line):
+            fine.append(DeviceBuffer(m[1], _bytes(m[2])))
+            continue
         for pattern, into in (
             (_MODEL, model),
             (_KV_BUF, kv_bufs),
