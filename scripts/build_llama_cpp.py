@@ -27,7 +27,7 @@ from pathlib import Path
 # The llama-cpp-python release whose vendored llama.cpp the golden tables were made with.
 LLAMA_CPP_PYTHON_VERSION = "0.3.36"
 TOOL = "llama-fit-params"
-TOOLS = (TOOL, "llama-completion")
+TOOLS = (TOOL, "llama-completion", "ggml-rpc-server")
 
 
 def cache_root() -> Path:
@@ -93,6 +93,9 @@ def build(root: Path) -> Path:
                 "Ninja",
                 "-DCMAKE_BUILD_TYPE=Release",
                 "-DGGML_NATIVE=OFF",
+                # RPC: a local rpc-server stands in for a GPU, so that partial offload
+                # (--n-gpu-layers) is checked against llama.cpp on a CPU-only machine.
+                "-DGGML_RPC=ON",
                 "-DLLAMA_CURL=OFF",
                 "-DLLAMA_OPENSSL=OFF",
                 "-DLLAMA_BUILD_TESTS=OFF",

@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -182,6 +183,31 @@ def run_case(tools: dict[str, Path], model: Path, case: dict[str, object]) -> di
     }
 
 
+PRINTED = 5243  # half of the 0.01 MiB llama.cpp prints
+
+
+def agree(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Two runs of one case agree: the same case, cells, layers and streams, every figure
+    within what its printing resolves (the compute buffer's teardown line, at 0.0001 MiB,
+    is not always written before llama.cpp exits, so one run may have only 0.01 MiB)."""
+    keys = ("arch", "ctx", "ctk", "ctv", "np", "fa", "ub", "fit_print_mib")
+    if any(a[k] != b[k] for k in keys):
+        return False
+    shape = ("cells", "layers", "streams")
+    for part in ("kv_caches", "recurrent"):
+        if len(a[part]) != len(b[part]):
+            return False
+        for x, y in zip(a[part], b[part], strict=True):
+            if any(x.get(k) != y.get(k) for k in shape) or abs(x["bytes"] - y["bytes"]) > PRINTED:
+                return False
+    slack = max(a["compute_resolution_bytes"], b["compute_resolution_bytes"])
+    return (
+        abs(a["model_bytes"] - b["model_bytes"]) <= PRINTED
+        and abs(a["output_bytes"] - b["output_bytes"]) <= PRINTED
+        and abs(a["compute_bytes"] - b["compute_bytes"]) <= 2 * slack
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare with the committed table")
@@ -213,10 +239,11 @@ def main(argv: list[str] | None = None) -> int:
         "runs": runs,
     }
     if args.check:
-        committed = json.loads(GOLDEN.read_text())
-        if committed["runs"] != runs:
-            diff = [(a, b) for a, b in zip(committed["runs"], runs, strict=False) if a != b]
-            print(f"llama_golden: {len(diff)} runs differ from {GOLDEN}; first: {diff[:1]}")
+        committed = json.loads(GOLDEN.read_text())["runs"]
+        wrong = [f"{a} / {b}" for a, b in zip(committed, runs, strict=False) if not agree(a, b)]
+        if len(committed) != len(runs) or wrong:
+            print(f"llama_golden: {len(wrong)} of {len(runs)} runs differ from {GOLDEN}:")
+            print("\n".join(wrong[:3]))
             return 1
         print(f"llama_golden: {len(runs)} runs agree with {GOLDEN.name}")
         return 0

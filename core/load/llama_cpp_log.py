@@ -173,4 +173,5 @@ def parse_llama_log(text: str) -> LlamaCppLog:
         tuple(compute),
         tuple(kv),
         tuple(rs),
+        tuple(fine),
     )
