@@ -1,8 +1,8 @@
 """llama.cpp's own memory figures for the synthesized GGUF models: the golden tables (#40).
 
-Runs the vendored llama.cpp over the models
-of tests/gguf_llama_models.py x contexts (some not a multiple of 256) x K/V cache types
-f16, q8_0, q4_0 x `--parallel` 1 and 4 x `--flash-attn` on and off, twice per case:
+Runs the vendored llama.cpp over the models of tests/gguf_llama_models.py (tests/
+gguf_models.py's, at golden sizes) x contexts (some not a multiple of 256) x K/V cache
+types f16, q8_0, q4_0 x `--parallel` 1 and 4 x `--flash-attn` on and off, twice per case:
 `llama-completion` loads the model for real and generates one token (its log prints every
 buffer at 0.01 MiB: model, KV with each cache's `size =` line, output, compute), and
 `llama-fit-params -fitp on` makes the dry run `--fit` makes (whole MiB per device). The

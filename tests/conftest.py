@@ -98,7 +98,7 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # The opt-in llama.cpp tests run only where `make test-llama` names its build.
-    tool = os.environ.get("VRAMSCOPE_LLAMA_CPP_BIN", "")
+    tool = os.environ.get("VRAMSCOPE_LLAMA_FIT_PARAMS", "")
     if not (tool and Path(tool).is_file()):
         skipped = [i for i in items if i.get_closest_marker("llama_cpp")]
         if skipped:

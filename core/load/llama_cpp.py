@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from core.errors import UsageError
+from core.gguf.record import GgufModel
 from core.load.llama_cpp_compute import compute_bytes
 from core.load.llama_cpp_hparams import GgufTensor, LlamaHparams, layer_of, read_hparams
 from core.load.load import (
@@ -206,6 +207,9 @@ class LlamaCppPlan:
     weights: LayerWeights
     options: LlamaCppOptions = field(default_factory=LlamaCppOptions)
     notes: tuple[str, ...] = ()
+    projector_bytes: int = 0
+    """An `mmproj` file's tensors, loaded beside the model (on the device when any layer
+    is offloaded, as mtmd offloads it by default)."""
 
     @property
     def engine(self) -> LoadEngine:
@@ -298,6 +302,16 @@ class LlamaCppPlan:
         )
         terms.append(out)
         put(out, False)
+
+        if self.projector_bytes:
+            proj = LoadTerm(
+                TermKind.PROJECTOR,
+                self.projector_bytes,
+                Origin.GGUF,
+                "the mmproj file's tensors (its own compute buffer not counted)",
+            )
+            terms.append(proj)
+            put(proj, n_off > 0)
 
         comp = compute_bytes(
             hp,
@@ -394,6 +408,15 @@ def plan_for_gguf(
     """The llama.cpp plan for one GGUF's metadata and tensor infos (`where` names it in errors)."""
     hp, notes = read_hparams(metadata, tensors, where)
     return LlamaCppPlan(hp, layer_weights(tensors, hp), options or LlamaCppOptions(), notes)
+
+
+def plan_for_model(model: GgufModel, options: LlamaCppOptions | None = None) -> LlamaCppPlan:
+    """The llama.cpp plan for a GGUF model as `core.gguf` read it (every split part's
+    tensors; a projector beside it counted as its weights)."""
+    plan = plan_for_gguf(model.metadata, model.tensors, model.first.path, options)
+    if model.projector is not None:
+        plan = replace(plan, projector_bytes=model.projector.tensor_bytes)
+    return plan
 
 
 def largest_gpu_layers(plan: LlamaCppPlan, tokens: int, budget_bytes: int) -> int | None:

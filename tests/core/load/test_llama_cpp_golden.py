@@ -17,17 +17,18 @@ from typing import Any
 
 import pytest
 
+from core.gguf.record import GgufModel
 from core.load.llama_cpp import (
     ContextCells,
     FlashAttn,
     KvCacheType,
     LlamaCppOptions,
     LlamaCppPlan,
-    plan_for_gguf,
+    plan_for_model,
 )
 from core.load.llama_cpp_log import PRINTED_RESOLUTION_BYTES
 from core.load.load import TermKind
-from tests.gguf_llama_models import MODELS, TensorInfo, read_model, write_model
+from tests.gguf_llama_models import MODELS, read_model, write_model
 
 GOLDEN = Path(__file__).parent / "data" / "llama_cpp_golden.json"
 TABLE: dict[str, Any] = json.loads(GOLDEN.read_text())
@@ -38,7 +39,7 @@ for _run in RUNS:
 
 
 @pytest.fixture(scope="module")
-def synthesized(tmp_path_factory) -> dict[str, tuple[dict[str, Any], list[TensorInfo]]]:
+def synthesized(tmp_path_factory) -> dict[str, GgufModel]:
     folder = tmp_path_factory.mktemp("gguf")
     return {arch: read_model(write_model(folder, arch)) for arch in MODELS}
 
@@ -56,8 +57,7 @@ def options_of(run: dict[str, Any]) -> LlamaCppOptions:
 
 
 def plan_of(synthesized, run: dict[str, Any]) -> LlamaCppPlan:
-    meta, tensors = synthesized[run["arch"]]
-    return plan_for_gguf(meta, tensors, f"synth-{run['arch']}.gguf", options_of(run))
+    return plan_for_model(synthesized[run["arch"]], options_of(run))
 
 
 def describe(run: dict[str, Any]) -> str:
@@ -140,7 +140,7 @@ def test_weights_are_the_tensors_bytes(synthesized, arch: str) -> None:
     """`weights_bytes` is the sum of the tensor infos' bytes; llama.cpp's mapped model
     buffer is that plus the file's alignment padding between tensors (32 bytes at most
     each), nothing more."""
-    _meta, tensors = synthesized[arch]
+    tensors = synthesized[arch].tensors
     run = BY_ARCH[arch][0]
     load = plan_of(synthesized, run).at(run["ctx"])
     assert load.weights_bytes == sum(t.nbytes for t in tensors)

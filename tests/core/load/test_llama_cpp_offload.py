@@ -8,19 +8,21 @@ from typing import Any
 import pytest
 
 from core.errors import ModelError, UsageError
+from core.gguf.record import GgufModel
 from core.load.llama_cpp import (
     FlashAttn,
     KvCacheType,
     LlamaCppOptions,
     largest_gpu_layers,
     plan_for_gguf,
+    plan_for_model,
 )
 from core.load.load import LoadEngine, Origin, Placement, TermKind
-from tests.gguf_llama_models import MODELS, TensorInfo, read_model, write_model
+from tests.gguf_llama_models import read_model, write_model
 
 
 @pytest.fixture(scope="module")
-def synthesized(tmp_path_factory) -> dict[str, tuple[dict[str, Any], list[TensorInfo]]]:
+def synthesized(tmp_path_factory) -> dict[str, GgufModel]:
     folder = tmp_path_factory.mktemp("gguf")
     return {
         arch: read_model(write_model(folder, arch)) for arch in ("llama", "qwen3", "gemma3", "phi3")
@@ -28,8 +30,7 @@ def synthesized(tmp_path_factory) -> dict[str, tuple[dict[str, Any], list[Tensor
 
 
 def plan(synthesized, arch: str, **flags: Any):
-    meta, tensors = synthesized[arch]
-    return plan_for_gguf(meta, tensors, f"synth-{arch}.gguf", LlamaCppOptions(**flags))
+    return plan_for_model(synthesized[arch], LlamaCppOptions(**flags))
 
 
 def share(load, placement: Placement) -> int:
@@ -38,7 +39,7 @@ def share(load, placement: Placement) -> int:
 
 @pytest.mark.parametrize("arch", ["llama", "qwen3", "gemma3"])
 def test_device_and_host_shares_add_up_to_the_whole_at_every_layer_count(synthesized, arch) -> None:
-    n_layer = MODELS[arch].n_layer
+    n_layer = plan(synthesized, arch).hparams.n_layer
     for ngl in [-1, *range(n_layer + 3)]:
         load = plan(synthesized, arch, n_gpu_layers=ngl, parallel=2).at(3000)
         assert load.engine is LoadEngine.LLAMA_CPP
@@ -50,7 +51,7 @@ def test_layers_go_to_the_device_from_the_last_the_output_layer_first(synthesize
     """llama.cpp (this version) offloads its layers from the output layer down:
     `-ngl 1` puts only the output layer on the device, `-ngl n_layer + 1` everything but
     the token embeddings, which stay on the host at any count."""
-    _meta, tensors = synthesized["llama"]
+    tensors = synthesized["llama"].tensors
     size = {t.name: t.nbytes for t in tensors}
     output_layer = size["output.weight"] + size["output_norm.weight"]
     last_block = sum(b for n, b in size.items() if n.startswith("blk.3."))
@@ -93,7 +94,7 @@ def test_the_kv_cache_follows_its_layer_and_no_kv_offload_keeps_it_on_the_host(s
 def test_a_tied_output_is_duplicated_onto_the_device(synthesized) -> None:
     """qwen3 here has no output.weight: llama.cpp loads token_embd.weight a second time as
     the output on the output layer's device, the host keeping its own copy."""
-    _meta, tensors = synthesized["qwen3"]
+    tensors = synthesized["qwen3"].tensors
     embd = next(t.nbytes for t in tensors if t.name == "token_embd.weight")
     on_host = plan(synthesized, "qwen3", n_gpu_layers=0).at(1024)
     offloaded = plan(synthesized, "qwen3", n_gpu_layers=1).at(1024)
@@ -106,7 +107,7 @@ def test_a_tied_output_is_duplicated_onto_the_device(synthesized) -> None:
 
 def test_largest_gpu_layers_is_the_most_that_fits(synthesized) -> None:
     p = plan(synthesized, "gemma3", parallel=1)
-    n_layer = MODELS["gemma3"].n_layer
+    n_layer = p.hparams.n_layer
     at = {
         n: p.with_options(replace(p.options, n_gpu_layers=n)).at(8192).device_bytes
         for n in range(1, n_layer + 2)
@@ -146,14 +147,16 @@ def test_bad_flags_are_refused_naming_the_flag(flags, flag) -> None:
 
 
 def test_phi3s_sliding_window_is_off_as_in_llama_cpp(synthesized) -> None:
-    p = plan(synthesized, "phi3")
+    model = synthesized["phi3"]
+    meta = {**model.metadata, "phi3.attention.sliding_window": 2047}  # as Phi-3-mini's GGUF
+    p = plan_for_gguf(meta, model.tensors, "phi3.gguf")
     assert p.hparams.n_swa == 0
     assert not any(p.hparams.is_swa)
     assert any("sliding window" in n and "off" in n for n in p.notes)
 
 
 def test_an_unknown_architecture_is_answered_with_the_standard_cache_and_said(synthesized) -> None:
-    meta, tensors = synthesized["llama"]
+    meta, tensors = synthesized["llama"].metadata, synthesized["llama"].tensors
     renamed = {k.replace("llama.", "newarch.", 1): v for k, v in meta.items()}
     renamed["general.architecture"] = "newarch"
     p = plan_for_gguf(renamed, tensors, "new.gguf", LlamaCppOptions())
@@ -163,7 +166,7 @@ def test_an_unknown_architecture_is_answered_with_the_standard_cache_and_said(sy
 
 
 def test_a_missing_key_names_the_file_and_the_key(synthesized) -> None:
-    meta, tensors = synthesized["llama"]
+    meta, tensors = synthesized["llama"].metadata, synthesized["llama"].tensors
     broken = {k: v for k, v in meta.items() if k != "llama.block_count"}
     with pytest.raises(ModelError, match=r"broken\.gguf: no llama\.block_count"):
         plan_for_gguf(broken, tensors, "broken.gguf")
