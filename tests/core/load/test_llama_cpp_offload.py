@@ -19,6 +19,7 @@ from core.load.llama_cpp import (
 )
 from core.load.load import LoadEngine, Origin, Placement, TermKind
 from tests.gguf_llama_models import read_model, write_model
+from tests.gguf_models import write_mmproj
 
 
 @pytest.fixture(scope="module")
@@ -178,3 +179,19 @@ def test_a_missing_key_names_the_file_and_the_key(synthesized) -> None:
 def test_a_context_below_one_token_is_refused(synthesized) -> None:
     with pytest.raises(UsageError, match="--ctx-size"):
         plan(synthesized, "llama").at(0)
+
+
+def test_a_projector_beside_the_model_is_counted_on_the_device(tmp_path) -> None:
+    """An `mmproj-*.gguf` in the model's folder is read with it (core.gguf's pick) and its
+    tensors are a PROJECTOR term, on the device when layers are offloaded."""
+    model_path = write_model(tmp_path, "gemma3")
+    write_mmproj(tmp_path / "mmproj-golden-gemma3-F16.gguf")
+    model = read_model(model_path)
+    assert model.projector is not None
+    load = plan_for_model(model, LlamaCppOptions(n_gpu_layers=-1)).at(4096)
+    assert load.bytes_of(TermKind.PROJECTOR) == model.projector.tensor_bytes > 0
+    device = next(s for s in load.shares if s.placement is Placement.DEVICE)
+    assert any(t.kind is TermKind.PROJECTOR for t in device.terms)
+    on_host = plan_for_model(model, LlamaCppOptions(n_gpu_layers=0)).at(4096)
+    assert [s.placement for s in on_host.shares] == [Placement.HOST]
+    assert on_host.device_bytes == 0

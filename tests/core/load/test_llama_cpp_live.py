@@ -1,0 +1,66 @@
+"""Opt-in: vramscope's llama.cpp model against the built llama.cpp itself, live (#40).
+
+Deselected unless VRAMSCOPE_LLAMA_FIT_PARAMS names the build's `llama-fit-params`
+(`make test-llama`); `llama-completion` is beside it. A case outside the golden table
+(another context, three sequences, a smaller micro-batch, q4_0 K and V) is loaded for
+real by llama.cpp and every term is held against vramscope's plan.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from core.load.llama_cpp import FlashAttn, KvCacheType, LlamaCppOptions, plan_for_model
+from core.load.llama_cpp_log import PRINTED_RESOLUTION_BYTES, LlamaCppLog, parse_llama_log
+from core.load.load import TermKind
+from tests.gguf_llama_models import MODELS, read_model, write_model
+
+pytestmark = pytest.mark.llama_cpp
+
+
+def completion() -> Path:
+    return Path(os.environ["VRAMSCOPE_LLAMA_FIT_PARAMS"]).with_name("llama-completion")
+
+
+def load_log(model: Path, flags: list[str]) -> LlamaCppLog:
+    """llama.cpp's log of a real load; its log thread can lose the last lines at exit,
+    so a run without every buffer line is run again (at most eight times)."""
+    command = [str(completion()), "-m", str(model), *flags, "--no-repack", "-fit", "off"]
+    command += ["-n", "1", "-p", "a", "-no-cnv", "--no-warmup", "-t", "1", "-v"]
+    for _ in range(8):
+        proc = subprocess.run(
+            command, capture_output=True, text=True, errors="replace", timeout=120
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        log = parse_llama_log(proc.stdout + proc.stderr)
+        if log.model and log.output and log.compute and (log.kv_caches or log.recurrent):
+            return log
+    pytest.fail(f"llama.cpp printed no complete log for {command}")
+
+
+@pytest.mark.parametrize("arch", sorted(MODELS))
+def test_a_case_outside_the_table_agrees_with_llama_cpp(tmp_path, arch: str) -> None:
+    model = read_model(path := write_model(tmp_path, arch))
+    options = LlamaCppOptions(
+        n_gpu_layers=0,
+        cache_type_k=KvCacheType.Q4_0,
+        cache_type_v=KvCacheType.Q4_0,
+        parallel=3,
+        ubatch_size=256,
+        flash_attn=FlashAttn.ON,
+    )
+    flags = ["-c", "2000", "-ctk", "q4_0", "-ctv", "q4_0", "-np", "3", "-ub", "256", "-fa", "on"]
+    log = load_log(path, flags)
+    load = plan_for_model(model, options).at(2000)
+    lines = len(log.kv_caches) + len(log.recurrent)
+    assert abs(load.kv_bytes - log.kv_bytes) <= lines * PRINTED_RESOLUTION_BYTES
+    assert abs(load.bytes_of(TermKind.OUTPUT) - log.output[0].bytes) <= PRINTED_RESOLUTION_BYTES
+    compute = (log.compute_fine or log.compute)[0].bytes
+    assert abs(load.bytes_of(TermKind.COMPUTE) / compute - 1) <= 0.10
+    # The mapped model buffer spans the tensors and the file's padding between them.
+    slack = log.model[0].bytes - load.weights_bytes
+    assert -PRINTED_RESOLUTION_BYTES <= slack <= 32 * len(model.tensors) + PRINTED_RESOLUTION_BYTES
