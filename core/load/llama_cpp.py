@@ -427,3 +427,28 @@ def largest_gpu_layers(plan: LlamaCppPlan, tokens: int, budget_bytes: int) -> in
         if load.device_bytes <= budget_bytes:
             return n
     return None
+
+
+def largest_context(plan: LlamaCppPlan, budget_bytes: int, ceiling: int) -> int | None:
+    """The largest `--ctx-size` up to `ceiling` whose device share fits `budget_bytes`
+    (the whole load when nothing is offloaded); None when not even 1 token fits.
+
+    The load only grows with the context (cells are padded up to 256, never down), so a
+    bisection over the tokens finds it in about 20 steps of arithmetic.
+    """
+
+    def fits(tokens: int) -> bool:
+        load = plan.at(tokens)
+        held = load.device_bytes if plan.offloaded_layers else load.total_bytes
+        return held <= budget_bytes
+
+    if ceiling < 1 or not fits(1):
+        return None
+    low, high = 1, ceiling
+    while low < high:
+        mid = (low + high + 1) // 2
+        if fits(mid):
+            low = mid
+        else:
+            high = mid - 1
+    return low

@@ -13,6 +13,7 @@ from core.load.llama_cpp import (
     FlashAttn,
     KvCacheType,
     LlamaCppOptions,
+    largest_context,
     largest_gpu_layers,
     plan_for_gguf,
     plan_for_model,
@@ -195,3 +196,15 @@ def test_a_projector_beside_the_model_is_counted_on_the_device(tmp_path) -> None
     on_host = plan_for_model(model, LlamaCppOptions(n_gpu_layers=0)).at(4096)
     assert [s.placement for s in on_host.shares] == [Placement.HOST]
     assert on_host.device_bytes == 0
+
+
+def test_largest_context_is_the_last_token_count_that_fits(synthesized) -> None:
+    """The answer is exact: one token more (the next 256-cell step) does not fit."""
+    p = plan(synthesized, "llama", n_gpu_layers=-1, parallel=1)
+    budget = p.at(5000).device_bytes
+    best = largest_context(p, budget, ceiling=65536)
+    assert best is not None
+    assert p.at(best).device_bytes <= budget < p.at(best + 1).device_bytes
+    assert best % 256 == 0  # the padded context ends on a 256-cell step
+    assert largest_context(p, budget, ceiling=3000) == 3000
+    assert largest_context(p, 1, ceiling=65536) is None
