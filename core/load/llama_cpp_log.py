@@ -12,8 +12,8 @@ llama.cpp prints each buffer it allocates, per device, in MiB with two decimals:
 A figure is kept in bytes (`round(MiB * 2**20)`), good to the ±0.005 MiB it was printed
 with (±5,243 bytes). Lines may carry a log prefix (timestamps, a level letter) and other
 text may surround them: each is matched on its own, anywhere in a line. Text from another
-program's log is untrusted: numbers are bounded and a device name is kept to 64
-characters of `[A-Za-z0-9_.-]`.
+program's log is untrusted: numbers are bounded and a device name is kept to 32
+characters of `[A-Za-z0-9_.-]`, with an RPC server's `[host:port]` after it.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ PRINTED_RESOLUTION_BYTES = 5243
 _MAX_MIB = 1 << 40  # a petabyte-scale figure is not a buffer line
 
 _NUM = r"(\d{1,15}(?:\.\d{1,6})?)"
-_DEV = r"([A-Za-z0-9_.\-]{1,64})"
+# Buffer type names: `CPU_Mapped`, `ROCm0`, `CUDA_Host`, `Vulkan0`, `RPC0[127.0.0.1:50052]`.
+_DEV = r"([A-Za-z0-9_.\-]{1,32}(?:\[[A-Za-z0-9_.:\-]{1,64}\])?)"
 _MODEL = re.compile(rf"load_tensors:\s+{_DEV} model buffer size\s*=\s*{_NUM} MiB")
 _KV_BUF = re.compile(rf"llama_kv_cache:\s+{_DEV} KV buffer size\s*=\s*{_NUM} MiB")
 _RS_BUF = re.compile(rf"llama_memory_recurrent:\s+{_DEV} RS buffer size\s*=\s*{_NUM} MiB")

@@ -74,6 +74,7 @@ def test_a_log_prefix_other_text_and_other_programs_lines_are_borne() -> None:
             "[1234] llama_kv_cache:      ROCm0 KV buffer size =   512.00 MiB",
             "sched_reserve:      ROCm0 compute buffer size =   296.00 MiB",
             "sched_reserve:  ROCm_Host compute buffer size =    16.01 MiB",
+            "load_tensors: RPC0[127.0.0.1:50052] model buffer size =     3.50 MiB",
             "an unrelated line = 12 MiB",
         ]
     )
@@ -86,6 +87,7 @@ def test_a_log_prefix_other_text_and_other_programs_lines_are_borne() -> None:
         },
         "CPU_Mapped": {"model": round(281.81 * MIB)},
         "ROCm_Host": {"output": round(0.49 * MIB), "compute": round(16.01 * MIB)},
+        "RPC0[127.0.0.1:50052]": {"model": round(3.5 * MIB)},
     }
 
 
@@ -94,6 +96,7 @@ def test_a_log_prefix_other_text_and_other_programs_lines_are_borne() -> None:
     [
         "load_tensors: ROC\x1bm0 model buffer size = 1.00 MiB",  # a control character
         "load_tensors: " + "A" * 65 + " model buffer size = 1.00 MiB",  # a name too long
+        "load_tensors: RPC0[a b] model buffer size = 1.00 MiB",  # a space in the endpoint
         "load_tensors: X model buffer size = 1" + "0" * 20 + ".00 MiB",  # a number too long
         "load_tensors: X model buffer size = " + "9" * 5000 + " MiB",  # a line too long
         "llama_kv_cache: size = 0.25 MiB (256 cells, ",  # cut short
