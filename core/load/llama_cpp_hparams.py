@@ -190,11 +190,7 @@ def _n_vocab(meta: Mapping[str, object], arch: str, tensors: Sequence[GgufTensor
 
 
 def _swa_layers(
-    meta: Mapping[str, object],
-    arch: str,
-    n_layer: int,
-    head_kv: tuple[int, ...],
-    recr: tuple[bool, ...],
+    meta: Mapping[str, object], arch: str, n_layer: int, recr: tuple[bool, ...]
 ) -> tuple[tuple[bool, ...], int, list[str]]:
     """Which layers use the sliding-window cache, the window, and notes."""
     notes: list[str] = []
@@ -233,7 +229,6 @@ def _swa_layers(
         or ((il % n_pattern != 0) if rule.dense_first else (il % n_pattern < n_pattern - 1))
         for il in range(n_layer)
     )
-    del head_kv
     return flags, window, notes
 
 
@@ -308,7 +303,7 @@ def read_hparams(
         _int(meta, f"{arch}.attention.value_length_mla")
     )
     recr = _recurrent_layers(meta, arch, heads_kv)
-    is_swa, n_swa, swa_notes = _swa_layers(meta, arch, n_layer, heads_kv, recr)
+    is_swa, n_swa, swa_notes = _swa_layers(meta, arch, n_layer, recr)
     notes.extend(swa_notes)
     n_embd_r, n_embd_s = _recurrent_state(meta, arch, n_embd)
     known = arch in KNOWN_ARCHS
