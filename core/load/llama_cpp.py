@@ -419,14 +419,15 @@ def plan_for_model(model: GgufModel, options: LlamaCppOptions | None = None) -> 
     return plan
 
 
-def largest_gpu_layers(plan: LlamaCppPlan, tokens: int, budget_bytes: int) -> int | None:
-    """The largest `--n-gpu-layers` whose device share at `tokens` fits `budget_bytes`
-    (`n_layer + 1` when everything fits; None when not even one layer does)."""
+def largest_gpu_layers(plan: LlamaCppPlan, tokens: int, budget_bytes: int) -> int:
+    """The largest `--n-gpu-layers` whose device share at `tokens` fits `budget_bytes`:
+    `n_layer + 1` when everything fits, 0 when not even the output layer does (llama.cpp
+    then runs on the host alone)."""
     for n in range(plan.hparams.n_layer + 1, 0, -1):
         load = plan.with_options(replace(plan.options, n_gpu_layers=n)).at(tokens)
         if load.device_bytes <= budget_bytes:
             return n
-    return None
+    return 0
 
 
 def largest_context(plan: LlamaCppPlan, budget_bytes: int, ceiling: int) -> int | None:

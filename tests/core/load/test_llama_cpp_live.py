@@ -9,14 +9,17 @@ real by llama.cpp and every term is held against vramscope's plan.
 from __future__ import annotations
 
 import os
+import signal
+import socket
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
 from core.load.llama_cpp import FlashAttn, KvCacheType, LlamaCppOptions, plan_for_model
 from core.load.llama_cpp_log import PRINTED_RESOLUTION_BYTES, LlamaCppLog, parse_llama_log
-from core.load.load import TermKind
+from core.load.load import Placement, TermKind
 from tests.gguf_llama_models import MODELS, read_model, write_model
 
 pytestmark = pytest.mark.llama_cpp
@@ -64,3 +67,60 @@ def test_a_case_outside_the_table_agrees_with_llama_cpp(tmp_path, arch: str) -> 
     # The mapped model buffer spans the tensors and the file's padding between them.
     slack = log.model[0].bytes - load.weights_bytes
     assert -PRINTED_RESOLUTION_BYTES <= slack <= 32 * len(model.tensors) + PRINTED_RESOLUTION_BYTES
+
+
+@pytest.fixture
+def rpc_endpoint():
+    """A local `ggml-rpc-server`: to llama.cpp a GPU-like device, on this CPU, so that
+    `--n-gpu-layers` really places layers on a device. Stopped (its group killed) after."""
+    server = Path(os.environ["VRAMSCOPE_LLAMA_FIT_PARAMS"]).with_name("ggml-rpc-server")
+    if not server.is_file():
+        pytest.skip("llama.cpp was built without GGML_RPC")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen(
+        [str(server), "-H", "127.0.0.1", "-p", str(port), "-t", "1"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # wait for the server to listen (not a timing assertion)
+            assert proc.poll() is None, "ggml-rpc-server exited"
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "ggml-rpc-server never listened"
+                time.sleep(0.1)
+        yield f"127.0.0.1:{port}"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+@pytest.mark.parametrize("arch", ["llama", "gemma3", "lfm2"])
+def test_partial_offload_places_what_llama_cpp_places(tmp_path, rpc_endpoint, arch) -> None:
+    """At every `--n-gpu-layers`, the weights and the KV cache llama.cpp puts on the
+    device (the RPC server) are vramscope's device share of them."""
+    model = read_model(path := write_model(tmp_path, arch))
+    n_layer = plan_for_model(model).hparams.n_layer
+    for ngl in (1, 2, n_layer, n_layer + 1):
+        flags = ["-c", "4096", "-np", "1", "-fa", "on", "-ngl", str(ngl), "--rpc", rpc_endpoint]
+        log = load_log(path, flags)
+        on_rpc = {d: row for d, row in log.by_device().items() if d.startswith("RPC")}
+        load = plan_for_model(model, LlamaCppOptions(n_gpu_layers=ngl)).at(4096)
+        device = next(s for s in load.shares if s.placement is Placement.DEVICE)
+        weights = sum(t.bytes for t in device.terms if t.kind is TermKind.WEIGHTS)
+        kv = sum(t.bytes for t in device.terms if t.kind is TermKind.KV)
+        got_weights = sum(row.get("model", 0) for row in on_rpc.values())
+        got_kv = sum(row.get("kv", 0) for row in on_rpc.values())
+        # A device buffer aligns each tensor (at most 128 bytes lost a tensor here).
+        assert (
+            0
+            <= got_weights - weights + PRINTED_RESOLUTION_BYTES
+            <= 2 * PRINTED_RESOLUTION_BYTES + 128 * len(model.tensors)
+        ), (ngl, got_weights, weights)
+        assert abs(got_kv - kv) <= 2 * PRINTED_RESOLUTION_BYTES, (ngl, got_kv, kv)

@@ -118,7 +118,7 @@ def test_largest_gpu_layers_is_the_most_that_fits(synthesized) -> None:
     assert largest_gpu_layers(p, 8192, at[n_layer + 1]) == n_layer + 1
     assert largest_gpu_layers(p, 8192, at[4]) == 4
     assert largest_gpu_layers(p, 8192, at[4] - 1) == 3
-    assert largest_gpu_layers(p, 8192, at[1] - 1) is None
+    assert largest_gpu_layers(p, 8192, at[1] - 1) == 0
 
 
 def test_a_quantized_v_cache_needs_flash_attention() -> None:
