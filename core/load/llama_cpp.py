@@ -29,7 +29,7 @@ from enum import Enum
 
 from core.errors import UsageError
 from core.gguf.record import GgufModel
-from core.load.llama_cpp_compute import compute_bytes
+from core.load.llama_cpp_compute import compute_terms
 from core.load.llama_cpp_hparams import GgufTensor, LlamaHparams, layer_of, read_hparams
 from core.load.load import (
     DeviceShare,
@@ -313,15 +313,17 @@ class LlamaCppPlan:
             terms.append(proj)
             put(proj, n_off > 0)
 
-        comp = compute_bytes(
+        for comp, comp_on_device in compute_terms(
             hp,
             o.flash_attn is FlashAttn.ON,
             cells.n_ctx_seq,
             cells.swa_cells(hp.n_swa, o) if hp.n_swa else 0,
             cells.n_ubatch,
-        )
-        terms.append(comp)
-        put(comp, n_off > 0)
+            offloaded=n_off > 0,
+            layers_on_host=not self.on_device(0),
+        ):
+            terms.append(comp)
+            put(comp, comp_on_device)
 
         shares = tuple(
             DeviceShare(p, tuple(t for t in ts if t.bytes))

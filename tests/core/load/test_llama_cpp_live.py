@@ -104,7 +104,8 @@ def rpc_endpoint():
 @pytest.mark.parametrize("arch", ["llama", "gemma3", "lfm2"])
 def test_partial_offload_places_what_llama_cpp_places(tmp_path, rpc_endpoint, arch) -> None:
     """At every `--n-gpu-layers`, the weights and the KV cache llama.cpp puts on the
-    device (the RPC server) are vramscope's device share of them."""
+    device (the RPC server) are vramscope's device share of them; fully offloaded, the
+    device's compute buffer and the host's (the graph's inputs) are within 10%."""
     model = read_model(path := write_model(tmp_path, arch))
     n_layer = plan_for_model(model).hparams.n_layer
     for ngl in (1, 2, n_layer, n_layer + 1):
@@ -124,3 +125,15 @@ def test_partial_offload_places_what_llama_cpp_places(tmp_path, rpc_endpoint, ar
             <= 2 * PRINTED_RESOLUTION_BYTES + 128 * len(model.tensors)
         ), (ngl, got_weights, weights)
         assert abs(got_kv - kv) <= 2 * PRINTED_RESOLUTION_BYTES, (ngl, got_kv, kv)
+        if ngl == n_layer + 1:
+            host = next(s for s in load.shares if s.placement is Placement.HOST)
+            ours = {
+                "device": sum(t.bytes for t in device.terms if t.kind is TermKind.COMPUTE),
+                "host": sum(t.bytes for t in host.terms if t.kind is TermKind.COMPUTE),
+            }
+            theirs = {
+                "device": sum(row.get("compute", 0) for row in on_rpc.values()),
+                "host": log.by_device()["CPU"]["compute"],
+            }
+            for place, want in theirs.items():
+                assert abs(ours[place] / want - 1) <= 0.10, (place, ours[place], want)
