@@ -84,7 +84,7 @@ def compute_terms(
     whether it is on the device.
 
     On the host alone it is one buffer, the larger moment. With layers offloaded the
-    device's buffer is that figure again (within 3% of llama.cpp's over an RPC device), and
+    device's buffer is that figure again (within 6% of llama.cpp's over an RPC device), and
     the host keeps a second one: the graph's inputs (the masks and two rows of `n_embd`),
     or the attention moment when repeating layers stay on the host.
     """
