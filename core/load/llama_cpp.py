@@ -320,7 +320,8 @@ class LlamaCppPlan:
             cells.swa_cells(hp.n_swa, o) if hp.n_swa else 0,
             cells.n_ubatch,
             offloaded=n_off > 0,
-            layers_on_host=not self.on_device(0),
+            host_kv=self._widest_cache(cells, on_device=False),
+            device_kv=self._widest_cache(cells, on_device=True),
         ):
             terms.append(comp)
             put(comp, comp_on_device)
@@ -338,6 +339,23 @@ class LlamaCppPlan:
             notes=self.notes,
             shares=shares,
         )
+
+    def _widest_cache(self, cells: ContextCells, on_device: bool) -> int | None:
+        """The most cells any repeating layer on that place attends over (0 for a
+        recurrent layer; None when the place runs no repeating layer)."""
+        hp, o = self.hparams, self.options
+        widest: int | None = None
+        for il in range(hp.n_layer):
+            if self.on_device(il) is not on_device:
+                continue
+            if hp.is_recr[il]:
+                n = 0
+            elif hp.is_swa[il]:
+                n = cells.swa_cells(hp.n_swa, o)
+            else:
+                n = cells.n_ctx_seq
+            widest = n if widest is None else max(widest, n)
+        return widest
 
     def kv_parts(self, tokens: int) -> tuple[int, int, int]:
         """The attention K bytes, V bytes and recurrent state bytes at `tokens`."""

@@ -22,7 +22,7 @@ An architecture without its own fit takes the largest coefficients of all (over 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from core.load.llama_cpp_hparams import LlamaHparams
 from core.load.load import LoadTerm, Origin, TermKind
@@ -61,6 +61,10 @@ COMPUTE_FITS: dict[tuple[str, bool], ComputeFit] = {
     ("lfm2", True): ComputeFit(3.25, 0.0),
     ("lfm2", False): ComputeFit(2.5, 4.75),
 }
+SPLIT_COPY_ROWS = 10
+"""Rows of `n_embd` the host's compute buffer holds beside its layers' attention under
+partial offload with flash attention (llama.cpp over an RPC device: 9 to 11.5 rows for
+five architectures)."""
 FIT_ERROR = 0.10
 """The largest relative error of a fitted architecture over the golden table (9.6%)."""
 
@@ -77,16 +81,20 @@ def compute_terms(
     swa_kv: int,
     n_ubatch: int,
     offloaded: bool,
-    layers_on_host: bool,
+    host_kv: int | None,
+    device_kv: int | None,
 ) -> tuple[tuple[LoadTerm, bool], ...]:
     """The compute buffers for one micro-batch of `n_ubatch` tokens over `n_kv` cells per
     stream (`swa_kv` for the sliding-window layers, 0 when there are none), each with
-    whether it is on the device.
+    whether it is on the device. `host_kv` and `device_kv` are the widest cache among the
+    repeating layers each place runs (None: it runs none).
 
-    On the host alone it is one buffer, the larger moment. With layers offloaded the
-    device's buffer is that figure again (within 6% of llama.cpp's over an RPC device), and
-    the host keeps a second one: the graph's inputs (the masks and two rows of `n_embd`),
-    or the attention moment when repeating layers stay on the host.
+    On the host alone it is one buffer, the larger moment. With layers offloaded each place
+    holds the moments of what it runs: the device the output's (the output layer goes
+    first) and the attention's once it holds repeating layers (fully offloaded, within 6%
+    of llama.cpp's over an RPC device); the host the graph's inputs (the masks and two rows
+    of `n_embd`), or, while repeating layers stay on it, their attention and the copies to
+    the device.
     """
     fit = COMPUTE_FITS.get((hp.arch, flash))
     how = f"fitted for {hp.arch}" if fit else "the largest fit of any architecture"
@@ -107,12 +115,26 @@ def compute_terms(
     )
     if not offloaded:
         return ((main, False),)
+    # Offloaded, each place holds the moments of what it runs: the device the output's
+    # and its layers' attention (over its widest cache), the host the graph's inputs and
+    # its layers' attention; with flash attention the host's layers also need copies to
+    # and from the device beside them (about ten rows of n_embd over an RPC device).
+
+    def attention_over(cells: int) -> float:
+        place_scores = 0 if flash else cells * ub * hp.n_head * F32
+        return place_scores + mask + fit.beside_attention * row
+
+    device_size = max(output, attention_over(device_kv) if device_kv is not None else 0)
+    device = replace(main, bytes=round(device_size))
     inputs = mask + 2 * row
+    host_attention = 0.0
+    if host_kv is not None:
+        host_attention = attention_over(host_kv) + (SPLIT_COPY_ROWS * row if flash else 0)
     host = LoadTerm(
         TermKind.COMPUTE,
-        round(max(inputs, attention if layers_on_host else 0)),
-        Origin.ENGINE_RULE,
+        round(max(inputs, host_attention)),
+        Origin.FITTED,
         "the host's compute buffer under offload: the graph's inputs"
-        + (" and the host layers' attention" if layers_on_host else ""),
+        + (" and its layers' attention" if host_kv is not None else ""),
     )
-    return (main, True), (host, False)
+    return (device, True), (host, False)
