@@ -146,3 +146,31 @@ def test_weights_are_the_tensors_bytes(synthesized, arch: str) -> None:
     assert load.weights_bytes == sum(t.nbytes for t in tensors)
     slack = run["model_bytes"] - load.weights_bytes
     assert -PRINTED_RESOLUTION_BYTES <= slack <= 32 * len(tensors) + PRINTED_RESOLUTION_BYTES
+
+
+@pytest.mark.parametrize("arch", sorted(MODELS))
+def test_llama_fit_params_dry_run_row_agrees(synthesized, arch: str) -> None:
+    """`llama-fit-params -fitp on` (the dry run `--fit` makes) prints whole MiB, rounded
+    down, per device: model, context (the KV cache; the output buffer is not in it),
+    compute.
+    vramscope's host share, rounded the same way, is that row."""
+    wrong = []
+    for run in BY_ARCH[arch]:
+        load = plan_of(synthesized, run).at(run["ctx"])
+        mib = 1024 * 1024
+        ours = [
+            load.weights_bytes // mib,
+            load.kv_bytes // mib,
+            load.bytes_of(TermKind.COMPUTE) // mib,
+        ]
+        model, context, compute = run["fit_print_mib"]
+        # The mapped model span holds the padding between tensors: it may cross a MiB.
+        if (
+            abs(ours[0] - model) > 1
+            or ours[1] != context
+            or abs(ours[2] - compute) > 0.1 * compute + 1
+        ):
+            wrong.append(
+                f"{describe(run)}: vramscope {ours}, llama-fit-params {run['fit_print_mib']}"
+            )
+    assert not wrong, "\n".join(wrong)
