@@ -1,11 +1,14 @@
-"""Build llama.cpp's `llama-fit-params` and `llama-completion` outside the tree (opt-in, #40).
+"""Build llama.cpp's tools the llama.cpp checks use, outside the tree (opt-in, #40).
 
 The ground truth for vramscope's llama.cpp memory model is llama.cpp itself. PyPI serves
 llama-cpp-python only as an sdist whose `vendor/llama.cpp` is a complete llama.cpp
 checkout; this script downloads that sdist with pip, unpacks it and builds the two tools the
-golden tables need with cmake and ninja at low priority: `llama-fit-params` (the dry run
-`--fit` makes: its per-device MiB table) and `llama-completion` (a real load and one token,
-which prints every buffer llama.cpp allocates at 0.01 MiB). Nothing lands
+golden tables and the live tests need with cmake and ninja at low priority:
+`llama-fit-params` (the dry run `--fit` makes: its per-device MiB table),
+`llama-completion` (a real load and one token, which prints every buffer llama.cpp
+allocates at 0.01 MiB), `llama-batched-bench` (the same with `--kv-unified`, which
+llama-completion does not take) and `ggml-rpc-server` (a device on this CPU, for
+`--n-gpu-layers`). Nothing lands
 in the repository: everything goes under `$XDG_CACHE_HOME/vramscope-dev/` (default
 `~/.cache/vramscope-dev/`). `GGML_NATIVE=OFF`: the build machine's vector unit (AVX2 or
 AVX-512) differs between sessions, and the memory figures do not depend on it.
@@ -27,7 +30,7 @@ from pathlib import Path
 # The llama-cpp-python release whose vendored llama.cpp the golden tables were made with.
 LLAMA_CPP_PYTHON_VERSION = "0.3.36"
 TOOL = "llama-fit-params"
-TOOLS = (TOOL, "llama-completion", "ggml-rpc-server")
+TOOLS = (TOOL, "llama-completion", "llama-batched-bench", "ggml-rpc-server")
 
 
 def cache_root() -> Path:

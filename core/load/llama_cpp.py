@@ -138,6 +138,12 @@ class LlamaCppOptions:
             )
 
 
+LLAMA_SERVER_DEFAULTS = LlamaCppOptions(parallel=4, kv_unified=True)
+"""llama-server's own defaults: `--parallel` left to auto is 4 slots sharing one unified
+cache (tools/server/server.cpp: "n_parallel is set to auto, using n_parallel = 4 and
+kv_unified = true"); llama-cli and llama-completion use 1 sequence."""
+
+
 def pad(value: int, to: int) -> int:
     """`GGML_PAD`: `value` rounded up to a multiple of `to`."""
     return (value + to - 1) // to * to

@@ -13,11 +13,18 @@ import signal
 import socket
 import subprocess
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from core.load.llama_cpp import FlashAttn, KvCacheType, LlamaCppOptions, plan_for_model
+from core.load.llama_cpp import (
+    LLAMA_SERVER_DEFAULTS,
+    FlashAttn,
+    KvCacheType,
+    LlamaCppOptions,
+    plan_for_model,
+)
 from core.load.llama_cpp_log import PRINTED_RESOLUTION_BYTES, LlamaCppLog, parse_llama_log
 from core.load.load import Placement, TermKind
 from tests.gguf_llama_models import MODELS, read_model, write_model
@@ -137,3 +144,31 @@ def test_partial_offload_places_what_llama_cpp_places(tmp_path, rpc_endpoint, ar
             }
             for place, want in theirs.items():
                 assert abs(ours[place] / want - 1) <= 0.10, (place, ours[place], want)
+
+
+@pytest.mark.parametrize("arch", ["llama", "gemma3", "lfm2"])
+def test_a_unified_cache_agrees_with_llama_cpp(tmp_path, arch: str) -> None:
+    """`--kv-unified` with 4 sequences (llama-server's default), through
+    llama-batched-bench (llama-completion does not take -kvu): one stream of the whole
+    context, and sliding-window layers sized for `n_swa x 4 + n_ubatch`."""
+    model = read_model(path := write_model(tmp_path, arch))
+    bench = completion().with_name("llama-batched-bench")
+    command = [str(bench), "-m", str(path), "-c", "3000", "-npp", "8", "-ntg", "1", "-npl", "4"]
+    command += ["-kvu", "-fa", "on", "-ngl", "0", "--no-repack", "-fit", "off", "-t", "1", "-v"]
+    for _ in range(8):
+        proc = subprocess.run(
+            command, capture_output=True, text=True, errors="replace", timeout=120
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        log = parse_llama_log(proc.stdout + proc.stderr)
+        if log.compute and (log.kv_caches or log.recurrent):
+            break
+    else:
+        pytest.fail("llama-batched-bench printed no complete log")
+    load = plan_for_model(model, replace(LLAMA_SERVER_DEFAULTS, n_gpu_layers=0)).at(3000)
+    assert {k.streams for k in log.kv_caches} == {1}
+    lines = len(log.kv_caches) + len(log.recurrent)
+    assert abs(load.kv_bytes - log.kv_bytes) <= lines * PRINTED_RESOLUTION_BYTES
+    assert abs(load.bytes_of(TermKind.OUTPUT) - log.output[0].bytes) <= PRINTED_RESOLUTION_BYTES
+    compute = (log.compute_fine or log.compute)[0].bytes
+    assert abs(load.bytes_of(TermKind.COMPUTE) / compute - 1) <= 0.10
