@@ -85,29 +85,30 @@ def build(root: Path) -> Path:
             "(apt-get install cmake ninja-build, or pip install cmake ninja)"
         )
     nice = ["nice", "-n", "10"] if shutil.which("nice") else []
-    if not (src / "build" / "build.ninja").is_file():
-        _run(
-            [
-                *nice,
-                "cmake",
-                "-B",
-                "build",
-                "-G",
-                "Ninja",
-                "-DCMAKE_BUILD_TYPE=Release",
-                "-DGGML_NATIVE=OFF",
-                # RPC: a local rpc-server stands in for a GPU, so that partial offload
-                # (--n-gpu-layers) is checked against llama.cpp on a CPU-only machine.
-                "-DGGML_RPC=ON",
-                "-DLLAMA_CURL=OFF",
-                "-DLLAMA_OPENSSL=OFF",
-                "-DLLAMA_BUILD_TESTS=OFF",
-                "-DLLAMA_BUILD_EXAMPLES=OFF",
-                "-DLLAMA_BUILD_SERVER=OFF",
-                "-DBUILD_SHARED_LIBS=OFF",
-            ],
-            cwd=src,
-        )
+    # Configured every time (a few seconds, nothing rebuilt when nothing changed), so a
+    # cache folder configured by an older version of this script gains the new options.
+    _run(
+        [
+            *nice,
+            "cmake",
+            "-B",
+            "build",
+            "-G",
+            "Ninja",
+            "-DCMAKE_BUILD_TYPE=Release",
+            "-DGGML_NATIVE=OFF",
+            # RPC: a local rpc-server stands in for a GPU, so that partial offload
+            # (--n-gpu-layers) is checked against llama.cpp on a CPU-only machine.
+            "-DGGML_RPC=ON",
+            "-DLLAMA_CURL=OFF",
+            "-DLLAMA_OPENSSL=OFF",
+            "-DLLAMA_BUILD_TESTS=OFF",
+            "-DLLAMA_BUILD_EXAMPLES=OFF",
+            "-DLLAMA_BUILD_SERVER=OFF",
+            "-DBUILD_SHARED_LIBS=OFF",
+        ],
+        cwd=src,
+    )
     _run([*nice, "ninja", "-C", "build", *TOOLS], cwd=src)
     return tool_path(root)
 
