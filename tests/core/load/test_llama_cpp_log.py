@@ -14,7 +14,7 @@ import pytest
 
 from core.load.llama_cpp import FlashAttn, KvCacheType, LlamaCppOptions, plan_for_model
 from core.load.llama_cpp_log import MIB, PRINTED_RESOLUTION_BYTES, parse_llama_log
-from core.load.load import TermKind
+from core.load.load import Placement, TermKind
 from tests.gguf_llama_models import read_model, write_model
 
 DATA = Path(__file__).parent / "data"
@@ -104,3 +104,33 @@ def test_a_log_prefix_other_text_and_other_programs_lines_are_borne() -> None:
 )
 def test_hostile_lines_are_not_read(line: str) -> None:
     assert not parse_llama_log(line).found
+
+
+def share_bytes(load, placement: Placement, kind: TermKind) -> int:
+    return sum(
+        t.bytes for s in load.shares if s.placement is placement for t in s.terms if t.kind is kind
+    )
+
+
+@pytest.mark.parametrize(("arch", "ngl"), [("gemma3", 3), ("lfm2", 4)])
+def test_a_partial_offload_is_split_as_llama_cpp_split_it(tmp_path, arch: str, ngl: int) -> None:
+    """Real logs of `llama-completion -c 4096 -np 2 -fa on -ngl N --rpc 127.0.0.1:50052`
+    against a local ggml-rpc-server (to llama.cpp a GPU-like device): the weights, the
+    KV cache and the recurrent state on the device and on the host are vramscope's shares;
+    the two compute buffers are within 15%."""
+    text = (DATA / f"llama_completion_rpc_{arch}_ngl{ngl}.log").read_text(errors="replace")
+    assert f"offloaded {ngl}/7 layers to GPU" in text  # the output layer counts, and goes first
+    table = parse_llama_log(text).by_device()
+    device = table["RPC0[127.0.0.1:50052]"]
+    host = table["CPU"]
+    model = read_model(write_model(tmp_path, arch))
+    options = LlamaCppOptions(n_gpu_layers=ngl, parallel=2, flash_attn=FlashAttn.ON)
+    load = plan_for_model(model, options).at(4096)
+    weights = share_bytes(load, Placement.DEVICE, TermKind.WEIGHTS)
+    # A device buffer aligns each tensor: a little more than the tensors' bytes.
+    assert 0 <= device["model"] - weights + PRINTED_RESOLUTION_BYTES <= 128 * len(model.tensors)
+    for place, held in ((Placement.DEVICE, device), (Placement.HOST, host)):
+        kv = share_bytes(load, place, TermKind.KV)
+        assert abs(held["kv"] - kv) <= 2 * PRINTED_RESOLUTION_BYTES, (place, held["kv"], kv)
+        compute = share_bytes(load, place, TermKind.COMPUTE)
+        assert abs(compute / held["compute"] - 1) <= 0.15, (place, compute, held["compute"])
