@@ -18,6 +18,8 @@ One run API for both (a single-device run is a run of one rank):
 
 `on_event` gets the run's notices and progress, then one `RunEnded`; a finished run
 goes to the history (hip_backend/run.py writes it) unless `record_history=False`.
+The user's own command is the same kind of run, with the same handle:
+`start_command(argv, finish, on_event)` (`vramscope run`, the explorer's `M`).
 See docs/measuring.md.
 """
 
@@ -27,12 +29,12 @@ from core.measurement.engine import DEFAULT_ENGINE, Engine
 from hip_backend.engines import is_installed, missing_engine
 from hip_backend.errors import MeasureError
 from hip_backend.external.record import external_peak
-from hip_backend.external.run import CommandRun, check_command, run_command, stop_command
+from hip_backend.external.run import CommandRun, check_command, run_command
 from hip_backend.launcher import PreparedMeasurement, config_refusal, prepare
 from hip_backend.model.random_weights import write_random_model
 from hip_backend.ranks.hostfile import RingHostfile, read_hostfile
 from hip_backend.ranks.launch import PreparedParallel, prepare_parallel, run_single
-from hip_backend.run import RunHandle, measure, record_run, start_run
+from hip_backend.run import RunHandle, measure, record_run, start_command, start_run
 
 
 def is_available(engine: Engine | str = DEFAULT_ENGINE) -> bool:
@@ -60,7 +62,7 @@ __all__ = [
     "record_run",
     "run_command",
     "run_single",
+    "start_command",
     "start_run",
-    "stop_command",
     "write_random_model",
 ]

@@ -1,4 +1,5 @@
-"""One run, on one device or split over ranks: `start_run` and its `RunHandle`.
+"""One run, on one device or split over ranks, or the user's own command: `start_run`
+(`start_command`) and its `RunHandle`.
 
 A single-device run is a run of one rank. `start_run` takes a `MeasureRequest` (or
 what `prepare` / `prepare_parallel` made of one) and returns at once; the callback
@@ -6,14 +7,18 @@ gets the run's notices and progress from another thread, then exactly one `RunEn
 whose outcome is a `MeasuredRun` (every rank's peak) or a `MeasurementFailure`. The
 processes stay the engines' own: `python -m hip_backend.child` for one device
 (hip_backend/launcher.py), `mlx.launch` and its ranks for a split
-(hip_backend/ranks/launch.py). This module is the only writer of the history.
+(hip_backend/ranks/launch.py). The user's command (`vramscope run`, the explorer's
+`M`) is the same kind of run: `start_command` returns the same handle, whose one
+`RunEnded` carries the command's peak (`hip_backend.external.record`), or the failure
+it was (could not start, cancelled, not measured), and whose `cancel()` kills every
+process of it. This module is the only writer of the history.
 """
 
 from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from core.errors import VramscopeError
 from core.estimate.estimate import MemoryEstimate
@@ -28,6 +33,9 @@ from core.measurement.request import MeasureRequest
 from core.measurement.result import FailureKind, MeasurementFailure
 from core.measurement.run import MeasuredRun, RunEnded, RunEvent, RunOutcome
 from core.parallel.plan import ParallelEstimate
+from hip_backend.external.record import CommandFinish, SampleNotices, command_outcome
+from hip_backend.external.run import CommandRunner
+from hip_backend.external.sampler import TreePeaks
 from hip_backend.launcher import (
     KILL_GRACE_S,
     MeasurementHandle,
@@ -53,6 +61,7 @@ class RunHandle:
         self._outcome: RunOutcome | None = None
         self._child: MeasurementHandle | None = None
         self._ranks: ParallelHandle | None = None
+        self._command: CommandRunner | None = None
 
     @property
     def estimate(self) -> MemoryEstimate | ParallelEstimate | None:
@@ -65,6 +74,8 @@ class RunHandle:
         """The child's process id (a split's: mlx.launch's, its group's leader) while it runs."""
         if self._child is not None:
             return self._child.pid
+        if self._command is not None:
+            return self._command.pid
         return self._ranks.pgid if self._ranks is not None else None
 
     @property
@@ -88,6 +99,8 @@ class RunHandle:
             self._child.cancel()
         elif self._ranks is not None:
             self._ranks.cancel()
+        elif self._command is not None:
+            self._command.stop()
 
     def _deliver(self, event: RunEvent) -> None:
         try:
@@ -131,6 +144,26 @@ class RunHandle:
 
         threading.Thread(target=go, daemon=True, name="vramscope-ranks").start()
 
+    def _start_command(self, runner: CommandRunner, finish: CommandFinish) -> None:
+        self._command = runner
+        notices = SampleNotices()
+
+        def sampled(peaks: TreePeaks) -> None:
+            for line in notices.of(peaks):
+                self._deliver(MeasureNotice(line))
+
+        def go() -> None:
+            try:
+                outcome = command_outcome(runner.follow(sampled), finish)
+            except Exception as exc:  # a bug ends the run, never silently
+                runner.stop()
+                outcome = MeasurementFailure(
+                    FailureKind.INTERNAL, f"the run failed: {type(exc).__name__}: {exc}"
+                )
+            self._finish(outcome)
+
+        threading.Thread(target=go, daemon=True, name="vramscope-command").start()
+
     def _from_ranks(self, event: MeasureEvent) -> None:
         if isinstance(event, MeasureProgress | MeasureNotice):  # rank 0's words
             self._deliver(event)
@@ -167,6 +200,37 @@ def start_run(
         handle._start_split(prepared, python)
     else:
         handle._start_single(prepared, python)
+    return handle
+
+
+def start_command(
+    argv: Sequence[str],
+    finish: CommandFinish,
+    on_event: RunCallback,
+    *,
+    interval_s: float = 0.25,
+    quiet: bool = False,
+    record_history: bool = True,
+    cgroup: bool = True,
+) -> RunHandle:
+    """Start the user's command (`vramscope run -- ARGV`); returns immediately.
+
+    The handle's one `RunEnded` carries `finish`'s peak of the run (recorded in the
+    history unless `record_history` is False, whatever the command's exit status,
+    which the peak holds), or the failure: the command could not start, `cancel()`
+    stopped it, or nothing of it was read. Notices: other processes on the GPU, a
+    command that stopped. `quiet`: no terminal for the command (the explorer);
+    `cgroup` False follows the processes by the environment marker alone.
+    """
+    handle = RunHandle(on_event, None, record_history)
+    try:
+        runner = CommandRunner(argv, interval_s, quiet=quiet, cgroup=cgroup)
+        runner.start()
+    except (VramscopeError, OSError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        handle._finish(MeasurementFailure(FailureKind.CANNOT_START, f"cannot run: {why}"))
+        return handle
+    handle._start_command(runner, finish)
     return handle
 
 

@@ -67,9 +67,12 @@ def spawn(
     stdout: Stream = subprocess.DEVNULL,
     stderr: Stream = subprocess.PIPE,
     cwd: Path = PROJECT_ROOT,
+    session: bool = True,
 ) -> subprocess.Popen[str]:
     """Start `argv` as the leader of a new process group (raises OSError), in the
-    project's root unless `cwd` says where (the user's command runs where they are)."""
+    project's root unless `cwd` says where (the user's command runs where they are):
+    in a new session (no terminal) unless `session` is False (then in this process's
+    session, so that it can hand the terminal on: `vramscope run`'s holder)."""
     return subprocess.Popen(
         list(argv),
         stdin=stdin,
@@ -80,7 +83,8 @@ def spawn(
         errors="replace",
         env=dict(env),
         cwd=str(cwd),
-        start_new_session=True,
+        start_new_session=session,
+        process_group=None if session else 0,
     )
 
 

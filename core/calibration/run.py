@@ -62,9 +62,12 @@ def calibrate(
     backend: Backend | None = None,
     device: str | None = None,
     store_path: Path | None = None,
+    include_failed: bool = False,
 ) -> CalibrateRun:
     """Fit the runs of `rows_file` (else the history) and save what fitted: only runs of
-    `engine`, measured on a device of kind `backend` named `device`, where given.
+    `engine`, measured on a device of kind `backend` named `device`, where given. A
+    history run that did not end well (a command's nonzero exit status) is left out,
+    with one warning, unless `include_failed`.
 
     CalibrationInputError for a bad runs file, NothingToCalibrate when no run is left,
     CannotSave when the calibration file cannot be written. A fit that could not be
@@ -81,8 +84,18 @@ def calibrate(
         store = history if history is not None else HistoryStore.default()
         read = store.read()
         warnings.extend(read.warnings)
-        records, lacking = records_from_history(read.results, target)
         source = clean_text(str(store.path))
+        peaks = read.results
+        failed = [p for p in peaks if p.failed_status is not None]
+        if failed and not include_failed:
+            peaks = [p for p in peaks if p.failed_status is None]
+            statuses = ", ".join(sorted({str(p.exit_status) for p in failed}))
+            warnings.append(
+                f"{source}: left out {len(failed)} failed run(s) (exit status {statuses}): "
+                "a peak of a run that did not end well is not one to fit; "
+                "--include-failed fits them"
+            )
+        records, lacking = records_from_history(peaks, target)
         if lacking:
             what = target_words(target, Engine.MLX, Backend.CPU)
             warnings.append(

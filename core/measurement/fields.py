@@ -213,6 +213,9 @@ class ExternalFields(EngineFields):
             "drm_gtt_peak_bytes",
             "card_used_delta_bytes",
             "nvml_peak_bytes",
+            "exit_signal",
+            "maxrss_bytes",
+            "cgroup_peak_bytes",
         }
     )
 
@@ -238,6 +241,21 @@ class ExternalFields(EngineFields):
     wall_seconds: float = 0.0
     other_gpu_processes: list[int] = field(default_factory=list)
     """Processes outside the command seen using the GPU during the run (the guard)."""
+    exit_signal: int | None = None
+    """The signal that ended the command, when one did (`exit_status` is then 128 + N)."""
+    maxrss_bytes: int | None = None
+    """The command's own `ru_maxrss` (`wait4`), when above the holder's pages."""
+    cgroup_peak_bytes: int | None = None
+    """The run's cgroup v2 `memory.peak`, where the memory controller gave one."""
+    followed_by: str = ""
+    """How the command's processes were found: a cgroup v2, or the environment marker
+    (empty in records from before both)."""
+
+    @property
+    def completed(self) -> bool:
+        """Whether the command ended well: exit status 0 (or not recorded, in records
+        from before it was)."""
+        return self.exit_status in (None, 0)
 
     @classmethod
     def from_extra(cls, extra: Mapping[str, Any]) -> ExternalFields:
@@ -260,6 +278,10 @@ class ExternalFields(EngineFields):
             samples=_int(extra.get("samples")) or 0,
             wall_seconds=float(wall) if isinstance(wall, int | float) else 0.0,
             other_gpu_processes=_ints(extra.get("other_gpu_processes")),
+            exit_signal=_int(extra.get("exit_signal")),
+            maxrss_bytes=_int(extra.get("maxrss_bytes")),
+            cgroup_peak_bytes=_int(extra.get("cgroup_peak_bytes")),
+            followed_by=_str(extra.get("followed_by")) or "",
         )
 
 

@@ -95,7 +95,10 @@ def comparison_lines(peak: MeasuredPeak) -> list[str]:
     lines.append(f"                {peak.peak_kind}")
     m = peak.margin
     if m is not None:
+        failed = peak.failed_status
         verdict = "covered" if m.covered else "NOT covered"
+        if failed is not None:
+            verdict = f"not counted: the run failed ({failed})"
         lines.append(
             f"Margin:         {signed_bytes(m.bytes)} bytes ({m.percent:+.1f}% of the peak), "
             f"{verdict}"
@@ -221,9 +224,18 @@ class TableRow:
 
 
 def _covered(row: TableRow) -> bool | None:
+    """None for a run with no verdict: failed (no peak, or the command did not end
+    well) or without an estimate."""
     if not isinstance(row.outcome, MeasuredPeak) or row.estimate_bytes is None:
         return None
+    if row.outcome.failed_status is not None:
+        return None
     return margin(row.estimate_bytes, row.outcome.peak_bytes).covered
+
+
+def _failed(row: TableRow) -> bool:
+    outcome = row.outcome
+    return isinstance(outcome, MeasurementFailure) or outcome.failed_status is not None
 
 
 def _device_columns(peak: MeasuredPeak) -> str:
@@ -281,9 +293,11 @@ def markdown_table(
             out.append(f"{lead} {peak:,} | - | - | - | - |{tail}")
             continue
         m = margin(row.estimate_bytes, peak)
+        failed = row.outcome.failed_status
+        verdict = f"no: failed, {failed}" if failed else ("yes" if m.covered else "NO")
         out.append(
             f"{lead} {peak:,} | {est} | {signed_bytes(m.bytes)} | {m.percent:+.1f}% "
-            f"| {'yes' if m.covered else 'NO'} |{tail}"
+            f"| {verdict} |{tail}"
         )
     out += ["", summary_line(rows)]
     side = engines_side_by_side(rows)
@@ -308,7 +322,7 @@ def summary_line(rows: Sequence[TableRow]) -> str:
     engines = _engines(rows) or [DEFAULT_ENGINE]
     parts = [_engine_summary([r for r in rows if r.engine == e], e) for e in engines]
     off = [r for r in rows if not r.modelled and _covered(r) is not None]
-    failed = sum(1 for r in rows if isinstance(r.outcome, MeasurementFailure))
+    failed = sum(1 for r in rows if _failed(r))
     text = " ".join(parts)
     if off:
         text += f" {len(off)} row(s) ran with the bound off (0), which the estimate does not model."

@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 import json
 import math
+import signal
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
@@ -16,7 +17,7 @@ from core.backend import Backend
 from core.estimate.estimate import KvCacheMode
 from core.measurement.comparison import Margin, held_against, margin
 from core.measurement.engine import ATTENTION, DEFAULT_ENGINE, ENGINE_NAMES, Engine
-from core.measurement.fields import RankFields, RunFields, TorchFields
+from core.measurement.fields import ExternalFields, RankFields, RunFields, TorchFields
 from core.measurement.request import DEFAULT_WARMUP_TOKENS
 
 
@@ -35,6 +36,8 @@ class FailureKind(enum.Enum):
     CANCELLED = "cancelled"
     TIMEOUT = "timeout"
     INTERNAL = "internal"
+    CANNOT_START = "cannot_start"
+    NOT_MEASURED = "not_measured"
 
     @property
     def label(self) -> str:
@@ -55,6 +58,8 @@ _FAILURE_LABELS = {
     FailureKind.CANCELLED: "cancelled",
     FailureKind.TIMEOUT: "timed out",
     FailureKind.INTERNAL: "internal error",
+    FailureKind.CANNOT_START: "the command could not start",
+    FailureKind.NOT_MEASURED: "not measured",
 }
 
 
@@ -64,15 +69,26 @@ class MeasurementFailure:
 
     kind: FailureKind
     message: str
+    exit_status: int | None = None
+    """The status of the user's command (`vramscope run`), when it ran to an end:
+    its exit code, 128 + N for signal N. None for an engine's child."""
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {"kind": self.kind.value, "message": self.message}
+        """JSON-ready form (`exit_status` only where there is one)."""
+        out: dict[str, Any] = {"kind": self.kind.value, "message": self.message}
+        if self.exit_status is not None:
+            out["exit_status"] = self.exit_status
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> MeasurementFailure:
         """Inverse of `to_dict`."""
-        return cls(FailureKind(data["kind"]), str(data["message"]))
+        status = data.get("exit_status")
+        return cls(
+            FailureKind(data["kind"]),
+            str(data["message"]),
+            status if isinstance(status, int) and not isinstance(status, bool) else None,
+        )
 
 
 @dataclass(frozen=True)
@@ -218,6 +234,31 @@ class MeasuredPeak:
         return self.prompt_tokens + self.gen_tokens
 
     @property
+    def exit_status(self) -> int | None:
+        """The user's command's exit status (`vramscope run`); None for an engine's run,
+        which reports a peak only when it finished."""
+        fields = self.fields
+        return fields.exit_status if isinstance(fields, ExternalFields) else None
+
+    @property
+    def failed_status(self) -> str | None:
+        """How a run that did not end well ended ("exit status 137 (SIGKILL)"), or None
+        when it did: such a run is never covered, nor fitted by default."""
+        fields = self.fields
+        if not isinstance(fields, ExternalFields) or fields.completed:
+            return None
+        return status_words(fields.exit_status, fields.exit_signal)
+
+    @property
+    def covered(self) -> bool | None:
+        """Whether the estimate covers this peak: None when it is not known, False for a
+        run that did not end well (`failed_status`), whatever its margin."""
+        m = self.margin
+        if m is None:
+            return None
+        return m.covered and self.failed_status is None
+
+    @property
     def margin(self) -> Margin | None:
         """Estimate against this peak, when the estimate is known."""
         if self.estimate_bytes is None:
@@ -236,6 +277,18 @@ class MeasuredPeak:
         """Inverse of `to_dict`; unknown keys are ignored, missing optional ones default."""
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def status_words(status: int | None, signum: int | None = None) -> str:
+    """`exit status 1`, `exit status 137 (SIGKILL)`: a command's end, in words."""
+    return f"exit status {status}" + (f" ({_signal_name(signum)})" if signum is not None else "")
+
+
+def _signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
 
 
 # -- a peak from untrusted JSON (history lines, the child's result line) --------------

@@ -38,8 +38,9 @@ class MeasuredRun:
 
     @property
     def covered(self) -> bool:
-        """True when every rank's estimate is known and covers its peak."""
-        return all(p.margin is not None and p.margin.covered for p in self.ranks)
+        """True when every rank ended well, its estimate is known and covers its peak
+        (a failed run covers nothing: `MeasuredPeak.failed_status`)."""
+        return all(p.covered is True for p in self.ranks)
 
 
 RunOutcome = MeasuredRun | MeasurementFailure

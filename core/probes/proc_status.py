@@ -102,3 +102,24 @@ def descendants(statuses: dict[int, ProcStatus], pid: int) -> list[int]:
         out.append(child)
         todo.extend(children.get(child, []))
     return out
+
+
+ENVIRON_CAP = 1 << 20
+"""The most of one environment read (a marker set by vramscope is near its start)."""
+
+
+def read_environ_has(pid: int, entry: bytes, root: Path = Path("/")) -> bool:
+    """Whether process `pid`'s environment (as it was at its exec) holds `entry`
+    (`NAME=value`, whole); False when it is gone or not ours to read."""
+    data = _read_proc_file(pid, "environ", ENVIRON_CAP, root)
+    return data is not None and entry in data.split(b"\0")
+
+
+def read_state(pid: int, root: Path = Path("/")) -> str | None:
+    """Process `pid`'s state letter from `/proc/PID/stat` (`R`, `S`, `T` stopped, `t`
+    traced, `Z` zombie...), or None when it is gone."""
+    data = _read_proc_file(pid, "stat", STATUS_CAP, root)
+    if data is None:
+        return None
+    fields = data.rsplit(b")", 1)[-1].split()
+    return fields[0].decode("ascii", "replace") if fields else None

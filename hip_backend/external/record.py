@@ -1,4 +1,5 @@
-"""A finished command as a measured peak (engine `external`), for the history.
+"""A finished command as a measured peak (engine `external`), for the history, or the
+failure it was (it could not start, it was stopped, nothing of it was read).
 
 The headline figure is the device's where one was read (amdgpu: the VRAM + GTT of its
 processes' DRM clients; NVIDIA: NVML's per-process used memory), else the host's (the
@@ -20,9 +21,11 @@ from core.display_text import clean_text
 from core.estimate.estimate import KvCacheMode
 from core.measurement.engine import Engine
 from core.measurement.fields import ExternalFields, ExternalFigure
-from core.measurement.result import MeasuredPeak
+from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailure, status_words
+from core.measurement.run import MeasuredRun, RunOutcome
 from core.probes.amdgpu_sysfs import read_amdgpu_cards
 from hip_backend.external.run import CommandRun
+from hip_backend.external.sampler import TreePeaks
 
 HOST_KIND = (
     "host RSS of the command's processes: the largest sum of their VmHWM (each "
@@ -95,6 +98,10 @@ def external_peak(
         samples=peaks.samples,
         wall_seconds=round(run.wall_seconds, 3),
         other_gpu_processes=sorted(peaks.others),
+        exit_signal=run.signal,
+        maxrss_bytes=run.maxrss_bytes,
+        cgroup_peak_bytes=run.cgroup_peak_bytes,
+        followed_by=run.followed_by,
     )
     queue = shown.device_kind.has_inflight_reserve
     return MeasuredPeak(
@@ -120,3 +127,61 @@ def external_peak(
         engine=Engine.EXTERNAL,
         kv_cache_mode=KvCacheMode.INT8 if kv_int8 else KvCacheMode.FP16,
     )
+
+
+CommandFinish = Callable[[CommandRun], MeasuredPeak]
+"""The caller's peak of a command that ran (`external_peak` with its estimate)."""
+
+
+def command_outcome(run: CommandRun, finish: CommandFinish) -> RunOutcome:
+    """The run as one outcome: the failure when it could not start, was stopped, or
+    nothing of it was read (0 samples and no ru_maxrss of its own: "not measured",
+    never a 0-byte peak); else its peak, whatever its exit status (which the peak
+    records: a failed run is never covered)."""
+    status = run.exit_status
+    if run.error is not None:
+        return MeasurementFailure(FailureKind.CANNOT_START, run.error)
+    if run.stopped:
+        return MeasurementFailure(
+            FailureKind.CANCELLED, "cancelled: every process of the command was killed", status
+        )
+    if not run.measured:
+        return MeasurementFailure(
+            FailureKind.NOT_MEASURED,
+            f"not measured: the command ended ({status_words(status, run.signal)}) "
+            f"{run.wall_seconds:.2f} s after its start, before the first sample (every "
+            f"{run.interval_s:g} s), and its ru_maxrss was no more than the pages it "
+            "started from",
+            status,
+        )
+    return MeasuredRun((finish(run),))
+
+
+class SampleNotices:
+    """What a sample has to say once: other processes on the GPU (the guard), and a
+    command that stopped (said again if it stops again after running)."""
+
+    GUARD = (
+        "other processes use the GPU during the run (pid {pids}): the card's own figures "
+        "count them; the command's per-process figures do not"
+    )
+    STOPPED = (
+        "the command is stopped (SIGSTOP or Ctrl-Z), and vramscope waits for it: "
+        "`kill -CONT {pids}` resumes it"
+    )
+
+    def __init__(self) -> None:
+        self._guarded = False
+        self._stopped: tuple[int, ...] = ()
+
+    def of(self, peaks: TreePeaks) -> list[str]:
+        """The lines this sample adds."""
+        out = []
+        if peaks.others and not self._guarded:
+            self._guarded = True
+            out.append(self.GUARD.format(pids=", ".join(map(str, sorted(peaks.others)[:8]))))
+        stopped = tuple(peaks.stopped)
+        if stopped and not self._stopped:
+            out.append(self.STOPPED.format(pids=" ".join(map(str, stopped[:8]))))
+        self._stopped = stopped
+        return out

@@ -1,8 +1,10 @@
 """Sampling the memory of a process tree: what `vramscope run` reads at each interval.
 
-At each sample: every process below the holder (`hip_backend.external.child`), by
-`PPid` (`core.probes.proc_status`); their host memory (the sum of their `VmHWM`,
-each process's own high-water mark, and of their `VmRSS`); their amdgpu DRM memory,
+At each sample: every process of the run (`hip_backend.external.tree`: its cgroup, its
+token in the environment, and every process below the holder by `PPid`,
+`core.probes.proc_status`), the holder itself left out; which of them are stopped;
+their host memory (the sum of their `VmHWM`, each process's own high-water mark, and
+of their `VmRSS`); their amdgpu DRM memory,
 VRAM and GTT, each DRM client once (`core.probes.drm_fdinfo`); the amdgpu cards' own
 used VRAM + GTT against the first sample (sysfs: other processes count); NVML's
 per-process used memory (`core.probes.nvml`, only where pynvml is installed). The
@@ -21,7 +23,8 @@ from pathlib import Path
 from core.probes.amdgpu_sysfs import read_amdgpu_cards
 from core.probes.drm_fdinfo import drm_usage, read_clients
 from core.probes.nvml import read_nvml_processes
-from core.probes.proc_status import ProcStatus, descendants, read_all, read_cmdline
+from core.probes.proc_status import ProcStatus, descendants, read_all, read_cmdline, read_state
+from hip_backend.external.tree import RunTree
 
 
 @dataclass
@@ -38,6 +41,8 @@ class TreePeaks:
     samples: int = 0
     others: set[int] = field(default_factory=set)
     """Processes outside the tree seen holding GPU memory."""
+    stopped: list[int] = field(default_factory=list)
+    """The processes of the tree stopped at the last sample (SIGSTOP, Ctrl-Z)."""
 
 
 def _max(old: int | None, new: int | None) -> int | None:
@@ -56,9 +61,10 @@ def _card_used(root: Path) -> int | None:
 class TreeSampler:
     """Samples the processes below `holder` (not the holder itself)."""
 
-    def __init__(self, holder: int, root: Path = Path("/")) -> None:
+    def __init__(self, holder: int, root: Path = Path("/"), tree: RunTree | None = None) -> None:
         self.holder = holder
         self.root = root
+        self.tree = tree
         self.peaks = TreePeaks()
         self._card_start = _card_used(root)
         self._amdgpu = self._card_start is not None
@@ -70,11 +76,15 @@ class TreeSampler:
     def sample(self) -> list[int]:
         """Read once; the tree's pids (empty once every process of it is gone)."""
         statuses = read_all(self.root)
-        tree = descendants(statuses, self.holder)
+        found = set(descendants(statuses, self.holder))
+        if self.tree is not None:
+            found |= self.tree.members(list(statuses))
+        tree = sorted(p for p in found if p in statuses and p != self.holder)
         if not tree:
             return tree
         peaks = self.peaks
         peaks.samples += 1
+        peaks.stopped = [p for p in tree if read_state(p, self.root) in ("T", "t")]
         started = [p for p in tree if not self._before_exec(statuses[p])]
         peaks.host_hwm = max(peaks.host_hwm, sum(statuses[p].hwm_bytes for p in started))
         peaks.host_rss = max(peaks.host_rss, sum(statuses[p].rss_bytes for p in started))

@@ -87,7 +87,8 @@ def test_the_command_s_exit_status_is_passed_through() -> None:
 
 def test_the_command_line_passes_the_status_through_and_says_its_errors(tmp_path: Path) -> None:
     env = dict(os.environ, XDG_STATE_HOME=str(tmp_path))
-    ran = vramscope("run", "--", sys.executable, "-c", "print('out'); raise SystemExit(3)", env=env)
+    failing = "import time; time.sleep(0.6); print('out'); raise SystemExit(3)"  # sampled
+    ran = vramscope("run", "--", sys.executable, "-c", failing, env=env)
     out, err = ran.communicate(timeout=60)
     assert ran.returncode == 3 and out == "out\n"  # stdout stays the command's
     assert "vramscope: Measured peak:" in err and "exit status 3" in err

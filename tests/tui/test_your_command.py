@@ -4,8 +4,9 @@ screen, as `vramscope run` does (#27 item 1)."""
 from __future__ import annotations
 
 import json
-import os
+import shlex
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -56,32 +57,66 @@ async def test_m_runs_your_command_beside_the_estimate(
         await wait_for(pilot, lambda: panel.kind == "result", "the result in the panel")
 
 
-def group_alive(group: int) -> bool:
+SETSID_COMMAND = (
+    "import os, subprocess, sys, time\n"
+    "child = subprocess.Popen(['sleep', '60'], start_new_session=True)\n"
+    "open(sys.argv[1], 'w').write(f'{os.getpid()} {child.pid}')\n"
+    "time.sleep(60)\n"
+)
+
+
+def command_box_line(pids_file: Path) -> str:
+    """A command that starts a `setsid` child, writes both pids, and sleeps."""
+    return shlex.join([sys.executable, "-c", SETSID_COMMAND, str(pids_file)])
+
+
+def pids_in(path: Path) -> list[int]:
+    text = path.read_text() if path.exists() else ""
+    return [int(p) for p in text.split()] if len(text.split()) == 2 else []
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie waits for init to reap it: it runs nothing and holds nothing)."""
     try:
-        os.killpg(group, 0)
-    except ProcessLookupError:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
         return False
-    return True
+    return state not in ("Z", "X")
 
 
 async def test_escape_kills_a_command_in_flight(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    pids_file = tmp_path / "pids"
     async with build_app(fixed_deps(), preset="gfx1151").run_test(size=(160, 48)) as pilot:
         app = await open_box(pilot, tmp_path, monkeypatch)
-        app.screen.query_one(Input).value = f'{sys.executable} -c "import time; time.sleep(60)"'
+        app.screen.query_one(Input).value = command_box_line(pids_file)
         await pilot.press("enter")
-        screen = app.screen
-        assert isinstance(screen, CommandScreen)
-        await wait_for(pilot, lambda: bool(screen._group), "the command to start")
-        group = screen._group
-        assert group
+        await wait_for(pilot, lambda: bool(pids_in(pids_file)), "the command to start", 30)
+        pids = pids_in(pids_file)
+        assert all(alive(p) for p in pids)
         await pilot.press("escape")
         await wait_for(pilot, lambda: "cancelled" in report(app), "killed")
-        # Killed, and gone once reaped: the command's process was the holder's child, and
-        # init (which reaps it once the holder is dead) can take a moment under load.
-        await wait_for(pilot, lambda: not group_alive(group), "the group gone", limit_s=10)
+        # The command and its setsid child are gone (killed, then reaped by init).
+        await wait_for(pilot, lambda: not any(map(alive, pids)), "both gone", limit_s=10)
         assert not (tmp_path / "vramscope" / "measurements.jsonl").exists()  # not a run
+
+
+async def test_quitting_after_m_kills_the_command_and_its_setsid_child(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pids_file = tmp_path / "pids"
+    async with build_app(fixed_deps(), preset="gfx1151").run_test(size=(160, 48)) as pilot:
+        app = await open_box(pilot, tmp_path, monkeypatch)
+        app.screen.query_one(Input).value = command_box_line(pids_file)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: bool(pids_in(pids_file)), "the command to start", 30)
+        pids = pids_in(pids_file)
+        app.exit()
+    deadline = time.monotonic() + 10
+    while any(map(alive, pids)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [p for p in pids if alive(p)] == []
 
 
 async def test_w_offers_your_command_beside_the_two_engines_and_m_asks_for_it() -> None:

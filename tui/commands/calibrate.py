@@ -61,6 +61,12 @@ def register(sub: Any) -> None:
         "name), MLX's active + cache peak, or the process's OS peak (VmHWM on the CPU, its "
         "device memory on ROCm)",
     )
+    p.add_argument(
+        "--include-failed",
+        action="store_true",
+        help="fit the history's failed runs too (a command that exited nonzero or was "
+        "killed: left out by default)",
+    )
     p.add_argument("--json", action="store_true", help="print the fit as JSON")
     add_model_source_flags(p)
     p.set_defaults(func=run)
@@ -87,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
             engine=engine_flag("--engine", args.engine),
             backend=Backend(args.backend) if args.backend is not None else None,
             device=args.device,
+            include_failed=args.include_failed,
         )
     except (NothingToCalibrate, CannotSave) as exc:
         print(f"vramscope: error: {exc}", file=sys.stderr)

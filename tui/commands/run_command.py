@@ -1,23 +1,30 @@
 """`vramscope run [--model MODEL] [flags] -- CMD ARGS...`: your engine's real peak.
 
-Starts CMD in its own process group (dying with vramscope), samples the memory of its
-processes until it ends (hip_backend/external), and prints the peak beside the
-estimate for MODEL at the settings given, with the margin, on stderr: stdout and stdin
-stay the command's. MODEL and the context come from the flags given, else from the
-command's own flags (mlx-lm, mlxcel, llama.cpp: `core.measurement.command_flags`);
-what cannot be read is said in one line. The run goes to the history as engine
-`external`. Exit status: the command's, 2 for vramscope's own errors, 130/143 when
-Ctrl-C or SIGTERM stopped it (the command's group is killed first).
+Starts CMD in its own process group, in the foreground of the terminal when vramscope
+has it (dying with vramscope), follows every process it starts (setsid and double forks
+included) and samples their memory until it ends (hip_backend/external, one run as
+`hip_backend.start_command` makes it), kills what it left behind, and prints the peak
+beside the estimate for MODEL at the settings given, with the margin and the command's
+exit status, on stderr (`--json`: on stdout once it has ended): stdout and stdin stay
+the command's. MODEL and the context come from the flags given, else from the command's
+own flags (mlx-lm, mlxcel, llama.cpp: `core.measurement.command_flags`); what cannot be
+read is said in one line. The run goes to the history as engine `external`, with its
+exit status; a command that ended before the first sample with nothing of its own read
+is "not measured" (no record). Exit status: the command's, 2 for vramscope's own
+errors, 130/143 when Ctrl-C or SIGTERM to vramscope stopped it (every process of the
+command is killed first).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from core.errors import UsageError, VramscopeError
+from core.display_text import json_safe
+from core.errors import VramscopeError
 from core.estimate.estimate import DEFAULT_CTX_LEN, KvCacheMode
 from tui.commands.registry import help_line
 from tui.commands.shared.flags import add_estimate_flags, add_preset_flag
@@ -26,13 +33,10 @@ from tui.commands.shared.signals import exit_status, sigterm_as_interrupt
 
 if TYPE_CHECKING:
     from core.backend import Backend
+    from core.measurement.run import RunOutcome
 
 DEFAULT_INTERVAL_S = 0.25
 MIN_INTERVAL_S = 0.01
-GUARD_LINE = (
-    "other processes use the GPU during the run (pid {pids}): the card's own figures "
-    "count them; the command's per-process figures do not"
-)
 
 
 def _interval(text: str) -> float:
@@ -78,6 +82,12 @@ def register(sub: Any) -> None:
         "--no-history",
         action="store_true",
         help="do not append the run to the history file ($XDG_STATE_HOME/vramscope)",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the run as JSON on stdout once the command has ended (the peak, the "
+        "estimate, the margin, the exit status; or why nothing was measured)",
     )
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD ARGS")
     p.set_defaults(func=run)
@@ -128,9 +138,11 @@ def _estimate_for(
 
 def _run(args: argparse.Namespace, command: list[str]) -> int:
     from core.measurement.command_flags import read_command
+    from core.measurement.protocol import MeasureNotice
     from core.measurement.report import comparison_lines
-    from core.measurement.run import MeasuredRun
-    from hip_backend import check_command, external_peak, record_run, run_command
+    from core.measurement.result import FailureKind, MeasuredPeak
+    from core.measurement.run import MeasuredRun, RunEvent
+    from hip_backend import CommandRun, check_command, external_peak, start_command
 
     check_command(command)
     facts = read_command(command)
@@ -144,32 +156,71 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
         context = DEFAULT_CTX_LEN
     kv_int8 = KvCacheMode(args.kv_cache_mode).int8 or facts.kv_int8
     estimate_for, inflight_mib = _estimate_for(args, model, context, kv_int8)
-    warned: list[bool] = []
 
-    def guard(peaks: Any) -> None:
-        if peaks.others and not warned:
-            warned.append(True)
-            warn([GUARD_LINE.format(pids=", ".join(map(str, sorted(peaks.others)[:8])))])
+    def finish(done: CommandRun) -> MeasuredPeak:
+        return external_peak(
+            done,
+            command,
+            model=model or command[0],
+            family=facts.family.value,
+            context_tokens=context,
+            kv_int8=kv_int8,
+            inflight_mib=inflight_mib,
+            estimate_for=estimate_for,
+        )
 
-    try:
-        done = run_command(command, args.interval, on_sample=guard)
-    except OSError as exc:
-        raise UsageError("CMD", f"cannot run '{command[0]}': {exc.strerror or exc}") from None
-    if done.error is not None:
-        print(f"vramscope: error: {done.error}", file=sys.stderr)
-        return EXIT_ERROR
-    peak = external_peak(
-        done,
-        command,
-        model=model or command[0],
-        family=facts.family.value,
-        context_tokens=context,
-        kv_int8=kv_int8,
-        inflight_mib=inflight_mib,
-        estimate_for=estimate_for,
+    def said(event: RunEvent) -> None:
+        if isinstance(event, MeasureNotice):
+            warn([event.message])
+
+    handle = start_command(
+        command, finish, said, interval_s=args.interval, record_history=not args.no_history
     )
-    if not args.no_history:
-        record_run(MeasuredRun((peak,)))
-    for line in comparison_lines(peak):
-        print(f"vramscope: {line}", file=sys.stderr)
-    return done.exit_status
+    try:
+        while (outcome := handle.wait(0.2)) is None:
+            pass
+    except KeyboardInterrupt:
+        handle.cancel()  # every process of the command, then the run ends cancelled
+        handle.wait()
+        raise
+    if args.json:
+        print(json.dumps(json_safe(command_json(outcome)), indent=2, ensure_ascii=False))
+    if isinstance(outcome, MeasuredRun):
+        if not args.json:
+            for line in comparison_lines(outcome.peak):
+                print(f"vramscope: {line}", file=sys.stderr)
+        return outcome.peak.exit_status or 0
+    if outcome.kind is FailureKind.CANNOT_START or outcome.exit_status is None:
+        print(f"vramscope: error: {outcome.message}", file=sys.stderr)
+        return EXIT_ERROR
+    if not args.json:
+        print(f"vramscope: Measured peak:  {outcome.message}", file=sys.stderr)
+    return outcome.exit_status
+
+
+def command_json(outcome: RunOutcome) -> dict[str, Any]:
+    """`run --json`: the peak, the estimate it is held against and the margin, with the
+    command's exit status (a failed run is never covered); or the failure."""
+    from core.measurement.run import MeasuredRun
+    from tui.commands.shared.run_report import margin_json
+
+    if not isinstance(outcome, MeasuredRun):
+        return {
+            "engine": "external",
+            "exit_status": outcome.exit_status,
+            "error": outcome.to_dict(),
+        }
+    peak = outcome.peak
+    margin = margin_json(peak.margin)
+    if margin is not None and peak.failed_status is not None:
+        margin["covered"] = False
+    return {
+        "engine": peak.engine,
+        "exit_status": peak.exit_status,
+        "failed": peak.failed_status,
+        "counted": peak.counted,
+        "estimate_bytes": peak.estimate_bytes,
+        "estimate_backend": peak.estimate_backend.value,
+        "measured": peak.to_dict(),
+        "margin": margin,
+    }

@@ -197,7 +197,7 @@ def result_words(view: PanelView) -> str:
     if view.kind != "result" or view.peak is None:
         return ""
     peak = view.peak
-    covered = margin(view.estimate, peak.peak_bytes).covered
+    covered = margin(view.estimate, peak.peak_bytes).covered and peak.failed_status is None
     verdict = "✓ covered" if covered else "✗ NOT covered"
     if view.differs:  # the verdict is the run's, never the settings on screen
         verdict += f" at the run's {view.differs[0][0]}"

@@ -93,8 +93,10 @@ def history_row(peak: MeasuredPeak) -> HistoryRow:
         estimate = format_bytes_short(peak.estimate_bytes)
         sign = "+" if m.bytes >= 0 else "-"
         margin_cell = f"{sign}{format_bytes_short(abs(m.bytes))} {m.percent:+.1f}%"
-        covered_cell = "✓ yes" if m.covered else "✗ NO"
-        covered = m.covered
+        covered = peak.covered
+        covered_cell = "✓ yes" if covered else "✗ NO"
+        if peak.exit_status not in (None, 0):  # a failed run covers nothing
+            covered_cell = f"✗ exit {peak.exit_status}"
     cells = (
         when(peak.timestamp),
         model_cell(peak.model),

@@ -90,9 +90,12 @@ def result_rows(
     if formula is not Backend.ROCM:
         held_against = f"{formula.label} formula (no in-flight term)"
     estimate = Text(cells[1]).append(f"  at {peak.context_tokens:,} tokens, {held_against}", "dim")
-    style = "bold green" if m.covered else "bold red"
+    covered = m.covered and peak.failed_status is None  # a failed run covers nothing
+    style = "bold green" if covered else "bold red"
     verdict = Text(f"{cells[2]}  {m.percent:+.1f}%  ", style)
-    verdict.append(COVERED if m.covered else NOT_COVERED, style)
+    verdict.append(COVERED if covered else NOT_COVERED, style)
+    if peak.failed_status is not None:
+        verdict.append(f" (the run failed: {peak.failed_status})", style)
     run_parts = [budget_text(peak, "in-flight"), peak.attention_label, device_words(peak)]
     run = (
         f"pp{peak.prompt_tokens} + tg{peak.gen_tokens}, batch 1, {peak.kv_cache_mode} KV, "

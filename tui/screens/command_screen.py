@@ -1,21 +1,21 @@
 """`M`: your own command, measured beside the estimate (what `vramscope run` does).
 
 A box for the command (prefilled with mlx-lm's generate of the model on screen at the
-context on screen); Enter runs it with no terminal (its output goes nowhere), sampled
-as `vramscope run` samples it (hip_backend, reached through its top level when Enter
-is pressed), recorded in the history as engine `external`, and its peak shown beside
-the estimate for the model on screen, in the text `vramscope run` prints
-(`core.measurement.report.comparison_lines`). Esc cancels a run in flight (its process
-group is killed) or closes the box.
+context on screen); Enter runs it with no terminal (its output goes nowhere) as the
+one run `vramscope run` makes of it (`hip_backend.start_command`, reached through
+hip_backend's top level when Enter is pressed: every process it starts followed,
+recorded in the history as engine `external` with its exit status), and its peak shown
+beside the estimate for the model on screen, in the text `vramscope run` prints
+(`core.measurement.report.comparison_lines`). Esc cancels a run in flight (every
+process of it is killed; nothing is recorded) or closes the box; so does quitting.
 """
 
 from __future__ import annotations
 
 import contextlib
 import shlex
-import threading
 from collections.abc import Callable
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -25,6 +25,10 @@ from textual.widgets import Input, Static
 
 from core.display_text import clean_text
 from core.measurement.result import MeasuredPeak
+
+if TYPE_CHECKING:
+    from core.measurement.run import RunEvent
+    from hip_backend import CommandRun, RunHandle
 
 Finish = Callable[[MeasuredPeak], MeasuredPeak]
 """The screen's estimate attached to a finished run's peak (the model on screen)."""
@@ -57,11 +61,9 @@ class CommandScreen(ModalScreen[MeasuredPeak | None]):
         self.suggestion = suggestion
         self.model, self.max_tokens, self.kv_int8 = model, max_tokens, kv_int8
         self.finish = finish
-        self._group: int | None = None
-        """The command's process group while it runs (0 while it starts, None: idle)."""
-        self._lock = threading.Lock()
+        self._handle: RunHandle | None = None
+        """The run in flight, or the last one."""
         self.peak: MeasuredPeak | None = None
-        self._stopped = False
 
     def compose(self) -> ComposeResult:
         with Vertical(id="command-box") as box:
@@ -75,7 +77,7 @@ class CommandScreen(ModalScreen[MeasuredPeak | None]):
             )
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        if self._group is not None:
+        if self._handle is not None and not self._handle.done:
             return  # one run at a time
         try:
             argv = shlex.split(event.value)
@@ -86,27 +88,17 @@ class CommandScreen(ModalScreen[MeasuredPeak | None]):
             self._say("type a command to run")
             return
         self._say(f"running {clean_text(shlex.join(argv))} …")
-        self._group, self._stopped = 0, False
-        self.run_worker(lambda: self._run(argv), thread=True, group="command", exit_on_error=False)
+        from hip_backend import start_command
 
-    def _run(self, argv: list[str]) -> None:
+        self._handle = start_command(
+            argv, lambda done: self._peak(argv, done), self._event, quiet=True
+        )
+
+    def _peak(self, argv: list[str], done: CommandRun) -> MeasuredPeak:
+        """The run's peak, with the screen's estimate (on the run's thread)."""
         from core.measurement.command_flags import read_command
-        from core.measurement.report import comparison_lines
-        from core.measurement.run import MeasuredRun
-        from hip_backend import check_command, external_peak, record_run, run_command
+        from hip_backend import external_peak
 
-        try:
-            check_command(argv)
-            done = run_command(argv, quiet=True, on_start=self._started)
-        except Exception as exc:  # a usage error, or a program that cannot start
-            self._done(clean_text(str(exc)), None)
-            return
-        if done.error is not None:
-            self._done(clean_text(done.error), None)
-            return
-        if self._stopped:  # Esc killed it: not a run to record
-            self._done("cancelled: its process group was killed", None)
-            return
         peak = external_peak(
             done,
             argv,
@@ -117,23 +109,27 @@ class CommandScreen(ModalScreen[MeasuredPeak | None]):
             inflight_mib=0,
             estimate_for=lambda _backend: None,
         )
-        peak = self.finish(peak)
-        record_run(MeasuredRun((peak,)))
-        self._done("\n".join(comparison_lines(peak)), peak)
+        return self.finish(peak)
 
-    def _started(self, group: int) -> None:
-        with self._lock:
-            self._group = group
-            stopped = self._stopped
-        if stopped:  # Esc (or quitting) came while it was starting
-            from hip_backend import stop_command
+    def _event(self, event: RunEvent) -> None:
+        """The run's notices and its end (on the run's thread)."""
+        from core.measurement.protocol import MeasureNotice
+        from core.measurement.report import comparison_lines
+        from core.measurement.run import MeasuredRun, RunEnded
 
-            stop_command(group)
+        if isinstance(event, MeasureNotice):
+            self._done(f"running … {clean_text(event.message)}", None, running=True)
+        elif isinstance(event, RunEnded):
+            outcome = event.outcome
+            if isinstance(outcome, MeasuredRun):
+                self._done("\n".join(comparison_lines(outcome.peak)), outcome.peak)
+            else:
+                self._done(clean_text(outcome.message), None)
 
-    def _done(self, text: str, peak: MeasuredPeak | None) -> None:
+    def _done(self, text: str, peak: MeasuredPeak | None, *, running: bool = False) -> None:
         def show() -> None:
-            self._group = None
-            self.peak = peak
+            if not running:
+                self.peak = peak if peak is not None else self.peak
             self._say(text)
 
         with contextlib.suppress(RuntimeError):  # the app is gone: nobody to tell
@@ -144,22 +140,13 @@ class CommandScreen(ModalScreen[MeasuredPeak | None]):
 
     def action_stop(self) -> None:
         """Esc: kill a run in flight, else close (with the last peak, if any)."""
-        with self._lock:
-            group = self._group
-            if group is not None:
-                self._stopped = True
-        if group is None:
+        handle = self._handle
+        if handle is None or handle.done:
             self.dismiss(self.peak)
-        elif group:  # else still starting: `_started` kills it
-            from hip_backend import stop_command
-
-            stop_command(group)
+        else:
+            handle.cancel()  # every process of it: the run ends cancelled, unrecorded
 
     def on_unmount(self) -> None:
-        with self._lock:
-            group = self._group
-            self._stopped = self._stopped or group is not None
-        if group:  # quitting with a run in flight: its group goes too
-            from hip_backend import stop_command
-
-            stop_command(group)
+        handle = self._handle
+        if handle is not None and not handle.done:  # quitting with a run in flight
+            handle.cancel()

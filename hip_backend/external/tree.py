@@ -1,0 +1,215 @@
+"""Every process a `vramscope run` command starts, found and stopped: its tree.
+
+A command may leave its parent's tree (`setsid`, a double fork: `(cmd &)`), so its
+processes are not found by `PPid` alone. Two ways follow them all:
+
+- a cgroup v2 of the run's own, where this machine lets vramscope make one (below the
+  cgroup vramscope is in): the holder moves itself into it before the command starts,
+  and every process started after is in it whatever it does with its session or
+  parent. `cgroup.procs` lists them, `cgroup.kill` ends them, and where the memory
+  controller is on, `memory.peak` is the group's host peak;
+- the run's token in the environment (`VRAMSCOPE_RUN_TOKEN`), which every descendant
+  inherits: a process whose `/proc/PID/environ` holds it is the command's. Always set,
+  so it also covers a machine where the cgroup cannot be made or joined.
+
+Both are read together with the holder's descendants by `PPid` (a process that clears
+its environment before a double fork is the one case neither of the others sees).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+import uuid
+from pathlib import Path
+
+from core.probes.proc_status import read_environ_has, read_state
+from hip_backend.external import CGROUP_ENV, TOKEN_ENV
+
+GONE_S = 5.0
+"""How long `kill` keeps killing until no process of the tree is left."""
+CGROUP_PREFIX = "vramscope-run-"
+_READ_CAP = 1 << 20
+
+
+def _cgroup2_dir(proc: Path = Path("/proc")) -> Path | None:
+    """The cgroup v2 folder this process is in, or None (no cgroup2 mounted)."""
+    try:
+        own = (proc / "self" / "cgroup").read_text()
+        mounts = (proc / "self" / "mountinfo").read_text()
+    except OSError:
+        return None
+    path = next((line[3:] for line in own.splitlines() if line.startswith("0::")), None)
+    if path is None:
+        return None
+    for line in mounts.splitlines():
+        left, sep, right = line.partition(" - ")
+        fields = left.split()
+        if sep and right.split()[:1] == ["cgroup2"] and len(fields) >= 5:
+            root, point = fields[3], fields[4]
+            inside = os.path.relpath(path, root) if path.startswith(root) else None
+            if inside is None or inside.startswith(".."):
+                continue  # this mount does not show our cgroup
+            return Path(point) / ("" if inside == "." else inside)
+    return None
+
+
+def make_cgroup() -> Path | None:
+    """A new empty cgroup below this process's, or None where one cannot be made."""
+    parent = _cgroup2_dir()
+    if parent is None:
+        return None
+    group = parent / f"{CGROUP_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}"
+    try:
+        group.mkdir()
+    except OSError:
+        return None
+    if not (group / "cgroup.procs").is_file():
+        with contextlib.suppress(OSError):
+            group.rmdir()
+        return None
+    return group
+
+
+def join_cgroup() -> bool:
+    """Move this process into the cgroup `VRAMSCOPE_RUN_CGROUP` names (the holder does,
+    before it starts the command); False when there is none or the move is refused."""
+    path = os.environ.get(CGROUP_ENV)
+    if not path:
+        return False
+    try:
+        with open(Path(path) / "cgroup.procs", "w") as procs:
+            procs.write(str(os.getpid()))
+    except OSError:
+        return False
+    return True
+
+
+def _cgroup_pids(group: Path) -> list[int]:
+    try:
+        with open(group / "cgroup.procs", "rb") as f:
+            text = f.read(_READ_CAP).decode("ascii", "replace")
+    except OSError:
+        return []
+    return [int(p) for p in text.split() if p.isdigit()]
+
+
+def _live(pid: int) -> bool:
+    state = read_state(pid)
+    return state is not None and state not in ("Z", "X")
+
+
+class RunTree:
+    """One run's processes: the token every one inherits, and its cgroup where made."""
+
+    def __init__(self, token: str, cgroup: Path | None, *, seen: bool = False) -> None:
+        self.token = token
+        self.cgroup = cgroup
+        self.cgroup_seen = seen
+        """True once a process was seen in the cgroup (the holder joined it)."""
+
+    @classmethod
+    def new(cls, *, cgroup: bool = True) -> RunTree:
+        """A new run's tree: a fresh token, and a cgroup where one can be made."""
+        return cls(uuid.uuid4().hex, make_cgroup() if cgroup else None)
+
+    @classmethod
+    def inherited(cls) -> RunTree | None:
+        """The tree the holder was handed (None without a token)."""
+        token = os.environ.get(TOKEN_ENV, "")
+        path = os.environ.get(CGROUP_ENV)
+        if not token:
+            return None
+        return cls(token, Path(path) if path else None, seen=True)
+
+    def env(self) -> dict[str, str]:
+        """What the holder is handed: the token, and the cgroup to join."""
+        out = {TOKEN_ENV: self.token}
+        if self.cgroup is not None:
+            out[CGROUP_ENV] = str(self.cgroup)
+        return out
+
+    @property
+    def followed_by(self) -> str:
+        """How the processes were found, in words (a run's record says it)."""
+        if self.cgroup is not None and self.cgroup_seen:
+            return f"cgroup v2 {self.cgroup}"
+        return f"the environment marker {TOKEN_ENV}"
+
+    def members(self, pids: list[int] | None = None) -> set[int]:
+        """The processes of the run: in its cgroup, or carrying its token (`pids`: the
+        processes to look at for the token, default every one)."""
+        found: set[int] = set()
+        if self.cgroup is not None:
+            listed = _cgroup_pids(self.cgroup)
+            self.cgroup_seen = self.cgroup_seen or bool(listed)
+            found.update(listed)
+        marker = f"{TOKEN_ENV}={self.token}".encode()
+        if pids is None:
+            try:
+                pids = [int(n) for n in os.listdir("/proc") if n.isdigit()]
+            except OSError:
+                pids = []
+        mine = os.getpid()
+        found.update(
+            p for p in pids if p not in found and p != mine and read_environ_has(p, marker)
+        )
+        found.discard(mine)
+        return found
+
+    def memory_peak(self) -> int | None:
+        """The cgroup's `memory.peak` in bytes, where the memory controller gives one."""
+        if self.cgroup is None or not self.cgroup_seen:
+            return None
+        try:
+            text = (self.cgroup / "memory.peak").read_text().strip()
+        except OSError:
+            return None
+        return int(text) if text.isdigit() else None
+
+    def kill(self, also: tuple[int, ...] = ()) -> None:
+        """SIGKILL every process of the tree (and `also`), again until none is left alive
+        or GONE_S has passed: a process can fork while the others are being killed."""
+        deadline = time.monotonic() + GONE_S
+        while True:
+            if self.cgroup is not None:
+                with contextlib.suppress(OSError):
+                    (self.cgroup / "cgroup.kill").write_text("1")
+            alive = [p for p in self.members() | set(also) if _live(p)]
+            if not alive or time.monotonic() > deadline:
+                return
+            for pid in alive:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.01)
+
+    def close(self) -> None:
+        """Remove the cgroup (once its processes are gone)."""
+        if self.cgroup is None:
+            return
+        deadline = time.monotonic() + GONE_S
+        while True:
+            try:
+                self.cgroup.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError:  # a killed process not yet gone from the group
+                if time.monotonic() > deadline:
+                    return
+                time.sleep(0.01)
+
+
+def kill_own_tree() -> None:
+    """From inside the holder: kill the command's processes (vramscope is gone). The
+    holder leaves the cgroup first, so that it can remove it once it is empty."""
+    tree = RunTree.inherited()
+    if tree is None:
+        return
+    if tree.cgroup is not None:
+        with contextlib.suppress(OSError):
+            (tree.cgroup.parent / "cgroup.procs").write_text(str(os.getpid()))
+    tree.kill()
+    tree.close()
