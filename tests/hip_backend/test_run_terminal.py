@@ -1,0 +1,90 @@
+"""`vramscope run` in a terminal (#41 item 3): the command runs in the terminal's
+foreground as if alone, in a real pseudo-terminal. It can open `/dev/tty`, Ctrl-C
+reaches the command first (its own handler runs and its status is passed through),
+and the terminal's foreground is the shell's again afterwards."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PY = sys.executable
+SCRIPT = (
+    'cd "$ROOT" && "$PY" -m tui run --no-history -- "$PY" -c "$CMD"; echo "status=$?"; '
+    '"$PY" -c "import os; print(\'foreground\', os.tcgetpgrp(0) == os.getpgrp())"'
+)
+
+
+class Terminal:
+    """`sh -c SCRIPT` as the session leader of a new pseudo-terminal."""
+
+    def __init__(self, command: str) -> None:
+        env = dict(os.environ, ROOT=str(ROOT), PY=PY, CMD=command)
+        pid, fd = pty.fork()
+        if pid == 0:  # the child: its controlling terminal is the pty
+            os.execve("/bin/sh", ["sh", "-c", SCRIPT], env)
+        self.pid, self.fd, self.seen = pid, fd, ""
+
+    def wait_for(self, text: str | None, limit_s: float = 60) -> str:
+        """Read until `text` was written, or (None) to the end of the output (the limit
+        only stops a broken run from hanging the suite)."""
+        deadline = time.monotonic() + limit_s
+        while (text is None or text not in self.seen) and time.monotonic() < deadline:
+            ready, _, _ = select.select([self.fd], [], [], 0.2)
+            if ready:
+                try:
+                    chunk = os.read(self.fd, 4096)
+                except OSError:  # every process of the terminal has closed it
+                    break
+                if not chunk:
+                    break
+                self.seen += chunk.decode("utf-8", "replace")
+        return self.seen
+
+    def close(self) -> tuple[int, str]:
+        """The shell's status once it ended, and all it wrote."""
+        seen = self.wait_for(None)
+        _, status = os.waitpid(self.pid, 0)
+        os.close(self.fd)
+        return os.waitstatus_to_exitcode(status), seen
+
+
+def test_the_command_has_the_terminal_and_the_shell_gets_it_back() -> None:
+    command = (
+        "import os\n"
+        "fd = os.open('/dev/tty', os.O_RDWR)\n"
+        "os.write(fd, b'tty opened\\n')\n"
+        "print('in the foreground', os.tcgetpgrp(fd) == os.getpgrp(), flush=True)\n"
+        "import time; time.sleep(0.4)\n"
+    )
+    status, seen = Terminal(command).close()
+    assert status == 0, seen
+    assert "tty opened" in seen, seen
+    assert "in the foreground True" in seen, seen
+    assert "foreground True" in seen.split("status=0")[1], seen  # the shell's again
+
+
+def test_ctrl_c_reaches_the_command_first() -> None:
+    command = (
+        "import signal, sys, time\n"
+        "def caught(*_):\n"
+        "    print('caught Ctrl-C', flush=True)\n"
+        "    sys.exit(5)\n"
+        "signal.signal(signal.SIGINT, caught)\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(30)\n"
+    )
+    term = Terminal(command)
+    term.wait_for("ready")
+    os.write(term.fd, b"\x03")  # Ctrl-C, typed
+    status, seen = term.close()
+    assert status == 0, seen
+    assert "caught Ctrl-C" in seen, seen  # the command's own handler ran
+    assert "status=5" in seen, seen  # and vramscope passed its status through
+    assert "Traceback" not in seen, seen
+    assert "foreground True" in seen, seen

@@ -1,0 +1,215 @@
+"""`vramscope run` follows every process it starts and stops them all, and the command
+runs as if alone (#41 items 3-4): real shell commands in real child processes.
+
+- a double-forked or `setsid` process is sampled (within 2% of the same command
+  unforked) and killed at the end, followed by the run's cgroup v2 where this machine
+  gives one and by the environment marker alone (both tested);
+- the holder is in a process group of its own: `kill 0` in the command reaches the
+  command alone;
+- a stopped command is said within one interval, and SIGKILL to vramscope then takes
+  every process with it;
+- a command shorter than one interval is "not measured" or its own ru_maxrss, never 0 B.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from hip_backend import run_command
+from hip_backend.external.tree import make_cgroup
+from tests.hip_backend.test_dies_with_parent import left_after_grace
+
+ROOT = Path(__file__).resolve().parents[2]
+ALLOCATED = 300_000_000
+PY = sys.executable
+ALLOCATE = f"{PY} -c 'x = b\"a\" * {ALLOCATED}; import time; time.sleep(1)'"
+# The issue's repro: the allocation in a double-forked process (a subshell that exits
+# at once, leaving its child to init), the command itself only sleeping.
+DOUBLE_FORK = f"({ALLOCATE} &); sleep 1.6"
+SETSID = f"setsid {ALLOCATE} & sleep 1.6"
+UNFORKED = f"{ALLOCATE}; sleep 0.5"
+# A command that leaves a `setsid` child and a double-forked one behind, writing
+# their pids (and its own) to the file it is given.
+LEAVES_BEHIND = (
+    "import os, subprocess, sys, time\n"
+    "kept = subprocess.Popen(['sleep', '60'], start_new_session=True)\n"
+    "pid = os.fork()\n"
+    "if pid == 0:\n"
+    "    if os.fork():\n"
+    "        os._exit(0)\n"
+    "    time.sleep(60)\n"
+    "    os._exit(0)\n"
+    "os.waitpid(pid, 0)\n"
+    "open(sys.argv[1] + '.tmp', 'w').write(f'{os.getpid()} {kept.pid}')\n"
+    "os.rename(sys.argv[1] + '.tmp', sys.argv[1])\n"
+    "time.sleep(float(sys.argv[2]))\n"
+)
+
+
+@pytest.fixture(params=[True, False], ids=["cgroup", "marker"])
+def cgroup(request: pytest.FixtureRequest) -> bool:
+    """Follow by the run's cgroup v2 (skipped where none can be made) or the marker."""
+    if request.param:
+        made = make_cgroup()
+        if made is None:
+            pytest.skip("this machine gives no cgroup v2 that vramscope may make")
+        made.rmdir()
+    return bool(request.param)
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+def with_token(token_env: str = "VRAMSCOPE_RUN_TOKEN") -> list[int]:
+    """Live processes that carry a run token (any run's)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and entry.name != str(os.getpid()):
+            try:
+                if f"{token_env}=".encode() in (entry / "environ").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return [p for p in found if alive(p)]
+
+
+def vramscope(*argv: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [PY, "-m", "tui", *argv],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+
+
+@pytest.mark.parametrize("shape", [DOUBLE_FORK, SETSID], ids=["double-fork", "setsid"])
+def test_a_process_that_leaves_the_tree_is_sampled_within_2_percent(
+    shape: str, cgroup: bool
+) -> None:
+    unforked = run_command(["sh", "-c", UNFORKED], 0.1, cgroup=cgroup)
+    forked = run_command(["sh", "-c", shape], 0.1, cgroup=cgroup)
+    assert forked.exit_status == 0 and unforked.exit_status == 0
+    assert ("cgroup v2" in forked.followed_by) is cgroup, forked.followed_by
+    figure, baseline = forked.host_peak_bytes, unforked.host_peak_bytes
+    assert baseline > ALLOCATED
+    assert abs(figure - baseline) <= 0.02 * baseline, (figure, baseline)
+
+
+def test_what_the_command_leaves_behind_is_killed_at_its_end(tmp_path: Path, cgroup: bool) -> None:
+    pids = tmp_path / "pids"
+    done = run_command([PY, "-c", LEAVES_BEHIND, str(pids), "0.3"], 0.05, cgroup=cgroup)
+    assert done.exit_status == 0
+    command, kept = map(int, pids.read_text().split())
+    assert not alive(command) and not alive(kept)
+    assert with_token() == []  # the double-forked one too (it carries the token)
+    if cgroup:
+        group = Path(done.followed_by.removeprefix("cgroup v2 "))
+        assert not group.exists()  # removed once empty
+
+
+@pytest.mark.parametrize(("signum", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_stopped_run_takes_setsid_and_double_forked_children_with_it(
+    tmp_path: Path, signum: int, status: int
+) -> None:
+    pids = tmp_path / "pids"
+    ran = vramscope("run", "--no-history", "--", PY, "-c", LEAVES_BEHIND, str(pids), "60")
+    deadline = time.monotonic() + 60
+    while not pids.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    command, kept = map(int, pids.read_text().split())
+    ran.send_signal(signum)
+    assert ran.wait(timeout=30) == status
+    assert left_after_grace(ran.pid) == []
+    assert not alive(command) and not alive(kept) and with_token() == []
+
+
+def test_a_killed_vramscope_takes_setsid_children_with_it(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    ran = vramscope("run", "--no-history", "--", PY, "-c", LEAVES_BEHIND, str(pids), "60")
+    deadline = time.monotonic() + 60
+    while not pids.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    command, kept = map(int, pids.read_text().split())
+    ran.kill()  # no clean-up of its own: the holder's parent watch ends the run
+    ran.wait(timeout=10)
+    assert left_after_grace(ran.pid) == []
+    assert not alive(command) and not alive(kept) and with_token() == []
+
+
+def test_the_holder_is_in_a_group_apart_from_the_command_s(tmp_path: Path) -> None:
+    groups = tmp_path / "groups"
+    report = (
+        "import os, sys; open(sys.argv[1], 'w').write(f'{os.getpgrp()} {os.getpgid(os.getppid())}')"
+    )
+    assert run_command([PY, "-c", report, str(groups)]).exit_status == 0
+    command_group, holder_group = groups.read_text().split()
+    assert command_group != holder_group
+    # `kill 0` in the command reaches the command's group alone: a command that ignores
+    # SIGTERM and whose child kills the group exits 0, as it would alone.
+    kills_its_group = "trap '' TERM; sh -c 'kill 0'; exit 0"
+    assert run_command(["sh", "-c", kills_its_group]).exit_status == 0
+
+
+def test_sigint_to_the_command_s_group_never_reaches_the_holder() -> None:
+    for _ in range(4):
+        ran = vramscope("run", "--no-history", "--", "sh", "-c", "trap '' INT; kill -INT 0; exit 0")
+        _, err = ran.communicate(timeout=60)
+        assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+        assert ran.returncode == 0
+
+
+def test_a_stopped_command_is_said_and_a_killed_vramscope_leaves_nothing() -> None:
+    ran = vramscope("run", "--no-history", "--interval", "0.1", "--", "sh", "-c", "kill -STOP 0")
+    lines: queue.Queue[str] = queue.Queue()
+    stream = ran.stderr
+    assert stream is not None
+    threading.Thread(target=lambda: [lines.put(line) for line in stream], daemon=True).start()
+    said = ""
+    try:
+        while "is stopped" not in said:  # the limit only stops a broken run from hanging
+            said = lines.get(timeout=60)
+    except queue.Empty:
+        said = "(nothing said)"
+    finally:
+        ran.kill()
+        ran.wait(timeout=10)
+    assert "the command is stopped (SIGSTOP or Ctrl-Z)" in said
+    assert left_after_grace(ran.pid) == []
+
+
+def test_a_command_shorter_than_one_interval_is_never_a_0_byte_peak(tmp_path: Path) -> None:
+    env = dict(os.environ, XDG_STATE_HOME=str(tmp_path))
+    ran = vramscope("run", "--json", "--interval", "30", "--", "true", env=env)
+    out, err = ran.communicate(timeout=60)
+    assert ran.returncode == 0, err
+    document = json.loads(out)
+    if "error" in document:  # nothing of its own was read
+        assert document["error"]["kind"] == "not_measured"
+        assert not (tmp_path / "vramscope" / "measurements.jsonl").exists()
+    else:  # its own ru_maxrss
+        assert (
+            document["measured"]["peak_bytes"] == document["measured"]["extra"]["maxrss_bytes"] > 0
+        )
+    # A short command that allocates: its own ru_maxrss (wait4), no sample needed.
+    short = run_command([PY, "-c", f"x = b'a' * {ALLOCATED}"], 30)
+    assert short.peaks.samples == 0 and short.measured
+    assert short.maxrss_bytes is not None and short.maxrss_bytes >= ALLOCATED
+    assert short.host_peak_bytes == short.maxrss_bytes
