@@ -75,6 +75,7 @@ def calibrate(
     """
     target = target_named(target)
     warnings: list[str] = []
+    left_failed: str | None = None
     if rows_file is not None:
         source = clean_text(str(rows_file))
         # a line at a time, each run's peak kept in its workload's array: never the file
@@ -90,11 +91,11 @@ def calibrate(
         if failed and not include_failed:
             peaks = [p for p in peaks if p.failed_status is None]
             statuses = ", ".join(sorted({str(p.exit_status) for p in failed}))
-            warnings.append(
-                f"{source}: left out {len(failed)} failed run(s) (exit status {statuses}): "
-                "a peak of a run that did not end well is not one to fit; "
-                "--include-failed fits them"
+            left_failed = (
+                f"left out {len(failed)} failed run(s) (exit status {statuses}): a run that "
+                "did not end well is not one to fit; --include-failed fits them"
             )
+            warnings.append(f"{source}: {left_failed}")
         records, lacking = records_from_history(peaks, target)
         if lacking:
             what = target_words(target, Engine.MLX, Backend.CPU)
@@ -105,7 +106,8 @@ def calibrate(
         workloads, skipped = workloads_from_records(records, resolve, skip_unresolved=True)
         warnings.extend(skipped)
     if not workloads:
-        raise NothingToCalibrate(f"no measured runs to calibrate on in {source}")
+        left = f" ({left_failed})" if left_failed else ""
+        raise NothingToCalibrate(f"no measured runs to calibrate on in {source}{left}")
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     results = calibrate_groups(
         workloads, engine=engine, backend=backend, device=device, fitted_at=stamp, target=target
