@@ -100,3 +100,28 @@ def test_the_scan_finds_planted_writes() -> None:
         "<text>:5 append",
         "<text>:7 encode_record",
     ]
+
+
+def record_run_calls(source: str, filename: str = "<text>") -> list[str]:
+    """`file:line` for each call of `record_run` (by name or as an attribute)."""
+    return [
+        f"{filename}:{node.lineno}"
+        for node in ast.walk(ast.parse(source, filename=filename))
+        if isinstance(node, ast.Call)
+        and (
+            (isinstance(node.func, ast.Name) and node.func.id == "record_run")
+            or (isinstance(node.func, ast.Attribute) and node.func.attr == "record_run")
+        )
+    ]
+
+
+def test_every_run_is_recorded_by_its_lifecycle_never_by_a_surface() -> None:
+    # One run lifecycle (#39): `vramscope run` and the explorer's `M` hand the command to
+    # `hip_backend.start_command`, whose handle records the run as every engine's does.
+    found = [
+        hit
+        for path in sorted((ROOT / "tui").rglob("*.py"))
+        for hit in record_run_calls(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))
+    ]
+    assert found == []
+    assert record_run_calls("from hip_backend import record_run\nrecord_run(run)\n") == ["<text>:2"]

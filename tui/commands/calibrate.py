@@ -1,7 +1,8 @@
 """`vramscope calibrate`: fit vramscope's calibrated estimate to measured runs and save it.
 
-Runs come from the measurement history or a CSV (`--rows`), each held against the
-formula `table` holds it against; each (engine, formula, device) is fitted on its own,
+Runs come from the measurement history (a failed run left out unless
+`--include-failed`) or a CSV (`--rows`), each held against the formula `table` holds
+it against; each (engine, formula, device) is fitted on its own,
 or refused with the reason. Fitted calibrations replace the ones of the same key in
 `$XDG_STATE_HOME/vramscope/calibration.json`.
 """
