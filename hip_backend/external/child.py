@@ -29,6 +29,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -48,6 +49,14 @@ JOB_SIGNALS = (signal.SIGINT, signal.SIGQUIT, signal.SIGTSTP, signal.SIGTTIN, si
 """The terminal's signals: the command's, never the holder's."""
 STOP_WAIT_S = 2.0
 """How long the holder waits for vramscope's job to stop once it asked it to."""
+_ENDING = threading.Lock()
+"""Held while the run is killed after vramscope is gone: the command's end (it is
+among the killed) must not let this process exit before the cgroup is removed."""
+
+
+def _vramscope_gone() -> None:
+    with _ENDING:
+        kill_own_tree()
 
 
 def _report(data: dict[str, object]) -> None:
@@ -180,8 +189,10 @@ def main(argv: list[str]) -> int:
     with contextlib.suppress(OSError):
         os.setpgid(command.pid, command.pid)  # both sides, as a shell does: no race
     _foreground(terminal, command.pid)
-    watch_parent(cleanup=kill_own_tree)
+    watch_parent(cleanup=_vramscope_gone)
     status, maxrss_kib = _wait(command.pid, terminal)
+    with _ENDING:  # vramscope's end being cleaned up: wait for it (then exit 137)
+        pass
     command.returncode = os.waitstatus_to_exitcode(status)
     with contextlib.suppress(OSError):
         _foreground(terminal, os.getpgid(os.getppid()))  # the terminal back to vramscope

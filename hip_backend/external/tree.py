@@ -34,7 +34,7 @@ CGROUP_PREFIX = "vramscope-run-"
 _READ_CAP = 1 << 20
 
 
-def _cgroup2_dir(proc: Path = Path("/proc")) -> Path | None:
+def cgroup2_dir(proc: Path = Path("/proc")) -> Path | None:
     """The cgroup v2 folder this process is in, or None (no cgroup2 mounted)."""
     try:
         own = (proc / "self" / "cgroup").read_text()
@@ -58,7 +58,7 @@ def _cgroup2_dir(proc: Path = Path("/proc")) -> Path | None:
 
 def make_cgroup() -> Path | None:
     """A new empty cgroup below this process's, or None where one cannot be made."""
-    parent = _cgroup2_dir()
+    parent = cgroup2_dir()
     if parent is None:
         return None
     group = parent / f"{CGROUP_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}"

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from hip_backend import run_command
-from hip_backend.external.tree import make_cgroup
+from hip_backend.external.tree import cgroup2_dir, make_cgroup
 from tests.hip_backend.test_dies_with_parent import left_after_grace
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,6 +88,18 @@ def with_token(token_env: str = "VRAMSCOPE_RUN_TOKEN") -> list[int]:
     return [p for p in found if alive(p)]
 
 
+def cgroups_left(pid: int) -> list[Path]:
+    """The cgroups a vramscope (by pid) made that are still there, once none is or 5 s
+    have passed (the holder removes one as it ends)."""
+    parent = cgroup2_dir()
+    if parent is None:
+        return []
+    deadline = time.monotonic() + 5
+    while (left := list(parent.glob(f"vramscope-run-{pid}-*"))) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
 def vramscope(*argv: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [PY, "-m", "tui", *argv],
@@ -139,6 +151,7 @@ def test_a_stopped_run_takes_setsid_and_double_forked_children_with_it(
     assert ran.wait(timeout=30) == status
     assert left_after_grace(ran.pid) == []
     assert not alive(command) and not alive(kept) and with_token() == []
+    assert cgroups_left(ran.pid) == []
 
 
 def test_a_killed_vramscope_takes_setsid_children_with_it(tmp_path: Path) -> None:
@@ -152,6 +165,7 @@ def test_a_killed_vramscope_takes_setsid_children_with_it(tmp_path: Path) -> Non
     ran.wait(timeout=10)
     assert left_after_grace(ran.pid) == []
     assert not alive(command) and not alive(kept) and with_token() == []
+    assert cgroups_left(ran.pid) == []  # the holder removed the run's cgroup
 
 
 def test_the_holder_is_in_a_group_apart_from_the_command_s(tmp_path: Path) -> None:
@@ -193,6 +207,7 @@ def test_a_stopped_command_is_said_and_a_killed_vramscope_leaves_nothing() -> No
         ran.wait(timeout=10)
     assert "the command is stopped (SIGSTOP or Ctrl-Z)" in said
     assert left_after_grace(ran.pid) == []
+    assert cgroups_left(ran.pid) == []
 
 
 def test_a_command_shorter_than_one_interval_is_never_a_0_byte_peak(tmp_path: Path) -> None:

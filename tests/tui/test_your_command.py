@@ -4,6 +4,7 @@ screen, as `vramscope run` does (#27 item 1)."""
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 import time
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 from textual.widgets import Input, Static
 
+from hip_backend.external.tree import cgroup2_dir
 from tests.tui.helpers import LLAMA, build_app, fixed_deps, settle, wait_for, widget_lines
 from tui.app import VramscopeApp
 from tui.screens.command_screen import CommandScreen
@@ -117,6 +119,9 @@ async def test_quitting_after_m_kills_the_command_and_its_setsid_child(
     while any(map(alive, pids)) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert [p for p in pids if alive(p)] == []
+    # Quitting waited for the run's end: its cgroup (where one was made) is removed.
+    parent = cgroup2_dir()
+    assert parent is None or list(parent.glob(f"vramscope-run-{os.getpid()}-*")) == []
 
 
 async def test_w_offers_your_command_beside_the_two_engines_and_m_asks_for_it() -> None:

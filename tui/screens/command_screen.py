@@ -30,6 +30,9 @@ if TYPE_CHECKING:
     from core.measurement.run import RunEvent
     from hip_backend import CommandRun, RunHandle
 
+STOP_WAIT_S = 10.0
+"""The most quitting waits for a cancelled run to be cleaned up (it takes milliseconds)."""
+
 Finish = Callable[[MeasuredPeak], MeasuredPeak]
 """The screen's estimate attached to a finished run's peak (the model on screen)."""
 
@@ -150,3 +153,4 @@ class CommandScreen(ModalScreen[MeasuredPeak | None]):
         handle = self._handle
         if handle is not None and not handle.done:  # quitting with a run in flight
             handle.cancel()
+            handle.wait(STOP_WAIT_S)  # its processes gone and its cgroup removed
