@@ -189,6 +189,10 @@ class CommandRunner:
         try:
             while holder.poll() is None:
                 sampler.sample()
+                if self._terminal is not None:
+                    # A stop in the terminal is the shell's to say (the holder stops
+                    # vramscope's job with it); a sample just after `fg` would say it too
+                    sampler.peaks.stopped = []
                 if on_sample is not None:
                     on_sample(sampler.peaks)
                 with contextlib.suppress(subprocess.TimeoutExpired):  # the next sample

@@ -1,7 +1,8 @@
 """`vramscope run` in a terminal (#41 item 3): the command runs in the terminal's
 foreground as if alone, in a real pseudo-terminal. It can open `/dev/tty`, Ctrl-C
 reaches the command first (its own handler runs and its status is passed through),
-and the terminal's foreground is the shell's again afterwards."""
+Ctrl-Z stops it as an interactive shell's job (`fg` continues it), and the terminal's
+foreground is the shell's again afterwards."""
 
 from __future__ import annotations
 
@@ -21,13 +22,15 @@ SCRIPT = (
 
 
 class Terminal:
-    """`sh -c SCRIPT` as the session leader of a new pseudo-terminal."""
+    """A program as the session leader of a new pseudo-terminal (by default `sh -c
+    SCRIPT` running `command` under `vramscope run`)."""
 
-    def __init__(self, command: str) -> None:
-        env = dict(os.environ, ROOT=str(ROOT), PY=PY, CMD=command)
+    def __init__(self, command: str = "", argv: tuple[str, ...] = ("sh", "-c", SCRIPT)) -> None:
+        env = dict(os.environ, ROOT=str(ROOT), PY=PY, CMD=command, PS1="$ ", TERM="dumb")
         pid, fd = pty.fork()
         if pid == 0:  # the child: its controlling terminal is the pty
-            os.execve("/bin/sh", ["sh", "-c", SCRIPT], env)
+            os.chdir(ROOT)
+            os.execve(f"/bin/{argv[0]}", list(argv), env)
         self.pid, self.fd, self.seen = pid, fd, ""
 
     def wait_for(self, text: str | None, limit_s: float = 60) -> str:
@@ -88,3 +91,27 @@ def test_ctrl_c_reaches_the_command_first() -> None:
     assert "status=5" in seen, seen  # and vramscope passed its status through
     assert "Traceback" not in seen, seen
     assert "foreground True" in seen, seen
+
+
+def test_ctrl_z_stops_the_run_as_a_job_and_fg_continues_it(tmp_path: Path) -> None:
+    script = tmp_path / "command.py"
+    script.write_text(
+        "import time\nprint('ready', flush=True)\ntime.sleep(1)\nprint('resumed', flush=True)\n"
+    )
+    term = Terminal(argv=("bash", "--norc", "--noprofile", "-i"))  # with job control
+    term.wait_for("$ ")
+    os.write(term.fd, f"{PY} -m tui run --no-history -- {PY} {script}\n".encode())
+    term.wait_for("ready")
+    os.write(term.fd, b"\x1a")  # Ctrl-Z, typed
+    stopped = term.wait_for("Stopped")
+    time.sleep(1.5)  # past the command's 1 s: a command still running would say "resumed"
+    stopped = term.wait_for("resumed", 0.5)
+    os.write(term.fd, b"fg\n")
+    seen = term.wait_for("Run: ")
+    os.write(term.fd, b"exit\n")
+    term.close()
+    assert "Stopped" in stopped, stopped  # the shell saw its job stop
+    assert "resumed" not in stopped, stopped  # and the command was stopped with it
+    after = seen.split("Stopped", 1)[1]
+    assert "resumed" in after and "exit status 0" in after, seen  # `fg` went on
+    assert "is stopped" not in after, seen  # the shell said it: vramscope does not
