@@ -124,6 +124,19 @@ async def test_quitting_after_m_kills_the_command_and_its_setsid_child(
     assert parent is None or list(parent.glob(f"vramscope-run-{os.getpid()}-*")) == []
 
 
+async def test_a_program_that_is_not_there_is_said_in_the_box(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with build_app(fixed_deps(), preset="gfx1151").run_test(size=(160, 48)) as pilot:
+        app = await open_box(pilot, tmp_path, monkeypatch)
+        app.screen.query_one(Input).value = "no-such-program-vramscope --flag"
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: "not a program on PATH" in report(app), "the refusal")
+        assert "'no-such-program-vramscope'" in report(app)
+        await pilot.press("escape")  # no run in flight: the box closes
+        await wait_for(pilot, lambda: not isinstance(app.screen, CommandScreen), "closed")
+
+
 async def test_w_offers_your_command_beside_the_two_engines_and_m_asks_for_it() -> None:
     from core.measurement.engine import Engine
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import shlex
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
 
@@ -66,6 +67,7 @@ class CommandScreen(ModalScreen[MeasuredPeak | None]):
         self.finish = finish
         self._handle: RunHandle | None = None
         """The run in flight, or the last one."""
+        self._ui_thread = 0
         self.peak: MeasuredPeak | None = None
 
     def compose(self) -> ComposeResult:
@@ -92,6 +94,8 @@ class CommandScreen(ModalScreen[MeasuredPeak | None]):
             return
         self._say(f"running {clean_text(shlex.join(argv))} …")
         from hip_backend import start_command
+
+        self._ui_thread = threading.get_ident()  # a run that cannot start ends right here
 
         self._handle = start_command(
             argv, lambda done: self._peak(argv, done), self._event, quiet=True
@@ -135,6 +139,9 @@ class CommandScreen(ModalScreen[MeasuredPeak | None]):
                 self.peak = peak if peak is not None else self.peak
             self._say(text)
 
+        if threading.get_ident() == self._ui_thread:
+            show()
+            return
         with contextlib.suppress(RuntimeError):  # the app is gone: nobody to tell
             self.app.call_from_thread(show)
 
