@@ -186,6 +186,10 @@ class CommandRunner:
         holder = self._holder
         assert holder is not None, "start() first"
         sampler = TreeSampler(holder.pid, tree=self.tree)
+        # While the command has the terminal, what this thread says (a notice) is
+        # written from a background group: with `stty tostop` SIGTTOU would stop
+        # vramscope. Blocked here, the write goes through.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTTOU})
         try:
             while holder.poll() is None:
                 sampler.sample()
@@ -207,6 +211,7 @@ class CommandRunner:
             raise
         finally:
             self._close()
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         maxrss, error, signum = done.get("maxrss_bytes"), done.get("error"), done.get("signal")
         status = holder.returncode
         return CommandRun(
