@@ -108,11 +108,14 @@ ENVIRON_CAP = 1 << 20
 """The most of one environment read (a marker set by vramscope is near its start)."""
 
 
-def read_environ_has(pid: int, entry: bytes, root: Path = Path("/")) -> bool:
-    """Whether process `pid`'s environment (as it was at its exec) holds `entry`
-    (`NAME=value`, whole); False when it is gone or not ours to read."""
+def read_environ_value(pid: int, name: bytes, root: Path = Path("/")) -> bytes | None:
+    """The value of variable `name` in process `pid`'s environment (as it was at its
+    exec), or None: not set, gone, or not ours to read."""
     data = _read_proc_file(pid, "environ", ENVIRON_CAP, root)
-    return data is not None and entry in data.split(b"\0")
+    if data is None:
+        return None
+    prefix = name + b"="
+    return next((e[len(prefix) :] for e in data.split(b"\0") if e.startswith(prefix)), None)
 
 
 def read_state(pid: int, root: Path = Path("/")) -> str | None:

@@ -25,7 +25,7 @@ import time
 import uuid
 from pathlib import Path
 
-from core.probes.proc_status import read_environ_has, read_state
+from core.probes.proc_status import read_environ_value, read_state
 from hip_backend.external import CGROUP_ENV, TOKEN_ENV
 
 GONE_S = 5.0
@@ -88,12 +88,22 @@ def join_cgroup() -> bool:
 
 
 def _cgroup_pids(group: Path) -> list[int]:
-    try:
-        with open(group / "cgroup.procs", "rb") as f:
-            text = f.read(_READ_CAP).decode("ascii", "replace")
-    except OSError:
-        return []
-    return [int(p) for p in text.split() if p.isdigit()]
+    """The processes in the cgroup and in the ones below it (a `vramscope run` inside
+    the command makes its own there)."""
+    out: list[int] = []
+    for folder, _, _ in os.walk(group):
+        try:
+            with open(Path(folder) / "cgroup.procs", "rb") as f:
+                text = f.read(_READ_CAP).decode("ascii", "replace")
+        except OSError:
+            continue
+        out.extend(int(p) for p in text.split() if p.isdigit())
+    return out
+
+
+def _carries(pid: int, token: bytes) -> bool:
+    value = read_environ_value(pid, TOKEN_ENV.encode())
+    return value is not None and token in value.split(b":")
 
 
 def _live(pid: int) -> bool:
@@ -118,15 +128,17 @@ class RunTree:
     @classmethod
     def inherited(cls) -> RunTree | None:
         """The tree the holder was handed (None without a token)."""
-        token = os.environ.get(TOKEN_ENV, "")
+        token = os.environ.get(TOKEN_ENV, "").rsplit(":", 1)[-1]  # after any outer run's
         path = os.environ.get(CGROUP_ENV)
         if not token:
             return None
         return cls(token, Path(path) if path else None, seen=True)
 
     def env(self) -> dict[str, str]:
-        """What the holder is handed: the token, and the cgroup to join."""
-        out = {TOKEN_ENV: self.token}
+        """What the holder is handed: the token (after the tokens of the runs this one
+        is inside, so that theirs still follow it), and the cgroup to join."""
+        outer = os.environ.get(TOKEN_ENV)
+        out = {TOKEN_ENV: f"{outer}:{self.token}" if outer else self.token}
         if self.cgroup is not None:
             out[CGROUP_ENV] = str(self.cgroup)
         return out
@@ -146,16 +158,14 @@ class RunTree:
             listed = _cgroup_pids(self.cgroup)
             self.cgroup_seen = self.cgroup_seen or bool(listed)
             found.update(listed)
-        marker = f"{TOKEN_ENV}={self.token}".encode()
+        token = self.token.encode()
         if pids is None:
             try:
                 pids = [int(n) for n in os.listdir("/proc") if n.isdigit()]
             except OSError:
                 pids = []
         mine = os.getpid()
-        found.update(
-            p for p in pids if p not in found and p != mine and read_environ_has(p, marker)
-        )
+        found.update(p for p in pids if p not in found and p != mine and _carries(p, token))
         found.discard(mine)
         return found
 

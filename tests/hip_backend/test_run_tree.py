@@ -125,6 +125,15 @@ def test_a_process_that_leaves_the_tree_is_sampled_within_2_percent(
     assert abs(figure - baseline) <= 0.02 * baseline, (figure, baseline)
 
 
+def test_a_run_inside_the_command_is_followed_too(cgroup: bool) -> None:
+    # `vramscope run` inside the command makes a tree of its own (its token, its cgroup
+    # below this run's): the double-forked allocation in it is still this run's.
+    inner = [PY, "-m", "tui", "run", "--no-history", "--", "sh", "-c", DOUBLE_FORK]
+    outer = run_command(inner, 0.1, cgroup=cgroup)
+    assert outer.exit_status == 0
+    assert outer.peaks.host_hwm > ALLOCATED
+
+
 def test_what_the_command_leaves_behind_is_killed_at_its_end(tmp_path: Path, cgroup: bool) -> None:
     pids = tmp_path / "pids"
     done = run_command([PY, "-c", LEAVES_BEHIND, str(pids), "0.3"], 0.05, cgroup=cgroup)
