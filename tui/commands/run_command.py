@@ -201,12 +201,13 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
 def command_json(outcome: RunOutcome) -> dict[str, Any]:
     """`run --json`: the peak, the estimate it is held against and the margin, with the
     command's exit status (a failed run is never covered); or the failure."""
+    from core.measurement.engine import Engine
     from core.measurement.run import MeasuredRun
     from tui.commands.shared.run_report import margin_json
 
     if not isinstance(outcome, MeasuredRun):
         return {
-            "engine": "external",
+            "engine": Engine.EXTERNAL.value,
             "exit_status": outcome.exit_status,
             "error": outcome.to_dict(),
         }
@@ -215,7 +216,7 @@ def command_json(outcome: RunOutcome) -> dict[str, Any]:
     if margin is not None and peak.failed_status is not None:
         margin["covered"] = False
     return {
-        "engine": peak.engine,
+        "engine": peak.engine.value,
         "exit_status": peak.exit_status,
         "failed": peak.failed_status,
         "counted": peak.counted,
