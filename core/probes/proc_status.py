@@ -2,7 +2,10 @@
 
 `VmHWM` is the process's own high-water mark of resident memory (the kernel keeps it
 per process, from its start); `VmRSS` is what it holds now. A process tree is found
-from every process's `PPid`. The root is injectable so that tests read recorded trees.
+from every process's `PPid`. A process's state (`/proc/PID/stat`: stopped, zombie) and
+one variable of its environment as it was at its exec (`/proc/PID/environ`: the token
+`vramscope run` hands its command) are read for `run`. The root is injectable so that
+tests read recorded trees.
 """
 
 from __future__ import annotations
