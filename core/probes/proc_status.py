@@ -111,14 +111,10 @@ ENVIRON_CAP = 1 << 20
 """The most of one environment read (a marker set by vramscope is near its start)."""
 
 
-def read_environ_value(pid: int, name: bytes, root: Path = Path("/")) -> bytes | None:
-    """The value of variable `name` in process `pid`'s environment (as it was at its
-    exec), or None: not set, gone, or not ours to read."""
-    data = _read_proc_file(pid, "environ", ENVIRON_CAP, root)
-    if data is None:
-        return None
-    prefix = name + b"="
-    return next((e[len(prefix) :] for e in data.split(b"\0") if e.startswith(prefix)), None)
+def read_environ(pid: int, root: Path = Path("/")) -> bytes | None:
+    """Process `pid`'s environment as it was at its exec (`NAME=value` entries, NUL
+    separated), or None: gone, or not ours to read."""
+    return _read_proc_file(pid, "environ", ENVIRON_CAP, root)
 
 
 def read_state(pid: int, root: Path = Path("/")) -> str | None:

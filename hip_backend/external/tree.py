@@ -25,13 +25,14 @@ import time
 import uuid
 from pathlib import Path
 
-from core.probes.proc_status import read_environ_value, read_state
+from core.probes.proc_status import read_environ, read_state
 from hip_backend.external import CGROUP_ENV, TOKEN_ENV
 
 GONE_S = 5.0
 """How long `kill` keeps killing until no process of the tree is left."""
 CGROUP_PREFIX = "vramscope-run-"
 _READ_CAP = 1 << 20
+_TOKEN_PREFIX = TOKEN_ENV.encode() + b"="
 
 
 def cgroup2_dir(proc: Path = Path("/proc")) -> Path | None:
@@ -101,9 +102,15 @@ def _cgroup_pids(group: Path) -> list[int]:
     return out
 
 
-def _carries(pid: int, token: bytes) -> bool:
-    value = read_environ_value(pid, TOKEN_ENV.encode())
-    return value is not None and token in value.split(b":")
+def _carries(pid: int, token: bytes) -> bool | None:
+    """Whether the process carries the run's token; None when its environment cannot be
+    read or is empty (a kernel thread, another user's process, a process in the middle
+    of its exec), which says nothing for good."""
+    data = read_environ(pid)
+    if not data:
+        return None
+    entry = next((e for e in data.split(b"\0") if e.startswith(_TOKEN_PREFIX)), None)
+    return entry is not None and token in entry[len(_TOKEN_PREFIX) :].split(b":")
 
 
 def _live(pid: int) -> bool:
@@ -119,6 +126,9 @@ class RunTree:
         self.cgroup = cgroup
         self.cgroup_seen = seen
         """True once a process was seen in the cgroup (the holder joined it)."""
+        self._not_ours: set[int] = set()
+        """Processes seen without the token: a process has it from its fork (it is a copy
+        of its parent's), so one seen without it never gets it; forgotten once gone."""
 
     @classmethod
     def new(cls, *, cgroup: bool = True) -> RunTree:
@@ -165,7 +175,15 @@ class RunTree:
             except OSError:
                 pids = []
         mine = os.getpid()
-        found.update(p for p in pids if p not in found and p != mine and _carries(p, token))
+        self._not_ours &= set(pids)
+        for pid in pids:
+            if pid in found or pid in self._not_ours or pid == mine:
+                continue
+            carries = _carries(pid, token)
+            if carries:
+                found.add(pid)
+            elif carries is False:
+                self._not_ours.add(pid)
         found.discard(mine)
         return found
 
