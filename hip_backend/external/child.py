@@ -183,8 +183,9 @@ def main(argv: list[str]) -> int:
         command = subprocess.Popen(
             argv, env=_command_env(), preexec_fn=_in_own_group(terminal, dispositions)
         )
-    except OSError as exc:
-        _report({"error": f"cannot run {argv[0]!r}: {exc.strerror or exc}"})
+    except (OSError, subprocess.SubprocessError) as exc:  # the latter: the setup before exec
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        _report({"error": f"cannot run {argv[0]!r}: {why}"})
         return START_FAILED
     with contextlib.suppress(OSError):
         os.setpgid(command.pid, command.pid)  # both sides, as a shell does: no race
