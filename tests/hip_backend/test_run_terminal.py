@@ -25,8 +25,12 @@ class Terminal:
     """A program as the session leader of a new pseudo-terminal (by default `sh -c
     SCRIPT` running `command` under `vramscope run`)."""
 
-    def __init__(self, command: str = "", argv: tuple[str, ...] = ("sh", "-c", SCRIPT)) -> None:
+    def __init__(
+        self, home: Path, command: str = "", argv: tuple[str, ...] = ("sh", "-c", SCRIPT)
+    ) -> None:
         env = dict(os.environ, ROOT=str(ROOT), PY=PY, CMD=command, PS1="$ ", TERM="dumb")
+        # Its own home, and no shell history written anywhere.
+        env |= {"HOME": str(home), "HISTFILE": os.devnull, "XDG_STATE_HOME": str(home)}
         pid, fd = pty.fork()
         if pid == 0:  # the child: its controlling terminal is the pty
             os.chdir(ROOT)
@@ -57,7 +61,7 @@ class Terminal:
         return os.waitstatus_to_exitcode(status), seen
 
 
-def test_the_command_has_the_terminal_and_the_shell_gets_it_back() -> None:
+def test_the_command_has_the_terminal_and_the_shell_gets_it_back(tmp_path: Path) -> None:
     command = (
         "import os\n"
         "fd = os.open('/dev/tty', os.O_RDWR)\n"
@@ -65,14 +69,14 @@ def test_the_command_has_the_terminal_and_the_shell_gets_it_back() -> None:
         "print('in the foreground', os.tcgetpgrp(fd) == os.getpgrp(), flush=True)\n"
         "import time; time.sleep(0.4)\n"
     )
-    status, seen = Terminal(command).close()
+    status, seen = Terminal(tmp_path, command).close()
     assert status == 0, seen
     assert "tty opened" in seen, seen
     assert "in the foreground True" in seen, seen
     assert "foreground True" in seen.split("status=0")[1], seen  # the shell's again
 
 
-def test_ctrl_c_reaches_the_command_first() -> None:
+def test_ctrl_c_reaches_the_command_first(tmp_path: Path) -> None:
     command = (
         "import signal, sys, time\n"
         "def caught(*_):\n"
@@ -82,7 +86,7 @@ def test_ctrl_c_reaches_the_command_first() -> None:
         "print('ready', flush=True)\n"
         "time.sleep(30)\n"
     )
-    term = Terminal(command)
+    term = Terminal(tmp_path, command)
     term.wait_for("ready")
     os.write(term.fd, b"\x03")  # Ctrl-C, typed
     status, seen = term.close()
@@ -98,7 +102,7 @@ def test_ctrl_z_stops_the_run_as_a_job_and_fg_continues_it(tmp_path: Path) -> No
     script.write_text(
         "import time\nprint('ready', flush=True)\ntime.sleep(1)\nprint('resumed', flush=True)\n"
     )
-    term = Terminal(argv=("bash", "--norc", "--noprofile", "-i"))  # with job control
+    term = Terminal(tmp_path, argv=("bash", "--norc", "--noprofile", "-i"))  # job control
     term.wait_for("$ ")
     os.write(term.fd, f"{PY} -m tui run --no-history -- {PY} {script}\n".encode())
     term.wait_for("ready")
