@@ -98,18 +98,27 @@ def test_ctrl_c_reaches_the_command_first(tmp_path: Path) -> None:
 
 
 def test_ctrl_z_stops_the_run_as_a_job_and_fg_continues_it(tmp_path: Path) -> None:
+    # The command says "resumed" once the flag file exists: made while the job is
+    # stopped, it is seen only after `fg` (a command left running would say it at once).
+    flag = tmp_path / "go"
     script = tmp_path / "command.py"
     script.write_text(
-        "import time\nprint('ready', flush=True)\ntime.sleep(1)\nprint('resumed', flush=True)\n"
+        "import os, sys, time\n"
+        "print('ready', flush=True)\n"
+        "while not os.path.exists(sys.argv[1]):\n"
+        "    time.sleep(0.02)\n"
+        "print('resumed', flush=True)\n"
     )
     term = Terminal(tmp_path, argv=("bash", "--norc", "--noprofile", "-i"))  # job control
     term.wait_for("$ ")
-    os.write(term.fd, f"{PY} -m tui run --no-history -- {PY} {script}\n".encode())
+    os.write(term.fd, f"{PY} -m tui run --no-history -- {PY} {script} {flag}\n".encode())
     term.wait_for("ready")
     os.write(term.fd, b"\x1a")  # Ctrl-Z, typed
-    stopped = term.wait_for("Stopped")
-    time.sleep(1.5)  # past the command's 1 s: a command still running would say "resumed"
-    stopped = term.wait_for("resumed", 0.5)
+    term.wait_for("Stopped")
+    flag.touch()
+    # A command left running says it within its 20 ms poll; a stopped one never can, so
+    # this wait only lets a defect show (a slow machine can hide it, never invent it).
+    stopped = term.wait_for("resumed", 1.0)
     os.write(term.fd, b"fg\n")
     seen = term.wait_for("Run: ")
     os.write(term.fd, b"exit\n")
