@@ -21,6 +21,14 @@ SCRIPT = (
 )
 
 
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
 class Terminal:
     """A program as the session leader of a new pseudo-terminal (by default `sh -c
     SCRIPT` running `command` under `vramscope run`)."""
@@ -78,18 +86,20 @@ def test_the_command_has_the_terminal_and_the_shell_gets_it_back(tmp_path: Path)
 
 def test_ctrl_c_reaches_the_command_first(tmp_path: Path) -> None:
     command = (
-        "import signal, sys, time\n"
+        "import signal, subprocess, sys, time\n"
+        "kept = subprocess.Popen(['sleep', '60'], start_new_session=True)\n"
         "def caught(*_):\n"
         "    print('caught Ctrl-C', flush=True)\n"
         "    sys.exit(5)\n"
         "signal.signal(signal.SIGINT, caught)\n"
-        "print('ready', flush=True)\n"
+        "print(f'ready {kept.pid} .', flush=True)\n"
         "time.sleep(30)\n"
     )
     term = Terminal(tmp_path, command)
-    term.wait_for("ready")
+    kept = int(term.wait_for(" .").split("ready ", 1)[1].split()[0])  # its setsid child
     os.write(term.fd, b"\x03")  # Ctrl-C, typed
     status, seen = term.close()
+    assert not alive(kept)  # the run's end took the setsid child with it
     assert status == 0, seen
     assert "caught Ctrl-C" in seen, seen  # the command's own handler ran
     assert "status=5" in seen, seen  # and vramscope passed its status through
