@@ -91,6 +91,8 @@ class FakeHub:
         self.repos: dict[str, FakeRepo] = {}
         self.bytes_sent = 0
         self.requests: list[str] = []
+        self.seen: list[tuple[str, str, str | None]] = []
+        """Every request as it arrived: method, path and query, its Authorization."""
         self.delay_s = 0.0
         self.misbehaviours: list[Misbehaviour] = []
         self.stopped = threading.Event()
@@ -173,6 +175,7 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
             return repo, commit
 
         def _answer(self, body: bool) -> None:
+            hub.seen.append((self.command, self.path, self.headers.get("Authorization")))
             if hub.delay_s:
                 time.sleep(hub.delay_s)
             parts = urlsplit(self.path)
@@ -260,6 +263,8 @@ class Misbehaviour:
     """Answer a range request with 200 and the whole file."""
     status: int | None = None
     """Answer this status (500, 503) with a JSON error body instead."""
+    redirect_to: str | None = None
+    """Answer 302 with `Location:` this base URL followed by the request's path."""
 
 
 def _matching(hub: FakeHub, path: str) -> list[Misbehaviour]:
@@ -271,6 +276,13 @@ def _misbehave_first(handler: BaseHTTPRequestHandler, hub: FakeHub, path: str, b
     for m in _matching(hub, path):
         if m.stall_s:
             hub.stopped.wait(m.stall_s)
+        if m.redirect_to is not None:
+            handler.send_response(302)
+            handler.send_header("Location", m.redirect_to + handler.path)
+            handler.send_header("Content-Length", "0")
+            handler.end_headers()
+            hub.count(0, f"{handler.command} {path} 302")
+            return True
         if m.status is not None:
             data = json.dumps({"error": "injected"}).encode()
             handler.send_response(m.status)
@@ -320,6 +332,8 @@ class ListingOptions:
     """Repos whose entry comes with a safetensors expansion of the wrong shape."""
     stall_header_of: set[str] = field(default_factory=set)
     """Repos whose safetensors header ranged GETs never answer (the server sleeps)."""
+    next_base: str | None = None
+    """Where a page's `Link: rel="next"` points (another host's URL); None: this hub."""
 
 
 def _params_by_dtype(files: dict[str, SparseFile]) -> dict[str, int]:
@@ -403,7 +417,8 @@ def listing_response(
     headers = dict(json_headers)
     if (page + 1) * size < len(names):
         base = raw_path.split("&cursor=")[0]
-        headers["Link"] = f'<{hub.url}{base}&cursor={page + 1}>; rel="next"'
+        where = hub.listing.next_base or hub.url
+        headers["Link"] = f'<{where}{base}&cursor={page + 1}>; rel="next"'
     return 200, json.dumps(found).encode(), headers
 
 

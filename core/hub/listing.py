@@ -30,6 +30,7 @@ from core.display_text import clean_text
 from core.errors import HubError
 from core.hub import DEFAULT_TIMEOUT_S
 from core.hub.fetch import client_closed
+from core.hub.own_host import OffHostPage, pages_at
 from core.hub.session import hub_offline_reason, online, unreachable
 from core.hub.settings import hub_endpoint
 from core.hub.store import is_repo_id
@@ -340,14 +341,15 @@ def _list_online(
                 limit=limit,
                 expand=EXPAND,  # type: ignore[arg-type]
             )
-            for info in found:
-                item = listed_model(info)
-                if isinstance(item, str):
-                    skipped.append(item)
-                else:
-                    rows.append(item)
-                if len(rows) >= limit:
-                    break
+            with pages_at(endpoint):  # the token never follows a Link to another host
+                for info in found:
+                    item = listed_model(info)
+                    if isinstance(item, str):
+                        skipped.append(item)
+                    else:
+                        rows.append(item)
+                    if len(rows) >= limit:
+                        break
         except Exception as exc:  # reported in the caller's thread
             box["error"] = exc
 
@@ -385,6 +387,8 @@ def _list_online(
 def _why(exc: BaseException) -> str:
     from huggingface_hub.errors import HfHubHTTPError
 
+    if isinstance(exc, OffHostPage):
+        return f"{exc}, not asked for (the token goes only to the endpoint's host)"
     if isinstance(exc, HfHubHTTPError) and exc.response is not None:
         return f"HTTP {exc.response.status_code}"
     reason = unreachable(exc)

@@ -9,13 +9,14 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from core.display_text import clean_text
 from core.errors import HubError
 from core.hub import DEFAULT_TIMEOUT_S
+from core.hub.own_host import OffHostPage, pages_at
 from core.hub.session import hub_offline_reason, online, unreachable
 from core.hub.settings import hub_endpoint
 
@@ -40,8 +41,12 @@ def search_hub(
     limit: int = 20,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     env: Mapping[str, str] | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> list[HubListing]:
-    """Up to `limit` (at most MAX_RESULTS) models whose id matches `query`."""
+    """Up to `limit` (at most MAX_RESULTS) models whose id matches `query`.
+
+    A next page at another host than the endpoint's is not asked for: the results
+    before it are kept and `warn` gets one line."""
     env = os.environ if env is None else env
     off = hub_offline_reason(env)
     if off is not None:
@@ -49,13 +54,18 @@ def search_hub(
     endpoint = hub_endpoint(env)
     limit = max(1, min(limit, MAX_RESULTS))
     box: dict[str, Any] = {}
+    rows: list[Any] = []
 
     def work() -> None:
         from huggingface_hub import HfApi
 
         try:
             api = HfApi(endpoint=endpoint)
-            box["rows"] = list(api.list_models(search=query, limit=limit))[:limit]
+            with pages_at(endpoint):
+                for info in api.list_models(search=query, limit=limit):
+                    rows.append(info)
+                    if len(rows) >= limit:
+                        break
         except Exception as exc:  # reported below, in the caller's thread
             box["error"] = exc
 
@@ -67,11 +77,15 @@ def search_hub(
         # The abandoned call goes on retrying: keep its retry warnings quiet for good.
         logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
         raise HubError("--hub", f"the Hub at {endpoint} did not answer within {timeout_s:g} s")
-    if "error" in box:
-        exc = box["error"]
+    exc = box.get("error")
+    if isinstance(exc, OffHostPage):
+        if warn is not None:
+            warn(f"the search at {endpoint} stopped after {len(rows)} results: {exc}, "
+                 "not asked for (the token goes only to the endpoint's host)")  # fmt: skip
+    elif exc is not None:
         reason = unreachable(exc) or f"{type(exc).__name__}: {clean_text(str(exc))[:120]}"
         raise HubError("--hub", f"searching the Hub at {endpoint} failed ({reason})")
-    return [_listing(m) for m in box.get("rows", [])]
+    return [_listing(m) for m in rows[:limit]]
 
 
 def _listing(info: Any) -> HubListing:

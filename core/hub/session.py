@@ -16,6 +16,7 @@ from typing import Any
 
 from core.display_text import clean_text
 from core.hub.fetch import HubTimeout
+from core.hub.own_host import guard_client
 
 _TRUE = {"1", "ON", "YES", "TRUE"}
 
@@ -46,6 +47,7 @@ def online(timeout_s: float) -> Iterator[None]:
 
     with _ONLINE_LOCK:
         if not _ONLINE:
+            guard_client()  # before any request: it replaces the shared client
             # Its retry warnings would break the one-line errors: the outcome is reported.
             hub_log = logging.getLogger("huggingface_hub")
             _ONLINE["saved"] = (

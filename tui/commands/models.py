@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from core.catalog.entry import (
@@ -186,7 +187,10 @@ def run_hub_search(args: argparse.Namespace) -> int:
     """`vramscope models --hub QUERY`: the Hub's search results as a table (or JSON)."""
     from core.hub.search import search_hub
 
-    rows = search_hub(args.hub, args.limit, args.hub_timeout)
+    def warn(line: str) -> None:
+        print(f"vramscope: warning: {clean_text(line)}", file=sys.stderr)
+
+    rows = search_hub(args.hub, args.limit, args.hub_timeout, warn=warn)
     if args.json:
         print(json.dumps([vars(r) for r in rows], indent=2, ensure_ascii=False))
         return 0
