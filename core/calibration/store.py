@@ -7,7 +7,8 @@ another schema is ignored with one warning: the built-in calibration still appli
 Such a file is never written over: `save_merged` keeps it aside under a dated name
 (`core/kept_aside.py`) and says where. Every calibration written is first read back
 through the reader's own checks (`Calibration.checked`), so a fit the reader would
-refuse is never saved.
+refuse is never saved. A save reads, merges and replaces the file under its lock
+(`core.atomic_write.locked`): concurrent `calibrate` runs keep every calibration.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.atomic_write import atomic_write
+from core.atomic_write import atomic_write, locked
 from core.calibration.key import CalibrationKey
 from core.calibration.record import Calibration
 from core.display_text import clean_text
@@ -126,10 +127,11 @@ def save_merged(path: Path, new: Sequence[Calibration], version: str) -> tuple[s
     says where); OSError when it cannot be renamed or the new file cannot be written,
     ValueError for a calibration the reader would refuse: then `path` is untouched."""
     checked = [c.checked() for c in new]
-    old = read_store(path)
     lines: list[str] = []
-    if old.problem is not None and os.path.lexists(path):
-        aside = set_aside(path)
-        lines.append(kept_aside_line(path, aside, old.problem))
-    write_store(path, merged(old.calibrations, checked), version)
+    with locked(path):  # another calibrate's save never merges into the same old file
+        old = read_store(path)
+        if old.problem is not None and os.path.lexists(path):
+            aside = set_aside(path)
+            lines.append(kept_aside_line(path, aside, old.problem))
+        write_store(path, merged(old.calibrations, checked), version)
     return tuple(lines)

@@ -8,8 +8,9 @@ only by the same vramscope code: the file records a fingerprint of `core/`'s
 sources, and a different one starts an empty cache.
 
 Writes go to a temporary file in the same folder, then `os.replace`: a reader sees
-the old file or the new one, never half of one, and concurrent writers cannot
-interleave (the last one wins; the loser's entries are rebuilt next time). A file of
+the old file or the new one, never half of one. A save holds the file's lock
+(`core.atomic_write.locked`), reads the file again and writes it with this process's
+new entries merged in, so concurrent writers keep one another's entries. A file of
 another build (its fingerprint) is simply replaced: the cache only ever saves time. A
 file that cannot be read at all (not JSON, not a regular file, too large) is not
 written over: it is kept aside under a dated name first (`core/kept_aside.py`), and
@@ -29,7 +30,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from core.atomic_write import atomic_write
+from core.atomic_write import atomic_write, locked
 from core.catalog.entry import CatalogEntry
 from core.errors import describe_os_error
 from core.estimate.kv_cache import KvKind
@@ -103,6 +104,8 @@ class CatalogCache:
     def __init__(self, path: Path | None) -> None:
         self.path = path
         self._entries: dict[str, Any] = {}
+        self._new: dict[str, Any] = {}
+        """The entries this process put: merged into the file as it is when saved."""
         self._dirty = False
         self._problem: str | None = None
         self.kept: str | None = None
@@ -150,24 +153,27 @@ class CatalogCache:
 
     def put_json(self, key: str, identity: object, value: Any) -> None:
         """Remember a JSON value under `key` (written by `save`)."""
-        self._entries[key] = {"identity": _jsonable(identity), "entry": value}
+        self._entries[key] = self._new[key] = {"identity": _jsonable(identity), "entry": value}
         self._dirty = True
 
     def save(self) -> None:
         """Write the cache atomically when something changed; errors are ignored."""
         if self.path is None or not self._dirty:
             return
-        doc = {"fingerprint": code_fingerprint(), "entries": self._entries}
         try:
-            data = json.dumps(doc, separators=(",", ":")).encode("utf-8", "surrogateescape")
-            if self._problem is not None and os.path.lexists(self.path):
-                aside = set_aside(self.path)  # OSError: then nothing is written
-                self.kept = kept_aside_line(self.path, aside, self._problem)
-            self._problem = None
-            atomic_write(self.path, data)
+            with locked(self.path):  # read-merge-write: another process's entries kept
+                self._entries = {**self._load(self.path), **self._new}
+                doc = {"fingerprint": code_fingerprint(), "entries": self._entries}
+                data = json.dumps(doc, separators=(",", ":")).encode("utf-8", "surrogateescape")
+                if self._problem is not None and os.path.lexists(self.path):
+                    aside = set_aside(self.path)  # OSError: then nothing is written
+                    self.kept = kept_aside_line(self.path, aside, self._problem)
+                self._problem = None
+                atomic_write(self.path, data)
         except (OSError, ValueError, TypeError):
             return
         self._dirty = False
+        self._new = {}
 
 
 ACTIVE: ContextVar[CatalogCache | None] = ContextVar("vramscope_catalog_cache", default=None)

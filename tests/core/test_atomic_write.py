@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from core.atomic_write import atomic_write
+from core.atomic_write import atomic_write, lock_path, locked
 from core.calibration.store import write_store
 
 
@@ -49,3 +52,37 @@ def test_an_interrupted_write_cleans_up_too(
         atomic_write(target, b"new")
     assert target.read_bytes() == b"old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["catalog.json"]
+
+
+def test_a_lock_held_by_another_process_past_the_wait_is_an_error_not_a_hang(
+    tmp_path: Path,
+) -> None:
+    target = tmp_path / "calibration.json"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", (
+            "import sys, time; from pathlib import Path; from core.atomic_write import locked\n"
+            "with locked(Path(sys.argv[1])):\n print('held', flush=True); time.sleep(60)"
+        ), str(target)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        started = time.monotonic()
+        with (
+            pytest.raises(OSError, match="another process has held the lock"),
+            locked(target, wait_s=0.3),
+        ):
+            pass
+        assert time.monotonic() - started < 5
+    finally:
+        holder.kill()
+        holder.wait()
+    with locked(target, wait_s=5):  # the holder is gone: its lock went with it
+        pass
+
+
+def test_a_lock_file_that_is_a_fifo_is_refused_at_once(tmp_path: Path) -> None:
+    target = tmp_path / "calibration.json"
+    os.mkfifo(lock_path(target))
+    with pytest.raises(OSError, match="not a regular file"), locked(target):
+        pass

@@ -182,8 +182,21 @@ def test_concurrent_writers_never_leave_a_partial_file(tmp_path: Path) -> None:
         p.join(60)
         assert p.exitcode == 0
     doc = json.loads(path.read_bytes())
-    assert doc["entries"]
+    # Each save merges into the file as it is then, under its lock: no writer's entry lost.
+    assert sorted(doc["entries"]) == sorted(f"k{t}-{i}" for t in range(3) for i in range(25))
     assert not [n for n in os.listdir(path.parent) if n.endswith(".tmp")]
+
+
+def test_two_caches_open_at_once_both_keep_their_entries(tmp_path: Path) -> None:
+    path = tmp_path / "cache" / CACHE_FILE
+    first, second = CatalogCache(path), CatalogCache(path)  # both read the same old file
+    first.put_json("alpha", [1], {"name": "alpha"})
+    second.put_json("beta", [2], {"name": "beta"})
+    first.save()
+    second.save()
+    again = CatalogCache(path)
+    assert again.get_json("alpha", [1]) == {"name": "alpha"}
+    assert again.get_json("beta", [2]) == {"name": "beta"}
 
 
 def test_hf_cache_repos_are_not_walked_again(
