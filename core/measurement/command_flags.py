@@ -11,7 +11,9 @@ from the command's own flags, one small reader per family (pure: argv in, facts 
   per-slot window `--ctx-size C` / `--parallel N`;
 - llama.cpp: `llama-cli`, `llama-server`: `-m/--model`, `-c/--ctx-size`.
 
-What cannot be read is said, in one line (`CommandFacts.unread`).
+What cannot be read is said, in one line (`CommandFacts.unread`); that includes a
+count past u64 (`inspect`'s own range for a context), read without converting a
+5,000-digit word whole.
 """
 
 from __future__ import annotations
@@ -19,6 +21,10 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+from core.display_text import clean_text
+from core.numbers import decimal_to_int
+from core.units import U64_MAX
 
 
 class EngineFamily(enum.StrEnum):
@@ -74,9 +80,18 @@ def _flags(args: Sequence[str], names: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def _tokens(text: str | None) -> int | None:
+def _tokens(text: str | None, flag: str = "", unread: list[str] | None = None) -> int | None:
+    """A count of whole tokens (None: not digits, or out of range, which `unread` says)."""
     text = (text or "").strip()
-    return int(text) if text.isascii() and text.isdigit() else None
+    if not (text.isascii() and text.isdigit()):
+        return None
+    value = decimal_to_int(text)
+    if value is None or value > U64_MAX:
+        if unread is not None:
+            shown = clean_text(text) if len(text) <= 24 else f"{text[:12]}…' ({len(text):,} digits"
+            unread.append(f"{flag} '{shown}' is out of range (at most {U64_MAX:,})")
+        return None
+    return value
 
 
 def _strip_launcher(argv: Sequence[str]) -> list[str]:
@@ -127,10 +142,15 @@ def _mlx_lm(rest: list[str]) -> CommandFacts:
     model = flags.get("model")
     if model is None:
         unread.append("no --model (mlx-lm's default model is not assumed)")
-    context = _tokens(flags.get("max_tokens", str(MLX_LM_DEFAULT_MAX_TOKENS)))
-    if context is None:
-        unread.append(f"--max-tokens '{flags.get('max_tokens')}' is not a token count")
-    cap = _tokens(flags.get("max_kv"))
+    said = len(unread)
+    given = flags.get("max_tokens", str(MLX_LM_DEFAULT_MAX_TOKENS))
+    context = _tokens(given, "--max-tokens", unread)
+    if context is None and len(unread) == said:
+        unread.append(f"--max-tokens '{clean_text(given)[:40]}' is not a token count")
+    said = len(unread)
+    cap = _tokens(flags.get("max_kv"), "--max-kv-size", unread)
+    if len(unread) > said:
+        context = None  # a cap past range: the context it caps is not known
     if context is not None and cap is not None:
         context = min(context, cap)
     return CommandFacts(
@@ -154,17 +174,20 @@ def _mlxcel(words: list[str]) -> CommandFacts:
             "--kv-cache-mode": "kv",
         },
     )
-    unread = []
+    unread: list[str] = []
     model = flags.get("model")
     if model is None:
         unread.append("no -m/--model")
-    context = _tokens(flags.get("max_tokens"))
-    if sub == "serve" and context is None:
-        ctx, slots = _tokens(flags.get("ctx")), _tokens(flags.get("parallel")) or 1
-        context = ctx // slots if ctx else None
+    past: list[str] = []  # counts past range, each said once
+    context = _tokens(flags.get("max_tokens"), "-n/--max-tokens", past)
+    if sub == "serve" and context is None and not past:
+        ctx = _tokens(flags.get("ctx"), "--ctx-size", past)
+        slots = _tokens(flags.get("parallel"), "--parallel", past)
+        context = ctx // (slots or 1) if ctx and not past else None
     if sub not in ("generate", "serve", "bench"):
         unread.append(f"'{sub}' is not generate, serve or bench")
-    if context is None:
+    unread += past
+    if context is None and not past:
         unread.append("no context (-n/--max-tokens, or serve's --ctx-size)")
     return CommandFacts(
         EngineFamily.MLXCEL, model, context, flags.get("kv") == "int8", tuple(unread)
@@ -177,10 +200,13 @@ def _llama_cpp(words: list[str]) -> CommandFacts:
     model = flags.get("model")
     if model is None:
         unread.append("no -m/--model")
-    context = _tokens(flags.get("ctx"))
-    if not context:  # 0 or absent: llama.cpp takes the model's own, which GGUF holds
+    past: list[str] = []
+    context = _tokens(flags.get("ctx"), "-c/--ctx-size", past)
+    unread += past
+    if not context and not past:
+        # 0 or absent: llama.cpp takes the model's own, which GGUF holds
         unread.append("no -c/--ctx-size (llama.cpp's default is the model's own)")
-        context = None
+    context = context or None
     return CommandFacts(EngineFamily.LLAMA_CPP, model, context, False, tuple(unread))
 
 

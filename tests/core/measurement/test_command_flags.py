@@ -53,3 +53,31 @@ def test_another_program_is_said_in_one_line() -> None:
     facts = read_command(["sleep", "1"])
     assert facts.family is EngineFamily.OTHER and facts.model is None
     assert facts.unread_line is not None and "\n" not in facts.unread_line
+
+
+HUGE = "9" * 5000
+"""Past Python's 4,300-digit int conversion limit."""
+
+
+def test_a_context_out_of_range_is_unread_with_a_line_never_a_traceback() -> None:
+    for argv, flag in (
+        (["mlx_lm.generate", "--model", "m", "--max-tokens", HUGE], "--max-tokens"),
+        (["mlx_lm.generate", "--model", "m", "--max-kv-size", HUGE], "--max-kv-size"),
+        (["mlxcel", "generate", "-m", "x", "-n", HUGE], "-n/--max-tokens"),
+        (["mlxcel", "serve", "-m", "x", "--ctx-size", HUGE], "--ctx-size"),
+        (["mlxcel", "serve", "-m", "x", "--ctx-size", "8192", "--parallel", HUGE], "--parallel"),
+        (["llama-server", "-m", "x.gguf", "-c", HUGE], "-c/--ctx-size"),
+        (["llama-cli", "-m", "x.gguf", "--ctx-size", "1" + "0" * 30], "-c/--ctx-size"),
+        (["mlxcel", "bench", "-m", "x", "--max-tokens", "1" + "0" * 30], "-n/--max-tokens"),
+    ):
+        facts = read_command(argv)
+        assert facts.context_tokens is None, argv[:4]
+        line = facts.unread_line or ""
+        assert f"{flag} '" in line and "out of range" in line, line
+        assert "18,446,744,073,709,551,615" in line and len(line) < 300, line
+
+
+def test_the_largest_context_in_range_is_read() -> None:
+    top = str(2**64 - 1)
+    assert read_command(["mlxcel", "generate", "-m", "x", "-n", top]).context_tokens == 2**64 - 1
+    assert read_command(["llama-cli", "-m", "x", "-c", "00" + "131072"]).context_tokens == 131072
