@@ -51,6 +51,16 @@ def read_regular(path: Path, cap: int) -> bytes:
         os.close(fd)
 
 
+def read_small_text(path: Path, cap: int) -> str:
+    """A small text file of the machine's (sysfs, procfs), ASCII with replacements:
+    OSError when it is not a regular file, cannot be read or holds more than `cap`
+    bytes (a sysfs value is a few bytes; more is not one)."""
+    data = read_regular(path, cap)
+    if len(data) > cap:
+        raise OSError(errno.EFBIG, f"holds more than {cap:,} bytes", str(path))
+    return data.decode("ascii", "replace")
+
+
 def check_regular_fd(fd: int, path: Path) -> None:
     """OSError naming `path` unless the open descriptor is a regular file."""
     mode = os.fstat(fd).st_mode

@@ -1,6 +1,10 @@
 """amdgpu's memory in sysfs: per card `class/drm/cardN/device/mem_info_vram_total`,
 `_used`, `mem_info_vis_vram_*`, `mem_info_gtt_*`, the card's `product_name`, and its
-gfx target and APU flag from the KFD topology (matched by render node)."""
+gfx target and APU flag from the KFD topology (matched by render node).
+
+Every file is read through `core.regular_file` (a FIFO or a link to /dev/zero is no
+reading, never a hang) and capped; a size is whole decimal bytes within u64, as
+`inspect` reads a size, else no reading."""
 
 from __future__ import annotations
 
@@ -9,8 +13,15 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.numbers import decimal_to_int
 from core.probes.kfd_topology import read_kfd_nodes
 from core.probes.pool import PoolReading
+from core.regular_file import read_small_text
+from core.units import U64_MAX
+
+VALUE_CAP = 64
+"""The most bytes of one sysfs value read (a u64 is 20 digits)."""
+NAME_CAP = 256
 
 
 @dataclass(frozen=True)
@@ -58,17 +69,20 @@ class VramTotal:
     name: str
 
 
-def _read_int(path: Path) -> int | None:
+def read_size(path: Path) -> int | None:
+    """A sysfs size: whole decimal bytes within u64, else None (unreadable, not a
+    regular file, not digits, or out of range)."""
     try:
-        text = path.read_text(encoding="ascii", errors="replace").strip()
+        text = read_small_text(path, VALUE_CAP).strip()
     except OSError:
         return None
-    return int(text) if text.isascii() and text.isdigit() else None
+    value = decimal_to_int(text) if text.isascii() and text.isdigit() else None
+    return value if value is not None and value <= U64_MAX else None
 
 
 def _pool(device: Path, stem: str) -> PoolReading | None:
-    total = _read_int(device / f"mem_info_{stem}_total")
-    used = _read_int(device / f"mem_info_{stem}_used")
+    total = read_size(device / f"mem_info_{stem}_total")
+    used = read_size(device / f"mem_info_{stem}_used")
     if total is None:
         return None
     return PoolReading(total, used or 0)
@@ -100,7 +114,7 @@ def read_amdgpu_cards(root: Path = Path("/sys")) -> list[CardMemory]:
         if vram is None:
             continue  # not an amdgpu card (or its memory files are unreadable)
         try:
-            name = (device / "product_name").read_text(errors="replace").strip() or None
+            name = read_small_text(device / "product_name", NAME_CAP).strip() or None
         except OSError:
             name = None
         minor = _render_minor(device)
@@ -119,11 +133,7 @@ def read_amdgpu_vram(
     """The largest amdgpu VRAM size in sysfs (the first device MLX would use)."""
     best: VramTotal | None = None
     for path in sorted(glob.glob(pattern)):
-        try:
-            with open(path, encoding="ascii") as fh:
-                total = int(fh.read().strip())
-        except (OSError, ValueError):
-            continue
-        if total > 0 and (best is None or total > best.total_bytes):
+        total = read_size(Path(path))
+        if total is not None and total > 0 and (best is None or total > best.total_bytes):
             best = VramTotal(total, f"amdgpu VRAM ({path.split('/')[4]})")
     return best

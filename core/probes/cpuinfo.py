@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from core.display_text import clean_text
+from core.regular_file import read_regular
+
 PROC_ROOT = Path("/proc")
+CPUINFO_HEAD = 64 * 1024
+"""The first processor's block, which names the model, is in the first kilobytes."""
 
 
 def read_cpu_name(proc_root: Path | None = None) -> str:
@@ -13,10 +18,10 @@ def read_cpu_name(proc_root: Path | None = None) -> str:
     import platform
 
     try:
-        with open((proc_root or PROC_ROOT) / "cpuinfo", encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+        head = read_regular((proc_root or PROC_ROOT) / "cpuinfo", CPUINFO_HEAD)
     except OSError:
-        pass
+        head = b""
+    for line in head[:CPUINFO_HEAD].decode("utf-8", "replace").splitlines():
+        if line.startswith("model name"):
+            return clean_text(line.split(":", 1)[1].strip())[:120]
     return platform.processor() or platform.machine() or "CPU"

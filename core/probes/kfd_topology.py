@@ -1,10 +1,20 @@
 """The KFD topology in sysfs (`class/kfd/kfd/topology/nodes/*/properties`): each GPU
-node's gfx target and whether it is an APU (a node with CPU cores and SIMDs)."""
+node's gfx target and whether it is an APU (a node with CPU cores and SIMDs).
+
+A properties file is read only as a regular file of at most `PROPERTIES_CAP` bytes;
+a value that is not decimal digits within u64 is left out."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+from core.numbers import decimal_to_int
+from core.regular_file import read_small_text
+from core.units import U64_MAX
+
+PROPERTIES_CAP = 64 * 1024
+"""A node's properties are about 1.5 kB."""
 
 
 def gfx_target(version: int) -> str:
@@ -23,14 +33,16 @@ def read_kfd_nodes(root: Path) -> dict[int, tuple[str | None, bool]]:
         return out
     for entry in entries:
         try:
-            text = (nodes / entry / "properties").read_text(encoding="ascii", errors="replace")
+            text = read_small_text(nodes / entry / "properties", PROPERTIES_CAP)
         except OSError:
             continue
         props: dict[str, int] = {}
         for line in text.splitlines():
             key, _, value = line.partition(" ")
-            if value.strip().isdigit():
-                props[key] = int(value.strip())
+            digits = value.strip()
+            number = decimal_to_int(digits) if digits.isascii() and digits.isdigit() else None
+            if number is not None and number <= U64_MAX:
+                props[key] = number
         if not props.get("simd_count") or "drm_render_minor" not in props:
             continue  # a CPU-only node
         version = props.get("gfx_target_version")

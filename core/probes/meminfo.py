@@ -13,10 +13,13 @@ from pathlib import Path
 
 from core.numbers import decimal_to_int
 from core.probes.pool import PoolReading
+from core.regular_file import read_small_text
 from core.units import U64_MAX, sat_sub
 
 MEMINFO = Path("/proc/meminfo")
 _KEYS = ("MemAvailable", "MemTotal")
+MEMINFO_CAP = 256 * 1024
+"""/proc/meminfo is about 1.5 kB; more is not it."""
 
 
 def _fields(text: str) -> dict[str, int | str]:
@@ -50,9 +53,10 @@ def parse_meminfo(text: str) -> int | None:
 
 
 def read_text(path: Path) -> str | OSError:
-    """The file's text, or the error that stopped the read."""
+    """The file's text, or the error that stopped the read (a FIFO, a device, a file
+    past `MEMINFO_CAP`: never a hang)."""
     try:
-        return path.read_text(encoding="ascii", errors="replace")
+        return read_small_text(path, MEMINFO_CAP)
     except OSError as exc:
         return exc
 

@@ -8,6 +8,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.numbers import decimal_to_int
+from core.regular_file import read_small_text
 from core.units import U64_MAX
 
 
@@ -39,9 +41,10 @@ def read_ttm_limit(root: Path = Path("/sys"), size: int | None = None) -> TtmLim
     or 0: the kernel then takes its default and the file does not say it)."""
     path = root / "module" / "ttm" / "parameters" / "pages_limit"
     try:
-        text = path.read_text(encoding="ascii", errors="replace").strip()
+        text = read_small_text(path, 64).strip()  # a regular file: a FIFO never hangs
     except OSError:
         return None
-    if not text.isascii() or not text.isdigit() or len(text) > 20 or not int(text):
+    pages = decimal_to_int(text) if text.isascii() and text.isdigit() else None
+    if not pages or pages > U64_MAX:
         return None
-    return TtmLimit(int(text), size or page_size(), path)
+    return TtmLimit(pages, size or page_size(), path)
