@@ -91,6 +91,13 @@ class VramscopeApp(App[None]):
             self.first_reads,
         )
 
+    def ready_to_exit(self) -> bool:
+        """Whether a stop signal may ask the app to exit (the terminal driver's
+        question): only once the explorer's body is in; before, the driver restores
+        the terminal and ends the process itself (a half-built screen's exit failed)."""
+        explorer = self.screen_stack[0] if self.screen_stack else None
+        return isinstance(explorer, ExplorerScreen) and explorer.body_ready.is_set()
+
     @property
     def explorer(self) -> ExplorerScreen:
         """The main screen (whatever is on top of it)."""

@@ -11,10 +11,17 @@ Textual's Linux driver leaves three ways out unhandled:
 
 Here each of them stops the app the same way (`_stop`): the terminal is restored at
 once, with Textual's own sequences written straight to it (the app's teardown, and
-an event loop busy with reads, took 0.2-0.6 s more on a loaded machine), later output
-is dropped, the app is asked to exit, and if it has not ended `EXIT_GRACE_S` later
-the process ends there, with the children it started (`end_now`).
-The exit status is 128 + the signal, 129 for a hang-up.
+an event loop busy with reads, took 0.2-0.6 s more on a loaded machine), and again
+behind whatever Textual's writer thread still holds (the alternate screen's switch,
+a frame), later output is dropped, the app is asked to exit, and if it has not ended
+`EXIT_GRACE_S` later the process ends there, with the children it started
+(`end_now`). The exit status is 128 + the signal, 129 for a hang-up.
+
+The signals are handled from the moment the terminal is touched: the handlers are
+set before Textual's `start_application_mode` writes its first byte. Until the app
+says it is ready to exit the usual way (`ready_to_exit`: the explorer's body is in),
+a stop restores the terminal and ends the process there, without asking an app whose
+screen is half built to shut down.
 """
 
 from __future__ import annotations
@@ -27,11 +34,12 @@ import termios
 import threading
 from contextlib import suppress
 from types import FrameType
-from typing import NoReturn
 
 from textual.drivers.linux_driver import LinuxDriver
 
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+from tui.process_exit import STOP_SIGNALS, children, end_now
+
+__all__ = ["EXIT_GRACE_S", "HANGUP_EXIT", "RESTORE", "TerminalDriver", "children", "end_now"]
 HANGUP_EXIT = 128 + signal.SIGHUP
 """The status of an explorer whose terminal went away, as for SIGHUP."""
 EXIT_GRACE_S = 0.2
@@ -49,46 +57,19 @@ RESTORE = (
 _HANGUP = select.POLLHUP | select.POLLERR | select.POLLNVAL
 
 
-def children() -> list[int]:
-    """This process's children (Linux: /proc/self/task/*/children; elsewhere none)."""
-    found: list[int] = []
-    try:
-        tasks = os.listdir("/proc/self/task")
-    except OSError:
-        return found
-    for tid in tasks:
-        try:
-            with open(f"/proc/self/task/{tid}/children", encoding="ascii") as fh:
-                found.extend(int(p) for p in fh.read().split())
-        except (OSError, ValueError):
-            continue
-    return found
-
-
-def end_now(code: int) -> NoReturn:
-    """End the process at once, with the children it started (a probe in a child
-    interpreter, a measurement's child and its group), so none outlives the explorer."""
-    for pid in children():
-        with suppress(OSError):
-            if os.getpgid(pid) == pid:  # leads its own group: take the group
-                os.killpg(pid, signal.SIGKILL)
-            else:
-                os.kill(pid, signal.SIGKILL)
-    os._exit(code)
-
-
 class TerminalDriver(LinuxDriver):
     """Textual's Linux driver, which exits the app on SIGTERM, SIGHUP or a hang-up."""
 
     _restored = False
 
     def start_application_mode(self) -> None:
-        super().start_application_mode()  # type: ignore[no-untyped-call]
         # Python-level handlers run at once in the main thread, even while the event
-        # loop is busy (asyncio's would wait for the loop to come round).
+        # loop is busy (asyncio's would wait for the loop to come round); set before
+        # the first byte is written, so no signal finds the terminal half switched.
         for signum in STOP_SIGNALS:
             with suppress(ValueError):  # not the main thread (an app run from a worker)
                 signal.signal(signum, self._on_signal)
+        super().start_application_mode()  # type: ignore[no-untyped-call]
         threading.Thread(target=self._watch_hangup, name="hang-up watch", daemon=True).start()
 
     def write(self, data: str) -> None:
@@ -112,16 +93,44 @@ class TerminalDriver(LinuxDriver):
             return
         self._restored = True
         self.exit_event.set()  # the input thread ends at its next poll
-        with suppress(OSError, termios.error):
+        with suppress(OSError, termios.error, ValueError):
             if self.attrs_before is not None:
                 termios.tcsetattr(self.fileno, termios.TCSANOW, self.attrs_before)
             if self._file is not None:  # where Textual writes (stderr: the terminal)
                 os.write(self._file.fileno(), RESTORE)
+        drained = self._restore_behind_queued()
+        if not self._ready_to_exit():
+            drained.wait(EXIT_GRACE_S)
+            end_now(code)
         with suppress(RuntimeError):  # the loop closed meanwhile: the app is gone
             self._loop.call_soon_threadsafe(self._app.exit, None, code)
         deadline = threading.Timer(EXIT_GRACE_S, end_now, (code,))
         deadline.daemon = True
         deadline.start()
+
+    def _restore_behind_queued(self) -> threading.Event:
+        """RESTORE again behind what Textual's writer thread still holds (its queue may
+        hold the switch to the alternate screen, or a frame, that the direct write
+        overtook), then that thread stopped; the event is set once it has written all."""
+        drained = threading.Event()
+        writer = self._writer_thread
+        if writer is None or not writer.is_alive():
+            drained.set()
+            return drained
+
+        def finish() -> None:
+            with suppress(Exception):  # the terminal may be gone
+                writer.write(RESTORE.decode("ascii"))
+                writer.stop()  # writes what is queued, then ends
+            drained.set()
+
+        threading.Thread(target=finish, name="restore behind queued", daemon=True).start()
+        return drained
+
+    def _ready_to_exit(self) -> bool:
+        """Whether the app can be asked to exit (the explorer: its body is in)."""
+        ready = getattr(self._app, "ready_to_exit", None)
+        return bool(ready()) if callable(ready) else True
 
     def _watch_hangup(self) -> None:
         poller = select.poll()
