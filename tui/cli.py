@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import re
 from collections.abc import Sequence
 from typing import NoReturn
@@ -21,6 +22,8 @@ from tui.commands.shared.signals import exit_status
 from tui.out_of_memory import install_hooks, is_out_of_memory, out_of_memory_line
 
 EXIT_USAGE = 2
+EXIT_CLOSED_PIPE = 141
+"""128 + SIGPIPE: stdout's reader went away (`| head`); said by no line."""
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -120,10 +123,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt as exc:  # Ctrl-C; SIGTERM too, inside measure and table
         return exit_status(exc)
     except OSError as exc:
-        # Writing the answer failed (ENOSPC on `> /dev/full`, EPIPE, EACCES on --out):
-        # one line naming where, never a traceback. Errors reading inputs are
-        # VramscopeErrors above; an OSError that reaches here is an output one.
+        # Writing the answer failed (ENOSPC on `> /dev/full`, EACCES on --out): one line
+        # naming where, never a traceback. Errors reading inputs are VramscopeErrors
+        # above; an OSError that reaches here is an output one.
         _quiet_stdout()
+        if exc.errno == errno.EPIPE and not exc.filename:
+            # `vramscope device | head`: the reader has what it wanted. Quiet, with the
+            # status of a tool that SIGPIPE ended (`yes | head`), as every command.
+            return EXIT_CLOSED_PIPE
         where = exc.filename if exc.filename else "stdout"
         reason = exc.strerror or type(exc).__name__
         print(f"vramscope: error: cannot write {clean_text(str(where))}: {reason}", file=sys.stderr)

@@ -40,6 +40,8 @@ class MemoryPreset:
     """The backend mlxcel is built for on that device."""
     gfx: str | None = None
     """An AMD card's gfx target: the device a calibration must be for (None: any)."""
+    assumes: str = ""
+    """What the figure takes for granted of the machine (`vramscope device --presets`)."""
 
     def available(self) -> AvailableMemory:
         """The preset as the estimate's available memory."""
@@ -47,10 +49,16 @@ class MemoryPreset:
 
 
 def _gpu(
-    key: str, label: str, gib: int, backend: Backend = Backend.ROCM, gfx: str | None = None
+    key: str,
+    label: str,
+    gib: int,
+    backend: Backend = Backend.ROCM,
+    gfx: str | None = None,
+    assumes: str = "",
 ) -> MemoryPreset:
     limit = mlx_device_limit(gib * GIB)
-    return MemoryPreset(key, f"{label} {gib} GiB", limit, "MLX limit: 80%", backend, gfx)
+    assumes = assumes or f"the card's whole {gib} GiB of VRAM free; MLX's limit is 80% of it"
+    return MemoryPreset(key, f"{label} {gib} GiB", limit, "MLX limit: 80%", backend, gfx, assumes)
 
 
 def _strix_halo(gb: int, *, raised: bool) -> MemoryPreset:
@@ -68,6 +76,13 @@ def _strix_halo(gb: int, *, raised: bool) -> MemoryPreset:
         + "; MLX limit: 80%",
         Backend.ROCM,
         "gfx1151",
+        f"{gb} GB of RAM, the GPU allocating from GTT, and ttm.pages_limit "
+        + (
+            f"raised to {ttm} (RAM less 8 GiB: the kernel parameter `vramscope device` suggests)"
+            if raised
+            else f"at the kernel's default, half of RAM ({ttm})"
+        )
+        + "; MLX's limit is 80% of that pool",
     )
 
 
@@ -78,11 +93,20 @@ def _apple(gb: int) -> MemoryPreset:
         gb * GIB,
         "unified memory, hw.memsize",
         Backend.METAL,
+        None,
+        f"{gb} GB of unified memory, all of it counted (mlxcel's hw.memsize step)",
     )
 
 
 PRESETS: tuple[MemoryPreset, ...] = (
-    _gpu("gfx1151", "Radeon 8060S gfx1151", 96, gfx="gfx1151"),
+    _gpu(
+        "gfx1151",
+        "Radeon 8060S gfx1151",
+        96,
+        gfx="gfx1151",
+        assumes="a Strix Halo (128 GB) whose firmware sets 96 GiB of VRAM carve-out, the "
+        "GPU allocating from it (mlxcel's worked example); MLX's limit is 80% of it",
+    ),
     *(_strix_halo(gb, raised=raised) for gb in (64, 96, 128) for raised in (False, True)),
     _gpu("mi325x", "Instinct MI325X", 256, gfx="gfx942"),
     _gpu("mi300x", "Instinct MI300X", 192, gfx="gfx942"),

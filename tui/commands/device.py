@@ -33,6 +33,12 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.add_argument(
+        "--presets",
+        action="store_true",
+        help="list every --preset with its figure, its source and what it assumes "
+        "(reads nothing of this machine)",
+    )
+    p.add_argument(
         "--no-runtimes",
         action="store_true",
         help="do not ask torch or MLX (each starts a child interpreter: seconds)",
@@ -42,6 +48,8 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """`vramscope device`: the figures, then the budget."""
+    if args.presets:
+        return _print_presets(args.json)
     from core.probes.device_nodes import detect_backend
 
     backend = backend_choice(args.backend) or detect_backend().backend
@@ -50,6 +58,40 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(figures_json(figures), indent=2))
     else:
         print("\n".join(clean_text(line) for line in figures_lines(figures)))
+    return 0
+
+
+def _print_presets(as_json: bool) -> int:
+    """`vramscope device --presets`: each preset's figure, source and assumptions."""
+    from core.answer.presets import PRESETS
+
+    if as_json:
+        rows = [
+            {
+                "preset": p.key,
+                "label": p.label,
+                "bytes": p.bytes,
+                "backend": p.backend.value,
+                "gfx": p.gfx,
+                "source": p.source,
+                "assumes": p.assumes,
+            }
+            for p in PRESETS
+        ]
+        print(json.dumps(rows, indent=2))
+        return 0
+    width = max(len(p.key) for p in PRESETS)
+    for p in PRESETS:
+        print(
+            f"{p.key:<{width}}  {format_bytes_short(p.bytes):>10}  {p.backend.value:<5}  {p.label}"
+        )
+        print(f"{'':<{width}}  from: {p.source}")
+        print(f"{'':<{width}}  assumes: {p.assumes}")
+    print()
+    print(
+        "Each is `--preset KEY` of inspect, fit and measure, and the explorer's Available "
+        "choices; `vramscope device` reads this machine's own figures."
+    )
     return 0
 
 

@@ -102,3 +102,28 @@ def test_rocm_presets_are_mlx_s_limit_of_their_pool(
     assert data["budget_bytes"] == int(pool_gib * GIB * 0.8)
     assert data["backend_inflight_bytes"] == GIB  # ROCm's reserve
     assert data["device"]["target"] == gfx
+
+
+def test_device_presets_lists_every_preset_with_its_figure_source_and_assumption(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = run(capsys, "device", "--presets", "--json")
+    assert (code, err) == (0, ""), err
+    listed = {row["preset"]: row for row in json.loads(out)}
+    assert set(listed) == set(PRESETS_BY_KEY)
+    for key, row in listed.items():
+        preset = PRESETS_BY_KEY[key]
+        assert row["bytes"] == preset.bytes and row["source"] == preset.source
+        assert row["assumes"], key  # every preset says what it takes for granted
+    # A 128 GB Strix Halo has three: each says the machine it assumes.
+    strix = {k: listed[k] for k in ("strix-halo-128", "gfx1151", "strix-halo-128-ttm")}
+    assert [round(r["bytes"] / GIB, 2) for r in strix.values()] == [51.2, 76.8, 96.0]
+    assert "default, half of RAM (64 GiB)" in strix["strix-halo-128"]["assumes"]
+    assert "96 GiB of VRAM carve-out" in strix["gfx1151"]["assumes"]
+    assert "raised to 120 GiB" in strix["strix-halo-128-ttm"]["assumes"]
+    code, text, err = run(capsys, "device", "--presets")
+    assert (code, err) == (0, ""), err
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("strix-halo-128 "))
+    assert "51.20 GiB" in lines[at] and "TTM 64 GiB (default)" in lines[at]
+    assert lines[at + 1].split()[0] == "from:" and lines[at + 2].split()[0] == "assumes:"
