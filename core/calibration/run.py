@@ -105,6 +105,11 @@ def calibrate(
             )
         workloads, skipped = workloads_from_records(records, resolve, skip_unresolved=True)
         warnings.extend(skipped)
+    if not workloads and rows_file is None and read.unreadable is not None:
+        raise NothingToCalibrate(
+            f"{source}: cannot read the history ({clean_text(read.unreadable)}), so there "
+            "are no measured runs to calibrate on"
+        )
     if not workloads:
         left = f" ({left_failed})" if left_failed else ""
         raise NothingToCalibrate(f"no measured runs to calibrate on in {source}{left}")

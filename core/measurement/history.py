@@ -45,6 +45,8 @@ class HistoryRead:
 
     results: list[MeasuredPeak] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    unreadable: str | None = None
+    """Why the history could not be read at all (None: read, or there is none yet)."""
 
 
 @contextmanager
@@ -140,8 +142,8 @@ class HistoryStore:
             return out
         except OSError as exc:
             reason = describe_os_error(exc) or type(exc).__name__
-            out.warnings.append(f"{self.path}: cannot read the history ({reason})")
-            return out
+            said = f"{self.path}: cannot read the history ({reason})"
+            return HistoryRead(warnings=[said], unreadable=reason)
         if len(raw) > HISTORY_SIZE_CAP:
             out.warnings.append(
                 f"{self.path}: over {HISTORY_SIZE_CAP:,} bytes; read the first "

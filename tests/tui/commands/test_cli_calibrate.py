@@ -274,3 +274,22 @@ def test_a_runs_file_is_streamed_holding_no_object_per_run(
         assert f"mlx on rocm gfx1151, {runs} runs of 3 models" in out
     per_run = (peaks[1] - peaks[0]) / 30_000
     assert per_run < 24, f"{per_run:.0f} bytes of memory per run: runs are held, not streamed"
+
+
+@pytest.mark.parametrize("kind", ["folder", "fifo"])
+def test_an_unreadable_history_is_said_with_where_not_as_no_runs(
+    state_home: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    history = state_home / "vramscope" / HISTORY_FILE
+    history.parent.mkdir(parents=True)
+    if kind == "folder":
+        history.mkdir()
+    else:
+        os.mkfifo(history)
+    code, out, err = run(capsys, "calibrate")
+    assert (code, out) == (2, "")
+    assert err == (
+        f"vramscope: error: {history}: cannot read the history "
+        f"({'is a directory' if kind == 'folder' else 'is not a regular file'}), so there "
+        "are no measured runs to calibrate on\n"
+    )
