@@ -127,13 +127,14 @@ def test_cuda_reads_nvml_when_installed(monkeypatch: pytest.MonkeyPatch) -> None
     assert total.bytes == int(80 * GIB * 0.8)
 
 
-def test_nvml_without_a_driver_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
-    """NVML's library missing: nvidia-smi next (absent here, or it answers), never a crash."""
+def test_nvml_without_a_driver_is_no_reading_never_the_host_s_ram(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """NVML's library missing: nvidia-smi next (absent here), never a crash, and no
+    CUDA reading at all rather than /proc/meminfo under the GPU's name (#41)."""
     monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(fail_init=True))
     monkeypatch.setenv("PATH", "/nonexistent")  # and no nvidia-smi either
-    device = read_device_memory(Backend.CUDA, **roots("no-gpu"))
-    assert device is not None and device.device == "system memory"
-    assert any("neither NVML" in n for n in device.notes)
+    assert read_device_memory(Backend.CUDA, **roots("no-gpu")) is None
 
 
 def test_neither_nvml_nor_mlx_is_imported_off_cuda() -> None:

@@ -83,3 +83,23 @@ def test_nothing_readable_is_one_line_and_exit_2(
     code, out, err = run(capsys, "inspect", QWEN, "--backend", "cpu", "--memory-limit", "free")
     assert (code, out) == (2, "")
     assert len(err.strip().splitlines()) == 1 and "no device memory is readable" in err
+
+
+@pytest.mark.parametrize("which", ["free", "total"])
+def test_cuda_without_an_nvidia_gpu_is_one_line_never_the_host_s_ram(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, which: str
+) -> None:
+    """The recorded machine has /proc/meminfo (127 GiB) and no NVIDIA GPU: NVML and
+    nvidia-smi do not answer, as on a machine without one (#41)."""
+    monkeypatch.setattr(reading, "SYS_ROOT", DATA / "no-gpu" / "sys")
+    monkeypatch.setattr(reading, "PROC_ROOT", DATA / "no-gpu" / "proc")
+    monkeypatch.setattr(reading, "read_mlx_device", lambda: None)
+    monkeypatch.setattr(reading, "read_nvml", lambda: None)
+    monkeypatch.setattr(reading, "query_nvidia_smi", lambda timeout: None)
+    code, out, err = run(capsys, "inspect", QWEN, "--backend", "cuda", "--memory-limit", which)
+    assert (code, out) == (2, "")
+    assert err == (
+        f"vramscope: error: --memory-limit: {which}: the CUDA device cannot be read (neither "
+        "NVML, pip install 'vramscope[nvidia]', nor nvidia-smi answered: no NVIDIA GPU "
+        "here?); give a size instead\n"
+    )

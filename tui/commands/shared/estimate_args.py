@@ -21,7 +21,7 @@ from core.answer.device import (
 from core.answer.question import ONE_DEVICE, Question, Split
 from core.backend import backend_choice
 from core.device.available import read_available_memory
-from core.device.reading import read_card, read_device_memory
+from core.device.reading import read_card, read_device_memory, unread_words
 from core.environment import read_env, resolve_settings
 from core.errors import UsageError
 from core.estimate.available import MEMORY_LIMIT_ENV
@@ -111,9 +111,7 @@ def read_machine(
         device = read_device_memory(backend)
         if device is None:
             raise UsageError(
-                "--memory-limit",
-                f"{source.value}: no device memory is readable (no amdgpu sysfs, NVML, "
-                "nvidia-smi, MLX or /proc/meminfo); give a size instead",
+                "--memory-limit", f"{source.value}: {unread_words(backend)}; give a size instead"
             )
         return MachineReadings(machine.detected, available, device)
     if identify and backend is machine.detected.backend:
