@@ -3,13 +3,16 @@
 The single-device estimate only needs byte totals; splitting needs every
 tensor's name, dtype and shape, so a folder's safetensors headers are read
 (never the data). A folder whose weights term came from anything but headers
-(an index with placeholder shards, an analytical count) cannot be split.
+(an index with placeholder shards, an analytical count) cannot be split. A Hub repo
+is read as `inspect REPO` reads it (its config and headers, kept in the Hub store),
+and split from those headers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.catalog.model_dir import read_model_dir
 from core.catalog.profiles import load_profile
@@ -20,6 +23,9 @@ from core.estimate.weights import WeightsSource
 from core.model.safetensors_header import parse_header_entries, read_header_json
 from core.model.weight_files import INDEX_FILE, read_index_shards
 from core.parallel.plan import Tensor
+
+if TYPE_CHECKING:
+    from core.hub.remote import HubOptions
 
 
 def folder_tensors(path: Path, model: ModelSnapshot) -> list[Tensor]:
@@ -52,11 +58,13 @@ def resolve_parallel_model(
     *,
     hf_cache_dir: Path | str | None = None,
     env: Mapping[str, str] | None = None,
+    hub: HubOptions | None = None,
 ) -> tuple[ModelSnapshot, list[Tensor]]:
-    """`resolve_model` plus the tensor list (same name resolution and errors)."""
+    """`resolve_model` plus the tensor list (same name resolution and errors; with
+    `hub`, a repo id read from the Hub's headers as `inspect` reads it)."""
     path = _existing_path(name)
     if path is None:
-        entry = resolve_entry(name, models_dirs, hf_cache_dir=hf_cache_dir, env=env)
+        entry = resolve_entry(name, models_dirs, hf_cache_dir=hf_cache_dir, env=env, hub=hub)
         model = entry_snapshot(entry, name)
         if entry.profile_id is not None:
             tensors = load_profile(entry.profile_id).tensors

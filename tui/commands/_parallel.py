@@ -12,6 +12,7 @@ from core.estimate.estimate import QuantHint
 from core.parallel.plan import ParallelPlan, parse_rank_limits
 from core.parallel.sharding import ParallelKind
 from tui.commands.shared.estimate_args import question_from_args
+from tui.commands.shared.flags import hub_options
 from tui.commands.shared.output import EXIT_ERROR, EXIT_FAILED, note, warn
 
 
@@ -44,11 +45,12 @@ def run_parallel(args: argparse.Namespace, quant: QuantHint) -> int:
     split = Split(plan.kind, plan.ranks, tuple(limits) if limits else None)
     inputs = question_from_args(args, quant, split=split)
     note(inputs.notes)
+    hub = hub_options(args)  # a Hub repo is split from the headers inspect reads
     if plan.ranks == 1:
-        model = resolve_model(args.model, args.models_dir)
+        model = resolve_model(args.model, args.models_dir, hub=hub)
         tensors = None
     else:
-        model, tensors = resolve_parallel_model(args.model, args.models_dir)
+        model, tensors = resolve_parallel_model(args.model, args.models_dir, hub=hub)
     warn(inputs.warnings + model.warnings)
     found = answer(ModelFacts(model, args.model, tensors=tensors), inputs.question)
     assert isinstance(found, Answer)  # a split is of the stored model

@@ -190,3 +190,23 @@ def test_the_command_reads_the_hub_in_a_fresh_process(
         timeout=120,
     )
     assert offline.returncode == 0 and "offline (HF_HUB_OFFLINE=1)" in offline.stderr
+
+
+@pytest.mark.parametrize("split", [["--tp", "2"], ["--tp", "1"]])
+def test_a_split_plan_of_a_hub_repo_reads_its_headers_as_inspect_does(
+    hub: FakeHub, tmp_path: Path, capsys: pytest.CaptureFixture[str], split: list[str]
+) -> None:
+    """`inspect REPO --tp 2` plans from the same headers `inspect REPO` read (#41), and
+    gives the plan the local folder's files give, rank by rank."""
+    local = publish(hub, tmp_path, SHARDED_BF16, "test-org/model", "headers")
+    remote, err = report(capsys, "test-org/model", *split)
+    on_disk, _ = report(capsys, str(local), *split)
+    assert "never downloads" not in err
+    for ours, theirs in zip(remote["ranks"], on_disk["ranks"], strict=True):
+        assert without(ours, "model", "source") == without(theirs, "model", "source")
+        assert ours["model"] == "test-org/model"
+    assert without(remote, "model", "source", "ranks") == without(
+        on_disk, "model", "source", "ranks"
+    )
+    if split[1] == "2":
+        assert len(remote["ranks"]) == 2
