@@ -39,21 +39,27 @@ def entry_where(entry: CatalogEntry) -> str:
 
 
 def _tensors(entry: CatalogEntry) -> tuple[list[Tensor] | None, str | None]:
-    if entry.profile_id is not None:
-        tensors = load_profile(entry.profile_id).tensors
+    return _tensors_at(entry.profile_id, entry.path)
+
+
+def _tensors_at(
+    profile_id: str | None, path: Path | None
+) -> tuple[list[Tensor] | None, str | None]:
+    if profile_id is not None:
+        tensors = load_profile(profile_id).tensors
         if tensors is None:
             return None, "the built-in profile has no tensor list (config only)"
         return list(tensors), None
-    if entry.path is None:
+    if path is None:
         return None, "no model folder"
     try:
-        found = folder_tensors(entry.path)
+        found = folder_tensors(path)
     except FileFault as exc:
         return None, str(exc)
     except OSError as exc:
-        return None, f"{entry.path}: {describe_os_error(exc)}"
+        return None, f"{path}: {describe_os_error(exc)}"
     if not found:
-        return None, f"{entry.path}: no model*.safetensors files (what mlx-lm loads)"
+        return None, f"{path}: no model*.safetensors files (what mlx-lm loads)"
     return found, None
 
 
@@ -125,6 +131,20 @@ class FitReader:
             format_label=clean_text(entry.format_label),
             warnings=tuple(clean_text(w) for w in entry.warnings),
         )
+
+
+def stored_what_ifs(
+    snapshot: ModelSnapshot, entry: CatalogEntry | None, path: Path | None = None
+) -> dict[Quantization, int | str]:
+    """The what-ifs' weights of one model `inspect` read (an entry, or a folder path),
+    as `fit` computes them (not cached: one model, read when its advice needs them)."""
+    profile_id, folder = (entry.profile_id, entry.path) if entry is not None else (None, path)
+    if profile_id is None and folder is None:
+        return {}
+    tensors, problem = _tensors_at(profile_id, folder)
+    root = snapshot.config.root if snapshot.config is not None else None
+    found = what_if_weights(tensors, root, SCHEMES.values(), problem)
+    return {Quantization(k): clean_text(v) if isinstance(v, str) else v for k, v in found.items()}
 
 
 @contextmanager

@@ -501,13 +501,26 @@ def resolve_model(
     surface exactly as for any folder. A model read from the Hub (see
     `resolve_entry`) carries its `source` and any offline note.
     """
+    return resolve_model_entry(name, models_dirs, hf_cache_dir=hf_cache_dir, env=env, hub=hub)[0]
+
+
+def resolve_model_entry(
+    name: str,
+    models_dirs: Sequence[Path | str] = (),
+    *,
+    hf_cache_dir: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+    hub: HubOptions | None = None,
+) -> tuple[ModelSnapshot, CatalogEntry | None]:
+    """`resolve_model`, and the catalog entry it read (None for a folder path, whose
+    snapshot is the folder's own read)."""
     path = _existing_path(name)
     if path is not None:
-        return read_model_dir(path, name)
+        return read_model_dir(path, name), None
     entry, read = _resolve(name, models_dirs, hf_cache_dir, env, hub)
     snap = entry_snapshot(entry, name)
     if entry.origin == ORIGIN_HUB and entry.revision:
         source = read.source if read is not None else f"Hugging Face Hub @ {entry.revision}"
         notes = (read.note,) if read is not None and read.note else ()
         snap = dataclasses.replace(snap, source=source, notes=notes)
-    return snap
+    return snap, entry

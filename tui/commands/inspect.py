@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from core import __version__
@@ -66,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     from core.answer.answer import Answer, answer
     from core.answer.question import ModelFacts
     from core.answer.report import answer_json, answer_lines
-    from core.catalog.resolve import resolve_model
+    from core.catalog.resolve import resolve_model_entry
     from core.estimate.report import (
         DOES_NOT_FIT_NOTE,
         format_estimate,
@@ -84,13 +85,24 @@ def run(args: argparse.Namespace) -> int:
         return run_parallel(args, quant)  # --check: exit 1 unless every rank fits
     inputs = question_from_args(args, quant, identify=wanted(args))
     note(inputs.notes)
-    model = resolve_model(args.model, args.models_dir, hub=hub_options(args))
+    model, entry = resolve_model_entry(args.model, args.models_dir, hub=hub_options(args))
     note(model.notes)
     warn(inputs.warnings + model.warnings)
     found = answer(
         ModelFacts(model, args.model), inputs.question, candidates(args), args.calibration_engine
     )
     assert isinstance(found, Answer)  # a stored model always has a number
+    if found.fits is False and found.what_if is None:
+        # The advice suggests a quantization that fits (docs/estimate.md): its weights
+        # are read only now, from the tensor list fit reads them from.
+        from core.fit_models import stored_what_ifs
+
+        folder = Path(args.model) if entry is None else None
+        what_ifs = stored_what_ifs(model, entry, folder)
+        facts = ModelFacts(model, args.model, what_ifs)
+        refound = answer(facts, inputs.question, candidates(args), args.calibration_engine)
+        assert isinstance(refound, Answer)
+        found = refound
     est = found.estimate
     warn(est.warnings)
     device = found.question.device

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +16,7 @@ from core.catalog.profiles import load_profile, profile_snapshot
 from core.estimate.available import AvailableMemory
 from core.estimate.estimate import Workload
 from core.parallel.sharding import ParallelKind
-from core.units import GIB
+from core.units import GIB, format_bytes_short
 from tui.cli import main
 
 RX7900XTX = Device(Backend.ROCM, "test", AvailableMemory(int(24 * GIB * 0.8), "rx7900xtx"))
@@ -172,3 +173,27 @@ def test_no_gpu_means_the_cpu_everywhere_and_inspect_says_so(
     assert "vramscope: Backend: cpu (no GPU found); available" in capsys.readouterr().out
     assert main(["fit", "--memory-limit", "32GB", "--quantizations", "stored"]) == 0
     assert "Backend: cpu (no GPU found); context 8,192 tokens" in capsys.readouterr().out
+
+
+def test_inspect_of_a_16_bit_model_that_does_not_fit_suggests_the_quantization_that_fits(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Llama-3.1-8B BF16 on a 24 GiB card at 32k: `fit` shows its 8-bit what-if fitting;
+    `inspect` said only "fits at up to 8,192 tokens" (#41). Its advice now names the
+    quantization that fits, with fit's figure, for the profile and for its folder."""
+    from tests.model_writers import write_skeleton
+
+    name = "meta-llama/Llama-3.1-8B-Instruct"
+    flags = ["--preset", "rtx4090", "-n", "32768", "--json"]
+    assert main(["fit", *flags, "--quantizations", "mlx-8bit"]) == 0
+    (row,) = [r for r in json.loads(capsys.readouterr().out)["rows"] if r["model"] == name]
+    assert row["fits"]
+    folder = write_skeleton(load_profile(name), tmp_path / "llama", layout="headers")
+    for model in (name, str(folder)):
+        assert main(["inspect", model, *flags]) == 0
+        advice = json.loads(capsys.readouterr().out)["advice"]
+        assert advice[0] == "fits at up to 8,192 tokens"
+        assert advice[1] == (
+            "as mlx-8bit (mlx_lm.convert -q --q-bits 8) it fits: "
+            f"{format_bytes_short(row['total_bytes'])}"
+        )
