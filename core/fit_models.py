@@ -17,7 +17,7 @@ from core.answer.quantization import Quantization
 from core.answer.quantize import SCHEMES
 from core.answer.question import ModelFacts
 from core.catalog.disk_cache import CatalogCache
-from core.catalog.entry import ORIGIN_BUILTIN, Catalog, CatalogEntry
+from core.catalog.entry import ORIGIN_BUILTIN, ORIGIN_HUB, Catalog, CatalogEntry
 from core.catalog.profiles import PROFILE_DIR, load_profile, profile_file_name
 from core.catalog.resolve import entry_snapshot
 from core.display_text import clean_text
@@ -161,6 +161,15 @@ def fit_reader(
             disk.save()
             if disk.kept is not None and notices is not None:
                 notices.append(disk.kept)
+
+
+def fit_entries(catalog: Catalog) -> tuple[CatalogEntry, ...]:
+    """The entries `fit` and the Fits view rank: a built-in profile whose repo the Hub
+    store also holds is one model with it, answered from the stored real headers."""
+    from_hub = {e.name for e in catalog.entries if e.origin == ORIGIN_HUB}
+    return tuple(
+        e for e in catalog.entries if not (e.origin == ORIGIN_BUILTIN and e.name in from_hub)
+    )
 
 
 def skipped_lines(catalog: Catalog) -> list[str]:

@@ -127,10 +127,10 @@ class AppDeps:
 
 def _fit_models(catalog: Catalog, use_cache: bool) -> Iterator[tuple[CatalogEntry, FitModel | str]]:
     from core.errors import VramscopeError
-    from core.fit_models import fit_reader
+    from core.fit_models import fit_entries, fit_reader
 
     with fit_reader(use_cache=use_cache) as reader:
-        for entry in catalog.entries:
+        for entry in fit_entries(catalog):
             try:
                 yield entry, reader.read(entry)
             except VramscopeError as exc:  # as `vramscope fit` says it

@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     from core.calibration.report import calibration_json
     from core.catalog.resolve import build_catalog
     from core.errors import VramscopeError
-    from core.fit_models import fit_reader, skipped_lines
+    from core.fit_models import fit_entries, fit_reader, skipped_lines
     from tui.render.fit_table import CalibratedColumn, fit_heading, fit_text
 
     quantizations = parse_quantizations(args.quantizations)
@@ -139,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
     skipped = skipped_lines(catalog)
     notices = list(catalog.notices)
     with fit_reader(use_cache=not args.no_cache, notices=notices) as reader:
-        for entry in catalog.entries:
+        for entry in fit_entries(catalog):  # a profile and its Hub-store copy: one model
             try:
                 model = reader.read(entry, what_ifs_too=quantizations != (Quantization.STORED,))
             except VramscopeError as exc:

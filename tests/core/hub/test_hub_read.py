@@ -210,3 +210,19 @@ def test_a_split_plan_of_a_hub_repo_reads_its_headers_as_inspect_does(
     )
     if split[1] == "2":
         assert len(remote["ranks"]) == 2
+
+
+def test_after_a_hub_read_fit_lists_a_built_in_model_once_from_its_headers(
+    hub: FakeHub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The built-in profile and the Hub store's copy of the same repo are one model: `fit`
+    lists it once, answered from the real headers (#41)."""
+    publish(hub, tmp_path, SHARDED_BF16, SHARDED_BF16, "headers")
+    stored = ["--quantizations", "stored", *FLAGS]
+    assert main(["fit", "--hub", "--author", "meta-llama", "--json", *stored]) == 0
+    (listed,) = json.loads(capsys.readouterr().out)["rows"]  # read: now in the Hub store
+    assert listed["exact"]
+    assert main(["fit", "--json", *stored]) == 0
+    rows = [r for r in json.loads(capsys.readouterr().out)["rows"] if r["model"] == SHARDED_BF16]
+    assert len(rows) == 1, [r["where"] for r in rows]
+    assert rows[0]["where"].startswith("hub @ main"), rows[0]["where"]
