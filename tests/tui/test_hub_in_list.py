@@ -134,3 +134,28 @@ async def test_a_read_the_hub_refuses_is_its_one_line_reason(
         await type_keys(pilot, "\r")
         await wait_for(pilot, lambda: "HF_HUB_OFFLINE=1" in rows(app)[1], "the offline reason")
         assert app.is_running
+
+
+async def test_m_on_a_hub_model_prefills_its_repo_id_and_says_why(
+    hub: FakeHub, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Hub store holds headers only, which mlx_lm cannot load: `M`'s command names
+    the repo id (mlx_lm downloads it) and the box says so (#41)."""
+    from textual.widgets import Input, Static
+
+    from tui.screens.command_screen import CommandScreen
+
+    inspect_total(capsys)  # read once from the Hub: now in the store
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    deps = builtin_deps(AvailableMemory(GFX1151_LIMIT, "test"), GFX1151_MACHINE, hub=True)
+    app = build_app(deps, backend=Backend.ROCM, memory_limit=GFX1151_LIMIT, model=REPO)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        assert app.explorer.loader.entry is not None
+        assert app.explorer.loader.entry.origin == ORIGIN_HUB
+        await pilot.press("M")
+        await wait_for(pilot, lambda: isinstance(app.screen, CommandScreen), "the command box")
+        command = app.screen.query_one(Input).value
+        assert command == f"python -m mlx_lm generate --model {REPO} --max-tokens 8192"
+        said = str(app.screen.query_one("#command-report", Static).render())
+        assert f"{REPO} is read from the Hub" in said and "mlx_lm downloads" in said

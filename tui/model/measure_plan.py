@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from core.catalog.entry import CatalogEntry
+from core.catalog.entry import ORIGIN_HUB, CatalogEntry
 from core.measurement.engine import Engine
 from core.measurement.request import DEFAULT_GEN_TOKENS, MeasureRequest
 from tui.model.state import ExplorerState
@@ -40,6 +40,18 @@ def measure_target(entry: CatalogEntry | None, model: str) -> str:
     if entry is not None and entry.profile_id is not None:
         return entry.profile_id
     return model
+
+
+def command_model(entry: CatalogEntry | None, model: str) -> tuple[str, str | None]:
+    """The model `M`'s suggested command names, and the line that says why when it is not
+    the folder on screen: a model read from the Hub is kept as its headers only, which
+    no engine can load, so the command names the repo id and mlx_lm downloads it."""
+    if entry is not None and entry.origin == ORIGIN_HUB:
+        return entry.name, (
+            f"{entry.name} is read from the Hub (vramscope keeps its config and headers "
+            "only): the command names the repo id, and mlx_lm downloads the weights itself."
+        )
+    return measure_target(entry, model), None
 
 
 def measure_request(

@@ -59,10 +59,19 @@ class CommandScreen(ModalScreen[MeasuredPeak | None]):
     """
 
     def __init__(
-        self, suggestion: str, model: str, max_tokens: int, kv_int8: bool, finish: Finish
+        self,
+        suggestion: str,
+        model: str,
+        max_tokens: int,
+        kv_int8: bool,
+        finish: Finish,
+        *,
+        note: str | None = None,
     ) -> None:
         super().__init__()
         self.suggestion = suggestion
+        self.note = note
+        """Why the suggestion names what it names (a Hub repo id), shown under the box."""
         self.model, self.max_tokens, self.kv_int8 = model, max_tokens, kv_int8
         self.finish = finish
         self._handle: RunHandle | None = None
@@ -75,11 +84,13 @@ class CommandScreen(ModalScreen[MeasuredPeak | None]):
             box.border_title = "vramscope · your command"
             box.border_subtitle = "Enter runs · Esc cancels or closes"
             yield Input(self.suggestion, id="command-input")
-            yield Static(
+            said = (
                 "Its peak (amdgpu VRAM + GTT, NVML, else host RSS) beside the estimate for "
-                "the model on screen; recorded as engine external.",
-                id="command-report",
+                "the model on screen; recorded as engine external."
             )
+            if self.note:
+                said = f"{clean_text(self.note)}\n{said}"
+            yield Static(said, id="command-report")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if self._handle is not None and not self._handle.done:

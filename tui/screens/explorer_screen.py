@@ -536,7 +536,7 @@ class ExplorerScreen(FocusKeys):
 
     def action_measure_command(self) -> None:
         """`M`: run your own command and hold its peak against the model on screen."""
-        from tui.model.measure_plan import measure_target
+        from tui.model.measure_plan import command_model, measure_target
         from tui.model.views import estimate_for
         from tui.screens.command_screen import CommandScreen, suggested_command
 
@@ -552,12 +552,14 @@ class ExplorerScreen(FocusKeys):
                 self.measure.show(peak)
                 self.loader.read_history()
 
+        named, why = command_model(self.loader.entry, state.model)
         screen = CommandScreen(
-            suggested_command(model, state.max_tokens),
+            suggested_command(named, state.max_tokens),
             model,
             state.max_tokens,
             state.kv_int8,
             finish,
+            note=why,
         )
         self.app.push_screen(screen, closed)
 
