@@ -270,3 +270,31 @@ async def test_a_smaller_terminal_shows_the_answer_columns_whole_and_every_foote
         assert footer.rstrip().endswith("^p palette")
         for key in ("esc Back", "/ Filter", "s Sort", "S Reverse", "q Quit", "? Help"):
             assert key in footer
+
+
+async def test_at_80x24_the_table_takes_every_line_the_heading_and_status_leave(
+    tmp_path: Any,
+) -> None:
+    """At 80x24 a catalog with a skipped folder (a long path) left the table 2 to 4 rows:
+    the status wrapped over it (#41). The heading keeps to four lines, the status to
+    five, and the table shows every row the rest of the screen holds."""
+    from core.catalog.entry import SkippedModel
+    from core.catalog.resolve import build_catalog
+
+    deep = tmp_path / ("a-rather-long-folder-name-" * 4) / "models" / "broken-model"
+    skipped = tuple(
+        SkippedModel(str(deep / str(n)), "config.json is not JSON (line 1, column 1)")
+        for n in range(6)
+    )
+    built = build_catalog([], include_hf_cache=False, env={})
+    catalog = Catalog(built.entries, skipped)
+    app = build_app(fixed_deps(build_catalog=lambda: catalog), preset="rx7900xtx")
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_fits(pilot)
+        table = screen.query_one(FitTableView)
+        rows = [line for line in widget_lines(table)[1:] if line.strip()]
+        # 24 lines: the footer, the box's two borders, four of heading, the filter and
+        # its margin, at most five of status, the table's header: 9 rows.
+        assert len(rows) >= 9, widget_lines(table)
+        status = widget_lines(screen.query_one("#fits-status"))
+        assert len(status) <= 5 and "6 skipped" in " ".join(status)
