@@ -7,7 +7,8 @@ pipeline tag, commit): enough for a bound on the weights without reading a file.
 the rows read before a stall, a 5xx or a malformed entry are kept, with one line.
 
 Listings are kept under `$XDG_CACHE_HOME/vramscope/hub-listings/` by query and
-endpoint (one JSON file each, written atomically): a query asked again within
+endpoint (one JSON file each, written atomically under the store's lock,
+`hub-listings.lock` beside the folder): a query asked again within
 `FRESH_S` is answered from there, and so is any query with the Hub off.
 """
 
@@ -25,7 +26,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from core.atomic_write import atomic_write
+from core.atomic_write import atomic_write, locked
 from core.display_text import clean_text
 from core.errors import HubError
 from core.hub import DEFAULT_TIMEOUT_S
@@ -264,7 +265,10 @@ def save_listing(listing: Listing, env: Mapping[str, str]) -> None:
     path = listings_dir(env) / f"{listing.query.key(listing.endpoint)}.json"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, json.dumps(data).encode())
+        # The store's one writer at a time (`hub-listings.lock` beside the folder, which
+        # holds only the listings): each listing is written whole, never merged.
+        with locked(listings_dir(env)):
+            atomic_write(path, json.dumps(data).encode())
     except OSError:
         pass  # a read-only cache costs the next run a listing, nothing else
 
