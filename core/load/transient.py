@@ -1,0 +1,99 @@
+"""The prefill step's short-lived buffers under mlx-lm: a first model, not yet fitted.
+
+`generate_step` feeds the prompt in chunks of 2,048 tokens and evaluates only the
+caches' state between chunks, so what one chunk holds beside the weights and caches
+is one layer's work at a time. MLX's `scaled_dot_product_attention` falls back to
+matmul, softmax, matmul where it has no fused kernel (the CPU, and head sizes the
+fused kernels do not take), which holds the chunk's scores and their softmax in the
+activations' dtype, and the boolean mask. The coefficients below are that reading of
+the code, with no measured peak fitted to them yet: every term says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.load.caches import PREFILL_STEP, Schedule
+from core.load.load import LoadTerm, Origin, TermKind
+
+FIRST_MODEL = "first model from mlx-lm's code, not fitted to measured peaks"
+SCORE_COPIES = 2
+"""The scores and their softmax, each in the activations' dtype."""
+LOGIT_BYTES = 4 + 4
+"""The last position's logits in float32 and `logsumexp`'s log-probabilities."""
+MLP_COPIES = 3
+"""gate, up and their product, one layer's at a time."""
+
+
+@dataclass(frozen=True)
+class TransientDims:
+    """What the transient is sized by."""
+
+    heads: int
+    """Query heads of an attention layer (the scores' count)."""
+    hidden: int
+    intermediate: int
+    """The dense MLP's width; for a MoE, the routed experts' width times the experts
+    each token uses."""
+    vocab: int
+    dtype_bytes: int
+    moe_top_k: int = 0
+    """Experts per token (0: dense), for the routing copies of the chunk's tokens."""
+
+
+def _chunks(schedule: Schedule) -> list[tuple[int, int]]:
+    """(tokens fed before, chunk size) of every call with more than one token."""
+    full, last, _ = schedule.chunks
+    out = [(i * PREFILL_STEP, PREFILL_STEP) for i in range(full)]
+    if last:
+        out.append((full * PREFILL_STEP, last))
+    return out or [(max(0, schedule.tokens - 1), 1)]
+
+
+def widest_scores(schedule: Schedule, window: int | None) -> int:
+    """The most query-key pairs one call's attention holds (chunk x keys seen), for a
+    full layer (`window` None) or a sliding one."""
+    best = schedule.tokens if schedule.tokens else 0  # a single-token call over the cache
+    for before, size in _chunks(schedule):
+        keys = before + size if window is None else min(before, window - 1) + size
+        best = max(best, size * keys)
+    return best
+
+
+def prefill_terms(
+    dims: TransientDims, schedule: Schedule, batch: int, windows: tuple[int | None, ...]
+) -> tuple[LoadTerm, ...]:
+    """The chunk's attention scores, its MLP (or the MoE's routed copies) and the
+    last position's logits, as TRANSIENT terms."""
+    if schedule.tokens == 0:
+        return ()
+    chunk = max(size for _, size in _chunks(schedule))
+    pairs = max((widest_scores(schedule, w) for w in windows), default=0)
+    scores = batch * pairs * (dims.heads * SCORE_COPIES * dims.dtype_bytes + 1)
+    mlp = batch * chunk * dims.intermediate * MLP_COPIES * dims.dtype_bytes
+    routed = batch * chunk * dims.moe_top_k * dims.hidden * dims.dtype_bytes
+    logits = batch * dims.vocab * (dims.dtype_bytes + LOGIT_BYTES)
+    terms = [
+        LoadTerm(
+            TermKind.TRANSIENT,
+            scores,
+            Origin.ENGINE_RULE,
+            f"prefill attention scores: {dims.heads} heads x {pairs:,} query-key pairs, "
+            f"scores and softmax plus the mask ({FIRST_MODEL})",
+        ),
+        LoadTerm(
+            TermKind.TRANSIENT,
+            mlp + routed,
+            Origin.ENGINE_RULE,
+            f"prefill MLP of one {chunk:,}-token chunk"
+            + (f", {dims.moe_top_k} routed copies a token" if dims.moe_top_k else "")
+            + f" ({FIRST_MODEL})",
+        ),
+        LoadTerm(
+            TermKind.TRANSIENT,
+            logits,
+            Origin.ENGINE_RULE,
+            f"logits of the last position, {dims.vocab:,} wide ({FIRST_MODEL})",
+        ),
+    ]
+    return tuple(terms)
