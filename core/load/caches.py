@@ -108,17 +108,17 @@ def kv_slots(tokens: int) -> int:
     return -(-tokens // CACHE_STEP) * CACHE_STEP
 
 
-def _concat_sizes(schedule: Schedule, window: int) -> list[int]:
-    """What a rotating cache holds after each concatenated chunk: what it held, cut to
-    `window - 1`, plus the chunk (mlx-lm keeps every token `window` tokens of context)."""
+def _concat_held(schedule: Schedule, window: int) -> tuple[int, int]:
+    """(slots after the last concatenated chunk, the most after any), 0 without one.
+
+    After chunk k a rotating cache holds what it held cut to `window - 1` plus the chunk
+    (mlx-lm keeps every token `window` tokens of context): `min(2,048 k, window - 1) +
+    size`, which grows with k, so the last full chunk and the last short one bound it.
+    """
     full, last, _ = schedule.chunks
-    sizes = [PREFILL_STEP] * full + ([last] if last else [])
-    held: list[int] = []
-    before = 0
-    for size in sizes:
-        held.append(min(before, window - 1) + size)
-        before += size
-    return held
+    after_full = min(PREFILL_STEP * (full - 1), window - 1) + PREFILL_STEP if full else 0
+    after_last = min(PREFILL_STEP * full, window - 1) + last if last else 0
+    return (after_last if last else after_full), max(after_full, after_last)
 
 
 def rotating_slots(schedule: Schedule, window: int) -> int:
@@ -126,8 +126,7 @@ def rotating_slots(schedule: Schedule, window: int) -> int:
     if schedule.tokens == 0:
         return 0
     *_, singles = schedule.chunks
-    concat = _concat_sizes(schedule, window)
-    held = concat[-1] if concat else 0
+    held, _ = _concat_held(schedule, window)
     if held >= window:
         return window  # the first single-token call trims it back to the window
     # Below the window every slot is used: it grows by min(256, window - offset).
@@ -137,8 +136,8 @@ def rotating_slots(schedule: Schedule, window: int) -> int:
 def rotating_prefill_peak(schedule: Schedule, window: int) -> int:
     """The most slots a rotating cache holds at any point of the schedule: a prefill
     chunk concatenated onto a full window holds `window - 1 + chunk`."""
-    concat = _concat_sizes(schedule, window)
-    return max([rotating_slots(schedule, window), *concat])
+    _, most = _concat_held(schedule, window)
+    return max(rotating_slots(schedule, window), most)
 
 
 def quantized(kind: CacheKind, tokens: int, kv_bits: int | None, start: int) -> bool:

@@ -41,22 +41,26 @@ class TransientDims:
     """Experts per token (0: dense), for the routing copies of the chunk's tokens."""
 
 
-def _chunks(schedule: Schedule) -> list[tuple[int, int]]:
-    """(tokens fed before, chunk size) of every call with more than one token."""
+def _largest_chunk(schedule: Schedule) -> int:
+    """The most tokens one call takes."""
     full, last, _ = schedule.chunks
-    out = [(i * PREFILL_STEP, PREFILL_STEP) for i in range(full)]
-    if last:
-        out.append((full * PREFILL_STEP, last))
-    return out or [(max(0, schedule.tokens - 1), 1)]
+    return PREFILL_STEP if full else max(last, 1 if schedule.tokens else 0)
 
 
 def widest_scores(schedule: Schedule, window: int | None) -> int:
     """The most query-key pairs one call's attention holds (chunk x keys seen), for a
-    full layer (`window` None) or a sliding one."""
-    best = schedule.tokens if schedule.tokens else 0  # a single-token call over the cache
-    for before, size in _chunks(schedule):
-        keys = before + size if window is None else min(before, window - 1) + size
-        best = max(best, size * keys)
+    full layer (`window` None) or a sliding one: the last full chunk, the last short
+    one, or a single token over the whole cache."""
+    full, last, _ = schedule.chunks
+
+    def keys(before: int, size: int) -> int:
+        return before + size if window is None else min(before, window - 1) + size
+
+    best = schedule.tokens
+    if full:
+        best = max(best, PREFILL_STEP * keys(PREFILL_STEP * (full - 1), PREFILL_STEP))
+    if last:
+        best = max(best, last * keys(PREFILL_STEP * full, last))
     return best
 
 
@@ -67,7 +71,7 @@ def prefill_terms(
     last position's logits, as TRANSIENT terms."""
     if schedule.tokens == 0:
         return ()
-    chunk = max(size for _, size in _chunks(schedule))
+    chunk = _largest_chunk(schedule)
     pairs = max((widest_scores(schedule, w) for w in windows), default=0)
     scores = batch * pairs * (dims.heads * SCORE_COPIES * dims.dtype_bytes + 1)
     mlp = batch * chunk * dims.intermediate * MLP_COPIES * dims.dtype_bytes

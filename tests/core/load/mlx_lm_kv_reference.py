@@ -7,7 +7,8 @@ SPEC_JSON: {"config": {...}, "dtype": "bfloat16", "quantize_bits": null,
 sparse config by mlx-lm's own class (`mlx_lm.models.<module>.Model`), its weights
 written with `mx.save_safetensors` and config.json beside them into FOLDER, and read
 back with `mlx_lm.utils.load_model`. For each case `generate_step` runs P prompt tokens
-and G generated ones into a fresh `make_prompt_cache`; one JSON line a case gives
+and G generated ones into a fresh `make_prompt_cache` (with `"drive": true`, the caches
+are fed on generate_step's schedule without the model's forward); one JSON line a case gives
 `sum(c.nbytes for c in cache)` and the cache classes. mlx-lm alone, nothing of
 vramscope, in a process of its own.
 """
@@ -54,6 +55,9 @@ def main(argv: list[str]) -> None:
     write_model(spec, folder)
     model, config = load_model(folder)
     vocab = int(spec["config"].get("vocab_size") or config.get("vocab_size") or 32)
+    if spec.get("drive"):
+        drive(model, spec["cases"])
+        return
     for prompt_tokens, generated, kv_bits, start in spec["cases"]:
         prompt = mx.array([(7 * i) % vocab for i in range(prompt_tokens)], dtype=mx.uint32)
         cache = make_prompt_cache(model)
@@ -73,6 +77,31 @@ def main(argv: list[str]) -> None:
             "classes": sorted({type(c).__name__ for c in cache}),
             "layers": len(cache),
         }
+        print(json.dumps(line), flush=True)
+
+
+def drive(model: Any, cases: list[list[int]]) -> None:
+    """The caches alone, for a shape too large to run on a CPU: `make_prompt_cache`'s
+    caches fed keys and values of each layer's shape on `generate_step`'s schedule
+    (2,048-token chunks of the prompt but its last token, then one token a call)."""
+    import mlx.core as mx
+    from mlx_lm.models.cache import make_prompt_cache
+
+    layer = model.layers[0].self_attn
+    heads, head_dim = layer.n_kv_heads, layer.head_dim
+    for prompt_tokens, generated, *_ in cases:
+        cache = make_prompt_cache(model)
+        left, sizes = prompt_tokens - 1, []
+        while left > 0:
+            sizes.append(min(2048, left))
+            left -= sizes[-1]
+        sizes += [1] * (1 + generated)
+        for size in sizes:
+            kv = mx.zeros((1, heads, size, head_dim), dtype=mx.bfloat16)
+            for c in cache:
+                c.update_and_fetch(kv, kv)
+            mx.eval([c.state for c in cache])
+        line = {"case": [prompt_tokens, generated], "kv_bytes": sum(c.nbytes for c in cache)}
         print(json.dumps(line), flush=True)
 
 
