@@ -67,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
     from core.answer.question import ModelFacts
     from core.answer.report import answer_json, answer_lines
     from core.catalog.resolve import resolve_model
+    from core.catalog.split_source import load_tensors
     from core.estimate.report import (
         DOES_NOT_FIT_NOTE,
         format_estimate,
@@ -87,8 +88,13 @@ def run(args: argparse.Namespace) -> int:
     model = resolve_model(args.model, args.models_dir, hub=hub_options(args))
     note(model.notes)
     warn(inputs.warnings + model.warnings)
+    # The tensor shapes size vramscope's load (headers only, already read once).
+    tensors = load_tensors(args.model, model, args.models_dir)
     found = answer(
-        ModelFacts(model, args.model), inputs.question, candidates(args), args.calibration_engine
+        ModelFacts(model, args.model, tensors=tensors),
+        inputs.question,
+        candidates(args),
+        args.calibration_engine,
     )
     assert isinstance(found, Answer)  # a stored model always has a number
     est = found.estimate
