@@ -1,12 +1,17 @@
-"""The prefill step's short-lived buffers under mlx-lm: a first model, not yet fitted.
+"""The prefill step's short-lived buffers under mlx-lm, fitted to measured MLX peaks.
 
 `generate_step` feeds the prompt in chunks of 2,048 tokens and evaluates only the
-caches' state between chunks, so what one chunk holds beside the weights and caches
-is one layer's work at a time. MLX's `scaled_dot_product_attention` falls back to
-matmul, softmax, matmul where it has no fused kernel (the CPU, and head sizes the
-fused kernels do not take), which holds the chunk's scores and their softmax in the
-activations' dtype, and the boolean mask. The coefficients below are that reading of
-the code, with no measured peak fitted to them yet: every term says so.
+caches' state between chunks (the chunk's logits are never computed), so what one
+chunk holds beside the weights and caches is one layer's work at a time. MLX's
+`scaled_dot_product_attention` falls back to matmul, softmax, matmul where it has no
+fused kernel (the CPU, and head sizes the fused kernels do not take): one copy of the
+chunk's scores per head in the activations' dtype and a one-byte mask per pair.
+
+The coefficients were fitted to 9 peaks (`mx.get_peak_memory` less the weights and
+the caches) of llama-shaped bf16 models that mlx-lm built, on this CPU with mlx 0.32.4
+(docs/benchmark_results/load-transient-cpu.md): per query-key pair `heads x 2 + 1`
+bytes, per chunk token 2 copies of the MLP's width and 20 of the hidden size. Every
+fitted term says so; the MoE routing copies are not fitted yet and say that.
 """
 
 from __future__ import annotations
@@ -16,13 +21,17 @@ from dataclasses import dataclass
 from core.load.caches import PREFILL_STEP, Schedule
 from core.load.load import LoadTerm, Origin, TermKind
 
+FITTED = "fitted to MLX CPU peaks of llama-shaped bf16 models"
 FIRST_MODEL = "first model from mlx-lm's code, not fitted to measured peaks"
-SCORE_COPIES = 2
-"""The scores and their softmax, each in the activations' dtype."""
+SCORE_COPIES = 1
+"""The scores, one copy per head in the activations' dtype (fitted: 17.2 bytes a pair
+for 8 heads of bf16, against 17 = 8 x 2 + 1 for the mask)."""
+HIDDEN_COPIES = 20
+"""Copies of the hidden size one chunk token holds (fitted: 38.7 bytes at bf16)."""
 LOGIT_BYTES = 4 + 4
 """The last position's logits in float32 and `logsumexp`'s log-probabilities."""
-MLP_COPIES = 3
-"""gate, up and their product, one layer's at a time."""
+MLP_COPIES = 2
+"""Copies of the MLP's width one chunk token holds (fitted: 4.0 bytes at bf16)."""
 
 
 @dataclass(frozen=True)
@@ -74,30 +83,34 @@ def prefill_terms(
     chunk = _largest_chunk(schedule)
     pairs = max((widest_scores(schedule, w) for w in windows), default=0)
     scores = batch * pairs * (dims.heads * SCORE_COPIES * dims.dtype_bytes + 1)
-    mlp = batch * chunk * dims.intermediate * MLP_COPIES * dims.dtype_bytes
+    mlp = batch * chunk * (dims.intermediate * MLP_COPIES + dims.hidden * HIDDEN_COPIES)
+    mlp *= dims.dtype_bytes
     routed = batch * chunk * dims.moe_top_k * dims.hidden * dims.dtype_bytes
     logits = batch * dims.vocab * (dims.dtype_bytes + LOGIT_BYTES)
     terms = [
         LoadTerm(
             TermKind.TRANSIENT,
             scores,
-            Origin.ENGINE_RULE,
-            f"prefill attention scores: {dims.heads} heads x {pairs:,} query-key pairs, "
-            f"scores and softmax plus the mask ({FIRST_MODEL})",
+            Origin.FITTED,
+            f"prefill attention scores: {dims.heads} heads x {pairs:,} query-key pairs "
+            f"and the mask ({FITTED})",
         ),
         LoadTerm(
             TermKind.TRANSIENT,
             mlp + routed,
-            Origin.ENGINE_RULE,
-            f"prefill MLP of one {chunk:,}-token chunk"
-            + (f", {dims.moe_top_k} routed copies a token" if dims.moe_top_k else "")
-            + f" ({FIRST_MODEL})",
+            Origin.FITTED,
+            f"prefill activations of one {chunk:,}-token chunk ({FITTED})"
+            + (
+                f"; {dims.moe_top_k} routed copies a token ({FIRST_MODEL})"
+                if dims.moe_top_k
+                else ""
+            ),
         ),
         LoadTerm(
             TermKind.TRANSIENT,
             logits,
             Origin.ENGINE_RULE,
-            f"logits of the last position, {dims.vocab:,} wide ({FIRST_MODEL})",
+            f"logits of the last position, {dims.vocab:,} wide (mlx-lm's code)",
         ),
     ]
     return tuple(terms)

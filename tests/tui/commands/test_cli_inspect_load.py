@@ -73,9 +73,10 @@ def test_the_load_object_follows_mlxcel_s_keys(
     assert sources["sliding_window_pattern"]["origin"] == "family_default"
     assert {t["kind"] for t in load["terms"]} == {"weights", "kv", "transient", "inflight"}
     modelled = [t for t in load["terms"] if t["kind"] == "transient"]
-    # scores, MLP, logits: a first model, and said so; the sliding caches' prefill
-    # overshoot is mlx-lm's own arithmetic
-    assert sum("not fitted to measured peaks" in t["detail"] for t in modelled) == 3
+    # the chunk's scores and activations are fitted, and say so; the logits and the
+    # sliding caches' prefill overshoot are mlx-lm's own arithmetic
+    assert sum("fitted to MLX CPU peaks" in t["detail"] for t in modelled) == 2
+    assert all(t["origin"] == "fitted" for t in modelled if "fitted" in t["detail"])
     assert report["load_unavailable"] is None
 
 
