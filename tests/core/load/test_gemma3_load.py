@@ -40,6 +40,7 @@ def test_dimensions_come_from_the_weights(gemma3_plan: MlxLmPlan) -> None:
     assert gemma3_plan.sliding_layers == 29 and len(gemma3_plan.caches) == 34
 
 
+@pytest.mark.child_process
 def test_kv_at_32k_is_what_mlx_lm_holds_for_that_shape(
     gemma3_plan: MlxLmPlan, tmp_path: Path
 ) -> None:

@@ -21,7 +21,7 @@ from core.catalog.model_dir import read_model_dir
 from core.load.mlx_lm import MlxLmPlan, plan_mlx_lm
 from core.model.tensor_list import folder_tensors
 
-pytestmark = pytest.mark.child_process
+pytestmark = [pytest.mark.child_process, pytest.mark.slow]
 
 W = 300  # the sliding window of the tiny sliding models: not a multiple of 256
 STEP_EDGES = [(255, 0), (256, 0), (257, 0), (1, 300), (200, 57)]
