@@ -7,11 +7,13 @@ chunk holds beside the weights and caches is one layer's work at a time. MLX's
 fused kernel (the CPU, and head sizes the fused kernels do not take): one copy of the
 chunk's scores per head in the activations' dtype and a one-byte mask per pair.
 
-The coefficients were fitted to 9 peaks (`mx.get_peak_memory` less the weights and
-the caches) of llama-shaped bf16 models that mlx-lm built, on this CPU with mlx 0.32.4
-(docs/benchmark_results/load-transient-cpu.md): per query-key pair `heads x 2 + 1`
-bytes, per chunk token 2 copies of the MLP's width and 20 of the hidden size. Every
-fitted term says so; the MoE routing copies are not fitted yet and say that.
+The coefficients were fitted to 22 peaks (`mx.get_peak_memory` less the weights and
+the caches) of bf16 models that mlx-lm built (llama, mistral, qwen2, qwen3, gemma2,
+gemma3, phi3), on this CPU with mlx 0.32.4
+(docs/benchmark_results/load-transient-cpu-2026-12-07.md): per query-key pair
+`heads x 2 + 1` bytes, per chunk token 2 copies of the MLP's width and 30 of the
+hidden size, the least that covers every one of those peaks. Every fitted term says
+so; the MoE routing copies are not fitted yet and say that.
 """
 
 from __future__ import annotations
@@ -21,13 +23,16 @@ from dataclasses import dataclass
 from core.load.caches import PREFILL_STEP, Schedule
 from core.load.load import LoadTerm, Origin, TermKind
 
-FITTED = "fitted to MLX CPU peaks of llama-shaped bf16 models"
+FITTED = "fitted to MLX CPU peaks of 7 dense bf16 families"
 FIRST_MODEL = "first model from mlx-lm's code, not fitted to measured peaks"
 SCORE_COPIES = 1
 """The scores, one copy per head in the activations' dtype (fitted: 17.2 bytes a pair
 for 8 heads of bf16, against 17 = 8 x 2 + 1 for the mask)."""
-HIDDEN_COPIES = 20
-"""Copies of the hidden size one chunk token holds (fitted: 38.7 bytes at bf16)."""
+HIDDEN_COPIES = 30
+"""Copies of the hidden size one chunk token holds: 38.7 bytes at bf16 on llama
+shapes (19.4 copies); gemma2, gemma3 and phi3 hold up to 8.9 copies more (their extra
+norms, softcapping and fused projections), and 30 is the least whole number that
+covers every measured peak."""
 LOGIT_BYTES = 4 + 4
 """The last position's logits in float32 and `logsumexp`'s log-probabilities."""
 MLP_COPIES = 2

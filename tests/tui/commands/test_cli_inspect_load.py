@@ -75,7 +75,7 @@ def test_the_load_object_follows_mlxcel_s_keys(
     modelled = [t for t in load["terms"] if t["kind"] == "transient"]
     # the chunk's scores and activations are fitted, and say so; the logits and the
     # sliding caches' prefill overshoot are mlx-lm's own arithmetic
-    assert sum("fitted to MLX CPU peaks" in t["detail"] for t in modelled) == 2
+    assert sum("fitted to MLX CPU peaks of 7 dense" in t["detail"] for t in modelled) == 2
     assert all(t["origin"] == "fitted" for t in modelled if "fitted" in t["detail"])
     assert report["load_unavailable"] is None
 
