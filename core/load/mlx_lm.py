@@ -34,6 +34,9 @@ from core.load.transient import TransientDims, prefill_terms
 
 KV_BITS_INT8 = 8
 """`--kv-cache-mode int8`: mlx-lm's `kv_bits=8`."""
+MAX_LAYERS = 4096
+"""More layers than this is not a model to size: a hostile config never makes the
+load build billions of caches."""
 
 
 @dataclass(frozen=True)
@@ -454,6 +457,9 @@ class _Reader:
         n = self.layer_count()
         if not n:
             return NoLoad("no layer count: num_hidden_layers is not in config.json")
+        types = self.cv.raw("layer_types")
+        if n > MAX_LAYERS or (isinstance(types, list) and len(types) > MAX_LAYERS):
+            return NoLoad(f"more than {MAX_LAYERS:,} layers: not a model the load sizes")
         kinds = self.kinds(n)
         if isinstance(kinds, NoLoad):
             return kinds

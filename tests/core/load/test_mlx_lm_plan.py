@@ -3,6 +3,8 @@ profiles, copied from the fixtures): dimensions from the weights, each family's 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from core.catalog.profiles import load_profile, profile_snapshot
@@ -11,6 +13,7 @@ from core.estimate.weights import weights_from_config
 from core.load.caches import CacheKind
 from core.load.load import Origin
 from core.load.mlx_lm import MlxLmPlan, NoLoad, plan_mlx_lm
+from core.model.config import ModelConfig
 
 
 def plan(repo_id: str, kv_int8: bool = False) -> MlxLmPlan:
@@ -85,3 +88,13 @@ def test_a_model_without_safetensors_headers_has_no_load() -> None:
     snap = snapshot_from_config("x", profile.config, weights_from_config(profile.config))
     made = plan_mlx_lm(snap, None)
     assert isinstance(made, NoLoad) and "safetensors headers" in made.reason
+
+
+@pytest.mark.parametrize("field", ["num_hidden_layers", "layer_types"])
+def test_a_hostile_layer_count_is_refused_not_built(field: str) -> None:
+    profile = load_profile("meta-llama/Llama-3.1-8B-Instruct")
+    root = dict(profile.config.root)
+    root[field] = 10**12 if field == "num_hidden_layers" else ["full_attention"] * 5000
+    snap = replace(profile_snapshot(profile), config=ModelConfig.from_dict(root))
+    made = plan_mlx_lm(snap, list(profile.tensors or ()))
+    assert isinstance(made, NoLoad) and "more than 4,096 layers" in made.reason
