@@ -4,7 +4,9 @@ mlxcel's own `--recommend-quant` (core.estimate.downstream) is kept as mlxcel's 
 (off Apple it always answers INT4, even for a model stored in 4 bits); this is
 vramscope's: it looks at the model as stored and suggests only a quantization with
 fewer bits than it has, a smaller context, an 8-bit KV cache or a split, each
-checked against the same estimate.
+checked against the same estimate. Where vramscope's own load exists (`Answer.load`),
+the largest context advised is the load's, and where mlxcel's preflight refuses what
+the load holds, the advice says so first.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
     from core.answer.answer import Answer
 
 FLOAT_BITS = 16
+MLXCEL_REFUSES = "mlxcel's preflight would refuse this; mlx-lm loads it"
 
 
 def stored_bits(root: Mapping[str, Any] | None) -> int:
@@ -60,6 +63,31 @@ def advise(answer: Answer) -> Advice:
     context = answer.context
     if answer.fits is None or context.unread is not None:
         return Advice(bits, ())  # no split, or no memory read: nothing to advise from
+    load = answer.load
+    if load is not None and answer.mlxcel_refuses_load:
+        free = q.settings.available.bytes - load.total_bytes
+        lines.append(
+            f"{MLXCEL_REFUSES} (vramscope's load {format_bytes_short(load.total_bytes)}, "
+            f"{format_bytes_short(free)} free; mlxcel counts "
+            f"{format_bytes_short(answer.estimate.total_bytes)})"
+        )
+        if answer.past_trained and context.trained is not None:
+            lines.append(
+                f"use at most {context.trained.tokens:,} tokens: {tokens:,} is past the "
+                "trained context"
+            )
+        return Advice(bits, tuple(lines))
+    context = answer.best_context
+    if answer.fits and load is not None and answer.load_fits is False:
+        over = load.total_bytes - q.settings.available.bytes
+        line = (
+            f"mlxcel's preflight passes, but vramscope's load is "
+            f"{format_bytes_short(load.total_bytes)}, {format_bytes_short(over)} over"
+        )
+        if context.tokens:
+            line += f": it fits at up to {context.tokens:,} tokens"
+        lines.append(line)
+        return Advice(bits, tuple(lines))
     if answer.fits:
         if answer.past_trained and context.trained is not None:
             lines.append(
@@ -68,6 +96,8 @@ def advise(answer: Answer) -> Advice:
             )
         if not lines:
             slack = min(r.slack_bytes for r in answer.ranks)
+            if load is not None:  # what the engine leaves free, not mlxcel's margin
+                slack = q.settings.available.bytes - load.total_bytes
             lines.append(f"fits as asked, {format_bytes_short(slack)} free; nothing to change")
             return Advice(bits, tuple(lines), needed=False)
         return Advice(bits, tuple(lines))

@@ -9,12 +9,19 @@ not), and advice that never suggests the quantization the model already has.
 
 `inspect`, `fit`, the explorer, the Fits view and the split plans all call `answer`,
 so a figure two of them show is the same figure. Pure: no I/O.
+
+Beside mlxcel's estimate, an answer about one device carries vramscope's own load
+(`Answer.load`: `core.load.load.EngineLoad`, the memory mlx-lm really holds at the
+question's tokens, term by term, each figure with its origin), the largest context by
+that load (`Answer.load_context`) and its verdict (`Answer.load_fits`); where no load
+can be made, `load` is None and `load_problem` says why. mlxcel's `estimate`, `fits`
+and `context` are untouched by it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -30,6 +37,8 @@ from core.answer.solve_guess import largest_context
 from core.errors import ShardingError
 from core.estimate.estimate import MemoryEstimate, estimate
 from core.estimate.snapshot import ModelSnapshot
+from core.load.load import EngineLoad, LoadTerm, Origin, TermKind
+from core.load.mlx_lm import MlxLmPlan, NoLoad, plan_mlx_lm
 from core.parallel.plan import (
     ParallelEstimate,
     ParallelPlan,
@@ -88,6 +97,46 @@ class Answer:
     """The calibrations to choose from; None: no calibrated estimate was asked for."""
     calibration_engine: str | None = None
     """Only a calibration of this engine (or of any engine), when given."""
+    load: EngineLoad | None = None
+    """vramscope's own load at the question's tokens (mlx-lm, the whole model on one
+    device); None where none can be made (`load_problem` says why)."""
+    load_problem: str | None = None
+    load_plan: MlxLmPlan | None = field(default=None, repr=False, compare=False)
+    """The plan the load was made from (the largest context by the load searches it)."""
+
+    @cached_property
+    def load_context(self) -> ContextAnswer | None:
+        """The largest context by the load: an exact search over the load plan's `at`,
+        capped at the trained context; None without a load. Made when first read: the
+        search costs 20-30 ms, and a key in the explorer needs only the load itself."""
+        plan = self.load_plan
+        if plan is None:
+            return None
+        available = self.question.settings.available
+
+        def fits(tokens: int) -> bool:
+            return plan.at(tokens).total_bytes <= available.bytes
+
+        memory = largest_fitting(fits, 0, CONTEXT_SEARCH_LIMIT)
+        return ContextAnswer(memory, self.context.trained, available.unread)
+
+    @property
+    def load_fits(self) -> bool | None:
+        """The load's verdict (total <= available); None without a load, or when the
+        available memory was never read."""
+        if self.load is None or self.question.settings.available.unread is not None:
+            return None
+        return self.load.total_bytes <= self.question.settings.available.bytes
+
+    @property
+    def mlxcel_refuses_load(self) -> bool:
+        """mlxcel's preflight refuses what vramscope's load holds."""
+        return self.load_fits is True and self.fits is False
+
+    @property
+    def best_context(self) -> ContextAnswer:
+        """The largest context to advise: by the load where there is one, else mlxcel's."""
+        return self.load_context if self.load_context is not None else self.context
 
     @property
     def fits(self) -> bool | None:
@@ -220,9 +269,11 @@ def answer(
         family = mlx_lm_family(snapshot.model_type)
         plan = ParallelEstimate(ParallelPlan(split.kind, 1), family, one, est)
         unread = settings.available.unread
+        load, problem, load_plan = _load_of(model, question, what_if)
         return Answer(
             question, model, snapshot, est, what_if, one, plan, None,
             ContextAnswer(memory, trained, unread), calibrations, calibration_engine,
+            load, problem, load_plan,
         )  # fmt: skip
     if what_if is not None:
         problem = f"{split.kind.label}: a split of a what-if quantization is not modelled"
@@ -241,6 +292,7 @@ def answer(
     return Answer(
         question, model, snapshot, est, what_if, pe.ranks, pe, None,
         ContextAnswer(memory, trained), calibrations, calibration_engine,
+        None, SPLIT_LOAD,
     )  # fmt: skip
 
 
@@ -256,5 +308,48 @@ def _unsplit(
 ) -> Answer:
     return Answer(
         question, model, snapshot, est, what_if, (), None, problem,
-        ContextAnswer(FitLimit(None), trained), calibrations,
+        ContextAnswer(FitLimit(None), trained), calibrations, None, None, SPLIT_LOAD,
     )  # fmt: skip
+
+
+SPLIT_LOAD = "the load of a split is not modelled yet: mlxcel's per-rank estimate stands"
+
+
+def load_plan(model: ModelFacts, question: Question) -> MlxLmPlan | NoLoad:
+    """mlx-lm's load plan of the stored model for this question's cache and device
+    (read once per model and settings, cached on the facts)."""
+    workload, settings = question.workload, question.settings
+    inflight = settings.backend_inflight_bytes
+    key = ("mlx-lm", workload.kv_int8, workload.batch, inflight)
+    found = model._loads.get(key)
+    if found is None:
+        detail = (
+            f"MLX's ROCm in-flight reserve, {question.inflight_mib:,} MiB "
+            "(MLX_ROCM_MAX_INFLIGHT_MB), mlxcel's budget"
+        )
+        found = plan_mlx_lm(
+            model.snapshot, model.tensors, kv_int8=workload.kv_int8, batch=workload.batch,
+            inflight_bytes=inflight, inflight_detail=detail,
+        )  # fmt: skip
+        model._loads[key] = found
+    assert isinstance(found, MlxLmPlan | NoLoad)
+    return found
+
+
+def _load_of(
+    model: ModelFacts, question: Question, what_if: WhatIf | None
+) -> tuple[EngineLoad | None, str | None, MlxLmPlan | None]:
+    """The load at the question's tokens, why there is none, and the plan it came from."""
+    plan = load_plan(model, question)
+    if isinstance(plan, NoLoad):
+        return None, plan.reason, None
+    if what_if is not None:
+        # A what-if quantization changes the weights; mlx-lm's quantized layers compute
+        # in the scales' dtype, the model's own, so the caches stay as they are.
+        weights = model.what_ifs[what_if.quantization]
+        assert isinstance(weights, int)
+        detail = f"what-if {what_if.quantization.word}: {WHAT_IF_RULE}"
+        plan = replace(
+            plan, weights=LoadTerm(TermKind.WEIGHTS, weights, Origin.ENGINE_RULE, detail)
+        )
+    return plan.at(question.workload.max_tokens), None, plan

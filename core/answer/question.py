@@ -83,6 +83,8 @@ class ModelFacts:
     """The stored tensors (names, dtypes, shapes), for splits; None: not read."""
     _splits: dict[object, object] = field(default_factory=dict, repr=False)
     """Splits already computed, by plan (splitting reads every tensor once)."""
+    _loads: dict[object, object] = field(default_factory=dict, repr=False)
+    """Load plans already read (`core.load`), by what they depend on."""
 
     @property
     def label(self) -> str:

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.answer.answer import Answer
+from core.answer.answer import Answer, load_plan
 from core.answer.context import past_trained_words
 from core.display_text import clean_text
+from core.load.mlx_lm import MlxLmPlan
+from core.load.report import load_json, load_line, why_differs
 
 PREFIX = "vramscope: "
 ANSWER_KEYS = (
@@ -23,6 +25,8 @@ ANSWER_KEYS = (
     "trained_context_tokens",
     "params",
     "advice",
+    "load",
+    "load_unavailable",
 )
 """vramscope's keys of an answer, in the order they follow mlxcel's."""
 
@@ -42,9 +46,34 @@ def answer_lines(answer: Answer) -> list[str]:
         lines.append(f"no split: {answer.split_problem}")
     if answer.params is not None:
         lines.append(f"model: {answer.params.words}, {answer.advice.stored_words}")
+    if answer.single_device:
+        lines += _load_lines(answer)
     if answer.advice.needed:
         lines += [f"advice: {line}" for line in answer.advice.lines]
     return [clean_text(PREFIX + line) for line in lines]
+
+
+def _why(answer: Answer) -> str | None:
+    """Why the load and mlxcel's total differ (more than 5%), None otherwise."""
+    if answer.load is None:
+        return None
+    plan = load_plan(answer.model, answer.question)
+    return why_differs(plan, answer.load, answer.estimate) if isinstance(plan, MlxLmPlan) else None
+
+
+def _load_lines(answer: Answer) -> list[str]:
+    """The load, its largest context, why it differs from mlxcel's, and its notes."""
+    load = answer.load
+    if load is None:
+        return [f"load (mlx-lm): none: {answer.load_problem}"] if answer.load_problem else []
+    lines = [load_line(load, answer.load_fits)]
+    if answer.load_context is not None:
+        lines.append(f"largest context by the load: {answer.load_context.words}")
+    why = _why(answer)
+    if why:
+        lines.append(why)
+    lines += [f"load note: {note}" for note in load.notes]
+    return lines
 
 
 def _available(answer: Answer) -> str:
@@ -65,6 +94,14 @@ def answer_json(answer: Answer) -> dict[str, Any]:
         "trained_context_tokens": trained.tokens if trained else None,
         "params": answer.params.json() if answer.params else None,
         "advice": list(answer.advice.lines),
+        "load": None,
+        "load_unavailable": answer.load_problem,
     }
+    load = answer.load
+    if load is not None:
+        context = answer.load_context.json() if answer.load_context is not None else None
+        out["load"] = load_json(
+            load, answer.load_fits, context, _why(answer), answer.mlxcel_refuses_load
+        )
     assert tuple(out) == ANSWER_KEYS
     return out

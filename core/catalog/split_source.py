@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from core.catalog.model_dir import read_model_dir
 from core.catalog.profiles import load_profile
 from core.catalog.resolve import _existing_path, entry_snapshot, resolve_entry
-from core.errors import FileFault, ShardingError
+from core.errors import FileFault, ShardingError, VramscopeError
 from core.estimate.snapshot import ModelSnapshot
 from core.estimate.weights import WeightsSource
 from core.model.safetensors_header import parse_header_entries, read_header_json
@@ -77,3 +77,24 @@ def resolve_parallel_model(
     else:
         model = read_model_dir(path, name)
     return model, folder_tensors(path, model)
+
+
+def load_tensors(
+    name: str, model: ModelSnapshot, models_dirs: Sequence[Path | str] = ()
+) -> list[Tensor] | None:
+    """The tensor list vramscope's load reads dimensions from (a folder's headers or a
+    profile's manifest, found as `resolve_parallel_model` finds them, never online);
+    None where there is none, and the load then sizes from config.json and says so."""
+    try:
+        path = _existing_path(name)
+        if path is None:
+            entry = resolve_entry(name, models_dirs)
+            if entry.profile_id is not None:
+                tensors = load_profile(entry.profile_id).tensors
+                return None if tensors is None else list(tensors)
+            if entry.path is None:
+                return None
+            path = entry.path
+        return folder_tensors(path, model)
+    except VramscopeError:
+        return None

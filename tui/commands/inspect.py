@@ -68,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
     from core.answer.question import ModelFacts
     from core.answer.report import answer_json, answer_lines
     from core.catalog.resolve import resolve_model_entry
+    from core.catalog.split_source import load_tensors
     from core.estimate.report import (
         DOES_NOT_FIT_NOTE,
         format_estimate,
@@ -88,8 +89,13 @@ def run(args: argparse.Namespace) -> int:
     model, entry = resolve_model_entry(args.model, args.models_dir, hub=hub_options(args))
     note(model.notes)
     warn(inputs.warnings + model.warnings)
+    # The tensor shapes size vramscope's load (headers only, already read once).
+    tensors = load_tensors(args.model, model, args.models_dir)
     found = answer(
-        ModelFacts(model, args.model), inputs.question, candidates(args), args.calibration_engine
+        ModelFacts(model, args.model, tensors=tensors),
+        inputs.question,
+        candidates(args),
+        args.calibration_engine,
     )
     assert isinstance(found, Answer)  # a stored model always has a number
     if found.fits is False and found.what_if is None:
@@ -99,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
 
         folder = Path(args.model) if entry is None else None
         what_ifs = stored_what_ifs(model, entry, folder)
-        facts = ModelFacts(model, args.model, what_ifs)
+        facts = ModelFacts(model, args.model, what_ifs, tensors=tensors)
         refound = answer(facts, inputs.question, candidates(args), args.calibration_engine)
         assert isinstance(refound, Answer)
         found = refound

@@ -1,0 +1,109 @@
+"""mlx-lm's own caches for a tiny model it writes itself, for the load's KV tests.
+
+    python -m tests.core.load.mlx_lm_kv_reference SPEC_JSON FOLDER
+
+SPEC_JSON: {"config": {...}, "dtype": "bfloat16", "quantize_bits": null,
+"cases": [[P, G, kv_bits, quantized_kv_start], ...]}. The model is built from the
+sparse config by mlx-lm's own class (`mlx_lm.models.<module>.Model`), its weights
+written with `mx.save_safetensors` and config.json beside them into FOLDER, and read
+back with `mlx_lm.utils.load_model`. For each case `generate_step` runs P prompt tokens
+and G generated ones into a fresh `make_prompt_cache` (with `"drive": true`, the caches
+are fed on generate_step's schedule without the model's forward); one JSON line a case gives
+`sum(c.nbytes for c in cache)` and the cache classes. mlx-lm alone, nothing of
+vramscope, in a process of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def write_model(spec: dict[str, Any], folder: Path) -> None:
+    import mlx.core as mx
+    import mlx.nn as nn
+    from mlx.utils import tree_flatten
+    from mlx_lm.utils import _get_classes
+
+    config = dict(spec["config"])
+    model_class, args_class = _get_classes(config)
+    model = model_class(args_class.from_dict(config))
+    dtype = getattr(mx, spec.get("dtype", "bfloat16"))
+    model.set_dtype(dtype)
+    bits = spec.get("quantize_bits")
+    if bits:
+        nn.quantize(model, group_size=64, bits=bits)
+        config["quantization"] = {"group_size": 64, "bits": bits}
+    folder.mkdir(parents=True, exist_ok=True)
+    weights = dict(tree_flatten(model.parameters()))
+    mx.save_safetensors(str(folder / "model.safetensors"), weights, {"format": "mlx"})
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+
+
+def main(argv: list[str]) -> None:
+    spec, folder = json.loads(argv[0]), Path(argv[1])
+    sys.modules.setdefault("torch", None)  # type: ignore[arg-type]  # not needed, slow
+    import mlx.core as mx
+    from mlx_lm.generate import generate_step
+    from mlx_lm.models.cache import make_prompt_cache
+    from mlx_lm.utils import load_model
+
+    mx.set_default_device(mx.cpu)
+    mx.random.seed(3)
+    write_model(spec, folder)
+    model, config = load_model(folder)
+    vocab = int(spec["config"].get("vocab_size") or config.get("vocab_size") or 32)
+    if spec.get("drive"):
+        drive(model, spec["cases"])
+        return
+    for prompt_tokens, generated, kv_bits, start in spec["cases"]:
+        prompt = mx.array([(7 * i) % vocab for i in range(prompt_tokens)], dtype=mx.uint32)
+        cache = make_prompt_cache(model)
+        for _ in generate_step(
+            prompt,
+            model,
+            max_tokens=generated,
+            prompt_cache=cache,
+            kv_bits=kv_bits,
+            quantized_kv_start=start,
+        ):
+            pass
+        mx.eval([c.state for c in cache])
+        line = {
+            "case": [prompt_tokens, generated, kv_bits, start],
+            "kv_bytes": sum(c.nbytes for c in cache),
+            "classes": sorted({type(c).__name__ for c in cache}),
+            "layers": len(cache),
+        }
+        print(json.dumps(line), flush=True)
+
+
+def drive(model: Any, cases: list[list[int]]) -> None:
+    """The caches alone, for a shape too large to run on a CPU: `make_prompt_cache`'s
+    caches fed keys and values of each layer's shape on `generate_step`'s schedule
+    (2,048-token chunks of the prompt but its last token, then one token a call)."""
+    import mlx.core as mx
+    from mlx_lm.models.cache import make_prompt_cache
+
+    layer = model.layers[0].self_attn
+    heads, head_dim = layer.n_kv_heads, layer.head_dim
+    for prompt_tokens, generated, *_ in cases:
+        cache = make_prompt_cache(model)
+        left, sizes = prompt_tokens - 1, []
+        while left > 0:
+            sizes.append(min(2048, left))
+            left -= sizes[-1]
+        sizes += [1] * (1 + generated)
+        for size in sizes:
+            kv = mx.zeros((1, heads, size, head_dim), dtype=mx.bfloat16)
+            for c in cache:
+                c.update_and_fetch(kv, kv)
+            mx.eval([c.state for c in cache])
+        line = {"case": [prompt_tokens, generated], "kv_bytes": sum(c.nbytes for c in cache)}
+        print(json.dumps(line), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
