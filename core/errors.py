@@ -84,3 +84,13 @@ class HubNotFoundError(HubError, ModelNotFoundError):
 
 class NotEnoughMemory(VramscopeError):
     """Too little memory to start a command; the message names the limit and the need."""
+
+
+class NoHomeError(VramscopeError):
+    """An environment handed in names no folder for a file vramscope keeps or reads
+    (neither the XDG variable nor HOME): the process's own home is never assumed."""
+
+    def __init__(self, variable: str, problem: str) -> None:
+        self.variable = variable
+        self.problem = problem
+        super().__init__(f"{variable}: {problem}")

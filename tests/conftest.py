@@ -1,4 +1,4 @@
-"""Shared test setup: a clean estimator environment for every test."""
+"""Shared test setup: every test in its own home, with a clean estimator environment."""
 
 from __future__ import annotations
 
@@ -28,25 +28,46 @@ ESTIMATOR_ENV = (
 )
 
 
-@pytest.fixture(scope="session")
-def _empty_hf_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("empty-hf-home")
+HUB_ENV = (
+    "HF_ENDPOINT",
+    "HF_TOKEN",
+    "HUGGING_FACE_HUB_TOKEN",
+    "HUGGINGFACE_HUB_CACHE",
+    "TRANSFORMERS_OFFLINE",
+)
+"""The caller's Hub settings: a test that needs one sets its own (tests/hub_server.py)."""
+
+OWN_FOLDERS = {
+    "XDG_CACHE_HOME": ".cache",
+    "XDG_STATE_HOME": ".local/state",
+    "XDG_CONFIG_HOME": ".config",
+    "XDG_DATA_HOME": ".local/share",
+    "HF_HOME": ".cache/huggingface",
+    "HF_HUB_CACHE": ".cache/huggingface/hub",
+}
+"""Where each folder a test may write lies under its own HOME (the XDG defaults)."""
 
 
 @pytest.fixture(autouse=True)
-def _clean_estimator_env(monkeypatch: pytest.MonkeyPatch, _empty_hf_home: Path) -> None:
-    """mlxcel's tests clear these too: the estimate must not depend on the caller's shell.
+def _own_home(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every test in its own HOME, XDG folders, HF cache and vramscope store.
 
-    The Hugging Face cache points at an empty folder, so a developer's real cache can
-    never take over a built-in profile name; tests that need a cache build their own.
+    A developer's real home (a Hub store, a history, calibrations, an HF cache whose
+    repos carry a built-in profile's name) can then never answer for a test, nor be
+    written by one; children inherit it. The Hub is off (HF_HUB_OFFLINE=1) unless a
+    test points HF_ENDPOINT at its own stand-in and turns it on. mlxcel's tests clear
+    the estimator's variables too: the estimate must not depend on the caller's shell.
+    The home is a folder beside the test's tmp_path, made empty; its subfolders are
+    made by whatever writes there.
     """
-    for name in ESTIMATOR_ENV:
+    home = tmp_path_factory.mktemp("home", numbered=True)
+    monkeypatch.setenv("HOME", str(home))
+    for name, below in OWN_FOLDERS.items():
+        monkeypatch.setenv(name, str(home / below))
+    for name in (*ESTIMATOR_ENV, *HUB_ENV):
         monkeypatch.delenv(name, raising=False)
-    # The catalog's on-disk cache never touches the real ~/.cache.
-    monkeypatch.setenv("XDG_CACHE_HOME", str(_empty_hf_home.parent / "xdg-cache"))
-    monkeypatch.setenv("HF_HOME", str(_empty_hf_home))
-    monkeypatch.setenv("HF_HUB_CACHE", str(_empty_hf_home / "hub"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return home
 
 
 # `make test-fast` deselects these: snapshots (SVG comparisons) and tests that start

@@ -44,10 +44,16 @@ from core.errors import (
     HubNotFoundError,
     ModelError,
     ModelNotFoundError,
+    NoHomeError,
 )
 from core.estimate.snapshot import ModelSnapshot
 from core.estimate.weights import WeightsSource
-from core.paths import hf_cache_dir, hub_store_dir, models_dirs_from_env, repo_folder_name
+from core.paths import (
+    hf_cache_dir,
+    hub_store_dir_or_none,
+    models_dirs_from_env,
+    repo_folder_name,
+)
 
 if TYPE_CHECKING:
     from core.hub.remote import HubOptions, HubRead
@@ -167,8 +173,8 @@ def _build_catalog(
             found, left = _guarded(str(cache), partial(hf_cache_entries, cache))
             entries.extend(found)
             skipped.extend(left)
-    if include_hub:
-        root = hub_store_dir(env)
+    root = hub_store_dir_or_none(env) if include_hub else None
+    if root is not None:  # None: an environment handed in that names no home
         found, left = _guarded(str(root), partial(hub_store_entries, root))
         entries.extend(found)
         skipped.extend(left)
@@ -203,10 +209,11 @@ def _profile_entries(repo_id: str) -> tuple[list[CatalogEntry], list[SkippedMode
 
 
 def hf_cache_dir_or_none(env: Mapping[str, str] | None = None) -> Path | None:
-    """The HF cache folder from the environment (None if it cannot be worked out)."""
+    """The HF cache folder from the environment (None if it cannot be worked out, or
+    an environment handed in names no home)."""
     try:
         return hf_cache_dir(env)
-    except (OSError, ValueError, RuntimeError):
+    except (OSError, ValueError, RuntimeError, NoHomeError):
         return None
 
 

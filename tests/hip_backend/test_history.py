@@ -111,8 +111,10 @@ def test_a_missing_store_reads_as_empty(tmp_path: Path) -> None:
 
 def test_state_dir_follows_xdg_and_ignores_relative_values(tmp_path: Path) -> None:
     assert state_dir({"XDG_STATE_HOME": str(tmp_path)}) == tmp_path / "vramscope"
-    assert state_dir({"XDG_STATE_HOME": "relative/dir"}) == Path.home() / ".local/state/vramscope"
-    assert state_dir({}) == Path.home() / ".local/state/vramscope"
+    home = {"HOME": str(tmp_path / "home")}
+    relative = state_dir({**home, "XDG_STATE_HOME": "relative/dir"})
+    assert relative == tmp_path / "home/.local/state/vramscope"
+    assert state_dir(home) == tmp_path / "home/.local/state/vramscope"
 
 
 def test_default_store_is_in_the_state_dir(state_home: Path) -> None:

@@ -61,7 +61,8 @@ class ReadCounter:
 
 def test_cache_location_follows_xdg(tmp_path: Path) -> None:
     assert cache_dir({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "vramscope"
-    assert cache_dir({"XDG_CACHE_HOME": "relative"}) == Path.home() / ".cache" / "vramscope"
+    relative = cache_dir({"XDG_CACHE_HOME": "relative", "HOME": str(tmp_path / "home")})
+    assert relative == tmp_path / "home" / ".cache" / "vramscope"
 
 
 def test_a_second_process_reads_no_folder(

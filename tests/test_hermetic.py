@@ -1,0 +1,69 @@
+"""The suite passes on a used machine and leaves its home untouched.
+
+A home is filled by vramscope itself (tests/used_home.py: a Hub store, a history,
+calibrations, an HF cache whose repo carries a built-in profile's name). A slice of the
+suite that reads and writes every one of those runs in a child pytest with only that
+HOME (none of this run's folders); it must pass, and the home must list the same
+before and after, to the nanosecond of every modification time.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.used_home import OWN_NAME, ROOT, listing, populate, user_env
+
+SLICE = (
+    "tests/core/test_paths.py",
+    "tests/core/catalog/test_catalog_discovery.py",  # 21 of the 23 that failed
+    "tests/core/catalog/test_profiles.py",
+    "tests/core/calibration/test_store.py",
+    "tests/core/hub/test_hub_read.py",  # writes a Hub store
+    "tests/hip_backend/test_history.py",  # writes a history
+    "tests/tui/commands/test_cli_calibrate.py",  # writes calibrations
+    "tests/tui/commands/test_catalog_cli.py",
+)
+
+
+@pytest.fixture(scope="module")
+def used_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    home = tmp_path_factory.mktemp("used") / "home"
+    populate(home, home.parent / "published")
+    return home
+
+
+def test_the_used_home_is_one_vramscope_reads(used_home: Path) -> None:
+    # Without this the test below could pass on a home vramscope never looks at.
+    env = user_env(used_home, HF_HUB_OFFLINE="1")
+    done = subprocess.run(
+        [sys.executable, "-m", "tui", "models"], env=env, cwd=ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert OWN_NAME in done.stdout and "used-org/cached-model" in done.stdout
+    for kept in (".local/state/vramscope/measurements.jsonl", ".cache/vramscope/catalog.json"):
+        assert (used_home / kept).is_file()
+    assert (used_home / ".local/state/vramscope/calibration.json").is_file()
+
+
+@pytest.mark.slow
+def test_a_slice_of_the_suite_passes_in_a_used_home_and_leaves_it_untouched(
+    used_home: Path, tmp_path: Path
+) -> None:
+    missing = [p for p in SLICE if not (ROOT / p).is_file()]
+    assert not missing, missing
+    before = listing(used_home)
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider"]
+    argv += ["-n", "0", "--basetemp", str(tmp_path / "basetemp"), *SLICE]
+    done = subprocess.run(
+        argv, env=user_env(used_home), cwd=ROOT, capture_output=True, text=True, timeout=900
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert " passed" in done.stdout.splitlines()[-1]
+    assert listing(used_home) == before
+    assert not any(name.startswith(("XDG_", "HF_")) for name in user_env(used_home))
+    assert os.environ["HOME"] != str(used_home)  # this run's own home is elsewhere
