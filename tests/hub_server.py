@@ -94,6 +94,11 @@ class FakeHub:
         self.seen: list[tuple[str, str, str | None]] = []
         """Every request as it arrived: method, path and query, its Authorization."""
         self.delay_s = 0.0
+        self.gate = threading.Event()
+        """Open (set) the Hub answers; closed (`hold`) every request waits for `release`:
+        a test sees a read in flight as long as it needs to, whatever the machine's load."""
+        self.gate.set()
+        self.held_where = ""
         self.misbehaviours: list[Misbehaviour] = []
         self.stopped = threading.Event()
         self.listing = ListingOptions()
@@ -107,8 +112,18 @@ class FakeHub:
         self._thread.start()
         return self
 
+    def hold(self, where: str = "") -> None:
+        """Every request whose path contains `where` ("" = all) waits from now, answering
+        nothing, until `release` (or `stop`)."""
+        self.held_where = where
+        self.gate.clear()
+
+    def release(self) -> None:
+        self.gate.set()
+
     def stop(self) -> None:
         self.stopped.set()  # ends every stall and drip
+        self.gate.set()
         self._server.shutdown()
         self._server.server_close()
 
@@ -176,6 +191,8 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
 
         def _answer(self, body: bool) -> None:
             hub.seen.append((self.command, self.path, self.headers.get("Authorization")))
+            if hub.held_where in self.path:
+                hub.gate.wait()
             if hub.delay_s:
                 time.sleep(hub.delay_s)
             parts = urlsplit(self.path)

@@ -159,7 +159,7 @@ class VramscopeApp(App[None]):
 
     async def on_key_handled(self, message: KeyHandled) -> None:
         message.stop()
-        await self.key_order.handled()
+        await self.key_order.handled(message.number)
 
     async def _body_in(self) -> None:
         explorer = self.screen_stack[0] if self.screen_stack else None

@@ -12,6 +12,15 @@ handled. It knows that by a `KeyHandled` message posted to the same widget right
 behind the key: every queue is first in, first out, so the message reaches the app
 only after its key has been handled, wherever that was. A key typed alone, after the
 one before is done, goes at once.
+
+Only the answer for the key out lets the next go: each `KeyHandled` carries its key's
+number. Time never lets a key go while the one before can still answer (its widget is
+still in the app): on a loaded machine `s` of `dswp24GB` once sat in the slider's queue
+past a half-second limit, `w` and then `p` were let go behind it, `p` moved focus into
+a text box, and Textual runs no screen binding of a printable key under a text box:
+`s` and `w` were lost. A key whose widget went away is given up on at once; one whose
+widget stays but never answers, after `GIVE_UP_S` (a hang guard; Textual's queues do
+not drop a message of a widget that stays).
 """
 
 from __future__ import annotations
@@ -27,8 +36,11 @@ from textual.message_pump import MessagePump
 from textual.screen import Screen
 from textual.timer import Timer
 
-HOLD_LIMIT_S = 0.5
-"""The longest a key is held without progress, whatever happened to the one before."""
+CHECK_S = 0.5
+"""How often held keys look whether the key out can still answer (its widget there)."""
+
+GIVE_UP_S = 10.0
+"""The longest keys are held behind one whose widget stays but never answers."""
 
 SCREEN_POLL_S = 0.005
 """How often a held key looks whether the screen a key before it opened is in."""
@@ -36,6 +48,11 @@ SCREEN_POLL_S = 0.005
 
 class KeyHandled(Message):
     """The key handed out right before this message has been handled."""
+
+    def __init__(self, number: int) -> None:
+        super().__init__()
+        self.number = number
+        """Which key (`KeyOrder.taken` when it was handed out)."""
 
 
 class KeyOrder:
@@ -48,6 +65,15 @@ class KeyOrder:
         self._held: deque[events.Key] = deque()
         self._screen: Screen[Any] | None = None  # the screen the held keys were typed on
         self._limit: Timer | None = None
+        self._waited_s = 0.0  # held without progress, in CHECK_S steps
+        self.taken = 0
+        """Keys given to Textual so far (held ones once let go)."""
+
+    @property
+    def idle(self) -> bool:
+        """No key held and none out (or its widget gone): every key typed so far has
+        been handled."""
+        return not self._held and (self._out is None or not self._out.is_attached)
 
     def hold(self, event: events.Key) -> bool:
         """Hold `event` (True) while a key before it is still being handled."""
@@ -59,21 +85,38 @@ class KeyOrder:
             self._screen = self._app.screen
         self._held.append(event)
         if self._limit is None:
-            self._limit = self._app.set_timer(HOLD_LIMIT_S, self._give_up)
+            self._arm(0.0)
         return True
 
     def handed_out(self, target: MessagePump) -> None:
         """`target` was given a key: the next waits until its `KeyHandled` comes back."""
+        self.taken += 1
         self._out = target
-        target.post_message(KeyHandled())
+        target.post_message(KeyHandled(self.taken))
 
-    async def handled(self) -> None:
-        """The key handed out has been handled: let the held keys go, in order."""
+    async def handled(self, number: int) -> None:
+        """Key `number` has been handled: if it is the one out, let the held keys go, in
+        order (a late answer for a key given up on lets nothing go)."""
+        if number != self.taken:
+            return
         self._out = None
         await self._let_go()
 
-    async def _give_up(self) -> None:
+    def _arm(self, waited_s: float) -> None:
+        self._waited_s = waited_s
+        self._limit = self._app.set_timer(CHECK_S, self._check)
+
+    async def _check(self) -> None:
         self._limit = None
+        out = self._out
+        waited_s = self._waited_s + CHECK_S
+        screen = self._app.screen
+        coming = out.is_attached if out is not None else not screen.is_mounted
+        if coming and waited_s < GIVE_UP_S:
+            # Still on its way (a slow widget, a loaded machine), or a screen a key
+            # opened still mounting: only time has passed.
+            self._arm(waited_s)
+            return
         self._out = None  # what is still out is not coming back
         self._screen = self._app.screen  # nor is a screen that never mounted
         await self._let_go()
@@ -98,4 +141,4 @@ class KeyOrder:
             self._limit.stop()
             self._limit = None
         if self._held:
-            self._limit = self._app.set_timer(HOLD_LIMIT_S, self._give_up)
+            self._arm(0.0)

@@ -18,12 +18,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-GRACE_S = 2.0
+GRACE_S = 60.0
+"""How long a group may take to go once it should: a hang guard, polled (a group that
+ends at once is not waited on), not a window: a loaded machine took more than 2 s."""
 
 
 def left_after_grace(pid: int) -> list[int]:
     """`pid`'s processes still alive once none is left or GRACE_S has passed: polled,
-    so a group that ends at once is not waited on for the whole grace (2 s a test)."""
+    so a group that ends at once is not waited on for the whole grace."""
     deadline = time.monotonic() + GRACE_S
     while (left := descendants_of(pid)) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -115,21 +117,27 @@ def with_kill(parent: subprocess.Popen[str]) -> None:
     parent.wait(10)
 
 
-def test_the_watcher_kills_its_group_within_2_s_of_a_silent_parent_dying() -> None:
+def test_the_watcher_kills_its_group_once_a_silent_parent_dies() -> None:
     # A child that writes nothing (a long load, a quiet rank) gets no EPIPE to die of:
     # only the watcher ends it.
     parent = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     code = (
         "import sys, time; from hip_backend.parent_watch import watch_parent; "
-        "assert watch_parent(token=sys.argv[1]); time.sleep(120)"
+        "assert watch_parent(token=sys.argv[1]); print('watching', flush=True); time.sleep(120)"
     )
     from hip_backend.parent_watch import parent_token
 
     watched = subprocess.Popen(
-        [sys.executable, "-c", code, parent_token(parent.pid)], cwd=ROOT, start_new_session=True
+        [sys.executable, "-c", code, parent_token(parent.pid)],
+        cwd=ROOT,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
-        time.sleep(1.0)
+        assert watched.stdout is not None
+        assert watched.stdout.readline() == "watching\n"  # the watch is on: then the death
+        time.sleep(1.0)  # a watch that misfired would have killed it by now
         assert watched.poll() is None  # alive while its parent is
         parent.kill()
         parent.wait(10)

@@ -125,7 +125,7 @@ def test_a_stopped_run_leaves_no_process_of_the_command(signum: int, status: int
         time.sleep(0.05)  # the holder, the command and its child
     assert len(descendants_of(ran.pid)) == 3
     ran.send_signal(signum)
-    assert ran.wait(timeout=10) == status
+    assert ran.wait(timeout=60) == status
     assert left_after_grace(ran.pid) == []
 
 
@@ -137,7 +137,7 @@ def test_a_killed_run_takes_the_command_with_it() -> None:
     while len(descendants_of(ran.pid)) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
     ran.kill()  # no clean-up of its own: the holder's parent watch ends the group
-    ran.wait(timeout=10)
+    ran.wait(timeout=60)
     assert left_after_grace(ran.pid) == []
 
 

@@ -35,16 +35,29 @@ async def settle(pilot: Pilot[Any]) -> None:
 
 
 async def handled(pilot: Pilot[Any]) -> None:
-    """Let every posted key and what it caused be handled."""
-    for _ in range(4):
-        await pilot.pause()
+    """Wait until every key posted so far has been handled, then let what it caused paint.
+
+    An event, not a time: a call queued behind the keys tells when the app has seen them
+    all, and the app's key order (tui/key_order.py) when the last one has been handled.
+    Pausing until the app looked idle was a guess that a loaded machine broke: a process
+    off the CPU spends no CPU time and looks idle with keys still queued.
+    """
+    app = pilot.app
+    seen = asyncio.Event()
+    app.call_later(seen.set)
+
+    def done() -> bool:
+        return seen.is_set() and (not isinstance(app, VramscopeApp) or app.key_order.idle)
+
+    await wait_for(pilot, done, "the keys posted to be handled")
+    await pilot.pause()
 
 
 async def type_keys(pilot: Pilot[Any], text: str) -> None:
     """Send `text` as one burst (`burst`: a paste or a fast typist, no pause between keys,
-    `\r` Enter, `\x1b` Escape) and let it be handled. Pilot's `press` waits for the app
-    to idle after every key (40 ms or more each); tests/tui/test_trust.py shows bursts land
-    exactly as keys pressed one by one do."""
+    `\r` Enter, `\x1b` Escape) and wait until it has been handled. Pilot's `press` waits
+    for the app to idle after every key (40 ms or more each); tests/tui/test_trust.py shows
+    bursts land exactly as keys pressed one by one do."""
     burst(pilot.app, text)
     await handled(pilot)
 

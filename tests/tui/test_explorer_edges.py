@@ -4,16 +4,18 @@ chart's axis at 120x40; the summary's cut at 60x20."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 
 import pytest
+from textual import events
 from textual.binding import Binding
 from textual.widgets import Input, Label, OptionList, Static
 
 from core.backend import Backend
 from core.measurement.engine import Engine
 from core.parallel.sharding import ParallelKind
-from tests.factories import LLAMA, build_app, peak
+from tests.factories import LLAMA, build_app, burst, peak
 from tests.tui.helpers import handled, settle, type_keys, wait_for, widget_lines
 from tui.app import VramscopeApp, make_app
 from tui.model.scales import MIN_TOKENS
@@ -120,6 +122,37 @@ async def test_the_new_keys_set_devices_split_engine_and_reach_per_device() -> N
         # run first: the Per device row is there only once d has been handled, and the
         # app holds p until then (tui/key_order.py).
         await type_keys(pilot, "dswp24GB\x1b")
+        state = app.explorer.state
+        assert (state.devices, state.split, state.engine) == (2, ParallelKind.PIPELINE, Engine.MLX)
+        assert state.device_memory == "24GB"
+
+
+async def test_a_key_held_up_past_the_limit_loses_none_of_the_keys_typed_after_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # What a loaded machine did to `dswp24GB`: `s` sat in the slider's queue past the
+    # hold limit, so `w` was let go behind it; then the answer for `s` let `p` go too,
+    # `p` (a priority jump) put focus in the Per device box before `w` had bubbled up,
+    # and Textual does not run a screen's printable binding under a focused text box:
+    # `w` was lost. An answer now lets go only the key it follows (tui/key_order.py).
+    from tui.key_order import CHECK_S
+    from tui.widgets.stop_slider import StopSlider
+
+    real = StopSlider.on_key
+
+    async def slow_s(slider: StopSlider, event: events.Key) -> None:
+        if event.key == "s":
+            await asyncio.sleep(CHECK_S * 3)  # a process off the CPU, made sure of
+        real(slider, event)
+
+    monkeypatch.setattr(StopSlider, "on_key", slow_s)
+    app = build_app(preset="gfx1151")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        keys = "dswp24GB\x1b"
+        burst(app, keys)
+        order = app.key_order
+        await wait_for(pilot, lambda: order.taken == len(keys) and order.idle, "the keys")
         state = app.explorer.state
         assert (state.devices, state.split, state.engine) == (2, ParallelKind.PIPELINE, Engine.MLX)
         assert state.device_memory == "24GB"

@@ -76,7 +76,7 @@ async def test_a_typed_repo_id_is_read_from_the_hub_listed_as_hub_and_kept(
         await settle(pilot)
         models = app.screen.query_one(ModelList)
         assert not any(e.name == REPO for e in models.entries)
-        hub.delay_s = 0.4  # per request: long enough to see the read in flight
+        hub.hold()  # the read stays in flight until released
         await type_keys(pilot, "/" + REPO)
         assert rows(app)[0] == f"↓ read {REPO} from the Hub (Enter)"
         await type_keys(pilot, "\r")  # Enter reads, on a worker thread
@@ -87,6 +87,7 @@ async def test_a_typed_repo_id_is_read_from_the_hub_listed_as_hub_and_kept(
         assert rows(app)[0] == f"… reading {REPO} from the Hub"
         assert app.explorer.state.kv_int8  # the UI thread was free for the key
         await type_keys(pilot, "k")
+        hub.release()
         await wait_for(pilot, lambda: "Total estimate" in breakdown_bytes(app), "the estimate")
         await settle(pilot)
         listed = [e for e in models.entries if e.name == REPO]
@@ -95,7 +96,6 @@ async def test_a_typed_repo_id_is_read_from_the_hub_listed_as_hub_and_kept(
         assert any(r.rstrip().endswith("hub") for r in rows(app))
         assert hub_rows and hub_rows[0].startswith("● ")  # the model on screen
         total = breakdown_bytes(app)["Total estimate"]
-    hub.delay_s = 0.0
     assert total == inspect_total(capsys)
 
     # Restarted with the Hub off: listed and read from the store, no request made.

@@ -72,8 +72,12 @@ def test_a_fifo_or_a_folder_is_never_opened(tmp_path: Path) -> None:
 
 
 def test_a_missing_file_is_empty_and_silent(tmp_path: Path) -> None:
-    assert read_store(tmp_path / "none.json") == read_store(tmp_path / "none.json")
-    assert read_store(tmp_path / "none.json").warnings == ()
+    read = read_store(tmp_path / "none.json")
+    assert (read.calibrations, read.warnings, read.problem) == ((), (), None)
+    assert list(tmp_path.iterdir()) == []  # reading never makes the file or its folder
+    # A missing file in a missing folder too: `inspect --calibrated` before any calibrate.
+    assert read_store(tmp_path / "no-state" / "none.json") == read
+    assert not (tmp_path / "no-state").exists()
 
 
 OLD_STORE = {

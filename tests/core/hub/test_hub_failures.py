@@ -82,7 +82,7 @@ def test_a_hub_that_stalls_times_out(
     hub: FakeHub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     publish(hub, tmp_path, MLX_4BIT, "test-org/slow", "headers")
-    hub.delay_s = 3.0
+    hub.hold()  # answers nothing until the test ends
     line = fails(capsys, "test-org/slow", "--hub-timeout", "0.5")
     assert "unreachable (timed out after 0.5 s)" in line
 
