@@ -7,16 +7,22 @@ Footer), and the ratio of the medians is the figure that counts (the first frame
 prints each start's ratio to the bare start just before it: a steadier view on a
 machine whose speed drifts).
 
+The targets are what a person perceives:
+
 1. First frame: a fresh process on a pseudo-terminal (160x48), timed from just before
    it starts to the first bytes of its first frame; for vramscope also to the frame
-   that shows the estimate (the summary's verdict). Target: the estimate painted
-   within 1.5x the bare app's first frame.
+   that shows the estimate (the summary's verdict) and to the whole first screen (the
+   body, breakdown included). Target: the whole screen within 2.5x the bare app's
+   first frame.
 2. Key press: both apps already on screen (160x48, then 80x24), a key to each in
    turns; a key is written to the pty and timed to the last byte the app writes in
    answer (the output then stays quiet for QUIET_S). vramscope: the token slider's
    right/left, which moves the tokens and repaints the estimate and the chart. The
-   bare app: right/left update its one Static. Target: vramscope within 4x the bare
-   app.
+   bare app: right/left update its one Static. Targets: the median within one 60 Hz
+   frame (16.7 ms, on an idle machine) and within 4x the bare app's. The processor
+   time each app spent on the key (all its threads, /proc's schedstat) is printed
+   too: on a loaded machine the wall time is mostly waiting for a processor, the
+   processor time is not.
 
 Compiled bytecode is kept between runs (as an installed copy has it). The child
 reports whether torch was ever imported (it must not be).
@@ -49,8 +55,12 @@ QUIET_S = 0.15
 """Output silent this long after a key: the repaint is over."""
 SETTLE_S = 1.0
 """Silent this long after start-up: the background reads have been painted."""
-FIRST_FRAME_TARGET = 1.5
+WHOLE_SCREEN_TARGET = 2.5
+"""The whole first screen within this many times the bare app's first frame."""
 KEY_TARGET = 4.0
+"""A key's repaint within this many times the bare app's."""
+KEY_FRAME_S = 1 / 60
+"""A key's repaint within one 60 Hz frame (median, idle machine)."""
 SIZES = ((160, 48), (80, 24))
 
 VRAMSCOPE = """
@@ -168,6 +178,22 @@ def last_byte(fd: int, quiet: float, limit: float = 10.0) -> float | None:
     return last
 
 
+def cpu_ns(pid: int) -> int:
+    """Nanoseconds the process's threads have run on a processor (Linux schedstat)."""
+    total = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat", encoding="ascii") as fh:
+                total += int(fh.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that ended meanwhile
+    return total
+
+
 def stop(child: Child) -> str:
     """Quit the app; whether it imported torch."""
     try:
@@ -206,11 +232,15 @@ def first_frame(app: str, pycache: str) -> Start:
         return Start(at[0], at[1], at[2], torch)
 
 
-def key_presses(size: tuple[int, int], presses: int, pycache: str) -> dict[str, list[float]]:
+def key_presses(
+    size: tuple[int, int], presses: int, pycache: str
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     """Both apps on screen at once, a key to each in turns: seconds from each key written
-    to the last byte of the repaint it caused. Pressing in turns, not a session of one
-    app then one of the other, gives both the same moments of a host whose speed drifts."""
+    to the last byte of the repaint it caused, and the processor seconds the app spent
+    meanwhile (its quiet tail included). Pressing in turns, not a session of one app then
+    one of the other, gives both the same moments of a host whose speed drifts."""
     times: dict[str, list[float]] = {"bare": [], "vramscope": []}
+    cpu: dict[str, list[float]] = {"bare": [], "vramscope": []}
     with tempfile.TemporaryDirectory() as tmp:
         children: dict[str, Child] = {}
         try:
@@ -222,14 +252,16 @@ def key_presses(size: tuple[int, int], presses: int, pycache: str) -> dict[str, 
                 last_byte(child.master, SETTLE_S, 30)
             for i in range(presses):
                 for app, child in children.items():
+                    before = cpu_ns(child.proc.pid)
                     sent = time.perf_counter()
                     os.write(child.master, KEYS[i % 2])
                     end = last_byte(child.master, QUIET_S)
                     times[app].append(float("nan") if end is None else end - sent)
+                    cpu[app].append((cpu_ns(child.proc.pid) - before) / 1e9)
         finally:
             for child in children.values():
                 stop(child)
-    return times
+    return times, cpu
 
 
 def ms(seconds: float) -> str:
@@ -250,8 +282,8 @@ def bench_first_frame(runs: int, pycache: str) -> None:
     print(f"  bare Textual app (Static + Footer)     {ms(bare)}  [{ms(best_bare)}]")
     for label, times, target in (
         ("first frame", [r.first for r in ours], None),
-        ("estimate painted", [r.ready for r in ours], FIRST_FRAME_TARGET),
-        ("whole screen painted", [r.whole for r in ours], None),
+        ("estimate painted", [r.ready for r in ours], None),
+        ("whole screen painted", [r.whole for r in ours], WHOLE_SCREEN_TARGET),
     ):
         median = statistics.median(times)
         line = f"  vramscope explore: {label:<20} {ms(median)}  [{ms(min(times))}]   "
@@ -275,9 +307,12 @@ def bench_first_frame(runs: int, pycache: str) -> None:
 def bench_keys(presses: int, rounds: int, pycache: str) -> None:
     for size in SIZES:
         samples: dict[str, list[float]] = {"bare": [], "vramscope": []}
+        spent: dict[str, list[float]] = {"bare": [], "vramscope": []}
         for _ in range(rounds):
-            for app, times in key_presses(size, presses, pycache).items():
-                samples[app].extend(times)
+            times, cpu = key_presses(size, presses, pycache)
+            for app in samples:
+                samples[app].extend(times[app])
+                spent[app].extend(cpu[app])
         pairs = sorted(
             ours / bare
             for ours, bare in zip(samples["vramscope"], samples["bare"], strict=True)
@@ -287,7 +322,6 @@ def bench_keys(presses: int, rounds: int, pycache: str) -> None:
             samples[app] = [t for t in samples[app] if t == t]
         bare = statistics.median(samples["bare"])
         ours = statistics.median(samples["vramscope"])
-        verdict = "OK" if ours / bare <= KEY_TARGET else "OVER TARGET"
         n = len(samples["vramscope"])
         print(
             f"\nkey to the last byte of its repaint, {size[0]}x{size[1]} on a pty, "
@@ -301,13 +335,19 @@ def bench_keys(presses: int, rounds: int, pycache: str) -> None:
             values = samples[app]
             print(
                 f"  {label:24} median {ms(statistics.median(values))}   "
-                f"p90 {ms(statistics.quantiles(values, n=10)[-1])}"
+                f"p90 {ms(statistics.quantiles(values, n=10)[-1])}   "
+                f"processor {ms(statistics.median(spent[app]))}"
             )
+        frame = "OK" if ours <= KEY_FRAME_S else "OVER (on an idle machine it must be)"
+        print(f"  vramscope median {ms(ours)}   target <= {ms(KEY_FRAME_S)}   {frame}")
+        verdict = "OK" if ours / bare <= KEY_TARGET else "OVER TARGET"
         print(f"  ratio {ours / bare:.2f}x   target <= {KEY_TARGET}x   {verdict}")
         print(
             f"    each key over the bare key just before it: median "
             f"{statistics.median(pairs):.2f}x, {pairs[0]:.2f}-{pairs[-1]:.2f}x"
         )
+        cpu_ratio = statistics.median(spent["vramscope"]) / statistics.median(spent["bare"])
+        print(f"    processor time per key over the bare app's: {cpu_ratio:.2f}x")
 
 
 def main() -> int:

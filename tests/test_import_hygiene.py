@@ -61,6 +61,22 @@ def test_importing_tui_and_the_cli_does_not_pull_torch() -> None:
     assert "textual" not in loaded  # `vramscope inspect` never pays for the UI
 
 
+def test_inspect_of_a_local_model_imports_no_hub_reader_nor_measurement() -> None:
+    """`vramscope inspect` of a built-in profile (as of a folder or the HF cache) never
+    reads the Hub nor measures: the Hub reader (huggingface_hub's settings, the store,
+    the fetches, logging) and the measurement's types are imported only when used
+    (the Hub read's options are in `core.hub.options`)."""
+    loaded = modules_after(
+        "import io, contextlib; from tui.cli import main; "
+        "out = contextlib.redirect_stdout(io.StringIO()); out.__enter__(); "
+        "code = main(['inspect', 'mlx-community/Meta-Llama-3.1-8B-Instruct-4bit', "
+        "'--preset', 'gfx1151']); out.__exit__(None, None, None); assert code == 0"
+    )
+    assert "core.estimate.report" in loaded  # the banner was printed
+    later = ("core.hub.remote", "core.hub.store", "core.hub.fetch", "core.measurement.result")
+    assert sorted(m for m in loaded if m.startswith(later)) == []
+
+
 def test_the_explorers_start_up_leaves_the_catalog_to_its_reads() -> None:
     """What `vramscope explore` imports before its first frame: the catalog (folders, the
     HF cache, profiles, the disk cache), the reports and the history screen come later."""

@@ -14,7 +14,6 @@ from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from rich.console import RenderableType
 from textual import events
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
@@ -66,7 +65,6 @@ class VramscopeApp(App[None]):
         # first frame can show the estimate (`tui.controllers.first_reads`).
         self.first_reads = FirstReads(deps, self.initial.model, self.initial.backend)
         self.measured = measured
-        self._first_frame_out = False
         self.key_order = KeyOrder(self, self._take_key)
 
     def get_driver_class(self) -> type[Driver]:
@@ -112,19 +110,17 @@ class VramscopeApp(App[None]):
         # A task that ran out of memory: one line and exit 2, not a traceback and a hang.
         loop.set_exception_handler(loop_exception_handler)
 
-    def _display(self, screen: Screen[Any], renderable: RenderableType | None) -> None:
-        # Textual writes every frame here. The first one written (the explorer's top
-        # lines) lets the explorer mount its body, then start the reads held back so
-        # that they never delay that frame (`Loader.read_all`).
-        super()._display(screen, renderable)
-        if renderable is not None and not self._first_frame_out:
-            self._first_frame_out = True
-            explorer = self.screen_stack[0] if self.screen_stack else None
-            if isinstance(explorer, ExplorerScreen):
-                # at once: a queued call would wait for more frames
-                explorer.call_next(self._after_first_frame, explorer)
-            else:
-                gc.enable()
+    def on_ready(self) -> None:
+        # Textual posts Ready once its first frame is on screen (Screen's first layout
+        # writes it, then posts this). That frame (the explorer's top lines) lets the
+        # explorer mount its body, then start the reads held back so that they never
+        # delay it (`Loader.read_all`).
+        explorer = self.screen_stack[0] if self.screen_stack else None
+        if isinstance(explorer, ExplorerScreen):
+            # at once: a queued call would wait for more frames
+            explorer.call_next(self._after_first_frame, explorer)
+        else:
+            gc.enable()
 
     async def _after_first_frame(self, explorer: ExplorerScreen) -> None:
         try:

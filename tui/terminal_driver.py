@@ -26,16 +26,22 @@ screen is half built to shut down.
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import os
 import select
 import signal
+import sys
 import termios
 import threading
 from contextlib import suppress
 from types import FrameType
+from typing import TYPE_CHECKING, Any
 
 from textual.drivers.linux_driver import LinuxDriver
+
+if TYPE_CHECKING:
+    from textual.app import App
 
 from tui.process_exit import STOP_SIGNALS, children, end_now
 
@@ -61,6 +67,22 @@ class TerminalDriver(LinuxDriver):
     """Textual's Linux driver, which exits the app on SIGTERM, SIGHUP or a hang-up."""
 
     _restored = False
+
+    def __init__(
+        self,
+        app: App[Any],
+        *,
+        debug: bool = False,
+        mouse: bool = True,
+        size: tuple[int, int] | None = None,
+    ) -> None:
+        super().__init__(app, debug=debug, mouse=mouse, size=size)
+        # Kept from the constructor's arguments, not read from the driver's private
+        # members: the app to stop, its loop (the constructor runs on it) and the
+        # terminal Textual's Linux driver writes to (stderr, as it opens it).
+        self.stopping_app = app
+        self.app_loop = asyncio.get_running_loop()
+        self.terminal = sys.__stderr__
 
     def start_application_mode(self) -> None:
         # Python-level handlers run at once in the main thread, even while the event
@@ -96,14 +118,14 @@ class TerminalDriver(LinuxDriver):
         with suppress(OSError, termios.error, ValueError):
             if self.attrs_before is not None:
                 termios.tcsetattr(self.fileno, termios.TCSANOW, self.attrs_before)
-            if self._file is not None:  # where Textual writes (stderr: the terminal)
-                os.write(self._file.fileno(), RESTORE)
+            if self.terminal is not None:  # where Textual writes (stderr: the terminal)
+                os.write(self.terminal.fileno(), RESTORE)
         drained = self._restore_behind_queued()
         if not self._ready_to_exit():
             drained.wait(EXIT_GRACE_S)
             end_now(code)
         with suppress(RuntimeError):  # the loop closed meanwhile: the app is gone
-            self._loop.call_soon_threadsafe(self._app.exit, None, code)
+            self.app_loop.call_soon_threadsafe(self.stopping_app.exit, None, code)
         deadline = threading.Timer(EXIT_GRACE_S, end_now, (code,))
         deadline.daemon = True
         deadline.start()
@@ -129,7 +151,7 @@ class TerminalDriver(LinuxDriver):
 
     def _ready_to_exit(self) -> bool:
         """Whether the app can be asked to exit (the explorer: its body is in)."""
-        ready = getattr(self._app, "ready_to_exit", None)
+        ready = getattr(self.stopping_app, "ready_to_exit", None)
         return bool(ready()) if callable(ready) else True
 
     def _watch_hangup(self) -> None:

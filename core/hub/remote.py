@@ -22,15 +22,16 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 from urllib.parse import quote
 
 from core.display_text import clean_text
 from core.errors import HeaderError, HubError, HubNotFoundError, ModelError, UsageError
-from core.hub import DEFAULT_TIMEOUT_S, store
+from core.hub import store
 from core.hub.fetch import Deadline, HubTimeout, get_capped, map_bounded, run_bounded
+from core.hub.options import HubOptions
 from core.hub.session import hub_offline_reason, online, unreachable
 from core.hub.settings import DEFAULT_ENDPOINT, check_settings, hub_endpoint
 from core.model.config import CONFIG_FILE, CONFIG_SIZE_CAP, decode_json
@@ -56,19 +57,7 @@ HUB_HEADERS_TOTAL_CAP = 256 * 1024 * 1024
 INFO_CAP = 32 * 1024 * 1024
 """The model info (the file list of a repo with tens of thousands of files fits)."""
 
-Progress = Callable[[str], None]
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class HubOptions:
-    """How a Hub read may go: revision, offline switch, timeout, progress lines."""
-
-    revision: str | None = None
-    offline: bool = False
-    """`--offline`: answer from the store only (HF_HUB_OFFLINE=1 does the same)."""
-    timeout_s: float = DEFAULT_TIMEOUT_S
-    progress: Progress | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,11 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from textual.app import App
 from textual.geometry import Region
 from textual.pilot import Pilot
 from textual.widget import Widget
+from textual.widgets import Footer
 
 from tests.factories import (
     GFX1151_LIMIT,
@@ -96,6 +98,23 @@ def widget_lines(widget: Widget) -> list[str]:
     return [strip.text.rstrip() for strip in widget.render_lines(region)]
 
 
+def footer_line(app: App[Any]) -> str:
+    """The screen's footer as painted: each key at its column (Textual's public API has
+    no screen text; each widget's own lines are `render_lines`)."""
+    footer = app.screen.query_one(Footer)
+    left, width = footer.region.x, footer.region.width
+    cells = [" "] * width
+    for widget in footer.query("*"):
+        region = widget.region
+        if widget.children or not region.width or region.y != footer.region.y:
+            continue
+        strip = widget.render_lines(Region(0, 0, region.width, 1))[0]
+        for i, ch in enumerate(strip.text[: region.width]):
+            if 0 <= region.x - left + i < width:
+                cells[region.x - left + i] = ch
+    return "".join(cells)
+
+
 _ROW = re.compile(
     r"^(?P<label>[A-Za-z][A-Za-z -]*?)\s{2,}(?P<size>[\d.]+ (?:GiB|MiB|KiB|B))"
     r"\s+(?P<bytes>\d[\d,]*)\b"
@@ -128,6 +147,7 @@ __all__ = [
     "build_app",
     "burst",
     "fixed_deps",
+    "footer_line",
     "settle",
     "settle_then",
     "wait_for",

@@ -16,7 +16,7 @@ from core.backend import Backend
 from core.measurement.engine import Engine
 from core.parallel.sharding import ParallelKind
 from tests.factories import LLAMA, build_app, burst, peak
-from tests.tui.helpers import handled, settle, type_keys, wait_for, widget_lines
+from tests.tui.helpers import footer_line, handled, settle, type_keys, wait_for, widget_lines
 from tui.app import VramscopeApp, make_app
 from tui.model.scales import MIN_TOKENS
 from tui.model.state import LaunchOptions
@@ -37,11 +37,6 @@ def control_labels(app: VramscopeApp) -> list[str]:
     controls = app.screen.query_one(Controls)
     labels = [str(label.render()).strip() for label in controls.query(Label)]
     return [*(label for label in labels if label), "TP/PP"]
-
-
-def screen_lines(app: VramscopeApp) -> list[str]:
-    """The whole screen as painted, one string per row (the compositor's own strips)."""
-    return [strip.text for strip in app.screen._compositor.render_strips()]
 
 
 def help_rows(app: VramscopeApp) -> list[str]:
@@ -162,13 +157,13 @@ async def test_the_footer_keeps_whole_keys_and_lists_the_new_ones_where_they_fit
     app = build_app(preset="gfx1151")
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
-        wide = screen_lines(app)[-1]
+        wide = footer_line(app)
         for key in ("q Quit", "? Help", "d Devices", "s TP/PP", "w Measure with", "H History"):
             assert key in wide
         await pilot.resize_terminal(60, 20)
         await settle(pilot)
         await handled(pilot)
-        narrow = screen_lines(app)[-1]
+        narrow = footer_line(app)
         assert narrow.startswith("q Quit ? Help")
         assert narrow.rstrip().endswith("^p palette")  # nothing after it, no key cut short
         keys = narrow.split("▏")[0].rstrip()

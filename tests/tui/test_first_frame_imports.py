@@ -22,23 +22,25 @@ from tui.commands.registry import COMMANDS
 ROOT = Path(__file__).resolve().parents[2]
 
 # `vramscope explore` through the real `main` on a pseudo-terminal (it refuses to open
-# without one), with the app run headless; the modules are written at its first frame.
+# without one), with the app run headless; the modules are written when Textual says
+# its first frame is out (`Ready`, which the explorer's body waits for).
 CHILD = """
 import asyncio, json, sys
 from tui.app import VramscopeApp
 out = sys.argv[1]
 seen = {}
-display = VramscopeApp._display
+ready = VramscopeApp.on_ready
 
 def on_screen(screen):
     return sorted({type(w).__name__ for w in screen.walk_children()})
 
-def first(self, screen, renderable):
-    if renderable is not None and not seen:
+def first(self):
+    if not seen:
+        screen = self.screen
         seen["modules"] = sorted(sys.modules)
         seen["widgets"] = on_screen(screen)
         seen["summary"] = screen.query_one("#summary").text
-    display(self, screen, renderable)
+    ready(self)
 
 async def headless(app):
     async with app.run_test(size=(160, 48)) as pilot:
@@ -48,7 +50,7 @@ async def headless(app):
     with open(out, "w") as f:
         json.dump(seen, f)
 
-VramscopeApp._display = first
+VramscopeApp.on_ready = first
 VramscopeApp.run = lambda self, **kw: asyncio.run(headless(self))
 from tui.cli import main
 sys.exit(main(["explore", "--preset", "gfx1151"]))

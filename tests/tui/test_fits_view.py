@@ -25,6 +25,7 @@ from tests.tui.helpers import (
     breakdown_text,
     build_app,
     fixed_deps,
+    footer_line,
     settle,
     type_keys,
     wait_for,
@@ -266,7 +267,7 @@ async def test_a_smaller_terminal_shows_the_answer_columns_whole_and_every_foote
                 assert cells[columns.index(name)] == row[index[name]]
             model = cells[0]  # whole, or its start and an ellipsis
             assert model == row[0] or (model.endswith("…") and row[0].startswith(model[:-1]))
-        footer = [strip.text for strip in app.screen._compositor.render_strips()][-1]
+        footer = footer_line(app)
         assert footer.rstrip().endswith("^p palette")
         for key in ("esc Back", "/ Filter", "s Sort", "S Reverse", "q Quit", "? Help"):
             assert key in footer

@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 from textual import events
 from textual.widgets import Footer, Input
-from textual.widgets._footer import FooterKey
 
 from core.catalog.profiles import load_profile
 from core.catalog.resolve import Catalog, CatalogEntry
@@ -220,8 +219,8 @@ async def test_at_60x20_the_answer_and_quit_and_help_stay_in_view() -> None:
         footer = app.screen.query_one(Footer)
         assert footer.region.bottom == 20
         in_view = {
-            key.description
-            for key in footer.query(FooterKey)
+            key.description  # type: ignore[attr-defined]
+            for key in footer.query("FooterKey")
             if key.region.width and key.region.right <= 60
         }
         assert {"Quit", "Help"} <= in_view

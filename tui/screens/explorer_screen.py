@@ -66,7 +66,6 @@ from tui.model.state import (
 from tui.model.views import build_views, screen_words
 from tui.out_of_memory import exit_out_of_memory, is_out_of_memory
 from tui.screens.focus_keys import CYCLE_BINDINGS, FILTER, JUMP_BINDINGS, FocusKeys
-from tui.screens.front_paint import front_paint_compositor
 from tui.widgets.key_footer import KeyFooter
 from tui.widgets.status_line import StatusLine, SummaryLine
 
@@ -150,7 +149,6 @@ class ExplorerScreen(FocusKeys):
         first_reads: FirstReads | None = None,
     ) -> None:
         super().__init__()
-        self._compositor = front_paint_compositor()  # a key repaints what changed, not all
         self.set_reactive(ExplorerScreen.state, state)
         self.deps, self.machine = deps, machine
         self.loader = Loader(self, deps, machine.backend, first_reads)

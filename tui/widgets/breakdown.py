@@ -22,7 +22,7 @@ from textual.widget import Widget
 from core.units import format_bytes_short
 from tui.model.rows import TERM_KEYS, BreakdownRow, EstimateView
 from tui.render.bars import bar, stacked_bar
-from tui.widgets.repaint import KeptStyles, force_relayout
+from tui.widgets.repaint import KeptStyles
 
 Block = tuple[Hashable | None, Callable[[], Text]]
 """Lines of the table: what their words depend on (None: made anew), and their maker."""
@@ -117,7 +117,7 @@ class Breakdown(Widget):
         before, self._cache = self._cache, None
         width = self.size.width
         if relayout:
-            force_relayout(self)
+            self.refresh(layout=True)
         elif before is None or before[0] != width:
             self.refresh()
         else:

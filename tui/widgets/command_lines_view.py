@@ -7,7 +7,7 @@ from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.widget import Widget
 
-from tui.widgets.repaint import KeptStyles, force_relayout
+from tui.widgets.repaint import KeptStyles
 
 LONG_WORD = 40
 """Folder paths longer than this are shown shortened; copying gives them whole."""
@@ -59,7 +59,7 @@ class CommandLinesView(Widget):
             return
         lines = self._lines(width)
         if len(lines) != len(before):
-            force_relayout(self)
+            self.refresh(layout=True)
             return
         changed = [y for y, (old, new) in enumerate(zip(before, lines, strict=True)) if old != new]
         if changed:

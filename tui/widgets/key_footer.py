@@ -8,17 +8,27 @@ keys that fit whole (Quit and Help come first, so they always do) and leaves the
 
 from __future__ import annotations
 
+from typing import Protocol, runtime_checkable
+
 from textual import events
 from textual.app import ComposeResult
 from textual.widgets import Footer
-from textual.widgets._footer import FooterKey
 
 PALETTE_ROOM = 14
 """Columns the docked `▏^p palette` key takes, with its padding."""
 COMPACT_BELOW = 120
 
 
-def key_width(key: FooterKey, compact: bool) -> int:
+@runtime_checkable
+class FooterKeyLike(Protocol):
+    """What the footer measures a key by: Textual's footer keys carry both (its class
+    lives in a private module, `textual.widgets._footer`, so it is not imported)."""
+
+    key_display: str
+    description: str
+
+
+def key_width(key: FooterKeyLike, compact: bool) -> int:
     """Columns one key takes: `q Quit ` compact, ` q Quit ` with the spacing."""
     if compact:
         return len(key.key_display) + 1 + len(key.description) + 1
@@ -40,7 +50,7 @@ class KeyFooter(Footer):
         width = self.size.width
         room = width - PALETTE_ROOM
         for widget in super().compose():
-            if isinstance(widget, FooterKey) and not widget.has_class("-command-palette"):
+            if isinstance(widget, FooterKeyLike) and not widget.has_class("-command-palette"):
                 room -= key_width(widget, self.compact)
                 if width and room < 0:
                     continue  # from here on the keys are in `?` and the palette only

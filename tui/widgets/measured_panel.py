@@ -24,7 +24,6 @@ from tui.render.measure_text import (
     rows_table,
     running_rows,
 )
-from tui.widgets.repaint import force_relayout
 
 CANCEL_HINT = "m or Esc cancels"
 
@@ -148,5 +147,5 @@ class MeasuredPanel(Vertical):
         self.set_class(kind == "running", "-running")
         self._note.display = kind == "running"
         self._text.update(body)
-        force_relayout(self._text)
-        force_relayout(self)
+        self._text.refresh(layout=True)
+        self.refresh(layout=True)

@@ -1,6 +1,5 @@
-"""What repainting a widget costs less with: re-measuring an auto-height widget whose
-content changed height, styles kept between frames, and a one-line widget drawn
-through the line API (`OneLine`).
+"""What repainting a widget costs less with: styles kept between frames, and a one-line
+widget drawn through the line API (`OneLine`).
 
 A Static (or a widget's `render`) is converted from Rich text to Textual's content
 on every repaint: 0.5-1 ms a line, and a token key repaints the summary and a
@@ -13,18 +12,6 @@ from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 from textual.widget import Widget
-
-
-def force_relayout(widget: Widget) -> None:
-    """`refresh(layout=True)` that always re-measures the widget's height.
-
-    Textual caches a widget's box under a counter that `refresh(layout=True)` bumps
-    only when no layout is pending; a second change of height before the first is
-    processed would keep the first height (seen as a one-line breakdown). Clearing
-    the pending flag first makes every call bump the counter.
-    """
-    widget._layout_required = False
-    widget.refresh(layout=True)
 
 
 class KeptStyles:

@@ -126,7 +126,7 @@ class SliderField(Widget):
         self.value = value
         self.spec = spec
         self.page = page
-        self._tooltip = tooltip
+        self.tooltip = tooltip  # Textual's, for the whole field; the slider gets it too
         self._hint: tuple[str, tuple[str, ...]] = ("", ())
         self._shown_hint: tuple[str, tuple[str, ...]] | None = None
         self.before: float | None = None
@@ -143,8 +143,8 @@ class SliderField(Widget):
 
     def on_mount(self) -> None:
         self.slider.box_hook = self
-        if self._tooltip:
-            self.query_one(StopSlider).tooltip = self._tooltip
+        if self.tooltip:
+            self.query_one(StopSlider).tooltip = self.tooltip
 
     # Found once: the screen shows every field's value on every key, and a query walks.
     @cached_property

@@ -31,7 +31,7 @@ from tui.model.presets import preset_keys
 from tui.model.state import DEFAULT_MODEL
 
 if TYPE_CHECKING:
-    from core.hub.remote import HubOptions
+    from core.hub.options import HubOptions
 
 # Durations above a week are refused: timers cannot take inf, nan or 1e308 seconds.
 MAX_DURATION_S = 7 * 24 * 3600
@@ -350,7 +350,7 @@ def add_hub_flags(p: argparse.ArgumentParser) -> None:
 
 def hub_options(args: argparse.Namespace) -> HubOptions:
     """The Hub flags as options, with progress lines on stderr."""
-    from core.hub.remote import HubOptions
+    from core.hub.options import HubOptions
 
     def progress(line: str) -> None:
         print(f"vramscope: {clean_text(line)}", file=sys.stderr, flush=True)

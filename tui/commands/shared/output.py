@@ -8,11 +8,14 @@ import stat
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.atomic_write import atomic_write
 from core.display_text import clean_text
 from core.errors import UsageError
-from core.measurement.result import MeasurementFailure
+
+if TYPE_CHECKING:  # the measurement's types: `inspect` and `fit` never import them
+    from core.measurement.result import MeasurementFailure
 
 EXIT_FAILED = 1
 """The exit status of a `--check` verdict that failed (the estimate does not fit or
