@@ -106,6 +106,15 @@ def test_the_command_lines_on_the_terminal_follow_each_token_change() -> None:
     # show every line new, none left from before.
     with tmux_vramscope((160, 48), *ARGS) as app:
         started(app)
+        # The command lines are in the body, painted after the first frame: wait for
+        # them (a screen still for 0.3 s under load was the first frame alone).
+        app.wait_for(
+            lambda s: (
+                "Same estimate on the command line" in s
+                and commands_box(s).count("--max-tokens 8192") == 2
+            ),
+            "both command lines at 8192 tokens",
+        )
         assert "8192" in commands_box(app.settle())
         for typed, tokens in (("t32k\r", "32768"), ("t4096\r", "4096"), ("t1m\r", "1048576")):
             app.burst(typed)
