@@ -153,9 +153,9 @@ class VramscopeApp(App[None]):
         await super().on_event(event)
         self.key_order.handed_out(target)
 
-    async def on_key_handled(self, message: KeyHandled) -> None:
+    def on_key_handled(self, message: KeyHandled) -> None:
         message.stop()
-        await self.key_order.handled(message.number)
+        self.key_order.handled(message.number)
 
     async def _body_in(self) -> None:
         explorer = self.screen_stack[0] if self.screen_stack else None

@@ -94,13 +94,17 @@ class KeyOrder:
         self._out = target
         target.post_message(KeyHandled(self.taken))
 
-    async def handled(self, number: int) -> None:
+    def handled(self, number: int) -> None:
         """Key `number` has been handled: if it is the one out, let the held keys go, in
         order (a late answer for a key given up on lets nothing go)."""
         if number != self.taken:
             return
         self._out = None
-        await self._let_go()
+        # From the end of the app's queue: what the key's action asked of the app is
+        # queued there (a focus: `/` in the Fits view focuses its filter), and the next
+        # key must find it done. Taken at once, under load `q` of `f/qwen` reached the
+        # table before the filter had focus, and quit.
+        self._app.call_later(self._let_go)
 
     def _arm(self, waited_s: float) -> None:
         self._waited_s = waited_s
@@ -118,7 +122,11 @@ class KeyOrder:
             self._arm(waited_s)
             return
         self._out = None  # what is still out is not coming back
-        self._screen = self._app.screen  # nor is a screen that never mounted
+        if waited_s >= GIVE_UP_S:
+            self._screen = screen  # nor is a screen that never mounted
+        # Else a screen a key opened is in: `_let_go` goes on from the end of the queue
+        # its mount used (taking a key here, under load, ran `/` of `f/qwen` before the
+        # Fits view focused its table, and `q` on the table quit).
         await self._let_go()
 
     async def _let_go(self) -> None:

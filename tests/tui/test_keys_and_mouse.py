@@ -354,9 +354,9 @@ async def test_a_held_key_goes_even_if_the_one_before_never_says_it_was_handled(
     real = VramscopeApp.on_key_handled
     lost: list[int] = []
 
-    async def lose_the_first(app: VramscopeApp, message: KeyHandled) -> None:
+    def lose_the_first(app: VramscopeApp, message: KeyHandled) -> None:
         if lost:
-            await real(app, message)
+            real(app, message)
         else:
             message.stop()
             lost.append(message.number)
