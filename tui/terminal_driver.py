@@ -133,17 +133,18 @@ class TerminalDriver(LinuxDriver):
     def _restore_behind_queued(self) -> threading.Event:
         """RESTORE again behind what Textual's writer thread still holds (its queue may
         hold the switch to the alternate screen, or a frame, that the direct write
-        overtook), then that thread stopped; the event is set once it has written all."""
+        overtook), then that thread stopped; the event is set once it has written all.
+        Through the driver's public `write` (Textual's, which queues on that thread;
+        this driver's own drops writes once restored) and `close` (which stops it once
+        all it holds is written); before application mode there is no thread, and the
+        event is set at once."""
         drained = threading.Event()
-        writer = self._writer_thread
-        if writer is None or not writer.is_alive():
-            drained.set()
-            return drained
+        queue_write, close = super().write, super().close
 
         def finish() -> None:
-            with suppress(Exception):  # the terminal may be gone
-                writer.write(RESTORE.decode("ascii"))
-                writer.stop()  # writes what is queued, then ends
+            with suppress(Exception):  # the terminal may be gone, or nothing was started
+                queue_write(RESTORE.decode("ascii"))
+                close()  # writes what is queued, then ends the writer thread
             drained.set()
 
         threading.Thread(target=finish, name="restore behind queued", daemon=True).start()
