@@ -54,6 +54,10 @@ class Family:
     moe: bool = False
     int8_problem: str = ""
     """Why mlx-lm's `kv_bits` fails for this family (empty: it works)."""
+    score_extra_copies: int = 0
+    """Copies of the attention scores beyond one at every layer (attention sinks)."""
+    window_score_copies: int = 0
+    """Further copies at the sliding layers (their array mask: a masked copy)."""
 
 
 _GEMMA3_TEXT = {
@@ -123,6 +127,9 @@ FAMILIES: dict[str, Family] = {
         },
         moe=True,
         int8_problem="its attention sinks are not supported by the quantized SDPA",
+        # The sinks' logits joined to the scores, and the sliding layers' array mask.
+        score_extra_copies=1,
+        window_score_copies=1,
     ),
     "qwen3_next": Family(
         "qwen3_next",

@@ -485,13 +485,24 @@ class _Reader:
         k = top_k.value if top_k is not None and self.family.moe else 0
         width = (moe_inter.value * k) if (k and moe_inter) else (inter.value if inter else 0)
         dtype = next((c.dtype_bytes for c in caches if c.kind is not CacheKind.ARRAYS), 2)
+        attention = [c for c in caches if c.kind is not CacheKind.ARRAYS]
+        n_heads = heads.value if heads else 0
+        # The queries are as wide as a key head times the heads (MLA: nope + rope, or
+        # the latent the queries are absorbed into).
+        head = max((c.k_dim for c in attention), default=0)
         return TransientDims(
-            heads=heads.value if heads else 0,
+            heads=n_heads,
             hidden=hidden.value if hidden else 0,
             intermediate=width,
             vocab=vocab.value if vocab else 0,
             dtype_bytes=dtype,
             moe_top_k=k,
+            query_width=n_heads * head,
+            score_extra_copies=self.family.score_extra_copies,
+            window_score_copies=self.family.window_score_copies,
+            recurrent_state=max(
+                (c.state_bytes for c in caches if c.kind is CacheKind.ARRAYS), default=0
+            ),
         )
 
 

@@ -14,6 +14,14 @@ gemma3, phi3), on this CPU with mlx 0.32.4
 `heads x 2 + 1` bytes, per chunk token 2 copies of the MLP's width and 30 of the
 hidden size, the least that covers every one of those peaks. Every fitted term says
 so; the MoE routing copies are not fitted yet and say that.
+
+Held against MLX peaks of 11 families taken through the mlx engine
+(docs/benchmark_results/load-peaks-cpu-2026-12-07.md), three rules go past the hidden
+size, each from the module's code and a measured shape: queries wider than the hidden
+size (qwen3, gemma: heads x head size) add 6 copies of the excess a token; gpt-oss's
+attention sinks and its sliding layers' array masks add a copy of the scores each; and
+a linear-attention layer (qwen3_next), whose recurrence MLX runs op by op wherever
+Metal is absent, holds up to one state a chunk token.
 """
 
 from __future__ import annotations
@@ -33,6 +41,11 @@ HIDDEN_COPIES = 30
 shapes (19.4 copies); gemma2, gemma3 and phi3 hold up to 8.9 copies more (their extra
 norms, softcapping and fused projections), and 30 is the least whole number that
 covers every measured peak."""
+QUERY_COPIES = 6
+"""Copies of the queries' width past the hidden size one chunk token holds (the 30
+above were measured where heads x head size = hidden): the projection, rope, attention
+output and its transpose (measured 5.5 on a llama with the head size doubled, bf16,
+P 448)."""
 LOGIT_BYTES = 4 + 4
 """The last position's logits in float32 and `logsumexp`'s log-probabilities."""
 MLP_COPIES = 2
@@ -53,6 +66,17 @@ class TransientDims:
     dtype_bytes: int
     moe_top_k: int = 0
     """Experts per token (0: dense), for the routing copies of the chunk's tokens."""
+    query_width: int = 0
+    """Heads x head size of the queries (0: the hidden size)."""
+    score_extra_copies: int = 0
+    """Copies of the scores the family's attention holds beyond one at every layer
+    (attention sinks)."""
+    window_score_copies: int = 0
+    """Further copies at the sliding layers, whose mask is an array (mlx-lm builds one
+    where the window is shorter than the keys; a full layer's is `"causal"`)."""
+    recurrent_state: int = 0
+    """Bytes of one linear-attention layer's state (0: none): MLX's ops path of the
+    recurrence (every backend without Metal) holds up to one per chunk token."""
 
 
 def _largest_chunk(schedule: Schedule) -> int:
@@ -86,20 +110,47 @@ def prefill_terms(
     if schedule.tokens == 0:
         return ()
     chunk = _largest_chunk(schedule)
-    pairs = max((widest_scores(schedule, w) for w in windows), default=0)
-    scores = batch * pairs * (dims.heads * SCORE_COPIES * dims.dtype_bytes + 1)
-    mlp = batch * chunk * (dims.intermediate * MLP_COPIES + dims.hidden * HIDDEN_COPIES)
-    mlp *= dims.dtype_bytes
+
+    def copies_at(window: int | None) -> int:
+        extra = dims.window_score_copies if window is not None else 0
+        return SCORE_COPIES + dims.score_extra_copies + extra
+
+    # The widest layer's scores: a full layer's, or a sliding one's with its array mask.
+    scores, pairs, copies = max(
+        (
+            (batch * p * (dims.heads * copies_at(w) * dims.dtype_bytes + 1), p, copies_at(w))
+            for w in windows
+            for p in (widest_scores(schedule, w),)
+        ),
+        default=(0, 0, SCORE_COPIES),
+    )
+    # A linear-attention layer has no scores: its recurrence over the chunk, one layer
+    # at a time like the attention, so the larger of the two.
+    recurrence = batch * chunk * dims.recurrent_state
+    wider = max(0, dims.query_width - dims.hidden)
+    width = dims.intermediate * MLP_COPIES + dims.hidden * HIDDEN_COPIES + wider * QUERY_COPIES
+    mlp = batch * chunk * width * dims.dtype_bytes
     routed = batch * chunk * dims.moe_top_k * dims.hidden * dims.dtype_bytes
     logits = batch * dims.vocab * (dims.dtype_bytes + LOGIT_BYTES)
-    terms = [
-        LoadTerm(
+    extra = f", {copies} copies" if copies > 1 else ""
+    attention = LoadTerm(
+        TermKind.TRANSIENT,
+        scores,
+        Origin.FITTED,
+        f"prefill attention scores: {dims.heads} heads x {pairs:,} query-key pairs{extra} "
+        f"and the mask ({FITTED})",
+    )
+    if recurrence > scores:
+        attention = LoadTerm(
             TermKind.TRANSIENT,
-            scores,
-            Origin.FITTED,
-            f"prefill attention scores: {dims.heads} heads x {pairs:,} query-key pairs "
-            f"and the mask ({FITTED})",
-        ),
+            recurrence,
+            Origin.ENGINE_RULE,
+            f"prefill linear-attention recurrence: one {dims.recurrent_state:,}-byte state "
+            f"a token of the {chunk:,}-token chunk (mlx-lm's gated_delta_ops, the path "
+            "without Metal; measured 0.66-0.71 of it on this CPU)",
+        )
+    terms = [
+        attention,
         LoadTerm(
             TermKind.TRANSIENT,
             mlp + routed,

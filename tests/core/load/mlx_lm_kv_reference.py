@@ -9,7 +9,8 @@ written with `mx.save_safetensors` and config.json beside them into FOLDER, and 
 back with `mlx_lm.utils.load_model`. For each case `generate_step` runs P prompt tokens
 and G generated ones into a fresh `make_prompt_cache` (with `"drive": true`, the caches
 are fed on generate_step's schedule without the model's forward); one JSON line a case gives
-`sum(c.nbytes for c in cache)` and the cache classes. mlx-lm alone, nothing of
+`sum(c.nbytes for c in cache)`, the cache classes and `mx.get_peak_memory()` over
+the case (reset before it; the weights stay counted). mlx-lm alone, nothing of
 vramscope, in a process of its own.
 """
 
@@ -60,6 +61,8 @@ def main(argv: list[str]) -> None:
         return
     for prompt_tokens, generated, kv_bits, start in spec["cases"]:
         prompt = mx.array([(7 * i) % vocab for i in range(prompt_tokens)], dtype=mx.uint32)
+        mx.clear_cache()
+        mx.reset_peak_memory()  # the weights stay counted: they are active
         cache = make_prompt_cache(model)
         for _ in generate_step(
             prompt,
@@ -76,6 +79,7 @@ def main(argv: list[str]) -> None:
             "kv_bytes": sum(c.nbytes for c in cache),
             "classes": sorted({type(c).__name__ for c in cache}),
             "layers": len(cache),
+            "peak_bytes": mx.get_peak_memory(),
         }
         print(json.dumps(line), flush=True)
 
