@@ -9,6 +9,7 @@ from typing import Any
 
 from core.calibration.fit import Figures
 from core.calibration.groups import GroupResult
+from core.calibration.load_fit import LoadFit
 from core.calibration.record import Calibration
 from core.display_text import clean_text
 from core.estimate.estimate import MemoryEstimate
@@ -176,3 +177,22 @@ def calibration_json(cal: Calibration) -> dict[str, Any]:
         "fixed_bytes": cal.fixed_bytes,
         "fitted_at": cal.fitted_at,
     }
+
+
+def load_fit_lines(fit: LoadFit, title: str) -> list[str]:
+    """vramscope's load calibrated (`core.calibration.load_fit`) beside mlxcel's estimate
+    on the same peaks, one figure per line."""
+    lines = [
+        f"Load calibrated (vramscope, mlx-lm load): {title}, {len(fit.models)} models",
+        f"  Form:          W + KV + in-flight + {fit.scale_percent / 100:.2f} x transient "
+        f"{_signed_bytes(fit.fixed_bytes)} fixed ({fit.fixed_bytes} bytes)",
+        f"  Load as is:    {figures_words(fit.uncalibrated)}",
+        f"  Training runs: {figures_words(fit.training)}",
+    ]
+    if fit.held_out is None:
+        lines.append("  Held out:      not cross-validated (leave-one-model-out needs 3 models)")
+    else:
+        lines.append(f"  Held out, leave-one-model-out ({len(fit.models)} folds):")
+        lines.append(f"    vramscope:   {figures_words(fit.held_out)}")
+    lines.append(f"    mlxcel:      {figures_words(fit.mlxcel)}")
+    return lines

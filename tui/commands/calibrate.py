@@ -69,6 +69,13 @@ def register(sub: Any) -> None:
         "killed: left out by default)",
     )
     p.add_argument("--json", action="store_true", help="print the fit as JSON")
+    p.add_argument(
+        "--builtin",
+        action="store_true",
+        help="print the built-in gfx1151 calibration and vramscope's load refitted on "
+        "mlxcel's 18 published peaks, each held out model by model beside mlxcel's, and "
+        "fit nothing",
+    )
     add_model_source_flags(p)
     p.set_defaults(func=run)
 
@@ -84,6 +91,8 @@ def run(args: argparse.Namespace) -> int:
     def resolve(name: str) -> Any:
         return resolve_model(name, args.models_dir)
 
+    if args.builtin:
+        return show_builtin()
     target = target_named(args.target)
     try:
         done = calibrate(
@@ -123,6 +132,18 @@ def run(args: argparse.Namespace) -> int:
         for r in done.results:
             print(f"vramscope: error: {refused_line(r)}", file=sys.stderr)
         return 2
+    return 0
+
+
+def show_builtin() -> int:
+    """`vramscope calibrate --builtin`: the two built-in fits on mlxcel's gfx1151 peaks."""
+    from core.calibration.builtin import builtin_calibration
+    from core.calibration.load_fit import builtin_load_fit
+    from core.calibration.report import calibration_lines, load_fit_lines
+
+    print("\n".join(calibration_lines(builtin_calibration())))
+    title = "gfx1151, ROCm, MLX's peak (mlxcel's 18 published runs)"
+    print("\n".join(load_fit_lines(builtin_load_fit(), title)))
     return 0
 
 

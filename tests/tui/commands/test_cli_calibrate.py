@@ -293,3 +293,17 @@ def test_an_unreadable_history_is_said_with_where_not_as_no_runs(
         f"({'is a directory' if kind == 'folder' else 'is not a regular file'}), so there "
         "are no measured runs to calibrate on\n"
     )
+
+
+def test_builtin_prints_the_load_refitted_on_mlxcel_s_peaks_beside_mlxcel(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = run(capsys, "calibrate", "--builtin")
+    assert (code, err) == (0, "")
+    load = out[out.index("Load calibrated (vramscope, mlx-lm load)") :]
+    assert "W + KV + in-flight + 0.50 x transient" in load
+    held_out = load[load.index("Held out, leave-one-model-out (3 folds)") :].splitlines()
+    assert held_out[1].strip().startswith("vramscope:   15 of 18 covered; overshoot median +2.68%")
+    assert held_out[2].strip().startswith("mlxcel:      18 of 18 covered; overshoot median +7.60%")
+    # the mlxcel-form calibration is printed first, unchanged
+    assert out.startswith("Calibrated (vramscope): mlx on rocm gfx1151, 18 runs of 3 models")
