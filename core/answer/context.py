@@ -3,77 +3,21 @@
 The memory bound is an exact search over mlxcel's estimate (`core.answer.solve`): at
 the bound the verdict is FITS, one token more it is not. A model trained for 4,096
 tokens is not served at 35,840 because memory would hold them, so the answer is the
-smaller of the two, with the reason. The trained context is the config's
-`max_position_embeddings` (or the family's default where configs leave it out), and
-a `rope_scaling` block that stretches an original window past it (a YaRN factor
-added to Qwen's config) extends it; either way the scaling is noted.
+smaller of the two, with the reason. The trained context is read rope type
+by rope type (`core.model.trained_context`): `max_position_embeddings` (or the
+family's default where configs leave it out), stretched only by a YaRN block over the
+original window (Qwen's); the scaling and what it did are noted.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from core.answer.solve import FitLimit
-from core.model.config import ModelConfig, as_f64, as_u64
+from core.model.trained_context import TrainedContext, trained_context
 
-# Display-only context defaults for families whose configs leave the field out
-# (Gemma 3's sparse `text_config`: `Gemma3TextConfig.max_position_embeddings`).
-FAMILY_CONTEXT_DEFAULTS = {"gemma3": 131072}
-
-
-@dataclass(frozen=True)
-class TrainedContext:
-    """The context the model was trained for (or stretched to by its rope scaling)."""
-
-    tokens: int
-    source: str
-    """Where it was read: `max_position_embeddings`, `gemma3's default`, `rope_scaling`."""
-    rope: str = ""
-    """The rope scaling in words (`llama3 x8 from 8,192`), "" without one."""
-
-    @property
-    def words(self) -> str:
-        """`32,768 tokens (max_position_embeddings; rope yarn x4 from 32,768)`."""
-        notes = "; ".join(n for n in (self.source, f"rope {self.rope}" if self.rope else "") if n)
-        return f"{self.tokens:,} tokens ({notes})"
-
-
-def _rope(block: Mapping[str, Any]) -> tuple[str, float | None, int | None]:
-    kind = block.get("rope_type", block.get("type"))
-    factor = as_f64(block.get("factor"))
-    original = as_u64(block.get("original_max_position_embeddings"))
-    return (str(kind) if isinstance(kind, str) else "scaling"), factor, original
-
-
-def trained_context(config: ModelConfig | None) -> TrainedContext | None:
-    """What the config says the model was trained for; None where it does not say."""
-    if config is None:
-        return None
-    found = config.max_position_embeddings()
-    source = "max_position_embeddings"
-    if found is None and config.family in FAMILY_CONTEXT_DEFAULTS:
-        found, source = FAMILY_CONTEXT_DEFAULTS[config.family], f"{config.family}'s default"
-    block = next(
-        (
-            b
-            for b in (config.text.get("rope_scaling"), config.root.get("rope_scaling"))
-            if isinstance(b, Mapping)
-        ),
-        None,
-    )
-    rope = ""
-    if block is not None:
-        kind, factor, original = _rope(block)
-        if factor is not None and factor > 1:
-            rope = f"{kind} x{factor:g}" + (f" from {original:,}" if original else "")
-            stretched = int(original * factor) if original else None
-            if stretched is not None and (found is None or stretched > found):
-                found, source = stretched, "rope_scaling's original x factor"
-    if found is None or found == 0:
-        return None
-    return TrainedContext(found, source, rope)
+__all__ = ["ContextAnswer", "TrainedContext", "past_trained_words", "trained_context"]
 
 
 @dataclass(frozen=True)
@@ -123,7 +67,7 @@ class ContextAnswer:
             room = "any" if self.memory.unbounded else f"{value:,}"
             return (
                 f"{self.trained.tokens:,} tokens, the trained context "
-                f"({self._trained_notes()}; memory allows {room})"
+                f"({self.trained.notes}; memory allows {room})"
             )
         if self.memory.unbounded:
             return f"any (still fits at {value:,} tokens: the KV cache stops growing)"
@@ -131,11 +75,6 @@ class ContextAnswer:
         if self.trained is not None:
             text += f" (trained: {self.trained.tokens:,})"
         return text
-
-    def _trained_notes(self) -> str:
-        t = self.trained
-        assert t is not None
-        return "; ".join(n for n in (t.source, f"rope {t.rope}" if t.rope else "") if n)
 
     def json(self) -> dict[str, Any]:
         """vramscope's `largest_context` object (beside mlxcel's keys)."""

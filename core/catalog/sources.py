@@ -47,6 +47,7 @@ from core.model.config import (
 )
 from core.model.format import describe_format
 from core.model.safetensors_header import DTYPE_ITEMSIZE
+from core.model.trained_context import trained_context
 from core.model.weight_files import (
     INDEX_FILE,
     INDEX_SIZE_CAP,
@@ -56,23 +57,15 @@ from core.model.weight_files import (
 from core.numbers import decimal_to_int
 from core.regular_file import open_regular
 
-# Display-only context defaults for families whose configs leave the field out
-# (Gemma 3's sparse `text_config`: `Gemma3TextConfig.max_position_embeddings`).
-FAMILY_CONTEXT_DEFAULTS = {"gemma3": 131072}
-
 # A file whose allocated blocks cover less than this share of its size is sparse:
 # a header-only skeleton, not weights one could load.
 _ALLOCATED_SHARE = 0.5
 
 
 def display_context(config: ModelConfig | None) -> int | None:
-    """`max_position_embeddings`, or the family default where configs leave it out."""
-    if config is None:
-        return None
-    value = config.max_position_embeddings()
-    if value is None and config.family is not None:
-        return FAMILY_CONTEXT_DEFAULTS.get(config.family)
-    return value
+    """The trained context (`core.model.trained_context`'s rules), None where unsaid."""
+    found = trained_context(config)
+    return found.tokens if found is not None else None
 
 
 def profile_entry(repo_id: str) -> CatalogEntry:
