@@ -28,7 +28,7 @@ from core.catalog.hf_cache import (
     CachedModel,
     scan_hf_cache,
 )
-from core.catalog.model_dir import check_model_dir, read_model_dir
+from core.catalog.model_dir import check_model_dir, read_model_dir, unreadable_folder_reason
 from core.catalog.profiles import load_profile, profile_snapshot
 from core.errors import (
     FileFault,
@@ -117,12 +117,8 @@ def _not_a_model_reason(names: frozenset[str]) -> str | None:
         return None
     if any(n.endswith(".safetensors") for n in names):
         return "no config.json next to the *.safetensors (an adapter, or a partial download?)"
-    if any(n.endswith(".gguf") for n in names):
-        return (
-            "GGUF files only: `vramscope inspect` reads them (a file, the folder, or "
-            "REPO:QUANT; docs/gguf.md); the catalog lists safetensors models"
-        )
-    return "not a model folder (no config.json, no *.safetensors)"
+    # An index alone is read when the folder is named (mlxcel's order), never listed.
+    return unreadable_folder_reason(names, index_is_weights=False)
 
 
 def _usual_index(path: Path) -> tuple[tuple[str, ...], int] | None:

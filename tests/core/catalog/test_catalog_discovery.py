@@ -212,8 +212,10 @@ def test_things_that_are_not_models_are_skipped(hub_cache: HubCache, tmp_path: P
     catalog = catalog_of(hub_cache)
     assert catalog.entries == ()
     why = {s.name: s.reason for s in catalog.skipped}
-    assert why["org/readme-only"] == "not a model folder (no config.json, no *.safetensors)"
-    assert why["org/gguf"].startswith("GGUF files only")
+    assert why["org/readme-only"] == (
+        "not a model folder (no config.json, no *.safetensors): it holds README.md"
+    )
+    assert why["org/gguf"].startswith("GGUF files only (model-q4_k_m.gguf): `vramscope inspect`")
     assert why["org/adapter"].startswith("no config.json next to the *.safetensors")
     assert why["org/tokenizer"] == (
         "config.json has no model architecture (no hidden size or layer count)"
@@ -248,7 +250,9 @@ def test_models_dirs_hold_flat_and_org_folders(tmp_path: Path) -> None:
     assert {e.origin for e in catalog.entries} == {ORIGIN_FOLDER}
     assert entries["mlx-community/Llama-4bit"].weight_bytes == 4_517_404_672
     assert entries["plain"].weights_on_disk is True
-    assert reasons(catalog) == {"notes": "not a model folder (no config.json, no *.safetensors)"}
+    assert reasons(catalog) == {
+        "notes": "not a model folder (no config.json, no *.safetensors): it is empty"
+    }
 
 
 def test_a_models_dir_that_is_itself_a_model_or_a_cache(tmp_path: Path) -> None:

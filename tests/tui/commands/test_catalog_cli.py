@@ -131,7 +131,7 @@ def test_models_json_and_verbose(
     out = capsys.readouterr().out
     assert "Skipped:\n" in out
     assert "/models--org--readme/snapshots/" in out
-    assert ": not a model folder (no config.json, no *.safetensors)\n" in out
+    assert ": not a model folder (no config.json, no *.safetensors): it holds README.md\n" in out
 
 
 def test_models_dir_flag_repeats_and_env_adds_to_it(
