@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from core.answer.solve import FitLimit
 from core.estimate.available import AvailableMemory
 from core.estimate.estimate import MemoryEstimate
+from core.load.load import EngineLoad, TermKind
 from core.units import format_bytes_short
 
 if TYPE_CHECKING:
@@ -75,6 +76,9 @@ class EstimateView:
     """Why no calibration applies to this device, when there were some to choose from."""
     held_against_calibrated: bool = False
     """The verdict shown (colour, summary) is the calibrated one (`v`); mlxcel's otherwise."""
+    load: LoadColumn | None = None
+    """vramscope's load for the engine, beside mlxcel's rows (None: no load for this
+    model or question)."""
 
     @property
     def calibrated_basis(self) -> bool:
@@ -136,3 +140,83 @@ def inflight_limit_text(limit: FitLimit | None, backend_label: str) -> str:
     if limit.unbounded:
         return f"any (up to {limit.value:,} MiB)"
     return f"{limit.value:,} MiB"
+
+
+# Which of the load's terms each of mlxcel's rows stands beside. mlxcel's allocator
+# overhead has no counterpart: the load counts what the engine allocates, no factor.
+LOAD_TERMS_BY_ROW: dict[str, tuple[TermKind, ...]] = {
+    "weights": (TermKind.WEIGHTS, TermKind.PROJECTOR),
+    "kv": (TermKind.KV,),
+    "activation": (TermKind.TRANSIENT, TermKind.COMPUTE, TermKind.OUTPUT),
+    "overhead": (),
+    "inflight": (TermKind.INFLIGHT,),
+}
+
+
+@dataclass(frozen=True)
+class LoadCell:
+    """The load's figure on one of mlxcel's rows: its bytes and its terms' words."""
+
+    bytes: int | None
+    """None where the load has no such term (mlxcel's allocator overhead)."""
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class LoadColumn:
+    """vramscope's load (one engine's, term by term) beside mlxcel's breakdown, and its
+    own verdict against the same available memory."""
+
+    load: EngineLoad
+    available: int
+    mlxcel_fits: bool
+    """mlxcel's verdict, to say when the two disagree."""
+
+    @property
+    def heading(self) -> str:
+        """`mlx-lm load`: whose column it is."""
+        return f"{self.load.engine.label} load"
+
+    def cell(self, key: str) -> LoadCell:
+        """The load's figure on mlxcel's row `key` (`total`: what the device holds;
+        `available`: the same memory mlxcel's is held against)."""
+        if key == "total":
+            return LoadCell(self.load.device_bytes, self._total_detail())
+        if key == "available":
+            return LoadCell(self.available)
+        kinds = LOAD_TERMS_BY_ROW.get(key, ())
+        terms = [t for t in self.load.terms if t.kind in kinds]
+        if not terms:
+            return LoadCell(0 if kinds else None)
+        detail = "; ".join(t.detail for t in terms if t.detail)
+        return LoadCell(sum(t.bytes for t in terms), detail)
+
+    def _total_detail(self) -> str:
+        host = self.load.total_bytes - self.load.device_bytes
+        return f"the host holds {format_bytes_short(host)} more" if host > 0 else ""
+
+    @property
+    def fits(self) -> bool:
+        """The load fits the available memory."""
+        return self.load.device_bytes <= self.available
+
+    @property
+    def verdict(self) -> Verdict:
+        """FITS with what is left, or DOES NOT FIT with the bytes over."""
+        room = self.available - self.load.device_bytes
+        return Verdict(room >= 0, abs(room))
+
+    @property
+    def disagrees(self) -> bool:
+        """The load and mlxcel's estimate give different verdicts."""
+        return self.fits != self.mlxcel_fits
+
+    @property
+    def disagreement(self) -> str:
+        """Why the two verdicts differ, in words ("" when they agree)."""
+        engine = self.load.engine.label
+        if not self.disagrees:
+            return ""
+        if self.fits:
+            return f"mlxcel's preflight would refuse this; {engine} loads it"
+        return f"mlxcel's estimate fits, but {engine} would hold more than is available"

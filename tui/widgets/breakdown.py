@@ -20,7 +20,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from core.units import format_bytes_short
-from tui.model.rows import TERM_KEYS, BreakdownRow, EstimateView
+from tui.model.rows import TERM_KEYS, BreakdownRow, EstimateView, LoadCell
 from tui.render.bars import bar, stacked_bar
 from tui.widgets.repaint import KeptStyles
 
@@ -29,6 +29,9 @@ Block = tuple[Hashable | None, Callable[[], Text]]
 
 MIN_WRAPPED_NOTE = 40
 """Notes narrower than this are cut with an ellipsis rather than wrapped into a column."""
+
+MIN_LOAD_NOTE = 24
+"""With the load's column, a note narrower than this gives up mlxcel's exact bytes column."""
 
 
 def _shape(view: EstimateView) -> tuple[object, ...]:
@@ -40,7 +43,17 @@ def _shape(view: EstimateView) -> tuple[object, ...]:
         len(view.sizing),
         view.warnings,
         len(view.calibrated.line) if view.calibrated else None,
+        _load_shape(view),
     )
+
+
+def _load_shape(view: EstimateView) -> tuple[object, ...] | None:
+    """What the load column adds to the height: its notes, verdict lines, detail lengths."""
+    load = view.load
+    if load is None:
+        return None
+    details = tuple(len(load.cell(r.key).detail) for r in view.rows)
+    return (load.disagrees, load.load.notes, details, len(load.heading))
 
 
 class Breakdown(Widget):
@@ -208,16 +221,22 @@ class Breakdown(Widget):
         # elsewhere notes wrap and the columns get a header.
         wide = not self.screen.has_class("-narrow")
         available = next(r.bytes for r in view.rows if r.key == "available")
+        load = view.load
         # Minimum widths keep the columns still while rows come and go.
         label_w = max(17, *(len(r.label) for r in view.rows))
         size_w = max(9, *(len(format_bytes_short(r.bytes)) for r in view.rows))
         bytes_w = max(13, *(len(f"{r.bytes:,}") for r in view.rows))
-        room = max(0, width - label_w - size_w - bytes_w - 8)  # four two-space gaps
+        load_w = 0 if load is None else max(9, len(load.heading))
+        gaps = 8 + (2 if load else 0)  # two spaces after each column
+        room = max(0, width - label_w - size_w - bytes_w - load_w - gaps)
+        if load is not None and room < MIN_LOAD_NOTE:
+            # The load's column before mlxcel's exact bytes: the size beside it says as much.
+            room, bytes_w, gaps = room + bytes_w + 2, 0, gaps - 2
         bar_w = max(6, min(20, room // 4))
         note_w = max(1, room - bar_w)
         wrap = wide and note_w >= MIN_WRAPPED_NOTE
-        lead = label_w + size_w + bytes_w + bar_w + 8
-        columns = (width, label_w, size_w, bytes_w, bar_w, note_w, wrap)
+        lead = label_w + size_w + bytes_w + load_w + bar_w + gaps
+        columns = (width, label_w, size_w, bytes_w, load_w, bar_w, note_w, wrap)
         muted = self._style("muted")
 
         def head() -> Text:
@@ -228,11 +247,11 @@ class Breakdown(Widget):
                     out.append_text(line)
                     out.append("\n")
             if wide:
-                out.append(
-                    f"{'Term':<{label_w}}  {'Size':>{size_w}}  {'Bytes':>{bytes_w}}  "
-                    f"{'vs available' if bar_w >= 12 else 'share':<{bar_w}}  Source\n",
-                    muted,
-                )
+                heads = f"{'Term':<{label_w}}  {'mlxcel' if load else 'Size':>{size_w}}  "
+                heads += f"{'Bytes':>{bytes_w}}  " if bytes_w else ""
+                heads += f"{load.heading:>{load_w}}  " if load else ""
+                share = "vs available" if bar_w >= 12 else "share"
+                out.append(f"{heads}{share:<{bar_w}}  Source\n", muted)
                 out.append("─" * width + "\n", muted)
             return out
 
@@ -241,10 +260,16 @@ class Breakdown(Widget):
             if rule:  # the total's line above it
                 out.append("─" * width + "\n", muted)
             cells = f"{row.label:<{label_w}}  {format_bytes_short(row.bytes):>{size_w}}  "
-            cells += f"{row.bytes:>{bytes_w},}  "
+            cells += f"{row.bytes:>{bytes_w},}  " if bytes_w else ""
             out.append(cells, Style(bold=True) if rule else None)
-            out.append_text(row_bar)
             notes = [row.note, row.subnote] if row.subnote else [row.note]
+            if load is not None:
+                cell = load.cell(row.key)
+                shown = "—" if cell.bytes is None else format_bytes_short(cell.bytes)
+                out.append(f"{'' if row.key == 'available' else shown:>{load_w}}  ")
+                if cell.detail and wrap:
+                    notes.append(f"{load.load.engine.label}: {cell.detail}")
+            out.append_text(row_bar)
             first = True
             for note in notes:
                 for piece in _fit(note, note_w, wrap):
@@ -255,20 +280,24 @@ class Breakdown(Widget):
             out.append("\n")
             return out
 
+        def beside(row: BreakdownRow) -> LoadCell | None:
+            """The load's cell on the row: its words, part of what the row's lines show."""
+            return load.cell(row.key) if load is not None else None
+
         def term(row: BreakdownRow) -> Block:
             style = self._style(row.key)
-            return (row, columns, available), lambda: row_text(
+            return (row, columns, available, beside(row)), lambda: row_text(
                 row, bar(row.bytes, available, bar_w, style)
             )
 
         def total(row: BreakdownRow, parts: tuple[tuple[int, Style], ...]) -> Block:
             over = self._style("over") if available else Style()
-            return (row, columns, available, parts), lambda: row_text(
+            return (row, columns, available, parts, beside(row)), lambda: row_text(
                 row, stacked_bar(list(parts), available, bar_w, over), rule=True
             )
 
         def other(row: BreakdownRow) -> Block:
-            return (row, columns), lambda: row_text(
+            return (row, columns, beside(row)), lambda: row_text(
                 row, Text("━" * bar_w, self._style("available"))
             )
 
@@ -317,11 +346,16 @@ class Breakdown(Widget):
             out.append(f" {label} ", self._style("fits" if fits else "over") if held else muted)
 
         badge(view.verdict.label, view.verdict.fits, not on_cal)
-        if cal is None:
+        load = view.load
+        if cal is None and (load is None or not load.disagrees):
             out.append(f"  {view.verdict.text}\n")
+            self._load_verdict(out, view, width)
             return
         out.append("  mlxcel: ", muted)
         out.append(f"{view.verdict.text}\n")
+        self._load_verdict(out, view, width)
+        if cal is None:
+            return
         lead = len(cal.label) + 4
         badge(cal.label, bool(cal.fits), on_cal)
         for i, piece in enumerate(textwrap.wrap(cal.line, max(20, width - lead))):
@@ -331,6 +365,24 @@ class Breakdown(Widget):
         words = f"Verdict held against {held} (v: against {other})"
         for piece in textwrap.wrap(words, max(20, width)):
             out.append(piece + "\n", muted)
+
+    def _load_verdict(self, out: Text, view: EstimateView, width: int) -> None:
+        """The load's verdict under mlxcel's: a badge of its own where the two disagree
+        (with why), a muted line where they agree; then the load's notes."""
+        load = view.load
+        if load is None:
+            return
+        muted = self._style("muted")
+        v = load.verdict
+        if load.disagrees:
+            out.append(f" {v.label} ", self._style("fits" if v.fits else "over"))
+            out.append(f"  {load.heading}: {v.text}\n")
+            lines = [load.disagreement, *load.load.notes]
+        else:
+            lines = [f"{load.heading}: {v.text}", *load.load.notes]
+        for line in lines:
+            for piece in textwrap.wrap(line, max(20, width)):
+                out.append(piece + "\n", muted)
 
 
 def _wrapped(text: str, width: int, style: Style) -> list[Text]:
