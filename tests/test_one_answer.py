@@ -183,8 +183,10 @@ def painted_context(app: Any) -> str:
 
 
 def expected_context_words(answer: dict[str, Any]) -> str:
-    """The first words the explorer must paint for inspect's largest context."""
-    ctx = answer["largest_context"]
+    """The first words the explorer must paint for the largest context: the load's where
+    the row has one, else mlxcel's (inspect's)."""
+    load = answer.get("load")
+    ctx = (load or {}).get("largest_context") or answer["largest_context"]
     if ctx["tokens"] in (None, 0):
         return "none"
     if ctx["unbounded"]:
@@ -313,18 +315,22 @@ def ask_every_surface(case: Case, root: Path, capsys: pytest.CaptureFixture[str]
     (painted,) = shown["fits_rows"]
     assert painted[2] == format_bytes_short(row["weights_bytes"])
     assert painted[3] == format_bytes_short(row["total_bytes"])
+    # The load (vramscope's) ranks and answers where the row has one; mlxcel's verdict
+    # keeps its column (MLXCEL) and the summary's badge.
+    load = row["load"]
+    assert painted[4] == (format_bytes_short(load["total_bytes"]) if load else "—")
+    fits = load["fits"] if load and load["fits"] is not None else row["fits"]
     verdict = (
-        "DOES NOT FIT"
-        if not row["fits"]
-        else ("PAST TRAINED" if row["past_trained_context"] else "FITS")
+        "DOES NOT FIT" if not fits else ("PAST TRAINED" if row["past_trained_context"] else "FITS")
     )
-    assert painted[4] == verdict
+    assert painted[5] == verdict
+    assert painted[6] == ("FITS" if row["fits"] else "DOES NOT FIT")
     assert shown["summary"].strip().startswith("FITS" if row["fits"] else "DOES NOT FIT")
-    ctx = row["largest_context"]
+    ctx = (load or {}).get("largest_context") or row["largest_context"]
     assert shown["context"].startswith(expected_context_words(row)), shown["context"]
     if ctx["capped_by_trained_context"]:
         assert "the trained context" in shown["context"]
-        assert painted[6] == f"{ctx['tokens']:,} trained"
+        assert painted[8] == f"{ctx['tokens']:,} trained"
     # A context past the trained one is flagged on every surface.
     past = row["past_trained_context"]
     assert past is (

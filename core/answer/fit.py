@@ -6,7 +6,9 @@ the byte. A what-if row (`mlx-8bit`, `mlx-4bit`) is that question asked with the
 weights term replaced by `core.answer.quantize`'s count of what `mlx_lm.convert -q`
 would write: vramscope's own figure, not mlxcel's, and labelled so.
 
-Ranking (docs/fit.md): rows that fit at the context asked come first, then rows that
+Ranking (docs/fit.md) is by vramscope's load (`Answer.load`, the memory mlx-lm holds)
+where the row has one, else by mlxcel's estimate; mlxcel's verdict stays a column of
+its own. Rows that fit at the context asked come first, then rows that
 fit the memory only past the model's trained context; among them the larger model
 (by its parameter count, `core.answer.params`: total, not mlxcel's MoE-blind
 analytical count) ranks higher, then the more bits per weight (stored 16-bit before
@@ -32,6 +34,7 @@ from core.answer.quantize import (
     mlx_quantized_weights,
 )
 from core.answer.question import ModelFacts, Question
+from core.load.load import EngineLoad
 
 QUANTIZATION_CHOICES: tuple[Quantization, ...] = tuple(Quantization)
 STORED_FORMULA = "mlxcel estimate (as vramscope inspect)"
@@ -119,6 +122,38 @@ class FitRow:
         return bool(self.found and self.found.past_trained)
 
     @property
+    def load(self) -> EngineLoad | None:
+        """vramscope's load at the context asked (None: none for this row, `load_problem`)."""
+        return self.found.load if self.found else None
+
+    @property
+    def load_fits(self) -> bool | None:
+        """The load's verdict (None without a load)."""
+        return self.found.load_fits if self.found else None
+
+    @property
+    def ranked_fits(self) -> bool | None:
+        """The verdict the row is ranked and shown by: the load's, else mlxcel's."""
+        by_load = self.load_fits
+        return by_load if by_load is not None else self.fits
+
+    @property
+    def margin_bytes(self) -> int | None:
+        """What is left (negative: over) by the ranked verdict's total."""
+        if self.found is None:
+            return None
+        load = self.found.load
+        if self.load_fits is not None and load is not None:
+            return self.found.question.settings.available.bytes - load.total_bytes
+        est = self.found.estimate
+        return est.slack_bytes if est.fits else -est.overflow_bytes
+
+    @property
+    def best_context(self) -> ContextAnswer | None:
+        """The largest context by the load where there is one, else mlxcel's."""
+        return self.found.best_context if self.found else None
+
+    @property
     def params_billions(self) -> float | None:
         """The model's parameters in billions (total; `core.answer.params`)."""
         params = self.found.params if self.found else None
@@ -152,6 +187,32 @@ class FitRow:
             "trained_context_tokens": trained.tokens if trained else None,
             "params": params.json() if params else None,
             "warnings": list(self.warnings),
+            # vramscope's load, after every key above (#38).
+            "load": self._load_json(),
+            "load_problem": found.load_problem if found else None,
+            "ranked_by": (
+                None if found is None else "load" if self.load_fits is not None else "mlxcel"
+            ),
+        }
+
+    def _load_json(self) -> dict[str, Any] | None:
+        found, load = self.found, self.load
+        if found is None or load is None:
+            return None
+        context = found.load_context
+        return {
+            "engine": load.engine.label,
+            "weights_bytes": load.weights_bytes,
+            "kv_bytes": load.kv_bytes,
+            "transient_bytes": load.transient_bytes,
+            "total_bytes": load.total_bytes,
+            "fits": found.load_fits,
+            "margin_bytes": self.margin_bytes,
+            "largest_context": context.json() if context else None,
+            "sources": [
+                {"name": s.name, "value": s.value, "origin": s.origin.value, "detail": s.detail}
+                for s in load.sources
+            ],
         }
 
 
@@ -215,11 +276,13 @@ def model_rows(
 def rank_key(row: FitRow) -> tuple[Any, ...]:
     """The sort key of the documented ranking (smaller sorts first)."""
     params = row.params_billions or 0.0
-    context = row.largest_context_tokens
+    best = row.best_context
+    context = best.tokens if best is not None else None
     name = (row.model.casefold(), row.quantization.word)
-    if row.fits:
+    fits = row.ranked_fits
+    if fits:
         return (0, row.past_trained, -params, -row.bits, -(context or 0), *name)
-    if row.fits is False:
+    if fits is False:
         has_context = context is not None
         return (1, not has_context, -(context or 0), -params, *name)
     return (2, *name)

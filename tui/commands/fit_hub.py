@@ -202,7 +202,7 @@ def final_lines(flat: list[Any], heading: list[str], available: int) -> list[str
     bound = sum(1 for r in flat if not r.exact)
     exact = [r.row for r in flat if r.exact and r.row is not None]
     lines.append("")
-    lines.append(f"{sum(1 for r in exact if r.fits and not r.past_trained)} of {len(exact)} "
+    lines.append(f"{sum(1 for r in exact if r.ranked_fits and not r.past_trained)} of {len(exact)} "
                  "exact rows fit (each the answer vramscope inspect REPO gives).")  # fmt: skip
     if bound:
         lines.append(

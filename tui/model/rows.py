@@ -217,6 +217,6 @@ class LoadColumn:
         engine = self.load.engine.label
         if not self.disagrees:
             return ""
-        if self.fits:
+        if self.fits:  # the advice's words (`core.answer.advice`) for mlx-lm's load
             return f"mlxcel's preflight would refuse this; {engine} loads it"
         return f"mlxcel's estimate fits, but {engine} would hold more than is available"

@@ -30,6 +30,7 @@ from tui.model.rows import (
     INFLIGHT_OFF_HINT,
     BreakdownRow,
     EstimateView,
+    LoadColumn,
     breakdown_rows,
     inflight_limit_text,
     verdict,
@@ -76,16 +77,22 @@ def build_views(
     available = q.device.available
     rows = tuple(breakdown_rows(est, available))
     cal = found.calibrated
+    load = found.load
     view = EstimateView(
         rows=what_if_rows(rows, found.what_if) if found.what_if else rows,
         verdict=verdict(est),
-        context_limit=found.context.words,
+        context_limit=context_words(found),
         inflight_limit=inflight_limit_text(found.inflight_limit, q.device.backend.label),
         warnings=found.warnings,
         sizing=_sizing(found.snapshot, q.settings, q.workload),
         calibrated=cal if cal is not None and cal.calibration is not None else None,
         calibration_note=cal.reason if cal is not None else "",
         held_against_calibrated=held_against_calibrated,
+        load=(
+            LoadColumn(load, available.bytes, est.fits)
+            if load is not None and found.load_fits is not None
+            else None
+        ),
     )
     snapshot, workload, settings = found.snapshot, q.workload, q.settings
 
@@ -106,6 +113,19 @@ def build_views(
         points=points,
     )
     return ExplorerViews(est, view, chart)
+
+
+def context_words(found: Answer) -> str:
+    """`Largest context that fits` in words: by the load where there is one (mlxcel's
+    beside it when the two differ), else by mlxcel's estimate (the same words when both
+    give the same context)."""
+    by_load, by_mlxcel = found.load_context, found.context
+    if by_load is None or found.load is None:
+        return by_mlxcel.words
+    engine = found.load.engine.label
+    if by_load.tokens == by_mlxcel.tokens:
+        return by_mlxcel.words
+    return f"{by_load.words} by the {engine} load; by mlxcel's estimate: {by_mlxcel.words}"
 
 
 def _sizing(snapshot: ModelSnapshot, settings: EstimateSettings, workload: Workload) -> str:
@@ -287,14 +307,15 @@ class ScreenWords:
             tiny = f"{tiny_t} · calibrated {cal_total}"
             return Summary(name, detail, short, cal.fits, label, self.activity, tiny=tiny)
         v = verdict(est)
+        detail, short = f"{tokens} · total {total} of {of}", f"{short_t} · {total} of {of}"
+        load = view.load if view is not None else None
+        if load is not None and load.disagrees:
+            # Both verdicts: mlxcel's badge, and the load's where it says otherwise.
+            said = "fits" if load.fits else "does not fit"
+            detail += f" · {load.heading} {format_bytes_short(load.load.device_bytes)} {said}"
+            short += f" · {load.load.engine.label} {said}"
         return Summary(
-            name,
-            f"{tokens} · total {total} of {of}",
-            f"{short_t} · {total} of {of}",
-            v.fits,
-            v.label,
-            self.activity,
-            tiny=f"{tiny_t} · {total}",
+            name, detail, short, v.fits, v.label, self.activity, tiny=f"{tiny_t} · {total}"
         )
 
     def _tokens(self, found: Answer) -> tuple[str, str, str]:

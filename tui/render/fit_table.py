@@ -15,18 +15,29 @@ from tui.render.table_columns import TableColumn
 
 FIT_COLUMNS = (
     # The answer first: which model, as what, how much, does it fit, how long a context.
+    # LOAD is vramscope's load (mlx-lm); VERDICT, SLACK and MAX CONTEXT go by it where a
+    # row has one. TOTAL and MLXCEL are mlxcel's estimate and its preflight verdict.
     TableColumn("MODEL", 0, min_width=16, essential=True),
     TableColumn("QUANT", 1, essential=True),
-    TableColumn("WEIGHTS", 6, right=True),
-    TableColumn("TOTAL", 2, right=True, essential=True),
+    TableColumn("WEIGHTS", 8, right=True),
+    TableColumn("TOTAL", 6, right=True),
+    TableColumn("LOAD", 2, right=True, essential=True),
     TableColumn("VERDICT", 3, essential=True),
-    TableColumn("SLACK", 5, right=True),
+    TableColumn("MLXCEL", 5, essential=True),
+    TableColumn("SLACK", 7, right=True),
     TableColumn("MAX CONTEXT", 4, right=True, essential=True),
-    TableColumn("FROM", 7),
+    TableColumn("FROM", 9),
 )
 """The table's columns in `vramscope fit`'s order; where the terminal is too narrow the
 Fits view drops the others first, then cuts model names (`tui.render.table_columns`)."""
 COLUMNS = tuple(c.name for c in FIT_COLUMNS)
+RIGHT = frozenset(i for i, c in enumerate(FIT_COLUMNS) if c.right)
+NO_LOAD = "—"
+"""The LOAD cell of a row with no load (a split, a family the load cannot read)."""
+LOAD_NOTE = (
+    "LOAD: vramscope's load (mlx-lm), which VERDICT, SLACK and MAX CONTEXT follow; "
+    "TOTAL and MLXCEL: mlxcel's."
+)
 CALIBRATED_COLUMN = "CALIBRATED (vramscope)"
 
 
@@ -80,8 +91,9 @@ FAULT_MARK = "(!)"
 
 def context_cell(row: FitRow) -> str:
     """`131,072`, `4,294,967,296+` (the search bound still fits), `4,096 trained` (memory
-    would hold more than the model was trained for) or `none`."""
-    context = row.context
+    would hold more than the model was trained for) or `none`: by the load where the row
+    has one, else by mlxcel's estimate."""
+    context = row.best_context
     if context is None or context.tokens is None:
         return "none"
     if context.capped:
@@ -91,24 +103,36 @@ def context_cell(row: FitRow) -> str:
 
 def verdict_cell(row: FitRow) -> str:
     """`FITS`, `DOES NOT FIT`, or `PAST TRAINED` (it fits the memory, but the context
-    asked is more than the model was trained for)."""
-    if not row.fits:
+    asked is more than the model was trained for): the load's where the row has one."""
+    if not row.ranked_fits:
         return "DOES NOT FIT"
     return "PAST TRAINED" if row.past_trained else "FITS"
 
 
+def mlxcel_cell(row: FitRow) -> str:
+    """mlxcel's preflight verdict, the one mlxcel refuses a load by."""
+    return "FITS" if row.fits else "DOES NOT FIT"
+
+
+def load_cell(row: FitRow) -> str:
+    """The load's total, or `—` where the row has none."""
+    load = row.load
+    return format_bytes_short(load.total_bytes) if load is not None else NO_LOAD
+
+
 def table_row(row: FitRow) -> tuple[str, ...]:
     """One line's cells; every row here has numbers."""
-    fits = bool(row.fits)
-    margin = row.slack_bytes if fits else row.overflow_bytes
+    margin = row.margin_bytes or 0
     quant = row.quantization.word + ("*" if row.quantization.is_what_if else "")
     cells = (
         row.model + (f" {FAULT_MARK}" if row.warnings else ""),
         quant,
         format_bytes_short(row.weights_bytes or 0),
         format_bytes_short(row.total_bytes or 0),
+        load_cell(row),
         verdict_cell(row),
-        ("" if fits else "-") + format_bytes_short(margin or 0),
+        mlxcel_cell(row),
+        ("-" if margin < 0 else "") + format_bytes_short(abs(margin)),
         context_cell(row),
         row.where,
     )
@@ -118,7 +142,7 @@ def table_row(row: FitRow) -> tuple[str, ...]:
 def format_table(rows: Sequence[tuple[str, ...]]) -> list[str]:
     """Left-aligned columns two spaces apart; sizes right-aligned; the last column unpadded."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    right = {2, 3, 5, 6}
+    right = RIGHT
     lines = []
     for row in rows:
         cells = [
@@ -159,8 +183,9 @@ def fit_text(
         lines.extend(format_table(table))
     else:
         lines.append("no rows")
-    fitting = sum(1 for r in ranked if r.fits and not r.past_trained)
-    past = sum(1 for r in ranked if r.fits and r.past_trained)
+    fitting = sum(1 for r in ranked if r.ranked_fits and not r.past_trained)
+    past = sum(1 for r in ranked if r.ranked_fits and r.past_trained)
+    refused = sum(1 for r in ranked if r.load_fits and r.fits is False)
     lines.append("")
     counts = faults_and_skips(rows, skipped)
     lines.append(f"{fitting} of {len(ranked)} rows fit." + (f" {counts}." if counts else ""))
@@ -168,6 +193,15 @@ def fit_text(
         lines.append(
             f"PAST TRAINED: {past} rows fit the memory at this context, but it is past the "
             "model's trained context (MAX CONTEXT then shows the trained one)."
+        )
+    if any(r.load is not None for r in ranked):
+        lines.append(LOAD_NOTE)
+    if refused:
+        lines.append(
+            f"MLXCEL DOES NOT FIT where VERDICT FITS ({refused} "
+            f"row{'s' if refused != 1 else ''}): mlxcel's preflight would refuse "
+            f"{'them' if refused != 1 else 'it'}; mlx-lm loads "
+            f"{'them' if refused != 1 else 'it'}."
         )
     if any(r.quantization.is_what_if for r in ranked):
         lines.append(
@@ -203,8 +237,8 @@ SORTS = (RANK, *COLUMNS)
 
 
 def signed_slack(row: FitRow) -> int:
-    """Slack, or the overflow as a negative number."""
-    return (row.slack_bytes or 0) if row.fits else -(row.overflow_bytes or 0)
+    """Slack, or the overflow as a negative number (the load's where the row has one)."""
+    return row.margin_bytes or 0
 
 
 def column_key(column: str, row: FitRow) -> tuple[object, ...]:
@@ -218,12 +252,17 @@ def column_key(column: str, row: FitRow) -> tuple[object, ...]:
         value = row.weights_bytes or 0
     elif column == "TOTAL":
         value = row.total_bytes or 0
+    elif column == "LOAD":
+        value = (row.load is None, row.load.total_bytes if row.load else 0)
     elif column == "VERDICT":
-        value = (not row.fits, row.past_trained)
+        value = (not row.ranked_fits, row.past_trained)
+    elif column == "MLXCEL":
+        value = not row.fits
     elif column == "SLACK":
         value = signed_slack(row)
     elif column == "MAX CONTEXT":
-        value = row.largest_context_tokens or 0
+        best = row.best_context
+        value = (best.tokens if best is not None else None) or 0
     elif column == "FROM":
         value = row.where.casefold()
     else:

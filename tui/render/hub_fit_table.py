@@ -15,15 +15,15 @@ from tui.render.table_columns import TableColumn
 HUB_EXTRA = ("TRAINED", "DOWNLOADS", "LIKES", "UPDATED")
 HUB_COLUMNS = (*COLUMNS[:-1], *HUB_EXTRA, COLUMNS[-1])
 """fit's columns with the listing's before FROM (which stays last)."""
-HUB_RIGHT = frozenset({"WEIGHTS", "TOTAL", "SLACK", "MAX CONTEXT", *HUB_EXTRA})
+HUB_RIGHT = frozenset({"WEIGHTS", "TOTAL", "LOAD", "SLACK", "MAX CONTEXT", *HUB_EXTRA})
 HUB_SORTS = ("RANK", *HUB_COLUMNS)
 HUB_TABLE_COLUMNS = (
     *FIT_COLUMNS[:-1],
     # The listing's columns go before fit's own extras when the view narrows.
-    TableColumn("TRAINED", 8, right=True),
-    TableColumn("DOWNLOADS", 9, right=True),
-    TableColumn("LIKES", 10, right=True),
-    TableColumn("UPDATED", 11),
+    TableColumn("TRAINED", 10, right=True),
+    TableColumn("DOWNLOADS", 11, right=True),
+    TableColumn("LIKES", 12, right=True),
+    TableColumn("UPDATED", 13),
     FIT_COLUMNS[-1],
 )
 """HUB_COLUMNS as the Fits view's Hub scope lays them out (`tui.render.table_columns`)."""
@@ -62,7 +62,9 @@ def hub_cells(row: HubFitRow, available_bytes: int) -> tuple[str, ...]:
         row.quantization.word,
         f"{BOUND_MARK}{format_bytes_short(weights)}" if weights is not None else "?",
         f"≥{format_bytes_short(weights)}" if weights is not None else "?",
+        "",
         f"{BOUND_MARK} DOES NOT FIT" if fits is False else f"{BOUND_MARK} unread{gated}",
+        "",
         "",
         "",
         *extra,

@@ -31,6 +31,7 @@ from tui.messages import FitPick, FitRowsRead
 from tui.render.fit_table import (
     COLUMNS,
     FIT_COLUMNS,
+    LOAD_NOTE,
     RANK,
     SORTS,
     faults_and_skips,
@@ -150,7 +151,7 @@ class FitsScreen(Screen[FitPick | None]):
         cursor = self.shown.index(current) if current is not None and current in self.shown else 0
         table.show(
             [p.cells for p in self.shown],
-            [bool(p.row.fits) for p in self.shown],
+            [bool(p.row.ranked_fits) for p in self.shown],
             labels,
             cursor,
         )
@@ -159,8 +160,8 @@ class FitsScreen(Screen[FitPick | None]):
     def _status(self) -> Text:
         ranked = [p.row for p in self.picks if p.row.unavailable is None]
         missing = len(self.picks) - len(ranked)
-        fitting = sum(1 for r in ranked if r.fits and not r.past_trained)
-        past = sum(1 for r in ranked if r.fits and r.past_trained)
+        fitting = sum(1 for r in ranked if r.ranked_fits and not r.past_trained)
+        past = sum(1 for r in ranked if r.ranked_fits and r.past_trained)
         order = "vramscope fit's ranking" if self.sort == RANK else f"by {self.sort}"
         words = [
             f"{fitting} of {len(ranked)} rows fit"
@@ -170,6 +171,10 @@ class FitsScreen(Screen[FitPick | None]):
             f"{len(self.shown)} shown",
             order + (", reversed" if self.descending else ""),
         ]
+        refused = sum(1 for r in ranked if r.load_fits and r.fits is False)
+        if refused:
+            rows = f"{refused} row{'s' if refused != 1 else ''}"
+            words.append(f"{rows} mlxcel's preflight would refuse (mlx-lm loads)")
         if missing:
             words.append(f"{missing} what-ifs not computed (vramscope fit lists why)")
         counts = faults_and_skips([p.row for p in self.picks], self.skipped)
@@ -178,6 +183,8 @@ class FitsScreen(Screen[FitPick | None]):
             words.append(counts + first + "; vramscope fit lists why")
         text = Text(" · ".join(words), "bold" if self.done else "yellow")
         text.append("\n" + WHAT_IF_NOTE, "dim")
+        if any(p.row.load is not None for p in self.picks):
+            text.append("\n" + LOAD_NOTE, "dim")
         return text
 
     # --- keys ----------------------------------------------------------------------

@@ -152,7 +152,7 @@ class HubFitsScreen(Screen[FitPick | None]):
         available = self._available
         table.show(
             [hub_cells(r, available) for r in self.shown],
-            [bool(r.exact and r.row is not None and r.row.fits) for r in self.shown],
+            [bool(r.exact and r.row is not None and r.row.ranked_fits) for r in self.shown],
             labels,
             at if current is not None and (current.listed.repo_id, current.quantization) in keys
             else 0,

@@ -20,7 +20,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from core.units import format_bytes_short
-from tui.model.rows import TERM_KEYS, BreakdownRow, EstimateView, LoadCell
+from tui.model.rows import TERM_KEYS, BreakdownRow, EstimateView, LoadCell, LoadColumn
 from tui.render.bars import bar, stacked_bar
 from tui.widgets.repaint import KeptStyles
 
@@ -31,7 +31,14 @@ MIN_WRAPPED_NOTE = 40
 """Notes narrower than this are cut with an ellipsis rather than wrapped into a column."""
 
 MIN_LOAD_NOTE = 24
-"""With the load's column, a note narrower than this gives up mlxcel's exact bytes column."""
+"""With the load's column, a note narrower than this gives up the bar."""
+
+SAME_LINE_LOAD_VERDICT = 90
+"""From this width the load's verdict, where it agrees, goes on mlxcel's verdict's line."""
+
+MIN_BARE_NOTE = 10
+"""With the load's column and no bar, a note narrower than this gives up mlxcel's exact
+bytes column."""
 
 
 def _shape(view: EstimateView) -> tuple[object, ...]:
@@ -48,12 +55,13 @@ def _shape(view: EstimateView) -> tuple[object, ...]:
 
 
 def _load_shape(view: EstimateView) -> tuple[object, ...] | None:
-    """What the load column adds to the height: its notes, verdict lines, detail lengths."""
+    """What the load column adds to the height: whether the verdicts disagree (and which
+    way), its notes, which rows carry its words (one line each), its heading."""
     load = view.load
     if load is None:
         return None
-    details = tuple(len(load.cell(r.key).detail) for r in view.rows)
-    return (load.disagrees, load.load.notes, details, len(load.heading))
+    details = tuple(bool(load.cell(r.key).detail) for r in view.rows)
+    return (load.disagrees, load.fits, load.load.notes, details, len(load.heading))
 
 
 class Breakdown(Widget):
@@ -227,12 +235,21 @@ class Breakdown(Widget):
         size_w = max(9, *(len(format_bytes_short(r.bytes)) for r in view.rows))
         bytes_w = max(13, *(len(f"{r.bytes:,}") for r in view.rows))
         load_w = 0 if load is None else max(9, len(load.heading))
-        gaps = 8 + (2 if load else 0)  # two spaces after each column
-        room = max(0, width - label_w - size_w - bytes_w - load_w - gaps)
-        if load is not None and room < MIN_LOAD_NOTE:
-            # The load's column before mlxcel's exact bytes: the size beside it says as much.
-            room, bytes_w, gaps = room + bytes_w + 2, 0, gaps - 2
-        bar_w = max(6, min(20, room // 4))
+        # Two spaces after the label, the size, the bytes, the load's cell when a bar
+        # follows it, and before the note.
+        gaps = 8 + (2 if load else 0)
+        room = width - label_w - size_w - bytes_w - load_w - gaps  # may be short of 0
+        bar_w = max(6, min(20, max(0, room) // 4))
+        if load is not None:
+            # Where room is short the bar goes first, then mlxcel's exact bytes (the size
+            # beside them says as much); the bar gives way before the notes stop wrapping.
+            bar_w = max(6, min(bar_w, room - MIN_WRAPPED_NOTE))
+            if room - bar_w < MIN_LOAD_NOTE:
+                bar_w, gaps = 0, gaps - 2
+                room += 2
+                if room < MIN_BARE_NOTE:
+                    room, bytes_w, gaps = room + bytes_w + 2, 0, gaps - 2
+        room = max(0, room)
         note_w = max(1, room - bar_w)
         wrap = wide and note_w >= MIN_WRAPPED_NOTE
         lead = label_w + size_w + bytes_w + load_w + bar_w + gaps
@@ -249,8 +266,8 @@ class Breakdown(Widget):
             if wide:
                 heads = f"{'Term':<{label_w}}  {'mlxcel' if load else 'Size':>{size_w}}  "
                 heads += f"{'Bytes':>{bytes_w}}  " if bytes_w else ""
-                heads += f"{load.heading:>{load_w}}  " if load else ""
-                share = "vs available" if bar_w >= 12 else "share"
+                heads += f"{load.heading:>{load_w}}" + ("  " if bar_w else "") if load else ""
+                share = ("vs available" if bar_w >= 12 else "share") if bar_w else ""
                 out.append(f"{heads}{share:<{bar_w}}  Source\n", muted)
                 out.append("─" * width + "\n", muted)
             return out
@@ -262,17 +279,23 @@ class Breakdown(Widget):
             cells = f"{row.label:<{label_w}}  {format_bytes_short(row.bytes):>{size_w}}  "
             cells += f"{row.bytes:>{bytes_w},}  " if bytes_w else ""
             out.append(cells, Style(bold=True) if rule else None)
-            notes = [row.note, row.subnote] if row.subnote else [row.note]
+            # (words, whether they may wrap): the load's words stay on one line.
+            notes = [(n, wrap) for n in (row.note, row.subnote) if n] or [("", wrap)]
             if load is not None:
                 cell = load.cell(row.key)
                 shown = "—" if cell.bytes is None else format_bytes_short(cell.bytes)
-                out.append(f"{'' if row.key == 'available' else shown:>{load_w}}  ")
+                shown = "" if row.key == "available" else shown
+                out.append(f"{shown:>{load_w}}" + ("  " if bar_w else ""))
                 if cell.detail and wrap:
-                    notes.append(f"{load.load.engine.label}: {cell.detail}")
-            out.append_text(row_bar)
+                    notes.append((f"{load.load.engine.label}: {cell.detail}", False))
+                if row.key == "total" and not wide and not row.note:
+                    # No header row on a narrow screen: the Total row names the column.
+                    notes = [(f"← {load.heading}", False)]
+            if bar_w:
+                out.append_text(row_bar)
             first = True
-            for note in notes:
-                for piece in _fit(note, note_w, wrap):
+            for note, wraps in notes:
+                for piece in _fit(note, note_w, wraps):
                     if not first:
                         out.append("\n" + " " * lead)
                     out.append(f"  {piece}" if first else piece, muted)
@@ -303,7 +326,7 @@ class Breakdown(Widget):
 
         def verdicts() -> Text:
             out = Text(no_wrap=True, overflow="crop")
-            self._verdicts(out, view, width)
+            self._verdicts(out, view, width, wrap)
             return out
 
         def limits() -> Text:
@@ -335,7 +358,7 @@ class Breakdown(Widget):
         blocks.append((("limits", width, limit_words), limits))
         return blocks
 
-    def _verdicts(self, out: Text, view: EstimateView, width: int) -> None:
+    def _verdicts(self, out: Text, view: EstimateView, width: int, notes: bool) -> None:
         """mlxcel's verdict; with a calibration, vramscope's under it and which one the
         colour (and the summary line) is held against. The other badge is muted."""
         muted = self._style("muted")
@@ -348,12 +371,18 @@ class Breakdown(Widget):
         badge(view.verdict.label, view.verdict.fits, not on_cal)
         load = view.load
         if cal is None and (load is None or not load.disagrees):
-            out.append(f"  {view.verdict.text}\n")
-            self._load_verdict(out, view, width)
+            out.append(f"  {view.verdict.text}")
+            if load is not None and width >= SAME_LINE_LOAD_VERDICT:
+                out.append(f" · {_load_words(load)}", muted)
+                out.append("\n")
+                self._load_notes(out, view, width, notes)
+                return
+            out.append("\n")
+            self._load_verdict(out, view, width, notes)
             return
         out.append("  mlxcel: ", muted)
         out.append(f"{view.verdict.text}\n")
-        self._load_verdict(out, view, width)
+        self._load_verdict(out, view, width, notes)
         if cal is None:
             return
         lead = len(cal.label) + 4
@@ -366,9 +395,9 @@ class Breakdown(Widget):
         for piece in textwrap.wrap(words, max(20, width)):
             out.append(piece + "\n", muted)
 
-    def _load_verdict(self, out: Text, view: EstimateView, width: int) -> None:
-        """The load's verdict under mlxcel's: a badge of its own where the two disagree
-        (with why), a muted line where they agree; then the load's notes."""
+    def _load_verdict(self, out: Text, view: EstimateView, width: int, notes: bool) -> None:
+        """The load's verdict under mlxcel's where the two disagree: a badge of its own
+        and why; then the load's notes."""
         load = view.load
         if load is None:
             return
@@ -377,12 +406,25 @@ class Breakdown(Widget):
         if load.disagrees:
             out.append(f" {v.label} ", self._style("fits" if v.fits else "over"))
             out.append(f"  {load.heading}: {v.text}\n")
-            lines = [load.disagreement, *load.load.notes]
-        else:
-            lines = [f"{load.heading}: {v.text}", *load.load.notes]
-        for line in lines:
-            for piece in textwrap.wrap(line, max(20, width)):
+            for piece in textwrap.wrap(load.disagreement, max(20, width)):
                 out.append(piece + "\n", muted)
+        # Where they agree and mlxcel's line has no room for it, the load's total on the
+        # Total row says it: no line of its own (the chart keeps its rows).
+        self._load_notes(out, view, width, notes)
+
+    def _load_notes(self, out: Text, view: EstimateView, width: int, notes: bool) -> None:
+        """The load's notes (why it differs from mlxcel's), where the notes have room."""
+        if view.load is None or not notes:
+            return
+        for line in view.load.load.notes:
+            for piece in textwrap.wrap(line, max(20, width)):
+                out.append(piece + "\n", self._style("muted"))
+
+
+def _load_words(load: LoadColumn) -> str:
+    """`mlx-lm load: 7.04 GiB free` (or `over`)."""
+    v = load.verdict
+    return f"{load.heading}: {format_bytes_short(v.bytes)} {'free' if v.fits else 'over'}"
 
 
 def _wrapped(text: str, width: int, style: Style) -> list[Text]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -70,12 +71,16 @@ def test_a_context_past_the_trained_one_is_flagged_and_ranked_after_those_within
 ) -> None:
     assert main(["fit", "--preset", "rx7900xtx", "--max-tokens", "32k"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    phi = [line for line in lines if line.startswith("microsoft/Phi-3-mini-4k-instruct ")]
-    assert phi and all("4,096 trained" in line and " FITS " not in line for line in phi)
-    assert any(" PAST TRAINED " in line for line in phi)
-    table = [line for line in lines if " FITS " in line or " PAST TRAINED " in line]
-    verdicts = ["PAST" if " PAST TRAINED " in line else "FITS" for line in table]
-    assert verdicts == sorted(verdicts, key=lambda v: v == "PAST")  # fits first
+    header = next(i for i, line in enumerate(lines) if line.startswith("MODEL "))
+    table = [re.split(r"\s{2,}", line) for line in lines[header + 1 :] if line.strip()]
+    table = table[: next(i for i, row in enumerate(table) if len(row) < 10)]
+    verdict = lines[header].split().index("VERDICT")
+    phi = [row for row in table if row[0] == "microsoft/Phi-3-mini-4k-instruct"]
+    assert phi and all(row[-2] == "4,096 trained" and row[verdict] != "FITS" for row in phi)
+    verdicts = [row[verdict] for row in table]
+    fitting = [v for v in verdicts if v in ("FITS", "PAST TRAINED")]
+    assert fitting == verdicts[: len(fitting)]  # what fits comes first
+    assert fitting == sorted(fitting, key=lambda v: v == "PAST TRAINED")  # within it first
 
 
 def test_a_split_plan_and_the_single_device_beside_it_are_capped_alike() -> None:

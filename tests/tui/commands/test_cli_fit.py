@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -21,6 +22,7 @@ from core.estimate.available import AvailableMemory
 from core.estimate.estimate import Workload
 from core.fit_models import read_fit_model
 from core.probes.cpuinfo import read_cpu_name
+from core.units import format_bytes_short
 from tui.cli import main
 
 STORED = Quantization.STORED.word
@@ -41,6 +43,9 @@ SETTINGS = [
     ],
 ]
 ROW_KEYS = {
+    "load",
+    "load_problem",
+    "ranked_by",
     "model",
     "quantization",
     "weights_bytes",
@@ -97,13 +102,33 @@ def test_the_json_names_its_inputs_and_labels_what_ifs(capsys: pytest.CaptureFix
     assert all(set(r) >= ROW_KEYS for r in rows)
     what_ifs = [r for r in rows if r["quantization"] != STORED]
     assert what_ifs and all(r["formula"] == WHAT_IF_FORMULA for r in what_ifs)
+
     # Fitting rows first (those within the trained context before those past it), and
     # among them the bigger model first.
-    fits = [r["fits"] for r in rows if r["fits"] is not None]
+    # Ranked by vramscope's load where a row has one (`ranked_by`), else mlxcel's verdict.
+    def ranked_fits(r: dict[str, Any]) -> bool | None:
+        return r["load"]["fits"] if r["ranked_by"] == "load" else r["fits"]
+
+    fits = [ranked_fits(r) for r in rows if ranked_fits(r) is not None]
     assert fits == sorted(fits, reverse=True)
+    # Every built-in row with a number has a load; a what-if with none has neither.
+    assert {r["ranked_by"] for r in rows if r["unavailable"] is None} == {"load"}
+    assert all(r["load"] is r["ranked_by"] is None for r in rows if r["unavailable"])
+    gemma = next(
+        r for r in rows if r["model"] == "google/gemma-3-4b-it" and r["quantization"] == STORED
+    )
+    load = gemma["load"]
+    assert set(load) == {
+        "engine", "weights_bytes", "kv_bytes", "transient_bytes", "total_bytes", "fits",
+        "margin_bytes", "largest_context", "sources",
+    }  # fmt: skip
+    assert load["engine"] == "mlx-lm" and load["weights_bytes"] == gemma["weights_bytes"]
+    assert load["margin_bytes"] == inputs["available_bytes"] - load["total_bytes"]
     for past in (False, True):
         params = [
-            r["params_billions"] for r in rows if r["fits"] and r["past_trained_context"] is past
+            r["params_billions"]
+            for r in rows
+            if ranked_fits(r) and r["past_trained_context"] is past
         ]
         assert params == sorted(params, reverse=True)
 
@@ -277,3 +302,38 @@ def test_calibrated_rows_without_a_calibration_say_so(
     plain = fit_json(capsys, *flags)
     assert "calibration" not in plain["inputs"]
     assert all("calibrated_total_bytes" not in r for r in plain["rows"])
+
+
+def test_gemma_3_fits_by_the_load_where_mlxcel_s_preflight_refuses(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # mlxcel counts gemma-3-4b-it's 29 sliding-window layers at full length: 10.62 GiB of
+    # KV at 32,768 tokens, DOES NOT FIT on a 24 GiB card; mlx-lm holds them at 1,024.
+    argv = ["fit", "--preset", "rx7900xtx", "--max-tokens", "32k", "--quantizations", STORED]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert main([*argv, "--json"]) == 0
+    rows = {r["model"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
+    lines = out.splitlines()
+    header = next(line for line in lines if line.startswith("MODEL "))
+    columns = re.split(r"\s{2,}", header)
+    assert columns[2:9] == [
+        "WEIGHTS", "TOTAL", "LOAD", "VERDICT", "MLXCEL", "SLACK", "MAX CONTEXT",
+    ]  # fmt: skip
+    line = next(x for x in lines if x.startswith("google/gemma-3-4b-it "))
+    cells = dict(zip(columns, re.split(r"\s{2,}", line), strict=True))
+    gemma = rows["google/gemma-3-4b-it"]
+    assert gemma["fits"] is False and gemma["load"]["fits"] is True
+    assert (cells["VERDICT"], cells["MLXCEL"]) == ("FITS", "DOES NOT FIT")
+    assert cells["TOTAL"] == format_bytes_short(gemma["total_bytes"])  # mlxcel's, unchanged
+    assert cells["LOAD"] == format_bytes_short(gemma["load"]["total_bytes"])
+    assert cells["SLACK"] == format_bytes_short(gemma["load"]["margin_bytes"])
+    context = gemma["load"]["largest_context"]["tokens"]
+    assert context > gemma["largest_context_tokens"]  # more than mlxcel's 21,760
+    assert cells["MAX CONTEXT"] == f"{context:,}"
+    assert "MLXCEL DOES NOT FIT where VERDICT FITS (1 row): mlxcel's preflight would " in out
+    # Ranked by the load: every row the load fits comes before every row it does not.
+    order = list(rows.values())
+    assert [r["load"]["fits"] for r in order] == sorted(
+        (r["load"]["fits"] for r in order), reverse=True
+    )
