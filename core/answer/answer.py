@@ -112,13 +112,23 @@ class Answer:
         plan = self.load_plan
         if plan is None:
             return None
-        available = self.question.settings.available
+        q = self.question
+        available = q.settings.available
+        # The largest context does not depend on the question's own context: kept on the
+        # facts per plan and budget, so a token key never searches again.
+        what_if = self.what_if.quantization if self.what_if is not None else None
+        key = ("context", q.workload.kv_int8, q.workload.batch,
+               q.settings.backend_inflight_bytes, what_if, available.bytes)  # fmt: skip
+        found = self.model._loads.get(key)
+        if found is None:
 
-        def fits(tokens: int) -> bool:
-            return plan.at(tokens).total_bytes <= available.bytes
+            def fits(tokens: int) -> bool:
+                return plan.at(tokens).total_bytes <= available.bytes
 
-        memory = largest_fitting(fits, 0, CONTEXT_SEARCH_LIMIT)
-        return ContextAnswer(memory, self.context.trained, available.unread)
+            found = largest_fitting(fits, 0, CONTEXT_SEARCH_LIMIT)
+            self.model._loads[key] = found
+        assert isinstance(found, FitLimit)
+        return ContextAnswer(found, self.context.trained, available.unread)
 
     @property
     def load_fits(self) -> bool | None:
