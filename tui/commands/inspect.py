@@ -8,6 +8,7 @@ from typing import Any
 
 from core import __version__
 from core.errors import UsageError
+from core.estimate.estimate import DEFAULT_CTX_LEN
 from core.units import format_bytes_short
 from tui.commands._calibrated import add_calibration_flags, candidates, wanted
 from tui.commands._parallel import parallel_plan, run_parallel
@@ -20,6 +21,7 @@ from tui.commands.shared.flags import (
     add_preset_flag,
     hub_options,
 )
+from tui.commands.shared.gguf_args import add_llama_cpp_flags, given_flags
 from tui.commands.shared.output import EXIT_ERROR, EXIT_FAILED, note, warn
 from tui.model.sizing import mlxcel_sizing, sizing_lines
 
@@ -58,7 +60,10 @@ def register(sub: Any) -> None:
     )
     add_parallel_flags(p)
     add_calibration_flags(p)
-    p.set_defaults(func=run)
+    add_llama_cpp_flags(p)
+    # None: not given. A safetensors model takes mlxcel's default; a GGUF llama.cpp's
+    # (the trained context, `--ctx-size 0`).
+    p.set_defaults(func=run, max_tokens=None)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -79,6 +84,11 @@ def run(args: argparse.Namespace) -> int:
     gguf = _read_gguf(args)
     if gguf is not None:
         return gguf
+    llama_flags = given_flags(args)
+    if llama_flags:
+        raise UsageError(llama_flags[0], "is llama.cpp's, for a GGUF model only")
+    if args.max_tokens is None:
+        args.max_tokens = DEFAULT_CTX_LEN
     quant = parse_quant_flag(args.quant)
     if parallel_plan(args) is not None:
         if wanted(args):
@@ -146,8 +156,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _read_gguf(args: argparse.Namespace) -> int | None:
-    """A GGUF model (`.gguf`, a folder of them, `REPO:QUANT`): what was read, printed;
-    None when MODEL names no GGUF."""
+    """A GGUF model (`.gguf`, a folder of them, `REPO:QUANT`): what was read and
+    llama.cpp's load for it; None when MODEL names no GGUF."""
     from core.catalog.gguf_source import read_gguf_source
 
     found = read_gguf_source(args.model, hub_options(args))
@@ -155,25 +165,39 @@ def _read_gguf(args: argparse.Namespace) -> int | None:
         return None
     from core.estimate.report import to_json_pretty
     from core.gguf.report import gguf_json, gguf_lines
+    from core.load.gguf_report import gguf_load_json, gguf_load_lines
+    from tui.commands.shared.gguf_answer import answer_for
 
-    not_yet = "llama.cpp's memory load is not joined in yet (#40)"
-    if args.check:
-        raise UsageError("--check", f"no verdict for a GGUF model: {not_yet}")
     if parallel_plan(args) is not None:
-        raise UsageError("--tp/--pp", f"no split plan for a GGUF model: {not_yet}")
+        raise UsageError("--tp/--pp", "no split plan for a GGUF model (llama.cpp's load only)")
     if wanted(args):
-        raise UsageError("--calibrated", f"no calibrated estimate for a GGUF model: {not_yet}")
-    note(
-        [
-            "GGUF: the weights as read; llama.cpp's KV cache, compute and output buffers are "
-            "not counted yet (#40)"
-        ]
-    )
+        raise UsageError("--calibrated", "no calibrated estimate for a GGUF model (#40)")
+    for flag, given in (
+        ("--quant", args.quant.strip().lower() != "default"),
+        ("--batch", args.batch != 1),
+        ("--kv-cache-mode", args.kv_cache_mode != "fp16"),
+    ):
+        if given:
+            raise UsageError(flag, "is mlxcel's; for a GGUF give llama.cpp's flags "
+                             "(--parallel, --cache-type-k/-v)")  # fmt: skip
+    got = answer_for(args, found)
+    note(got.notes)
+    answered = got.answer
     if args.json:
-        print(to_json_pretty(gguf_json(found.model, args.model, found.source)))
+        report = gguf_json(found.model, args.model, found.source)
+        report["mlxcel_estimate"] = None  # mlxcel reads no GGUF: none of its keys
+        report["answered_for"] = got.device_json
+        report["load"] = gguf_load_json(answered) if answered is not None else None
+        report["load_unavailable"] = got.problem
+        print(to_json_pretty(report))
     else:
         print("\n".join(gguf_lines(found.model, args.model, found.source)))
-    return 0
+        print("\n".join(gguf_load_lines(answered) if answered is not None else got.problem_lines))
+        print("\n".join(got.device_lines))
+    if answered is None:
+        # No load (an architecture llama.cpp's plan cannot size): no verdict to claim.
+        return EXIT_ERROR if args.check else 0
+    return check_exit(args, bool(answered.fits), answered.unread)
 
 
 def check_exit(args: argparse.Namespace, fits: bool, unread: str | None = None) -> int:

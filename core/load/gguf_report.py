@@ -1,0 +1,163 @@
+"""llama.cpp's load for a GGUF in words and JSON (`inspect`'s lines and `load` object).
+
+The line shape and the JSON key names and order are the mlx-lm load's (`load (ENGINE):
+weights, KV, transient, total at N tokens: VERDICT`; `engine`, `tokens`,
+`weights_bytes`...), so the two engines read alike; llama.cpp's own terms (compute,
+output, projector) and the device/host split under `--n-gpu-layers` follow. mlxcel
+reads no GGUF, so its keys (`mlxcel_refuses`, `differs_from_mlxcel`) are null. Every
+string from the file passes `clean_text` (text) or `json_safe` (JSON) here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.display_text import clean_text, json_safe
+from core.load.gguf_answer import GgufAnswer
+from core.load.load import DeviceShare, EngineLoad, LoadTerm, Sourced, TermKind
+from core.units import format_bytes_short
+
+PREFIX = "vramscope: "
+NO_MLXCEL = (
+    "mlxcel: no estimate and no banner: mlxcel reads safetensors, not GGUF; "
+    "the load below is llama.cpp's, vramscope's own"
+)
+
+
+def _verdict(fits: bool | None) -> str:
+    return {True: "FITS", False: "DOES NOT FIT", None: "no verdict (memory not read)"}[fits]
+
+
+def _size(value: int) -> str:
+    return f"{format_bytes_short(value)} ({value:,} bytes)"
+
+
+def load_line(load: EngineLoad, fits: bool | None) -> str:
+    """`load (llama.cpp): weights 4.07 GiB, KV 512.0 MiB, transient 300.0 MiB, total ...`
+    (the mlx-lm load's line, word for word)."""
+    return (
+        f"load ({load.engine.label}): weights {format_bytes_short(load.weights_bytes)}, "
+        f"KV {format_bytes_short(load.kv_bytes)}, transient "
+        f"{format_bytes_short(load.transient_bytes)}, total "
+        f"{format_bytes_short(load.total_bytes)} ({load.total_bytes:,} bytes) at "
+        f"{load.tokens:,} tokens: {_verdict(fits)}"
+    )
+
+
+def _share_words(share: DeviceShare) -> str:
+    parts: dict[str, int] = {}
+    for t in share.terms:
+        parts[t.kind.value] = parts.get(t.kind.value, 0) + t.bytes
+    inner = ", ".join(f"{k} {format_bytes_short(v)}" for k, v in parts.items())
+    return f"{_size(share.total_bytes)}: {inner or 'nothing'}"
+
+
+def gguf_load_lines(found: GgufAnswer) -> list[str]:
+    """`inspect`'s vramscope lines for a GGUF: the load, each term, each place's share,
+    the largest context, the largest `--n-gpu-layers` that fits, the command lines."""
+    load, label = found.load, found.load.engine.label
+    lines = [NO_MLXCEL, load_line(load, found.fits)]
+    lines.append(f"load ({label}) context: {load.tokens:,} tokens: {found.ctx.source}")
+    for t in load.terms:
+        lines.append(f"load ({label}) {t.kind.value}: {_size(t.bytes)}: {t.detail} [{_origin(t)}]")
+    offloaded = found.plan.offloaded_layers
+    lines.append(
+        f"load ({label}) --n-gpu-layers: {offloaded} of {found.layer_count} layers on the "
+        "device (the output layer first, then the repeating layers from the last)"
+    )
+    for share in load.shares:
+        lines.append(f"load ({label}) on the {share.placement.value}: {_share_words(share)}")
+    held = "the device's share" if offloaded else "the whole load (host only)"
+    lines.append(
+        f"load ({label}) held against available {_size(found.available_bytes)}: {held}, "
+        f"{_size(found.held_bytes)}"
+    )
+    lines.append(f"largest context by the load: {found.context.words}")
+    if found.gpu_layers is not None:
+        if found.gpu_layers == 0:
+            lines.append(
+                "largest --n-gpu-layers that fits: 0: not even the output layer fits "
+                "(llama.cpp on the host alone)"
+            )
+        else:
+            lines.append(
+                f"largest --n-gpu-layers that fits: {found.gpu_layers} of {found.layer_count} "
+                f"at {load.tokens:,} tokens"
+            )
+    lines.append(f"llama-server: {found.command}")
+    if found.fitting_command is not None:
+        lines.append(f"llama-server that fits: {found.fitting_command}")
+    lines += [f"load note: {n}" for n in load.notes]
+    return [clean_text(PREFIX + line) for line in lines]
+
+
+def _origin(term: LoadTerm) -> str:
+    return str(term.origin.value)
+
+
+def _term(term: LoadTerm) -> dict[str, Any]:
+    return {
+        "kind": term.kind.value,
+        "bytes": term.bytes,
+        "origin": term.origin.name.lower(),
+        "detail": term.detail,
+    }
+
+
+def _source(source: Sourced) -> dict[str, Any]:
+    return {
+        "name": source.name,
+        "value": source.value,
+        "origin": source.origin.name.lower(),
+        "detail": source.detail,
+    }
+
+
+def gguf_load_json(found: GgufAnswer) -> dict[str, Any]:
+    """The `load` object of `inspect --json` for a GGUF (the mlx-lm load's keys in their
+    order, then llama.cpp's)."""
+    load, o = found.load, found.plan.options
+    out = {
+        "engine": load.engine.label,
+        "tokens": load.tokens,
+        "weights_bytes": load.weights_bytes,
+        "kv_bytes": load.kv_bytes,
+        "compute_bytes": load.bytes_of(TermKind.COMPUTE),
+        "output_bytes": load.bytes_of(TermKind.OUTPUT),
+        "projector_bytes": load.bytes_of(TermKind.PROJECTOR),
+        "transient_bytes": load.transient_bytes,
+        "total_bytes": load.total_bytes,
+        "fits": found.fits,
+        "mlxcel_refuses": None,
+        "largest_context": found.context.json(),
+        "terms": [_term(t) for t in load.terms],
+        "sources": [_source(s) for s in load.sources],
+        "notes": list(load.notes),
+        "differs_from_mlxcel": None,
+        "tokens_source": found.ctx.source,
+        "devices": [
+            {
+                "placement": s.placement.value,
+                "total_bytes": s.total_bytes,
+                "terms": [_term(t) for t in s.terms],
+            }
+            for s in load.shares
+        ],
+        "held_bytes": found.held_bytes,
+        "available_bytes": found.available_bytes,
+        "n_gpu_layers": found.plan.offloaded_layers,
+        "layer_count": found.layer_count,
+        "largest_gpu_layers": found.gpu_layers,
+        "options": {
+            "n_gpu_layers": o.n_gpu_layers,
+            "cache_type_k": o.cache_type_k.value,
+            "cache_type_v": o.cache_type_v.value,
+            "parallel": o.parallel,
+            "ubatch_size": o.ubatch_size,
+            "flash_attn": o.flash_attn.value,
+            "kv_unified": o.kv_unified,
+        },
+        "llama_server": found.command,
+        "llama_server_fits": found.fitting_command,
+    }
+    return dict(json_safe(out))

@@ -1,0 +1,87 @@
+"""A GGUF model's question from `inspect`'s flags: llama.cpp's options, the context,
+and the available memory through the one device resolution every command uses."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from core.display_text import clean_text
+from core.estimate.estimate import QuantHint
+from core.units import format_bytes_short
+from tui.commands.shared.estimate_args import question_from_args
+from tui.commands.shared.gguf_args import llama_cpp_options
+
+if TYPE_CHECKING:
+    from core.answer.device import Device
+    from core.catalog.gguf_source import GgufSource
+    from core.load.gguf_answer import GgufAnswer
+
+
+@dataclass(frozen=True)
+class GgufCliAnswer:
+    """The answer, and what the command prints beside it."""
+
+    answer: GgufAnswer | None
+    """None when llama.cpp's plan cannot size the model (`problem` says why)."""
+    problem: str | None
+    notes: tuple[str, ...]
+    device_json: dict[str, Any]
+    device_lines: tuple[str, ...]
+    problem_lines: tuple[str, ...] = ()
+
+
+def answer_for(args: argparse.Namespace, found: GgufSource) -> GgufCliAnswer:
+    """llama.cpp's answer for the GGUF `found`, asked by `inspect`'s flags."""
+    from core.errors import ModelError
+    from core.load.gguf_answer import answer_gguf, ctx_size
+    from core.load.llama_cpp import plan_for_model
+
+    flags = llama_cpp_options(args)
+    # The device alone is wanted: mlxcel's workload fields are not asked.
+    device_args = argparse.Namespace(**vars(args))
+    device_args.max_tokens = args.max_tokens or 1
+    inputs = question_from_args(device_args, QuantHint.DEFAULT)
+    device = inputs.question.device
+    lines = _device_lines(device)
+    try:
+        plan = plan_for_model(found.model, flags.options)
+    except ModelError as exc:
+        # The reading stands (the weights are the tensors' bytes); the load is not sized.
+        problem = str(exc)
+        return GgufCliAnswer(
+            None,
+            problem,
+            inputs.notes + flags.notes,
+            device.json(),
+            lines,
+            (clean_text(f"vramscope: load (llama.cpp): none: {problem}"),),
+        )
+    ctx = ctx_size(args.max_tokens, plan, found.model.architecture)
+    hub = not os.path.lexists(os.path.expanduser(args.model))
+    projector = found.model.projector
+    answer = answer_gguf(
+        plan,
+        ctx,
+        device.available.bytes,
+        device.available.unread,
+        args.model if hub else found.model.first.path,
+        hub=hub,
+        projector=projector.path if projector is not None else None,
+        arch=found.model.architecture,
+    )
+    return GgufCliAnswer(answer, None, inputs.notes + flags.notes, device.json(), lines)
+
+
+def _device_lines(device: Device) -> tuple[str, ...]:
+    """Which device and which figure the load is held against (as `inspect` says it)."""
+    if device.reading is None:
+        return (f"vramscope: {device.line}",)
+    chosen = device.available
+    return (
+        f"vramscope --memory-limit {device.memory.value}: "
+        f"{format_bytes_short(chosen.bytes)} ({chosen.bytes} bytes): {chosen.source}",
+        f"vramscope {device.reading.line}",
+    )
