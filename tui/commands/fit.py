@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from core import __version__
@@ -21,11 +22,16 @@ from tui.commands.shared.flags import (
     add_model_source_flags,
     add_workload_flags,
 )
-from tui.commands.shared.output import warn
+from tui.commands.shared.gguf_args import add_llama_cpp_flags, llama_cpp_options
+from tui.commands.shared.output import note, warn
 from tui.model.presets import preset_keys
 
 if TYPE_CHECKING:
     from core.answer.fit import FitRow
+    from core.answer.question import Question
+    from core.catalog.entry import Catalog
+    from core.load.gguf_fit import GgufAsk, GgufFitRow
+    from core.load.llama_cpp import LlamaCppOptions
 
 QUANTIZATION_CHOICES: tuple[Quantization, ...] = tuple(Quantization)
 DEFAULT_QUANTIZATIONS = ",".join(q.word for q in QUANTIZATION_CHOICES)
@@ -86,6 +92,7 @@ def register(sub: Any) -> None:
     )
     add_hub_fit_flags(p)
     add_hub_timeout_flag(p)
+    add_llama_cpp_flags(p)
     p.set_defaults(func=run)
 
 
@@ -116,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
     from core.errors import VramscopeError
     from core.fit_models import fit_entries, fit_reader, skipped_lines
     from tui.render.fit_table import CalibratedColumn, fit_heading, fit_text
+    from tui.render.gguf_fit_table import gguf_fit_text
 
     quantizations = parse_quantizations(args.quantizations)
     if args.hub is None:
@@ -150,6 +158,14 @@ def run(args: argparse.Namespace) -> int:
             )
     warn(notices)
     ranked = rank_rows(rows)
+    gguf = _gguf_rows(args, question, catalog)
+    note(gguf.notes)
+    # A folder of GGUF files the catalog skipped (safetensors only) has its rows here.
+    skipped = [
+        line
+        for s, line in zip(catalog.skipped, skipped_lines(catalog), strict=True)
+        if s.location not in gguf.folders
+    ] + skipped[len(catalog.skipped) :]
     column = None
     if calibrations is not None:
         cal, reason = choose_for_device(device, calibrations, args.calibration_engine)
@@ -182,11 +198,56 @@ def run(args: argparse.Namespace) -> int:
             "rows": [_row_json(row, column) for row in ranked],
             # vramscope's, after every key fit always wrote: as `models --json` says them.
             "skipped": skipped,
+            # vramscope's, after them: one row per GGUF quant file (llama.cpp's load).
+            "gguf_rows": [row.json() for row in gguf.rows],
         }
         print(json.dumps(json_safe(document), indent=2, ensure_ascii=False))
         return 0
     print("\n".join(fit_text(ranked, fit_heading(question), column, skipped)))
+    if gguf.rows:
+        print("\n".join(gguf_fit_text(gguf.rows, f"{args.max_tokens:,} tokens", gguf.words)))
     return 0
+
+
+@dataclass(frozen=True)
+class GgufRows:
+    """`fit`'s GGUF rows, ranked, the folders they came from, and what a flag meant."""
+
+    rows: list[GgufFitRow]
+    folders: frozenset[str]
+    words: str
+    notes: tuple[str, ...]
+
+
+def options_words(options: LlamaCppOptions) -> str:
+    """`-ngl all, K f16, V f16, --parallel 1, --ubatch-size 512, flash attention on`."""
+    ngl = "all" if options.n_gpu_layers < 0 else str(options.n_gpu_layers)
+    unified = ", --kv-unified" if options.kv_unified else ""
+    return (
+        f"-ngl {ngl}, K {options.cache_type_k.value}, V {options.cache_type_v.value}, "
+        f"--parallel {options.parallel}{unified}, --ubatch-size {options.ubatch_size}, "
+        f"flash attention {options.flash_attn.value}"
+    )
+
+
+def gguf_ask(args: argparse.Namespace, question: Question) -> tuple[GgufAsk, tuple[str, ...]]:
+    """The question every GGUF row answers, from the flags and the one device."""
+    from core.load.gguf_fit import GgufAsk
+
+    flags = llama_cpp_options(args)
+    available = question.device.available
+    ask = GgufAsk(flags.options, args.max_tokens, available.bytes, available.unread)
+    return ask, flags.notes
+
+
+def _gguf_rows(args: argparse.Namespace, question: Question, catalog: Catalog) -> GgufRows:
+    from core.load.gguf_fit import local_gguf_files, local_rows, rank_gguf_rows
+
+    ask, notes = gguf_ask(args, question)
+    files = local_gguf_files(list(catalog.models_dirs), catalog.hf_cache_dir)
+    rows = rank_gguf_rows(local_rows(files, ask))
+    folders = frozenset(str(f.path.parent) for f in files)
+    return GgufRows(rows, folders, options_words(ask.options), notes)
 
 
 def _row_json(row: FitRow, column: Any) -> dict[str, Any]:
