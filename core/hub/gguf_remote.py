@@ -286,3 +286,13 @@ def from_store(path: Path, repo_id: str, tag: str) -> GgufModel | None:
         files[len(parts)] if projector else None,
         tuple(notes),
     )
+
+
+def stored_listing(path: Path) -> list[str]:
+    """The repo's GGUF files as a stored snapshot records them (`gguf-files.json`): what
+    `fit --hub` makes a row of each; [] when the snapshot has no such record."""
+    try:
+        index = _read_index(read_regular(path / GGUF_INDEX, _INDEX_CAP))
+    except OSError:
+        return []
+    return index[0] if index is not None else []

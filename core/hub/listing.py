@@ -77,6 +77,8 @@ class HubLibrary(Enum):
 
     MLX = "mlx"
     TRANSFORMERS = "transformers"
+    GGUF = "gguf"
+    """llama.cpp's files: each quant file a row of llama.cpp's load (#40)."""
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from core import __version__
@@ -22,7 +21,8 @@ from tui.commands.shared.flags import (
     add_model_source_flags,
     add_workload_flags,
 )
-from tui.commands.shared.gguf_args import add_llama_cpp_flags, llama_cpp_options
+from tui.commands.shared.gguf_answer import GgufRows, gguf_ask, options_words
+from tui.commands.shared.gguf_args import add_llama_cpp_flags
 from tui.commands.shared.output import note, warn
 from tui.model.presets import preset_keys
 
@@ -30,8 +30,6 @@ if TYPE_CHECKING:
     from core.answer.fit import FitRow
     from core.answer.question import Question
     from core.catalog.entry import Catalog
-    from core.load.gguf_fit import GgufAsk, GgufFitRow
-    from core.load.llama_cpp import LlamaCppOptions
 
 QUANTIZATION_CHOICES: tuple[Quantization, ...] = tuple(Quantization)
 DEFAULT_QUANTIZATIONS = ",".join(q.word for q in QUANTIZATION_CHOICES)
@@ -207,37 +205,6 @@ def run(args: argparse.Namespace) -> int:
     if gguf.rows:
         print("\n".join(gguf_fit_text(gguf.rows, f"{args.max_tokens:,} tokens", gguf.words)))
     return 0
-
-
-@dataclass(frozen=True)
-class GgufRows:
-    """`fit`'s GGUF rows, ranked, the folders they came from, and what a flag meant."""
-
-    rows: list[GgufFitRow]
-    folders: frozenset[str]
-    words: str
-    notes: tuple[str, ...]
-
-
-def options_words(options: LlamaCppOptions) -> str:
-    """`-ngl all, K f16, V f16, --parallel 1, --ubatch-size 512, flash attention on`."""
-    ngl = "all" if options.n_gpu_layers < 0 else str(options.n_gpu_layers)
-    unified = ", --kv-unified" if options.kv_unified else ""
-    return (
-        f"-ngl {ngl}, K {options.cache_type_k.value}, V {options.cache_type_v.value}, "
-        f"--parallel {options.parallel}{unified}, --ubatch-size {options.ubatch_size}, "
-        f"flash attention {options.flash_attn.value}"
-    )
-
-
-def gguf_ask(args: argparse.Namespace, question: Question) -> tuple[GgufAsk, tuple[str, ...]]:
-    """The question every GGUF row answers, from the flags and the one device."""
-    from core.load.gguf_fit import GgufAsk
-
-    flags = llama_cpp_options(args)
-    available = question.device.available
-    ask = GgufAsk(flags.options, args.max_tokens, available.bytes, available.unread)
-    return ask, flags.notes
 
 
 def _gguf_rows(args: argparse.Namespace, question: Question, catalog: Catalog) -> GgufRows:

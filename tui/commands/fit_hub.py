@@ -13,6 +13,7 @@ import json
 import sys
 import threading
 import time
+from dataclasses import replace
 from typing import Any
 
 from core import __version__
@@ -112,6 +113,11 @@ def run_hub(
     if listing.problem:
         print(f"vramscope: warning: {clean_text(listing.problem)}", file=sys.stderr)
     available = question.device.available.bytes
+    # GGUF repos (llama.cpp's files) are each quant a row of llama.cpp's load, below.
+    listed_count = len(listing.models)
+    gguf_repos = [m for m in listing.models if is_gguf_repo(m, listing.query)]
+    if gguf_repos:
+        listing = replace(listing, models=tuple(m for m in listing.models if m not in gguf_repos))
     rows: dict[str, list[HubFitRow]] = {r.listed.repo_id: [r] for r in bound_rows(listing)}
     sort = (args.sort or "rank").lower()
     column = sort.upper().replace("-", " ")
@@ -149,13 +155,14 @@ def run_hub(
         listing, question, quantizations, on_rows, timeout_s=args.hub_timeout,
         stop=threading.Event(),
     )  # fmt: skip
+    gguf = read_gguf_repos(args, question, gguf_repos, tally) if gguf_repos else None
     flat = hub_sorted([r for g in rows.values() for r in g], column, descending)
     if live is not None:  # the last paint first: the lines below it are not repainted
         live.paint(final_lines(flat, heading, available))
     elif sys.stderr.isatty():
         print(file=sys.stderr)
     _say(
-        f"{len(listing.models)} listed, {tally.read} read from the Hub "
+        f"{listed_count} listed, {tally.read} read from the Hub "
         f"({max(0, round(tally.bytes_fetched / 1000))} KB), {tally.from_store} from the store, "
         f"{tally.failed} not read, in {time.monotonic() - started:.1f} s"
     )
@@ -178,7 +185,7 @@ def run_hub(
                     "listed_at": listing.date,
                     "from_store": listing.from_store,
                     "problem": listing.problem,
-                    "listed": len(listing.models),
+                    "listed": listed_count,
                     "read": tally.read,
                     "answered_from_store": tally.from_store,
                     "not_read": tally.failed,
@@ -186,12 +193,58 @@ def run_hub(
                 },
             },
             "rows": [r.json(available) for r in flat],
+            # vramscope's, after fit's keys: each GGUF repo's quant files (llama.cpp's load).
+            "gguf_rows": [r.json() for r in gguf.rows] if gguf is not None else [],
         }
         print(json.dumps(json_safe(document), indent=2, ensure_ascii=False))
         return 0
     if live is None:
         print("\n".join(final_lines(flat, heading, available)))
+    if gguf is not None:
+        from tui.render.gguf_fit_table import gguf_fit_text
+
+        print("\n".join(gguf_fit_text(gguf.rows, f"{args.max_tokens:,} tokens", gguf.words)))
     return 0
+
+
+def is_gguf_repo(listed: Any, query: Any) -> bool:
+    """A repo of GGUF files: listed as the `gguf` library, or asked for as one."""
+    from core.hub.listing import HubLibrary
+
+    return bool(listed.library == HubLibrary.GGUF.value or query.library is HubLibrary.GGUF)
+
+
+def read_gguf_repos(args: argparse.Namespace, question: Any, repos: list[Any], tally: Any) -> Any:
+    """Each GGUF repo's quant files, read one repo at a time (each read has the
+    `--hub-timeout` deadline); a repo that cannot be read is one row with its reason."""
+    import os
+
+    from core.errors import VramscopeError
+    from core.load.gguf_fit import GgufFitRow, rank_gguf_rows
+    from core.load.gguf_hub_fit import hub_gguf_rows
+    from tui.commands.shared.gguf_answer import GgufRows, gguf_ask, options_words
+
+    ask, notes = gguf_ask(args, question)
+    rows: list[GgufFitRow] = []
+    for listed in repos:
+        try:
+            got = hub_gguf_rows(listed.repo_id, listed.commit, ask, args.hub_timeout, os.environ)
+        except VramscopeError as exc:
+            reason = clean_text(str(exc))[:300]
+            rows.append(GgufFitRow(listed.repo_id, listed.repo_id, "?", listed.repo_id, None,
+                                   reason))  # fmt: skip
+            tally.failed += 1
+            tally.problems.append(reason)
+            continue
+        rows.extend(got.rows)
+        tally.bytes_fetched += got.bytes_fetched
+        if got.from_store:
+            tally.from_store += 1
+        else:
+            tally.read += 1
+    for line in notes:
+        _say(line)
+    return GgufRows(rank_gguf_rows(rows), frozenset(), options_words(ask.options), notes)
 
 
 def final_lines(flat: list[Any], heading: list[str], available: int) -> list[str]:

@@ -16,8 +16,11 @@ from tui.commands.shared.gguf_args import llama_cpp_options
 
 if TYPE_CHECKING:
     from core.answer.device import Device
+    from core.answer.question import Question
     from core.catalog.gguf_source import GgufSource
     from core.load.gguf_answer import GgufAnswer
+    from core.load.gguf_fit import GgufAsk, GgufFitRow
+    from core.load.llama_cpp import LlamaCppOptions
 
 
 @dataclass(frozen=True)
@@ -85,3 +88,34 @@ def _device_lines(device: Device) -> tuple[str, ...]:
         f"{format_bytes_short(chosen.bytes)} ({chosen.bytes} bytes): {chosen.source}",
         f"vramscope {device.reading.line}",
     )
+
+
+@dataclass(frozen=True)
+class GgufRows:
+    """`fit`'s GGUF rows, ranked, the folders they came from, and what a flag meant."""
+
+    rows: list[GgufFitRow]
+    folders: frozenset[str]
+    words: str
+    notes: tuple[str, ...]
+
+
+def options_words(options: LlamaCppOptions) -> str:
+    """`-ngl all, K f16, V f16, --parallel 1, --ubatch-size 512, flash attention on`."""
+    ngl = "all" if options.n_gpu_layers < 0 else str(options.n_gpu_layers)
+    unified = ", --kv-unified" if options.kv_unified else ""
+    return (
+        f"-ngl {ngl}, K {options.cache_type_k.value}, V {options.cache_type_v.value}, "
+        f"--parallel {options.parallel}{unified}, --ubatch-size {options.ubatch_size}, "
+        f"flash attention {options.flash_attn.value}"
+    )
+
+
+def gguf_ask(args: argparse.Namespace, question: Question) -> tuple[GgufAsk, tuple[str, ...]]:
+    """The question every GGUF row answers, from the flags and the one device."""
+    from core.load.gguf_fit import GgufAsk
+
+    flags = llama_cpp_options(args)
+    available = question.device.available
+    ask = GgufAsk(flags.options, args.max_tokens, available.bytes, available.unread)
+    return ask, flags.notes
