@@ -21,7 +21,7 @@ from tui.commands.shared.flags import (
     add_model_source_flags,
     add_workload_flags,
 )
-from tui.commands.shared.gguf_answer import GgufRows, gguf_ask, options_words
+from tui.commands.shared.gguf_answer import GgufRows, ctx_words, gguf_ask, options_words
 from tui.commands.shared.gguf_args import add_llama_cpp_flags
 from tui.commands.shared.output import note, warn
 from tui.model.presets import preset_keys
@@ -203,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print("\n".join(fit_text(ranked, fit_heading(question), column, skipped)))
     if gguf.rows:
-        print("\n".join(gguf_fit_text(gguf.rows, f"{args.max_tokens:,} tokens", gguf.words)))
+        print("\n".join(gguf_fit_text(gguf.rows, ctx_words(args.max_tokens), gguf.words)))
     return 0
 
 

@@ -201,9 +201,10 @@ def run_hub(
     if live is None:
         print("\n".join(final_lines(flat, heading, available)))
     if gguf is not None:
+        from tui.commands.shared.gguf_answer import ctx_words
         from tui.render.gguf_fit_table import gguf_fit_text
 
-        print("\n".join(gguf_fit_text(gguf.rows, f"{args.max_tokens:,} tokens", gguf.words)))
+        print("\n".join(gguf_fit_text(gguf.rows, ctx_words(args.max_tokens), gguf.words)))
     return 0
 
 

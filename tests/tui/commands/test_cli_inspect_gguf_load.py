@@ -183,8 +183,14 @@ def test_check_and_the_largest_context_follow_the_load(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = write_golden_model(tmp_path, "qwen2")
-    load = inspect_json(capsys, str(path), "--memory-limit", "64G", "-n", "0")["load"]
+    load = inspect_json(capsys, str(path), "--memory-limit", "64G", "-c", "0")["load"]
     assert load["tokens"] == 8192  # -c 0: the trained context, as llama.cpp reads it
+    assert (
+        inspect_json(capsys, str(path), "--memory-limit", "64G", "--ctx-size", "2k")["load"][
+            "tokens"
+        ]
+        == 2048
+    )  # llama.cpp's name for --max-tokens
     assert load["largest_context"]["tokens"] == 8192
     assert load["largest_context"]["capped_by_trained_context"] is True
     budget = inspect_json(capsys, str(path), "--memory-limit", "64G", "-n", "3000")["load"]

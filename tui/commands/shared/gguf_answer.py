@@ -119,3 +119,10 @@ def gguf_ask(args: argparse.Namespace, question: Question) -> tuple[GgufAsk, tup
     available = question.device.available
     ask = GgufAsk(flags.options, args.max_tokens, available.bytes, available.unread)
     return ask, flags.notes
+
+
+def ctx_words(tokens: int | None) -> str:
+    """The context the GGUF rows are answered at, in words."""
+    if not tokens:
+        return "each model's trained context (llama.cpp's -c 0)"
+    return f"{tokens:,} tokens"

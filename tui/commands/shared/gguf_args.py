@@ -27,7 +27,18 @@ FLASH_ATTN_CHOICES = ("on", "off", "auto")
 
 def add_llama_cpp_flags(p: argparse.ArgumentParser) -> None:
     """The flags, each None (or False) when not given, so a safetensors model can refuse them."""
+    from tui.commands.shared.flags import token_count
+
     g = p.add_argument_group("llama.cpp (a GGUF model; llama.cpp's own flag names)")
+    g.add_argument(
+        "--ctx-size",
+        "-c",
+        dest="max_tokens",
+        type=token_count("--ctx-size", 0),
+        default=argparse.SUPPRESS,  # --max-tokens' default stands
+        metavar="N",
+        help="llama.cpp's name for --max-tokens (0: the model's trained context)",
+    )
     g.add_argument(
         "--n-gpu-layers",
         "-ngl",
