@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +26,7 @@ from core.gguf.record import GgufModel
 from core.load.gguf_answer import GgufAnswer, answer_gguf, ctx_size
 from core.load.llama_cpp import LlamaCppOptions, plan_for_model
 
+_QUANT_TAG = re.compile(r"(?:I?Q[0-9]|T?Q[0-9]|F[0-9]|BF16|MXFP)", re.IGNORECASE)
 SCAN_CAP = 4096
 """The most `.gguf` names one folder (or one cache snapshot) is searched for."""
 
@@ -196,6 +199,18 @@ def local_gguf_files(models_dirs: Sequence[Path], hf_cache: Path | None) -> list
     return list(unique.values())
 
 
+def quant_label(name: str, model: GgufModel) -> str:
+    """The quant a row is named by: the file name's tag where it is one (`Q4_K_M`, as
+    `REPO:QUANT` picks it), else the type holding most of the tensors' bytes (`Q8_0`)."""
+    info = split_name(name)
+    if info is not None and info.tag and _QUANT_TAG.match(info.tag):
+        return info.tag
+    counts: Counter[str] = Counter()
+    for t in model.tensors:
+        counts[t.type.name] += t.nbytes
+    return counts.most_common(1)[0][0] if counts else "?"
+
+
 def answer_row(
     model: str,
     quant: str,
@@ -233,8 +248,9 @@ def local_rows(files: Sequence[GgufFile], ask: GgufAsk) -> list[GgufFitRow]:
             reason = clean_text(str(exc))
             rows.append(GgufFitRow(f.model, str(f.path), f.quant, str(f.path), None, reason))
             continue
+        quant = quant_label(f.path.name, read)
         rows.append(
-            answer_row(f.model, f.quant, read, ask, str(f.path), hub=False, where=str(f.path))
+            answer_row(f.model, quant, read, ask, str(f.path), hub=False, where=str(f.path))
         )
     return rows
 
