@@ -182,6 +182,7 @@ def _read_gguf(args: argparse.Namespace) -> int | None:
                              "(--parallel, --cache-type-k/-v)")  # fmt: skip
     got = answer_for(args, found)
     note(got.notes)
+    warn(got.warnings)
     answered = got.answer
     if args.json:
         report = gguf_json(found.model, args.model, found.source)

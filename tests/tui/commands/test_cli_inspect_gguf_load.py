@@ -265,3 +265,23 @@ def test_llama_cpp_flags_are_refused_for_a_safetensors_model(
     code, out, err = inspect(capsys, "tiny-llama", "--n-gpu-layers", "3")
     assert code == 2 and out == ""
     assert "--n-gpu-layers: is llama.cpp's, for a GGUF model only" in err
+
+
+def test_memory_never_read_is_said_and_claims_no_verdict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from core.device import reading
+
+    monkeypatch.setattr(reading, "PROC_ROOT", tmp_path / "proc")  # a hidden /proc
+    (path,) = write_model(tmp_path, "llama")
+    code, out, err = inspect(capsys, str(path), "--backend", "cpu", "--check")
+    assert code == 2
+    warnings = [line for line in err.splitlines() if "available memory was not read" in line]
+    assert len(warnings) == 1 and warnings[0].startswith("vramscope: warning: ")
+    assert "no verdict (memory not read)" in out
+    assert "vramscope: largest context by the load: not answered" in out
+    assert "largest --n-gpu-layers" not in out
+    report = inspect_json(capsys, str(path), "--backend", "cpu")
+    assert report["load"]["fits"] is None
+    assert report["load"]["largest_context"]["tokens"] is None
+    assert report["load"]["largest_context"]["unread_memory"] is not None

@@ -34,6 +34,8 @@ class GgufCliAnswer:
     device_json: dict[str, Any]
     device_lines: tuple[str, ...]
     problem_lines: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    """Flags and variables that fell back, and memory that was never read."""
 
 
 def answer_for(args: argparse.Namespace, found: GgufSource) -> GgufCliAnswer:
@@ -49,6 +51,13 @@ def answer_for(args: argparse.Namespace, found: GgufSource) -> GgufCliAnswer:
     inputs = question_from_args(device_args, QuantHint.DEFAULT)
     device = inputs.question.device
     lines = _device_lines(device)
+    # mlxcel's wording of memory never read speaks of its fallback: llama.cpp's below.
+    warnings = tuple(w for w in inputs.warnings if w != device.available.unread_line)
+    if device.available.unread is not None:
+        warnings += (
+            f"available memory was not read ({device.available.unread}): llama.cpp's load "
+            "has no verdict, largest context or --n-gpu-layers; give --memory-limit SIZE",
+        )
     try:
         plan = plan_for_model(found.model, flags.options)
     except ModelError as exc:
@@ -61,6 +70,7 @@ def answer_for(args: argparse.Namespace, found: GgufSource) -> GgufCliAnswer:
             device.json(),
             lines,
             (clean_text(f"vramscope: load (llama.cpp): none: {problem}"),),
+            warnings,
         )
     ctx = ctx_size(args.max_tokens, plan, found.model.architecture)
     hub = not os.path.lexists(os.path.expanduser(args.model))
@@ -75,7 +85,8 @@ def answer_for(args: argparse.Namespace, found: GgufSource) -> GgufCliAnswer:
         projector=projector.path if projector is not None else None,
         arch=found.model.architecture,
     )
-    return GgufCliAnswer(answer, None, inputs.notes + flags.notes, device.json(), lines)
+    notes = inputs.notes + flags.notes
+    return GgufCliAnswer(answer, None, notes, device.json(), lines, (), warnings)
 
 
 def _device_lines(device: Device) -> tuple[str, ...]:
