@@ -9,7 +9,8 @@ from the command's own flags, one small reader per family (pure: argv in, facts 
   `--kv-bits 8`; the prompt is text, so its tokens are not counted;
 - mlxcel: `mlxcel generate|serve|bench`: `-m/--model`, `-n/--max-tokens`; `serve`'s
   per-slot window `--ctx-size C` / `--parallel N`;
-- llama.cpp: `llama-cli`, `llama-server`: `-m/--model`, `-c/--ctx-size`.
+- llama.cpp: `llama-cli`, `llama-server`, `llama-completion`: `-m/--model`,
+  `-c/--ctx-size`.
 
 What cannot be read is said, in one line (`CommandFacts.unread`); that includes a
 count past u64 (`inspect`'s own range for a context), read without converting a
@@ -219,7 +220,7 @@ def read_command(argv: Sequence[str]) -> CommandFacts:
     program = _program(words[0]) if words else ""
     if program == "mlxcel":
         return _mlxcel(words)
-    if program in ("llama-cli", "llama-server"):
+    if program in ("llama-cli", "llama-server", "llama-completion"):
         return _llama_cpp(words)
     return CommandFacts(
         EngineFamily.OTHER,

@@ -183,11 +183,23 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
         handle.cancel()  # every process of the command, then the run ends cancelled
         handle.wait()
         raise
+    # llama.cpp's own buffer lines (its --log-file) beside vramscope's load (#40).
+    from tui.commands.shared.llama_run import llama_beside
+
+    llama = llama_beside(command, outcome)
+    if llama is not None:
+        note(llama.notes)
+        warn(llama.warnings)
     if args.json:
-        print(json.dumps(json_safe(command_json(outcome)), indent=2, ensure_ascii=False))
+        document = command_json(outcome)
+        if llama is not None:
+            document["llama_cpp"] = llama.json
+        print(json.dumps(json_safe(document), indent=2, ensure_ascii=False))
     if isinstance(outcome, MeasuredRun):
         if not args.json:
             for line in comparison_lines(outcome.peak):
+                print(f"vramscope: {line}", file=sys.stderr)
+            for line in llama.lines if llama is not None else []:
                 print(f"vramscope: {line}", file=sys.stderr)
         return outcome.peak.exit_status or 0
     if outcome.kind is FailureKind.CANNOT_START or outcome.exit_status is None:

@@ -1,0 +1,123 @@
+"""`vramscope run -- llama-completion ... --log-file LOG` (#40): llama.cpp's own buffer
+lines, read from its log after the run, beside vramscope's load for the same flags and
+the kernel's peak (text and `run --json`'s `llama_cpp` object).
+
+The first test runs a stand-in program named `llama-completion` that writes a log the
+vendored llama.cpp really printed (tests/core/load/data/llama_completion_gemma3.log:
+`-c 5000 -np 4 -ctk q8_0 -ctv q8_0 -fa on -ngl 0` on the golden gemma3); the opt-in
+test (marker llama_cpp, `make test-llama`) runs the built llama.cpp itself."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from core.load.llama_cpp_log import PRINTED_RESOLUTION_BYTES, parse_llama_log
+from tests.gguf_llama_models import write_model
+from tests.hip_backend.test_external_run import finished
+
+DATA = Path(__file__).resolve().parents[1] / "core" / "load" / "data"
+FLAGS = ["-c", "5000", "-np", "4", "-ctk", "q8_0", "-ctv", "q8_0", "-fa", "on", "-ngl", "0"]
+STAND_IN = """#!{python}
+import sys, time
+args = sys.argv[1:]
+log = args[args.index("--log-file") + 1]
+with open(log, "w") as out:
+    out.write(open({source!r}, errors="replace").read())
+block = b"x" * 30_000_000
+time.sleep(0.6)
+"""
+
+
+def env_for(tmp_path: Path) -> dict[str, str]:
+    return dict(os.environ, XDG_STATE_HOME=str(tmp_path / "state"),
+                XDG_CACHE_HOME=str(tmp_path / "cache"), HOME=str(tmp_path / "home"))  # fmt: skip
+
+
+def test_llama_cpps_log_lines_stand_beside_the_load_and_the_kernels_peak(
+    tmp_path: Path,
+) -> None:
+    program = tmp_path / "bin" / "llama-completion"
+    program.parent.mkdir()
+    source = DATA / "llama_completion_gemma3.log"
+    program.write_text(STAND_IN.format(python=sys.executable, source=str(source)))
+    program.chmod(0o755)
+    model = write_model(tmp_path, "gemma3")
+    log = tmp_path / "llama.log"
+    command = [str(program), "-m", str(model), *FLAGS, "--log-file", str(log)]
+    ran = finished(env_for(tmp_path), "run", "--json", "--no-history", "--", *command)
+    assert ran.returncode == 0, ran.stderr
+    doc = json.loads(ran.stdout)["llama_cpp"]
+    printed = parse_llama_log(source.read_text(errors="replace")).by_device()
+    assert set(printed) == {"CPU", "CPU_Mapped"}  # -ngl 0: all on the host
+    terms = {t["kind"]: t for t in doc["terms"]}
+    assert {t["placement"] for t in doc["terms"]} == {"host"}
+    assert terms["model"]["llama_cpp_bytes"] == printed["CPU_Mapped"]["model"]
+    assert terms["kv"]["llama_cpp_bytes"] == printed["CPU"]["kv"]
+    assert terms["compute"]["llama_cpp_bytes"] == printed["CPU"]["compute"]
+    # vramscope's figure for the same flags: to the printed 0.01 MiB, the compute fitted.
+    for kind in ("model", "kv", "output"):
+        t = terms[kind]
+        assert abs(t["vramscope_bytes"] - t["llama_cpp_bytes"]) <= 2 * PRINTED_RESOLUTION_BYTES
+    compute = terms["compute"]
+    assert abs(compute["vramscope_bytes"] / compute["llama_cpp_bytes"] - 1) <= 0.10
+    assert doc["tokens"] == 5000 and doc["n_gpu_layers"] == 0 and doc["log_read"] is True
+    assert doc["kernel_peak_bytes"] > 30_000_000  # the stand-in's own resident memory
+    text = finished(env_for(tmp_path), "run", "--no-history", "--", *command)
+    assert text.returncode == 0, text.stderr
+    err = text.stderr.splitlines()
+    start = next(i for i, x in enumerate(err) if "llama.cpp's own buffers (its --log-file" in x)
+    lines = err[start + 1 :]
+    assert [x.split()[1:3] for x in lines[:4]] == [
+        ["host", "model"], ["host", "kv"], ["host", "output"], ["host", "compute"],
+    ]  # fmt: skip
+    assert "the kernel's peak" in lines[-1]
+
+
+def test_without_a_log_file_the_run_says_how_to_get_one(tmp_path: Path) -> None:
+    program = tmp_path / "bin" / "llama-server"
+    program.parent.mkdir()
+    program.write_text(f"#!{sys.executable}\nimport time\ntime.sleep(0.4)\n")
+    program.chmod(0o755)
+    model = write_model(tmp_path, "llama")
+    ran = finished(env_for(tmp_path), "run", "--no-history", "--", str(program), "-m", str(model))
+    assert ran.returncode == 0, ran.stderr
+    assert "no --log-file: give llama.cpp --log-file FILE" in ran.stderr
+    assert "no -np: llama-server's auto, 4 slots on one unified cache" in ran.stderr
+    assert "Traceback" not in ran.stderr
+
+
+@pytest.mark.llama_cpp
+def test_the_built_llama_cpp_under_run(tmp_path: Path) -> None:
+    binary = Path(os.environ["VRAMSCOPE_LLAMA_FIT_PARAMS"]).with_name("llama-completion")
+    model = write_model(tmp_path, "gemma3")
+    log = tmp_path / "llama.log"
+    command = [str(binary), "-m", str(model), *FLAGS, "--no-repack", "-fit", "off"]
+    command += ["-n", "1", "-p", "a", "-no-cnv", "--no-warmup", "-t", "1", "-v"]
+    command += ["--log-file", str(log)]
+    ran = subprocess.run(
+        [sys.executable, "-m", "tui", "run", "--json", "--no-history", "--", *command],
+        cwd=Path(__file__).resolve().parents[2],
+        env=env_for(tmp_path),
+        capture_output=True,
+        timeout=300,
+    )
+    err = ran.stderr.decode(errors="replace")
+    assert ran.returncode == 0, err
+    # stdout is the command's too (its generated token), then run's document.
+    out = ran.stdout.decode(errors="replace")
+    start = out.rfind('{\n  "engine": "external"')
+    assert start >= 0, out[-2000:]
+    doc = json.loads(out[start:])["llama_cpp"]
+    assert doc["log_read"] is True
+    terms = {t["kind"]: t for t in doc["terms"]}
+    for kind in ("model", "kv", "output"):
+        t = terms[kind]
+        assert abs(t["vramscope_bytes"] - t["llama_cpp_bytes"]) <= 2 * PRINTED_RESOLUTION_BYTES
+    compute = terms["compute"]
+    assert abs(compute["vramscope_bytes"] / compute["llama_cpp_bytes"] - 1) <= 0.10

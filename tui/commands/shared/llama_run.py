@@ -1,0 +1,93 @@
+"""`vramscope run -- llama-server ...`: llama.cpp's own buffer lines (its `--log-file`)
+beside vramscope's load for the same flags and the kernel's peak (#40)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from core.display_text import clean_text
+
+if TYPE_CHECKING:
+    from core.measurement.run import RunOutcome
+
+LOG_CAP = 64 * 1024 * 1024
+"""The most of a llama.cpp log read (its buffer lines come in the first kilobytes)."""
+
+
+@dataclass(frozen=True)
+class LlamaBeside:
+    """What the run's end prints for a llama.cpp command, and its JSON."""
+
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+    json: dict[str, Any] | None = None
+
+
+def llama_beside(command: list[str], outcome: RunOutcome) -> LlamaBeside | None:
+    """None when the command is not llama.cpp's; else the lines (or why there are none)."""
+    from core.errors import VramscopeError
+    from core.gguf.local import read_gguf_model
+    from core.load.gguf_answer import ctx_size
+    from core.load.gguf_run import beside_json, beside_lines, compare, read_llama_command
+    from core.load.llama_cpp import plan_for_model
+    from core.load.llama_cpp_log import parse_llama_log
+    from core.measurement.run import MeasuredRun
+    from core.regular_file import read_regular
+
+    llama = read_llama_command(command)
+    if llama is None:
+        return None
+    out = LlamaBeside(notes=list(llama.notes))
+    if llama.model is None:
+        out.notes.append("no -m FILE.gguf: vramscope's load is not sized (a -hf model is not read)")
+        return out
+    try:
+        model = read_gguf_model(Path(llama.model))
+        plan = plan_for_model(model, llama.options)
+        ctx = ctx_size(llama.tokens, plan, model.architecture)
+        load = plan.at(ctx.tokens)
+    except VramscopeError as exc:
+        out.warnings.append(f"no llama.cpp load for {llama.model}: {exc}")
+        return out
+    log = None
+    if llama.log_file is not None:
+        try:
+            text = read_regular(Path(llama.log_file), LOG_CAP)[:LOG_CAP]
+            log = parse_llama_log(text.decode("utf-8", errors="replace"))
+        except (OSError, VramscopeError) as exc:
+            out.warnings.append(f"llama.cpp's log {llama.log_file} not read: {exc}")
+        if log is not None and not log.found:
+            out.notes.append(
+                f"no buffer lines in {llama.log_file}: llama.cpp writes them with -v (--verbose)"
+            )
+            log = None
+    peak = outcome.peak if isinstance(outcome, MeasuredRun) else None
+    peak_bytes = peak.peak_bytes if peak is not None else None
+    peak_kind = peak.peak_kind if peak is not None else ""
+    source = f"its --log-file {llama.log_file}" if log is not None else "no log read"
+    out.lines.append(
+        f"llama.cpp's own buffers ({source}) beside vramscope's load (llama.cpp) at "
+        f"{ctx.tokens:,} tokens, {plan.offloaded_layers} of {plan.hparams.n_layer + 1} "
+        "layers offloaded:"
+    )
+    from core.load.llama_cpp_log import LlamaCppLog
+
+    rows = compare(log if log is not None else LlamaCppLog((), (), (), (), (), (), ()), load)
+    out.lines.extend(beside_lines(rows, peak_bytes, peak_kind))
+    json_doc = {
+        "model": llama.model,
+        "tokens": ctx.tokens,
+        "log_file": llama.log_file,
+        "log_read": log is not None,
+        "n_gpu_layers": plan.offloaded_layers,
+        "layer_count": plan.hparams.n_layer + 1,
+        "terms": beside_json(rows),
+        "llama_cpp_total_bytes": sum(r.llama_cpp or 0 for r in rows) if log else None,
+        "vramscope_total_bytes": sum(r.vramscope for r in rows),
+        "kernel_peak_bytes": peak_bytes,
+        "notes": out.notes,
+    }
+    return LlamaBeside(out.notes, out.warnings, [clean_text(x) for x in out.lines], json_doc)
