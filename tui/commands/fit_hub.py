@@ -13,6 +13,7 @@ import json
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
@@ -22,6 +23,8 @@ from core.display_text import clean_text, json_safe
 from core.errors import UsageError
 from tui.commands.shared.flags import int_at_least
 
+GGUF_WORKERS = 4
+"""GGUF repos read at once by `fit --hub` (each reads its quants one after another)."""
 LISTING_SORTS = ("downloads", "likes", "updated")
 """The orders the listing is asked in (the table shows them largest first)."""
 COLUMN_SORTS = ("model", "quant", "weights", "total", "verdict", "slack", "max-context",
@@ -216,7 +219,7 @@ def is_gguf_repo(listed: Any, query: Any) -> bool:
 
 
 def read_gguf_repos(args: argparse.Namespace, question: Any, repos: list[Any], tally: Any) -> Any:
-    """Each GGUF repo's quant files, read one repo at a time (each read has the
+    """Each GGUF repo's quant files, a few repos at once (each read has the
     `--hub-timeout` deadline); a repo that cannot be read is one row with its reason."""
     import os
 
@@ -227,11 +230,22 @@ def read_gguf_repos(args: argparse.Namespace, question: Any, repos: list[Any], t
 
     ask, notes = gguf_ask(args, question)
     rows: list[GgufFitRow] = []
-    for listed in repos:
+    _say(f"reading {len(repos)} GGUF repo{'s' if len(repos) > 1 else ''}' quant headers")
+
+    def one(listed: Any) -> Any:
         try:
-            got = hub_gguf_rows(listed.repo_id, listed.commit, ask, args.hub_timeout, os.environ)
+            return hub_gguf_rows(listed.repo_id, listed.commit, ask, args.hub_timeout, os.environ)
         except VramscopeError as exc:
-            reason = clean_text(str(exc))[:300]
+            return clean_text(str(exc))[:300]
+        except Exception as exc:  # never a traceback: the repo is one row with its reason
+            return clean_text(f"{listed.repo_id}: {type(exc).__name__}: {exc}")[:300]
+
+    # A few repos at once (each read keeps its own deadline); the answers in listed order.
+    with ThreadPoolExecutor(max_workers=min(GGUF_WORKERS, len(repos))) as pool:
+        results = list(pool.map(one, repos))
+    for listed, got in zip(repos, results, strict=True):
+        if isinstance(got, str):
+            reason = got
             rows.append(GgufFitRow(listed.repo_id, listed.repo_id, "?", listed.repo_id, None,
                                    reason))  # fmt: skip
             tally.failed += 1

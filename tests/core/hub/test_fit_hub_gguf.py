@@ -123,3 +123,18 @@ def test_a_repo_that_cannot_be_read_is_one_row_with_its_reason(
     assert row["fits"] is None
     assert row["unavailable"].startswith("gguf-org/Broken-GGUF/model-Q4_0.gguf: ")
     assert "Traceback" not in err
+
+
+def test_a_listing_of_both_kinds_reads_each_as_its_own(
+    hub: FakeHub, repos: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.core.hub.hub_fit_repos import repo_files
+
+    hub.add("gguf-org/safetensors-model", repo_files(0))  # library transformers
+    code, doc, err = fit_hub(capsys)
+    assert code == 0, err
+    assert [r["model"] for r in doc["rows"]] == ["gguf-org/safetensors-model"]
+    assert doc["rows"][0]["exact"] is True
+    assert {r["model"] for r in doc["gguf_rows"]} == set(repos)
+    assert doc["inputs"]["hub"]["listed"] == 3
+    assert "3 listed, 3 read from the Hub" in err
