@@ -156,6 +156,8 @@ def gguf_load_json(found: GgufAnswer) -> dict[str, Any]:
             "ubatch_size": o.ubatch_size,
             "flash_attn": o.flash_attn.value,
             "kv_unified": o.kv_unified,
+            "kv_offload": o.kv_offload,
+            "swa_full": o.swa_full,
         },
         "llama_server": found.command,
         "llama_server_fits": found.fitting_command,

@@ -285,3 +285,23 @@ def test_memory_never_read_is_said_and_claims_no_verdict(
     assert report["load"]["fits"] is None
     assert report["load"]["largest_context"]["tokens"] is None
     assert report["load"]["largest_context"]["unread_memory"] is not None
+
+
+def test_no_kv_offload_puts_the_cache_on_the_host_and_swa_full_sizes_the_window(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_golden_model(tmp_path, "gemma3")
+    base = (str(path), "--memory-limit", "64G", "-c", "4096")
+    offloaded = inspect_json(capsys, *base)["load"]
+    on_host = inspect_json(capsys, *base, "--no-kv-offload")["load"]
+
+    def kv_at(load: dict[str, Any], placement: str) -> int:
+        (share,) = [d for d in load["devices"] if d["placement"] == placement]
+        return sum(t["bytes"] for t in share["terms"] if t["kind"] == "kv")
+
+    assert kv_at(offloaded, "host") == 0
+    assert kv_at(on_host, "device") == 0 and kv_at(on_host, "host") == offloaded["kv_bytes"]
+    assert "--no-kv-offload" in on_host["llama_server"].split()
+    full = inspect_json(capsys, *base, "--swa-full")["load"]
+    assert full["kv_bytes"] > offloaded["kv_bytes"]  # the window's layers hold every cell
+    assert full["options"]["swa_full"] is True and "--swa-full" in full["llama_server"]

@@ -1,6 +1,7 @@
 """llama.cpp's flags for a GGUF model, under llama.cpp's own long names (#40):
 `--n-gpu-layers`, `--cache-type-k`, `--cache-type-v`, `--parallel`, `--ubatch-size`,
-`--flash-attn`, `--kv-unified`; `--max-tokens` is llama.cpp's `--ctx-size`."""
+`--flash-attn`, `--kv-unified`, `--no-kv-offload`, `--swa-full`; `--max-tokens` is
+llama.cpp's `--ctx-size` (`-c`)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ FLAG_DESTS = {
     "ubatch_size": "--ubatch-size",
     "flash_attn": "--flash-attn",
     "kv_unified": "--kv-unified",
+    "no_kv_offload": "--no-kv-offload",
+    "swa_full": "--swa-full",
 }
 FLASH_ATTN_CHOICES = ("on", "off", "auto")
 
@@ -83,6 +86,19 @@ def add_llama_cpp_flags(p: argparse.ArgumentParser) -> None:
         default=None,
         help="flash attention (default on; auto is on, as llama.cpp turns it on "
         "where the device supports it)",
+    )
+    g.add_argument(
+        "--no-kv-offload",
+        "-nkvo",
+        action="store_true",
+        default=False,
+        help="the whole KV cache on the host, whatever --n-gpu-layers offloads",
+    )
+    g.add_argument(
+        "--swa-full",
+        action="store_true",
+        default=False,
+        help="sliding-window layers sized for the full context",
     )
     g.add_argument(
         "--kv-unified",
@@ -154,4 +170,8 @@ def llama_cpp_options(args: argparse.Namespace) -> LlamaCppFlags:
         o = replace(o, cache_type_v=KvCacheType.named("--cache-type-v", args.cache_type_v))
     if args.kv_unified:
         o = replace(o, kv_unified=True)
+    if args.no_kv_offload:
+        o = replace(o, kv_offload=False)
+    if args.swa_full:
+        o = replace(o, swa_full=True)
     return LlamaCppFlags(o, tuple(notes))
