@@ -203,6 +203,45 @@ def _figure(value: Any) -> ExternalFigure:
 
 
 @dataclass(frozen=True)
+class LlamaCppBuffer:
+    """One buffer kind at one place of a llama.cpp run (#40): what llama.cpp's own log
+    printed, beside vramscope's load for the command's flags."""
+
+    kind: str
+    """`model`, `kv`, `output` or `compute`."""
+    placement: str
+    """`device` or `host`."""
+    llama_cpp_bytes: int | None
+    """None: llama.cpp printed no such buffer there (or its log was not read)."""
+    vramscope_bytes: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "placement": self.placement,
+            "llama_cpp_bytes": self.llama_cpp_bytes,
+            "vramscope_bytes": self.vramscope_bytes,
+        }
+
+    @classmethod
+    def read(cls, value: Any) -> LlamaCppBuffer | None:
+        """One recorded buffer, or None for anything else."""
+        if not isinstance(value, Mapping):
+            return None
+        kind, placement = _str(value.get("kind")), _str(value.get("placement"))
+        ours = _int(value.get("vramscope_bytes"))
+        if kind is None or placement is None or ours is None:
+            return None
+        return cls(kind, placement, _int(value.get("llama_cpp_bytes")), ours)
+
+
+def _buffers(value: Any) -> tuple[LlamaCppBuffer, ...] | None:
+    if not isinstance(value, list):
+        return None
+    return tuple(b for v in value[:64] if (b := LlamaCppBuffer.read(v)) is not None)
+
+
+@dataclass(frozen=True)
 class ExternalFields(EngineFields):
     """What `vramscope run -- CMD` read of the user's command."""
 
@@ -216,6 +255,7 @@ class ExternalFields(EngineFields):
             "exit_signal",
             "maxrss_bytes",
             "cgroup_peak_bytes",
+            "llama_cpp_buffers",
         }
     )
 
@@ -250,6 +290,16 @@ class ExternalFields(EngineFields):
     followed_by: str = ""
     """How the command's processes were found: a cgroup v2, or the environment marker
     (empty in records from before both)."""
+    llama_cpp_buffers: tuple[LlamaCppBuffer, ...] | None = None
+    """A llama.cpp command's buffers, from its `--log-file`, beside vramscope's load
+    (None: not a llama.cpp command, or no load sized; records from before #40)."""
+
+    def to_extra(self) -> dict[str, Any]:
+        """The JSON object of `MeasuredPeak.extra` (the buffers as objects)."""
+        out = super().to_extra()
+        if self.llama_cpp_buffers is not None:
+            out["llama_cpp_buffers"] = [b.to_json() for b in self.llama_cpp_buffers]
+        return out
 
     @property
     def completed(self) -> bool:
@@ -282,6 +332,7 @@ class ExternalFields(EngineFields):
             maxrss_bytes=_int(extra.get("maxrss_bytes")),
             cgroup_peak_bytes=_int(extra.get("cgroup_peak_bytes")),
             followed_by=_str(extra.get("followed_by")) or "",
+            llama_cpp_buffers=_buffers(extra.get("llama_cpp_buffers")),
         )
 
 

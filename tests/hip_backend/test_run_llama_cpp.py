@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from core.load.llama_cpp_log import PRINTED_RESOLUTION_BYTES, parse_llama_log
+from core.measurement.fields import ExternalFields
+from core.measurement.history import decode_record
 from tests.gguf_llama_models import write_model
 from tests.hip_backend.test_external_run import finished
 
@@ -68,8 +70,13 @@ def test_llama_cpps_log_lines_stand_beside_the_load_and_the_kernels_peak(
     assert abs(compute["vramscope_bytes"] / compute["llama_cpp_bytes"] - 1) <= 0.10
     assert doc["tokens"] == 5000 and doc["n_gpu_layers"] == 0 and doc["log_read"] is True
     assert doc["kernel_peak_bytes"] > 30_000_000  # the stand-in's own resident memory
-    text = finished(env_for(tmp_path), "run", "--no-history", "--", *command)
+    text = finished(env_for(tmp_path), "run", "--", *command)
     assert text.returncode == 0, text.stderr
+    # Recorded with the run: the history line holds each buffer beside the load.
+    (line,) = (tmp_path / "state" / "vramscope" / "measurements.jsonl").read_bytes().splitlines()
+    recorded = decode_record(line).fields
+    assert isinstance(recorded, ExternalFields) and recorded.llama_cpp_buffers is not None
+    assert [b.to_json() for b in recorded.llama_cpp_buffers] == doc["terms"]
     err = text.stderr.splitlines()
     start = next(i for i, x in enumerate(err) if "llama.cpp's own buffers (its --log-file" in x)
     lines = err[start + 1 :]

@@ -8,7 +8,7 @@ from typing import Any
 
 from core import __version__
 from core.errors import UsageError
-from core.estimate.estimate import DEFAULT_CTX_LEN
+from core.estimate.estimate import DEFAULT_CTX_LEN, KvCacheMode
 from core.units import format_bytes_short
 from tui.commands._calibrated import add_calibration_flags, candidates, wanted
 from tui.commands._parallel import parallel_plan, run_parallel
@@ -175,7 +175,7 @@ def _read_gguf(args: argparse.Namespace) -> int | None:
     for flag, given in (
         ("--quant", args.quant.strip().lower() != "default"),
         ("--batch", args.batch != 1),
-        ("--kv-cache-mode", args.kv_cache_mode != "fp16"),
+        ("--kv-cache-mode", KvCacheMode(args.kv_cache_mode).int8),
     ):
         if given:
             raise UsageError(flag, "is mlxcel's; for a GGUF give llama.cpp's flags "

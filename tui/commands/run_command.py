@@ -21,6 +21,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from core.display_text import json_safe
@@ -157,8 +158,12 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
     kv_int8 = KvCacheMode(args.kv_cache_mode).int8 or facts.kv_int8
     estimate_for, inflight_mib = _estimate_for(args, model, context, kv_int8)
 
+    from tui.commands.shared.llama_run import LlamaBeside, llama_beside
+
+    besides: list[LlamaBeside | None] = []
+
     def finish(done: CommandRun) -> MeasuredPeak:
-        return external_peak(
+        peak = external_peak(
             done,
             command,
             model=model or command[0],
@@ -168,6 +173,18 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
             inflight_mib=inflight_mib,
             estimate_for=estimate_for,
         )
+        # llama.cpp's own buffer lines beside vramscope's load, recorded with the run (#40).
+        try:
+            beside = llama_beside(command, peak)
+        except Exception as exc:  # never a lost run: the peak is recorded without them
+            why = f"llama.cpp's buffer lines not read: {type(exc).__name__}: {exc}"
+            beside = LlamaBeside(warnings=[why])
+        besides.append(beside)
+        if beside is not None and beside.buffers is not None:
+            extra = dict(peak.extra)
+            extra["llama_cpp_buffers"] = [b.to_json() for b in beside.buffers]
+            peak = replace(peak, extra=extra)
+        return peak
 
     def said(event: RunEvent) -> None:
         if isinstance(event, MeasureNotice):
@@ -183,10 +200,7 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
         handle.cancel()  # every process of the command, then the run ends cancelled
         handle.wait()
         raise
-    # llama.cpp's own buffer lines (its --log-file) beside vramscope's load (#40).
-    from tui.commands.shared.llama_run import llama_beside
-
-    llama = llama_beside(command, outcome)
+    llama = besides[0] if besides else None
     if llama is not None:
         note(llama.notes)
         warn(llama.warnings)

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 from core.display_text import clean_text
 
 if TYPE_CHECKING:
-    from core.measurement.run import RunOutcome
+    from core.measurement.fields import LlamaCppBuffer
+    from core.measurement.result import MeasuredPeak
 
 LOG_CAP = 64 * 1024 * 1024
 """The most of a llama.cpp log read (its buffer lines come in the first kilobytes)."""
@@ -24,17 +25,20 @@ class LlamaBeside:
     warnings: list[str] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
     json: dict[str, Any] | None = None
+    buffers: tuple[LlamaCppBuffer, ...] | None = None
+    """What the history records (None: no load was sized)."""
 
 
-def llama_beside(command: list[str], outcome: RunOutcome) -> LlamaBeside | None:
-    """None when the command is not llama.cpp's; else the lines (or why there are none)."""
+def llama_beside(command: list[str], peak: MeasuredPeak | None) -> LlamaBeside | None:
+    """None when the command is not llama.cpp's; else the lines (or why there are none).
+    Called once the command has ended (its log is whole), before the run is recorded."""
     from core.errors import VramscopeError
     from core.gguf.local import read_gguf_model
     from core.load.gguf_answer import ctx_size
     from core.load.gguf_run import beside_json, beside_lines, compare, read_llama_command
     from core.load.llama_cpp import plan_for_model
     from core.load.llama_cpp_log import parse_llama_log
-    from core.measurement.run import MeasuredRun
+    from core.measurement.fields import LlamaCppBuffer
     from core.regular_file import read_regular
 
     llama = read_llama_command(command)
@@ -64,7 +68,6 @@ def llama_beside(command: list[str], outcome: RunOutcome) -> LlamaBeside | None:
                 f"no buffer lines in {llama.log_file}: llama.cpp writes them with -v (--verbose)"
             )
             log = None
-    peak = outcome.peak if isinstance(outcome, MeasuredRun) else None
     peak_bytes = peak.peak_bytes if peak is not None else None
     peak_kind = peak.peak_kind if peak is not None else ""
     source = f"its --log-file {llama.log_file}" if log is not None else "no log read"
@@ -90,4 +93,8 @@ def llama_beside(command: list[str], outcome: RunOutcome) -> LlamaBeside | None:
         "kernel_peak_bytes": peak_bytes,
         "notes": out.notes,
     }
-    return LlamaBeside(out.notes, out.warnings, [clean_text(x) for x in out.lines], json_doc)
+    buffers = tuple(
+        LlamaCppBuffer(r.kind, r.placement.value, r.llama_cpp, r.vramscope) for r in rows
+    )
+    lines = [clean_text(x) for x in out.lines]
+    return LlamaBeside(out.notes, out.warnings, lines, json_doc, buffers)
