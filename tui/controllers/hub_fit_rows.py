@@ -25,8 +25,14 @@ from tui.messages import HubRowsRead
 QUANTIZATIONS = tuple(Quantization)
 
 
+def _words(kinds: Any) -> str:
+    """`mlx, transformers or gguf`."""
+    names = [x.value for x in kinds]
+    return f"{', '.join(names[:-1])} or {names[-1]}"
+
+
 def parse_query(text: str) -> Any:
-    """`words author:ORG library:mlx|transformers sort:downloads|likes|updated limit:N`."""
+    """`words author:ORG library:mlx|transformers|gguf sort:downloads|likes|updated limit:N`."""
     from core.hub.listing import MAX_LIMIT, HubLibrary, HubSort, ListingQuery
 
     words: list[str] = []
@@ -42,7 +48,7 @@ def parse_query(text: str) -> Any:
     limit = fields.get("limit", "50")
     if library and library not in {x.value for x in HubLibrary}:
         raise UsageError(
-            "Hub query", f"library:{clean_text(library)[:40]} is not mlx or transformers"
+            "Hub query", f"library:{clean_text(library)[:40]} is not {_words(HubLibrary)}"
         )
     if sort not in {x.value for x in HubSort}:
         raise UsageError(
