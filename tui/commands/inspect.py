@@ -31,7 +31,9 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "inspect",
         help=help_line("inspect"),
-        description="Print mlxcel's pre-load memory estimate for MODEL.",
+        description="Print mlxcel's pre-load memory estimate for MODEL; for a GGUF model, "
+        "llama.cpp's load instead (mlxcel reads no GGUF), under llama.cpp's flags, at the "
+        "model's trained context unless --max-tokens/--ctx-size says otherwise.",
     )
     p.add_argument(
         "model",
