@@ -37,7 +37,7 @@ def llama_beside(command: list[str], peak: MeasuredPeak | None) -> LlamaBeside |
     from core.load.gguf_answer import ctx_size
     from core.load.gguf_run import beside_json, beside_lines, compare, read_llama_command
     from core.load.llama_cpp import plan_for_model
-    from core.load.llama_cpp_log import parse_llama_log
+    from core.load.llama_cpp_log import LlamaCppLog, parse_llama_log
     from core.measurement.fields import LlamaCppBuffer
     from core.regular_file import read_regular
 
@@ -76,8 +76,6 @@ def llama_beside(command: list[str], peak: MeasuredPeak | None) -> LlamaBeside |
         f"{ctx.tokens:,} tokens, {plan.offloaded_layers} of {plan.hparams.n_layer + 1} "
         "layers offloaded:"
     )
-    from core.load.llama_cpp_log import LlamaCppLog
-
     rows = compare(log if log is not None else LlamaCppLog((), (), (), (), (), (), ()), load)
     out.lines.extend(beside_lines(rows, peak_bytes, peak_kind))
     json_doc = {
