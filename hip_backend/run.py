@@ -90,7 +90,10 @@ class RunHandle:
 
     def wait(self, timeout: float | None = None) -> RunOutcome | None:
         """Block until done (or `timeout` seconds); the outcome, or None if still running."""
-        self._finished.wait(timeout)
+        # Done means recorded too: `_outcome` is set before the history line is written,
+        # and a caller that exits on it would lose the line with the daemon thread.
+        if not self._finished.wait(timeout):
+            return None
         return self._outcome
 
     def cancel(self) -> None:

@@ -73,7 +73,9 @@ def test_llama_cpps_log_lines_stand_beside_the_load_and_the_kernels_peak(
     text = finished(env_for(tmp_path), "run", "--", *command)
     assert text.returncode == 0, text.stderr
     # Recorded with the run: the history line holds each buffer beside the load.
-    (line,) = (tmp_path / "state" / "vramscope" / "measurements.jsonl").read_bytes().splitlines()
+    history = tmp_path / "state" / "vramscope" / "measurements.jsonl"
+    assert history.is_file(), text.stderr
+    (line,) = history.read_bytes().splitlines()
     recorded = decode_record(line).fields
     assert isinstance(recorded, ExternalFields) and recorded.llama_cpp_buffers is not None
     assert [b.to_json() for b in recorded.llama_cpp_buffers] == doc["terms"]
