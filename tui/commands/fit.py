@@ -208,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _gguf_rows(args: argparse.Namespace, question: Question, catalog: Catalog) -> GgufRows:
-    from core.load.gguf_fit import local_gguf_files, local_rows, rank_gguf_rows
+    from core.gguf_load.fit import local_gguf_files, local_rows, rank_gguf_rows
 
     ask, notes = gguf_ask(args, question)
     files = local_gguf_files(list(catalog.models_dirs), catalog.hf_cache_dir)

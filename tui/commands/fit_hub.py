@@ -224,8 +224,8 @@ def read_gguf_repos(args: argparse.Namespace, question: Any, repos: list[Any], t
     import os
 
     from core.errors import VramscopeError
-    from core.load.gguf_fit import GgufFitRow, rank_gguf_rows
-    from core.load.gguf_hub_fit import hub_gguf_rows
+    from core.gguf_load.fit import GgufFitRow, rank_gguf_rows
+    from core.gguf_load.hub_fit import hub_gguf_rows
     from tui.commands.shared.gguf_answer import GgufRows, gguf_ask, options_words
 
     ask, notes = gguf_ask(args, question)

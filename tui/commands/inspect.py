@@ -167,7 +167,7 @@ def _read_gguf(args: argparse.Namespace) -> int | None:
         return None
     from core.estimate.report import to_json_pretty
     from core.gguf.report import gguf_json, gguf_lines
-    from core.load.gguf_report import gguf_load_json, gguf_load_lines
+    from core.gguf_load.report import gguf_load_json, gguf_load_lines
     from tui.commands.shared.gguf_answer import answer_for
 
     if parallel_plan(args) is not None:

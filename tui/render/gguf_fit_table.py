@@ -1,12 +1,12 @@
 """`fit`'s GGUF table (#40): one row per quant file, llama.cpp's load, ranked
-(`core.load.gguf_fit.rank_gguf_rows`)."""
+(`core.gguf_load.fit.rank_gguf_rows`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from core.display_text import clean_text
-from core.load.gguf_fit import GgufFitRow
+from core.gguf_load.fit import GgufFitRow
 from core.units import format_bytes_short
 
 COLUMNS = ("MODEL", "QUANT", "WEIGHTS", "TOTAL", "ON DEVICE", "VERDICT", "MAX CONTEXT",

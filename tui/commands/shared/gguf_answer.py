@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     from core.answer.device import Device
     from core.answer.question import Question
     from core.catalog.gguf_source import GgufSource
-    from core.load.gguf_answer import GgufAnswer
-    from core.load.gguf_fit import GgufAsk, GgufFitRow
+    from core.gguf_load.answer import GgufAnswer
+    from core.gguf_load.fit import GgufAsk, GgufFitRow
     from core.load.llama_cpp import LlamaCppOptions
 
 
@@ -41,7 +41,7 @@ class GgufCliAnswer:
 def answer_for(args: argparse.Namespace, found: GgufSource) -> GgufCliAnswer:
     """llama.cpp's answer for the GGUF `found`, asked by `inspect`'s flags."""
     from core.errors import ModelError
-    from core.load.gguf_answer import answer_gguf, ctx_size
+    from core.gguf_load.answer import answer_gguf, ctx_size
     from core.load.llama_cpp import plan_for_model
 
     flags = llama_cpp_options(args)
@@ -124,7 +124,7 @@ def options_words(options: LlamaCppOptions) -> str:
 
 def gguf_ask(args: argparse.Namespace, question: Question) -> tuple[GgufAsk, tuple[str, ...]]:
     """The question every GGUF row answers, from the flags and the one device."""
-    from core.load.gguf_fit import GgufAsk
+    from core.gguf_load.fit import GgufAsk
 
     flags = llama_cpp_options(args)
     available = question.device.available

@@ -34,8 +34,8 @@ def llama_beside(command: list[str], peak: MeasuredPeak | None) -> LlamaBeside |
     Called once the command has ended (its log is whole), before the run is recorded."""
     from core.errors import VramscopeError
     from core.gguf.local import read_gguf_model
-    from core.load.gguf_answer import ctx_size
-    from core.load.gguf_run import beside_json, beside_lines, compare, read_llama_command
+    from core.gguf_load.answer import ctx_size
+    from core.gguf_load.run import beside_json, beside_lines, compare, read_llama_command
     from core.load.llama_cpp import plan_for_model
     from core.load.llama_cpp_log import LlamaCppLog, parse_llama_log
     from core.measurement.fields import LlamaCppBuffer

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from core.display_text import clean_text, json_safe
-from core.load.gguf_answer import GgufAnswer
+from core.gguf_load.answer import GgufAnswer
 from core.load.load import DeviceShare, EngineLoad, LoadTerm, Sourced, TermKind
 from core.units import format_bytes_short
 

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from core.display_text import clean_text
 from core.errors import VramscopeError
 from core.gguf.pick import is_model_file, split_name
+from core.gguf_load.fit import GgufAsk, GgufFitRow, answer_row
 from core.hub.gguf_remote import HubGguf, read_hub_gguf, stored_listing
 from core.hub.remote import HubOptions
 from core.hub.store import lookup
-from core.load.gguf_fit import GgufAsk, GgufFitRow, answer_row
 from core.paths import hub_store_dir
 
 

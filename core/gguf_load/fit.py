@@ -4,7 +4,7 @@ The GGUF files are found where the catalog looks for models (each `--models-dir`
 folder and the folders in it, the Hugging Face cache's snapshots, where
 `llama-server -hf` downloads them); a split model is one row (its first part), a
 projector (`mmproj`) is counted with the model it sits beside, as llama.cpp's `-hf`
-pick takes it. Every row is `core.load.gguf_answer.answer_gguf` on the file, so its
+pick takes it. Every row is `core.gguf_load.answer.answer_gguf` on the file, so its
 total, verdict, largest context and largest `--n-gpu-layers` are `inspect`'s.
 """
 
@@ -23,7 +23,7 @@ from core.display_text import clean_text
 from core.errors import VramscopeError
 from core.gguf.pick import is_model_file, split_name
 from core.gguf.record import GgufModel
-from core.load.gguf_answer import GgufAnswer, answer_gguf, ctx_size
+from core.gguf_load.answer import GgufAnswer, answer_gguf, ctx_size
 from core.load.llama_cpp import LlamaCppOptions, plan_for_model
 
 _QUANT_TAG = re.compile(r"(?:I?Q[0-9]|T?Q[0-9]|F[0-9]|BF16|MXFP)", re.IGNORECASE)

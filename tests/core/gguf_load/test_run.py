@@ -3,7 +3,7 @@ reads it before holding llama.cpp's own log lines beside vramscope's load."""
 
 from __future__ import annotations
 
-from core.load.gguf_run import placement_of, read_llama_command
+from core.gguf_load.run import placement_of, read_llama_command
 from core.load.llama_cpp import LLAMA_SERVER_DEFAULTS, FlashAttn, KvCacheType
 from core.load.load import Placement
 
