@@ -22,7 +22,7 @@ from core.load.llama_cpp import (
     KvCacheType,
     LlamaCppOptions,
 )
-from core.load.llama_cpp_log import LlamaCppLog
+from core.load.llama_cpp_log import PRINTED_RESOLUTION_BYTES, LlamaCppLog
 from core.load.load import EngineLoad, Placement, TermKind
 from core.units import format_bytes_short
 
@@ -177,15 +177,31 @@ class TermBeside:
     llama_cpp: int | None
     """None: llama.cpp printed no such buffer there."""
     vramscope: int
+    lines: int = 0
+    """How many of llama.cpp's lines the figure sums (each good to its 0.01 MiB)."""
+
+    @property
+    def within_print(self) -> bool:
+        """vramscope's figure equals llama.cpp's within what its lines print."""
+        if self.llama_cpp is None:
+            return False
+        return abs(self.vramscope - self.llama_cpp) <= PRINTED_RESOLUTION_BYTES * max(1, self.lines)
 
 
 def compare(log: LlamaCppLog, load: EngineLoad) -> list[TermBeside]:
     """Each buffer kind at each place that either side has."""
     printed: dict[tuple[str, Placement], int] = {}
-    for device, row in log.by_device().items():
-        for kind, size in row.items():
-            key = (kind, placement_of(device))
-            printed[key] = printed.get(key, 0) + size
+    lines: dict[tuple[str, Placement], int] = {}
+    for kind, bufs in (
+        ("model", log.model),
+        ("kv", log.kv_buffers + log.recurrent_buffers),
+        ("output", log.output),
+        ("compute", log.compute),
+    ):
+        for b in bufs:
+            key = (kind, placement_of(b.device))
+            printed[key] = printed.get(key, 0) + b.bytes
+            lines[key] = lines.get(key, 0) + 1
     ours: dict[tuple[str, Placement], int] = {}
     shares = load.shares
     for share in shares:
@@ -198,7 +214,11 @@ def compare(log: LlamaCppLog, load: EngineLoad) -> list[TermBeside]:
         for kind, _ in TERMS:
             key = (kind, placement)
             if key in printed or key in ours:
-                out.append(TermBeside(kind, placement, printed.get(key), ours.get(key, 0)))
+                out.append(
+                    TermBeside(
+                        kind, placement, printed.get(key), ours.get(key, 0), lines.get(key, 0)
+                    )
+                )
     return out
 
 
@@ -208,7 +228,9 @@ def beside_lines(rows: Sequence[TermBeside], peak_bytes: int | None, peak_kind: 
     for r in rows:
         theirs = format_bytes_short(r.llama_cpp) if r.llama_cpp is not None else "none printed"
         diff = ""
-        if r.llama_cpp:
+        if r.within_print:
+            diff = " (equal, to the 0.01 MiB llama.cpp prints)"
+        elif r.llama_cpp:
             diff = f" ({(r.vramscope - r.llama_cpp) / r.llama_cpp:+.1%})"
         lines.append(
             f"  {r.placement.value:<6} {r.kind:<8} llama.cpp {theirs:>12}   vramscope "

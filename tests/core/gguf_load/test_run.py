@@ -3,9 +3,15 @@ reads it before holding llama.cpp's own log lines beside vramscope's load."""
 
 from __future__ import annotations
 
-from core.gguf_load.run import placement_of, read_llama_command
-from core.load.llama_cpp import LLAMA_SERVER_DEFAULTS, FlashAttn, KvCacheType
+from pathlib import Path
+
+from core.gguf_load.run import compare, placement_of, read_llama_command
+from core.load.llama_cpp import LLAMA_SERVER_DEFAULTS, FlashAttn, KvCacheType, plan_for_model
+from core.load.llama_cpp_log import parse_llama_log
 from core.load.load import Placement
+from tests.gguf_llama_models import read_model, write_model
+
+DATA = Path(__file__).parents[1] / "load" / "data"
 
 
 def test_every_memory_flag_is_read_under_llama_cpps_names() -> None:
@@ -61,3 +67,21 @@ def test_a_buffers_place_follows_its_device_name() -> None:
     assert placement_of("ROCm_Host") is Placement.HOST
     assert placement_of("ROCm0") is Placement.DEVICE
     assert placement_of("RPC0[127.0.0.1:50052]") is Placement.DEVICE
+
+
+def test_a_real_log_is_held_beside_the_load_line_by_line(tmp_path: Path) -> None:
+    """The vendored llama.cpp's log of the golden gemma3 (`-c 5000 -np 4 -ctk q8_0
+    -ctv q8_0 -fa on -ngl 0`): model, KV and output equal to what its lines print; the
+    fitted compute buffer is the one figure that is not."""
+    log = parse_llama_log((DATA / "llama_completion_gemma3.log").read_text(errors="replace"))
+    got = read_llama_command(
+        ["llama-completion", "-m", "m.gguf", "-c", "5000", "-np", "4", "-ctk", "q8_0",
+         "-ctv", "q8_0", "-fa", "on", "-ngl", "0"]
+    )  # fmt: skip
+    assert got is not None and got.tokens == 5000
+    plan = plan_for_model(read_model(write_model(tmp_path, "gemma3")), got.options)
+    rows = {r.kind: r for r in compare(log, plan.at(5000))}
+    assert {r.placement for r in rows.values()} == {Placement.HOST}
+    assert rows["kv"].lines == 2  # the full and the sliding-window caches
+    assert [k for k, r in rows.items() if r.within_print] == ["model", "kv", "output"]
+    assert abs(rows["compute"].vramscope / rows["compute"].llama_cpp - 1) <= 0.10  # type: ignore[operator]
