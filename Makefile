@@ -61,14 +61,15 @@ test-fast: $(DEV_STAMP)
 # Opt-in: build llama.cpp's llama-fit-params (the version llama-cpp-python 0.3.36 vendors)
 # into $$XDG_CACHE_HOME/vramscope-dev/, outside the tree (~450 CPU-seconds the first time),
 # compare a live run with the committed golden tables, then run the tests that need the
-# build (marked llama_cpp, deselected unless VRAMSCOPE_LLAMA_FIT_PARAMS names the tool),
+# build (marked llama_cpp, deselected unless VRAMSCOPE_LLAMA_FIT_PARAMS names the tool:
+# the load's and `vramscope run -- llama-completion`'s),
 # and gguf's own llama.cpp loading tests. `scripts/llama_golden.py` without --check
 # rewrites the tables.
 test-llama: $(DEV_STAMP)
 	$(BIN)/python scripts/build_llama_cpp.py
 	$(BIN)/python scripts/llama_golden.py --check
 	export VRAMSCOPE_LLAMA_FIT_PARAMS="$$($(BIN)/python scripts/build_llama_cpp.py --print-path)"; \
-		$(PYTEST) -q -n 0 -p no:randomly -m llama_cpp tests/core/load && \
+		$(PYTEST) -q -n 0 -p no:randomly -m llama_cpp tests/core/load tests/hip_backend/test_run_llama_cpp.py && \
 		$(PYTEST) -q -n 0 -p no:randomly tests/core/gguf/test_gguf_models_llama_cpp.py
 
 lint: $(DEV_STAMP)
