@@ -209,8 +209,8 @@ class LlamaCppBuffer:
 
     kind: str
     """`model`, `kv`, `output` or `compute`."""
-    placement: str
-    """`device` or `host`."""
+    place: str
+    """Where it lives, as `core.load.load.Placement`'s value: `device` or `host`."""
     llama_cpp_bytes: int | None
     """None: llama.cpp printed no such buffer there (or its log was not read)."""
     vramscope_bytes: int
@@ -218,7 +218,7 @@ class LlamaCppBuffer:
     def to_json(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
-            "placement": self.placement,
+            "placement": self.place,
             "llama_cpp_bytes": self.llama_cpp_bytes,
             "vramscope_bytes": self.vramscope_bytes,
         }
@@ -228,11 +228,11 @@ class LlamaCppBuffer:
         """One recorded buffer, or None for anything else."""
         if not isinstance(value, Mapping):
             return None
-        kind, placement = _str(value.get("kind")), _str(value.get("placement"))
+        kind, place = _str(value.get("kind")), _str(value.get("placement"))
         ours = _int(value.get("vramscope_bytes"))
-        if kind is None or placement is None or ours is None:
+        if kind is None or place is None or ours is None:
             return None
-        return cls(kind, placement, _int(value.get("llama_cpp_bytes")), ours)
+        return cls(kind, place, _int(value.get("llama_cpp_bytes")), ours)
 
 
 def _buffers(value: Any) -> tuple[LlamaCppBuffer, ...] | None:
