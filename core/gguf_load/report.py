@@ -1,7 +1,8 @@
 """llama.cpp's load for a GGUF in words and JSON (`inspect`'s lines and `load` object).
 
-The line shape and the JSON key names and order are the mlx-lm load's (`load (ENGINE):
-weights, KV, transient, total at N tokens: VERDICT`; `engine`, `tokens`,
+The summary line is the mlx-lm load's own (`core.load.report.load_line`: `load (ENGINE):
+weights, KV, transient, total at N tokens: VERDICT`) and the JSON key names and order
+are its `load_json`'s (`engine`, `tokens`,
 `weights_bytes`...), so the two engines read alike; llama.cpp's own terms (compute,
 output, projector) and the device/host split under `--n-gpu-layers` follow. mlxcel
 reads no GGUF, so its keys (`mlxcel_refuses`, `differs_from_mlxcel`) are null. Every
@@ -14,7 +15,8 @@ from typing import Any
 
 from core.display_text import clean_text, json_safe
 from core.gguf_load.answer import GgufAnswer
-from core.load.load import DeviceShare, EngineLoad, LoadTerm, Sourced, TermKind
+from core.load.load import DeviceShare, LoadTerm, Sourced, TermKind
+from core.load.report import load_line
 from core.units import format_bytes_short
 
 PREFIX = "vramscope: "
@@ -24,24 +26,8 @@ NO_MLXCEL = (
 )
 
 
-def _verdict(fits: bool | None) -> str:
-    return {True: "FITS", False: "DOES NOT FIT", None: "no verdict (memory not read)"}[fits]
-
-
 def _size(value: int) -> str:
     return f"{format_bytes_short(value)} ({value:,} bytes)"
-
-
-def load_line(load: EngineLoad, fits: bool | None) -> str:
-    """`load (llama.cpp): weights 4.07 GiB, KV 512.0 MiB, transient 300.0 MiB, total ...`
-    (the mlx-lm load's line, word for word)."""
-    return (
-        f"load ({load.engine.label}): weights {format_bytes_short(load.weights_bytes)}, "
-        f"KV {format_bytes_short(load.kv_bytes)}, transient "
-        f"{format_bytes_short(load.transient_bytes)}, total "
-        f"{format_bytes_short(load.total_bytes)} ({load.total_bytes:,} bytes) at "
-        f"{load.tokens:,} tokens: {_verdict(fits)}"
-    )
 
 
 def _share_words(share: DeviceShare) -> str:
