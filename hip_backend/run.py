@@ -215,6 +215,7 @@ def start_command(
     quiet: bool = False,
     record_history: bool = True,
     cgroup: bool = True,
+    keep_stderr: bool = False,
 ) -> RunHandle:
     """Start the user's command (`vramscope run -- ARGV`); returns immediately.
 
@@ -223,11 +224,15 @@ def start_command(
     which the peak holds), or the failure: the command could not start, `cancel()`
     stopped it, or nothing of it was read. Notices: other processes on the GPU, a
     command that stopped. `quiet`: no terminal for the command (the explorer);
-    `cgroup` False follows the processes by the environment marker alone.
+    `cgroup` False follows the processes by the environment marker alone;
+    `keep_stderr` tees the command's stderr and hands its start to `finish`
+    (`CommandRun.stderr_text`: llama.cpp's own log).
     """
     handle = RunHandle(on_event, None, record_history)
     try:
-        runner = CommandRunner(argv, interval_s, quiet=quiet, cgroup=cgroup)
+        runner = CommandRunner(
+            argv, interval_s, quiet=quiet, cgroup=cgroup, keep_stderr=keep_stderr
+        )
         runner.start()
     except (VramscopeError, OSError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc

@@ -5,9 +5,10 @@ vramscope's load for the same command, and the kernel's peak.
 `llama-completion`) for what changes its memory, under llama.cpp's own flags and
 defaults (llama-server's `--parallel` auto: 4 slots on one unified cache; `-c 0` or no
 `-c`: the trained context); `--log-file FILE` is where llama.cpp writes its log, read
-after the run (`core.load.llama_cpp_log`). `compare` holds each buffer llama.cpp printed
-(model, KV, output, compute; per place: the device, or the host for `CPU*` and
-`*_Host` buffers) against vramscope's share of the same term. Pure: argv and text in.
+after the run (`core.load.llama_cpp_log`), else its stderr as `run` tee'd it. `compare`
+holds each buffer llama.cpp printed (model, KV, output, compute; per place: the device,
+or the host for `CPU*` and `*_Host` buffers) against vramscope's share of the same term.
+Pure: argv and text in.
 """
 
 from __future__ import annotations
@@ -153,11 +154,6 @@ def read_llama_command(argv: Sequence[str]) -> LlamaCommand | None:
     if "swa_full" in switches:
         set_option("--swa-full", swa_full=True)
     tokens = _int(values.get("ctx", "0"), 0) or None
-    if values.get("log") is None:
-        notes.append(
-            "no --log-file: give llama.cpp --log-file FILE to have its buffer lines read "
-            "beside vramscope's load"
-        )
     return LlamaCommand(
         program, values.get("model"), tokens, options, values.get("log"), tuple(notes)
     )

@@ -18,3 +18,9 @@ CGROUP_ENV = "VRAMSCOPE_RUN_CGROUP"
 """The cgroup v2 the holder joins before starting the command, where one was made."""
 TERMINAL_ENV = "VRAMSCOPE_RUN_TERMINAL"
 """Set when the command is to run in the foreground of vramscope's terminal."""
+LOG_ENV = "VRAMSCOPE_RUN_LOG"
+"""Where the holder keeps a copy of the command's stderr (tee'd: the terminal still gets
+all of it), when vramscope reads the command's own log (llama.cpp's buffer lines)."""
+LOG_CAP = 8 * 1024 * 1024
+"""The most of the command's stderr kept (llama.cpp's buffer lines come in the first
+kilobytes; a server that logs for hours keeps writing to the terminal alone)."""

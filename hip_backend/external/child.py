@@ -4,21 +4,23 @@ process that dies with vramscope.
 The command is any program, so it cannot watch its parent itself. This small process
 (the holder) joins the run's cgroup where vramscope made one (`tree`), starts the
 command in a process group of the command's own, apart from the holder's (so that
-`kill 0` in the command reaches the command alone), and, when vramscope runs in the
-foreground of a terminal, makes the command's group the terminal's foreground:
-`/dev/tty`, Ctrl-C and Ctrl-Z reach the command as if it ran alone. The holder ignores
-the terminal's signals itself (the command gets the dispositions vramscope had), and
-watches vramscope (`parent_watch`): once vramscope is gone, every process of the run
-is killed (`tree.kill_own_tree`).
+`kill 0` in the command reaches the command alone), and, when vramscope runs in the foreground
+of a terminal, makes the command's group the terminal's foreground: `/dev/tty`, Ctrl-C
+and Ctrl-Z reach the command as if it ran alone. The holder ignores the terminal's
+signals itself (the command gets the dispositions vramscope had), and watches vramscope
+(`parent_watch`): once vramscope is gone, every process of the run is killed
+(`tree.kill_own_tree`).
 
-The holder waits for the command with `wait4`, which gives the command's own rusage:
-its `ru_maxrss` (the largest resident set of it or of a child it waited for, which a
-sample misses when the command ends before one) goes to the file
-`VRAMSCOPE_RUN_REPORT` names, with the exit status and the signal that ended it, or
-the reason the command could not start. When the command stops (Ctrl-Z, SIGSTOP) in a
-terminal, the holder hands the terminal back and stops vramscope's own job, as a shell
-sees a stopped job; once the shell continues vramscope, the command is continued in
-the foreground again.
+The holder waits for the command with `wait4`, which gives the command's own rusage: its
+`ru_maxrss` (the largest resident set of it or of a child it waited for, which a sample
+misses when the command ends before one) goes to the file `VRAMSCOPE_RUN_REPORT` names,
+with the exit status and the signal that ended it, or the reason the command could not
+start. Where `VRAMSCOPE_RUN_LOG` names a file, the command's stderr goes through a pipe:
+each chunk is written on to the holder's own stderr (the terminal, as before) and the
+first `LOG_CAP` bytes to that file, which vramscope reads once the run ends (llama.cpp's
+own buffer lines). When the command stops (Ctrl-Z, SIGSTOP) in a terminal, the holder
+hands the terminal back and stops vramscope's own job, as a shell sees a stopped job;
+once the shell continues vramscope, the command is continued in the foreground again.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ from typing import Any
 from core.probes.proc_status import read_state, read_status
 from hip_backend.external import (
     CGROUP_ENV,
+    LOG_CAP,
+    LOG_ENV,
     REPORT_ENV,
     START_FAILED,
     TERMINAL_ENV,
@@ -78,7 +82,7 @@ def _own_hwm() -> int:
 
 def _command_env() -> dict[str, str]:
     env = dict(os.environ)
-    for key in (REPORT_ENV, USER_PYTHONPATH_ENV, CGROUP_ENV, TERMINAL_ENV):
+    for key in (REPORT_ENV, USER_PYTHONPATH_ENV, CGROUP_ENV, TERMINAL_ENV, LOG_ENV):
         env.pop(key, None)
     user = os.environ.get(USER_PYTHONPATH_ENV)
     if user is None:
@@ -132,6 +136,42 @@ def _in_own_group(
     return setup
 
 
+TEE_END_WAIT_S = 2.0
+"""How long the holder waits, once the command has ended, for the rest of its stderr (a
+process it left behind may hold the pipe open: it is killed with the run)."""
+
+
+def _tee(source: int, path: str) -> threading.Thread:
+    """Copy `source` (the command's stderr) to this process's stderr, and its first
+    `LOG_CAP` bytes to `path`, until its end (a thread)."""
+
+    def copy() -> None:
+        kept = 0
+        try:
+            out = open(path, "wb")  # noqa: SIM115 - closed below, the thread's whole life
+        except OSError:
+            out = None
+        try:
+            while chunk := os.read(source, 65536):
+                with contextlib.suppress(OSError):
+                    os.write(2, chunk)  # a closed terminal loses the copy, not the log
+                if out is not None and kept < LOG_CAP:
+                    with contextlib.suppress(OSError):
+                        out.write(chunk[: LOG_CAP - kept])
+                    kept += len(chunk)
+        except OSError:
+            pass
+        finally:
+            if out is not None:
+                with contextlib.suppress(OSError):
+                    out.close()
+            os.close(source)
+
+    thread = threading.Thread(target=copy, name="stderr-tee", daemon=True)
+    thread.start()
+    return thread
+
+
 def _vramscope_stopped(pid: int) -> bool:
     return read_state(pid) in ("T", "t")
 
@@ -178,10 +218,14 @@ def main(argv: list[str]) -> int:
     for sig in JOB_SIGNALS:
         signal.signal(sig, signal.SIG_IGN)
     terminal = _terminal()
+    log_path = os.environ.get(LOG_ENV)
     try:
-        # preexec_fn: no other thread runs yet (the parent watch starts after)
+        # preexec_fn: no other thread runs yet (the parent watch and the tee start after)
         command = subprocess.Popen(
-            argv, env=_command_env(), preexec_fn=_in_own_group(terminal, dispositions)
+            argv,
+            env=_command_env(),
+            preexec_fn=_in_own_group(terminal, dispositions),
+            stderr=subprocess.PIPE if log_path else None,
         )
     except (OSError, subprocess.SubprocessError) as exc:  # the latter: the setup before exec
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
@@ -190,8 +234,14 @@ def main(argv: list[str]) -> int:
     with contextlib.suppress(OSError):
         os.setpgid(command.pid, command.pid)  # both sides, as a shell does: no race
     _foreground(terminal, command.pid)
+    tee = None
+    if log_path and command.stderr is not None:
+        tee = _tee(os.dup(command.stderr.fileno()), log_path)
+        command.stderr.close()
     watch_parent(cleanup=_vramscope_gone)
     status, maxrss_kib = _wait(command.pid, terminal)
+    if tee is not None:
+        tee.join(TEE_END_WAIT_S)
     with _ENDING:  # vramscope's end being cleaned up: wait for it (then exit 137)
         pass
     command.returncode = os.waitstatus_to_exitcode(status)

@@ -29,7 +29,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import UsageError
-from hip_backend.external import REPORT_ENV, START_FAILED, TERMINAL_ENV, USER_PYTHONPATH_ENV
+from hip_backend.external import (
+    LOG_CAP,
+    LOG_ENV,
+    REPORT_ENV,
+    START_FAILED,
+    TERMINAL_ENV,
+    USER_PYTHONPATH_ENV,
+)
 from hip_backend.external.sampler import TreePeaks, TreeSampler
 from hip_backend.external.tree import RunTree
 from hip_backend.spawn import child_env, spawn
@@ -59,6 +66,9 @@ class CommandRun:
     """The run's cgroup `memory.peak`, where the memory controller gave one."""
     stopped: bool = False
     """True when `stop()` ended it (Ctrl-C or SIGTERM to vramscope, Esc)."""
+    stderr_text: str | None = None
+    """The first `LOG_CAP` bytes of the command's stderr, as text, when it was kept
+    (`keep_stderr`: a llama.cpp command's own log); None when it was not."""
 
     @property
     def host_peak_bytes(self) -> int:
@@ -128,6 +138,7 @@ class CommandRunner:
         *,
         quiet: bool = False,
         cgroup: bool = True,
+        keep_stderr: bool = False,
     ) -> None:
         check_command(argv)
         self.argv = list(argv)
@@ -136,6 +147,7 @@ class CommandRunner:
         self.tree = RunTree.new(cgroup=cgroup)
         self._scratch = tempfile.TemporaryDirectory(prefix="vramscope-run-")
         self._report = Path(self._scratch.name) / "report.json"
+        self._log = Path(self._scratch.name) / "stderr.log" if keep_stderr else None
         self._terminal: int | None = None
         self._holder: subprocess.Popen[str] | None = None
         self._started = 0.0
@@ -149,6 +161,8 @@ class CommandRunner:
     def start(self) -> None:
         """Start the holder and the command (raises OSError when the holder cannot)."""
         overrides = {REPORT_ENV: str(self._report), **self.tree.env()}
+        if self._log is not None:
+            overrides[LOG_ENV] = str(self._log)
         user_path = os.environ.get("PYTHONPATH")
         if user_path is not None:
             overrides[USER_PYTHONPATH_ENV] = user_path
@@ -204,6 +218,7 @@ class CommandRunner:
             wall = time.monotonic() - self._started
             self.tree.kill()  # what the command left behind (a daemon, a setsid child)
             done = _read_report(self._report)
+            stderr_text = self._read_log()
             cgroup_peak, followed_by = self.tree.memory_peak(), self.tree.followed_by
         except BaseException:
             self.stop()
@@ -225,7 +240,18 @@ class CommandRunner:
             followed_by=followed_by,
             cgroup_peak_bytes=cgroup_peak,
             stopped=self._stopped.is_set(),
+            stderr_text=stderr_text,
         )
+
+    def _read_log(self) -> str | None:
+        """The kept stderr (None when none was kept, or the holder wrote no file)."""
+        if self._log is None:
+            return None
+        try:
+            with open(self._log, "rb") as f:
+                return f.read(LOG_CAP).decode("utf-8", errors="replace")
+        except OSError:
+            return None
 
     def _close(self) -> None:
         if self._terminal is not None:
@@ -243,9 +269,10 @@ def run_command(
     *,
     quiet: bool = False,
     cgroup: bool = True,
+    keep_stderr: bool = False,
 ) -> CommandRun:
     """Run `argv` to its end, sampling its processes every `interval_s` seconds (raises
     OSError when it cannot start; KeyboardInterrupt kills its processes first)."""
-    runner = CommandRunner(argv, interval_s, quiet=quiet, cgroup=cgroup)
+    runner = CommandRunner(argv, interval_s, quiet=quiet, cgroup=cgroup, keep_stderr=keep_stderr)
     runner.start()
     return runner.follow(on_sample)

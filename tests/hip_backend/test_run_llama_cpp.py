@@ -88,7 +88,51 @@ def test_llama_cpps_log_lines_stand_beside_the_load_and_the_kernels_peak(
     assert "the kernel's peak" in lines[-1]
 
 
-def test_without_a_log_file_the_run_says_how_to_get_one(tmp_path: Path) -> None:
+SERVER_ON_STDERR = """#!{python}
+import sys, time
+sys.stderr.write(open({source!r}, errors="replace").read())
+sys.stderr.flush()
+block = b"x" * 30_000_000
+time.sleep(0.6)
+print("served", flush=True)
+"""
+
+
+def test_a_llama_server_on_path_is_read_from_its_own_stderr(tmp_path: Path) -> None:
+    """No --log-file: `run` tees the server's stderr; the terminal still gets every line
+    and the buffer lines are read from the copy."""
+    program = tmp_path / "bin" / "llama-server"
+    program.parent.mkdir()
+    source = DATA / "llama_completion_gemma3.log"
+    program.write_text(SERVER_ON_STDERR.format(python=sys.executable, source=str(source)))
+    program.chmod(0o755)
+    model = write_model(tmp_path, "gemma3")
+    env = env_for(tmp_path)
+    env["PATH"] = f"{program.parent}{os.pathsep}{env.get('PATH', '')}"
+    ran = finished(env, "run", "--json", "--", "llama-server", "-m", str(model), *FLAGS)
+    assert ran.returncode == 0, ran.stderr
+    # Passed through whole: every line the server wrote is on run's stderr, in order.
+    written = source.read_text(errors="replace")
+    assert written in ran.stderr
+    assert ran.stdout.startswith("served\n")
+    doc = json.loads(ran.stdout[len("served\n") :])["llama_cpp"]
+    assert doc["log_read"] is True and doc["log_source"] == "stderr"
+    printed = parse_llama_log(written).by_device()
+    terms = {t["kind"]: t for t in doc["terms"]}
+    assert terms["model"]["llama_cpp_bytes"] == printed["CPU_Mapped"]["model"]
+    assert terms["kv"]["llama_cpp_bytes"] == printed["CPU"]["kv"]
+    assert terms["compute"]["llama_cpp_bytes"] == printed["CPU"]["compute"]
+    # gemma3 prints two KV buffers (sliding-window and full), each to 0.01 MiB
+    kv_gap = terms["kv"]["vramscope_bytes"] - printed["CPU"]["kv"]
+    assert abs(kv_gap) <= 2 * PRINTED_RESOLUTION_BYTES
+    history = tmp_path / "state" / "vramscope" / "measurements.jsonl"
+    (line,) = history.read_bytes().splitlines()
+    recorded = decode_record(line).fields
+    assert isinstance(recorded, ExternalFields) and recorded.llama_cpp_buffers is not None
+    assert [b.to_json() for b in recorded.llama_cpp_buffers] == doc["terms"]
+
+
+def test_without_buffer_lines_the_run_says_how_to_get_them(tmp_path: Path) -> None:
     program = tmp_path / "bin" / "llama-server"
     program.parent.mkdir()
     program.write_text(f"#!{sys.executable}\nimport time\ntime.sleep(0.4)\n")
@@ -96,7 +140,8 @@ def test_without_a_log_file_the_run_says_how_to_get_one(tmp_path: Path) -> None:
     model = write_model(tmp_path, "llama")
     ran = finished(env_for(tmp_path), "run", "--no-history", "--", str(program), "-m", str(model))
     assert ran.returncode == 0, ran.stderr
-    assert "no --log-file: give llama.cpp --log-file FILE" in ran.stderr
+    assert "no buffer lines in its stderr: llama.cpp writes them" in ran.stderr
+    assert "llama.cpp's own buffers (no log read)" in ran.stderr
     assert "no -np: llama-server's auto, 4 slots on one unified cache" in ran.stderr
     assert "Traceback" not in ran.stderr
 

@@ -158,7 +158,7 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
     kv_int8 = KvCacheMode(args.kv_cache_mode).int8 or facts.kv_int8
     estimate_for, inflight_mib = _estimate_for(args, model, context, kv_int8)
 
-    from tui.commands.shared.llama_run import LlamaBeside, llama_beside
+    from tui.commands.shared.llama_run import LlamaBeside, is_llama_command, llama_beside
 
     besides: list[LlamaBeside | None] = []
 
@@ -175,7 +175,7 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
         )
         # llama.cpp's own buffer lines beside vramscope's load, recorded with the run (#40).
         try:
-            beside = llama_beside(command, peak)
+            beside = llama_beside(command, peak, done.stderr_text)
         except Exception as exc:  # never a lost run: the peak is recorded without them
             why = f"llama.cpp's buffer lines not read: {type(exc).__name__}: {exc}"
             beside = LlamaBeside(warnings=[why])
@@ -191,7 +191,12 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
             warn([event.message])
 
     handle = start_command(
-        command, finish, said, interval_s=args.interval, record_history=not args.no_history
+        command,
+        finish,
+        said,
+        interval_s=args.interval,
+        record_history=not args.no_history,
+        keep_stderr=is_llama_command(command),  # its buffer lines, tee'd (#40)
     )
     try:
         while (outcome := handle.wait(0.2)) is None:

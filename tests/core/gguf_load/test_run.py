@@ -41,7 +41,6 @@ def test_llama_cpps_defaults_are_said() -> None:
     assert (got.options.parallel, got.options.kv_unified) == (LLAMA_SERVER_DEFAULTS.parallel, True)
     assert any(n.startswith("no -np: llama-server's auto") for n in got.notes)
     assert any(n.startswith("no -ngl (or auto): llama.cpp's --fit picks") for n in got.notes)
-    assert any(n.startswith("no --log-file") for n in got.notes)
     cli = read_llama_command(["llama-cli", "-m", "m.gguf", "-ngl", "all", "-fa"])
     assert cli is not None
     assert (cli.options.parallel, cli.options.n_gpu_layers) == (1, -1)

@@ -1,5 +1,6 @@
-"""`vramscope run -- llama-server ...`: llama.cpp's own buffer lines (its `--log-file`)
-beside vramscope's load for the same flags and the kernel's peak (#40)."""
+"""`vramscope run -- llama-server ...`: llama.cpp's own buffer lines (its `--log-file`,
+else its stderr, which `run` tees) beside vramscope's load for the same flags and the
+kernel's peak (#40)."""
 
 from __future__ import annotations
 
@@ -29,9 +30,19 @@ class LlamaBeside:
     """What the history records (None: no load was sized)."""
 
 
-def llama_beside(command: list[str], peak: MeasuredPeak | None) -> LlamaBeside | None:
+def is_llama_command(command: list[str]) -> bool:
+    """True for llama-server, llama-cli, llama-completion: `run` keeps their stderr."""
+    from core.load.gguf_run import read_llama_command
+
+    return read_llama_command(command) is not None
+
+
+def llama_beside(
+    command: list[str], peak: MeasuredPeak | None, stderr_text: str | None = None
+) -> LlamaBeside | None:
     """None when the command is not llama.cpp's; else the lines (or why there are none).
-    Called once the command has ended (its log is whole), before the run is recorded."""
+    Called once the command has ended (its log is whole), before the run is recorded;
+    `stderr_text` is the start of its stderr as `run` kept it (read when no --log-file)."""
     from core.errors import VramscopeError
     from core.gguf.local import read_gguf_model
     from core.gguf_load.answer import ctx_size
@@ -57,20 +68,27 @@ def llama_beside(command: list[str], peak: MeasuredPeak | None) -> LlamaBeside |
         out.warnings.append(f"no llama.cpp load for {llama.model}: {exc}")
         return out
     log = None
+    where = f"its --log-file {llama.log_file}"
     if llama.log_file is not None:
         try:
             text = read_regular(Path(llama.log_file), LOG_CAP)[:LOG_CAP]
             log = parse_llama_log(text.decode("utf-8", errors="replace"))
         except (OSError, VramscopeError) as exc:
             out.warnings.append(f"llama.cpp's log {llama.log_file} not read: {exc}")
-        if log is not None and not log.found:
-            out.notes.append(
-                f"no buffer lines in {llama.log_file}: llama.cpp writes them with -v (--verbose)"
-            )
-            log = None
+    elif stderr_text is not None:
+        where = "its stderr"
+        log = parse_llama_log(stderr_text)
+    else:
+        where = "no log"
+    if log is not None and not log.found:
+        out.notes.append(
+            f"no buffer lines in {where}: llama.cpp writes them at its default verbosity "
+            "or with -v (--verbose); a --log-disable or -lv below 3 hides them"
+        )
+        log = None
     peak_bytes = peak.peak_bytes if peak is not None else None
     peak_kind = peak.peak_kind if peak is not None else ""
-    source = f"its --log-file {llama.log_file}" if log is not None else "no log read"
+    source = where if log is not None else "no log read"
     out.lines.append(
         f"llama.cpp's own buffers ({source}) beside vramscope's load (llama.cpp) at "
         f"{ctx.tokens:,} tokens, {plan.offloaded_layers} of {plan.hparams.n_layer + 1} "
@@ -83,6 +101,7 @@ def llama_beside(command: list[str], peak: MeasuredPeak | None) -> LlamaBeside |
         "tokens": ctx.tokens,
         "log_file": llama.log_file,
         "log_read": log is not None,
+        "log_source": ("log_file" if llama.log_file else "stderr") if log is not None else None,
         "n_gpu_layers": plan.offloaded_layers,
         "layer_count": plan.hparams.n_layer + 1,
         "terms": beside_json(rows),
