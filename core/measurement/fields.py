@@ -235,6 +235,15 @@ class LlamaCppBuffer:
         return cls(kind, place, _int(value.get("llama_cpp_bytes")), ours)
 
 
+def _arch(value: Any) -> str | None:
+    """An architecture's name as recorded (a hand-edited line's is kept short)."""
+    return value[:64] if isinstance(value, str) and value else None
+
+
+def _bool(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
 def _buffers(value: Any) -> tuple[LlamaCppBuffer, ...] | None:
     if not isinstance(value, list):
         return None
@@ -256,6 +265,8 @@ class ExternalFields(EngineFields):
             "maxrss_bytes",
             "cgroup_peak_bytes",
             "llama_cpp_buffers",
+            "llama_cpp_arch",
+            "llama_cpp_flash_attn",
         }
     )
 
@@ -293,6 +304,11 @@ class ExternalFields(EngineFields):
     llama_cpp_buffers: tuple[LlamaCppBuffer, ...] | None = None
     """A llama.cpp command's buffers, from its `--log-file`, beside vramscope's load
     (None: not a llama.cpp command, or no load sized; records from before #40)."""
+    llama_cpp_arch: str | None = None
+    """The GGUF's `general.architecture` the load was sized for (what `calibrate
+    --engine llama.cpp` fits the compute term per); None as for the buffers."""
+    llama_cpp_flash_attn: bool | None = None
+    """Whether the load counted flash attention (`-fa`): its compute buffer differs."""
 
     def to_extra(self) -> dict[str, Any]:
         """The JSON object of `MeasuredPeak.extra` (the buffers as objects)."""
@@ -333,6 +349,8 @@ class ExternalFields(EngineFields):
             cgroup_peak_bytes=_int(extra.get("cgroup_peak_bytes")),
             followed_by=_str(extra.get("followed_by")) or "",
             llama_cpp_buffers=_buffers(extra.get("llama_cpp_buffers")),
+            llama_cpp_arch=_arch(extra.get("llama_cpp_arch")),
+            llama_cpp_flash_attn=_bool(extra.get("llama_cpp_flash_attn")),
         )
 
 

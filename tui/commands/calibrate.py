@@ -45,7 +45,13 @@ def register(sub: Any) -> None:
         help="runs to fit on: columns model, context, inflight_mib, backend, peak_bytes "
         "(optional engine, device, batch, kv_cache_mode); default: the measurement history",
     )
-    p.add_argument("--engine", metavar="E", help="only runs of this engine (mlx, torch)")
+    p.add_argument(
+        "--engine",
+        metavar="E",
+        help="only runs of this engine (mlx, torch); llama.cpp: fit llama.cpp's compute "
+        "buffer from the history's `vramscope run` llama.cpp runs, per architecture "
+        "(reported, not saved)",
+    )
     p.add_argument(
         "--backend",
         choices=("rocm", "cuda", "metal", "cpu"),
@@ -93,6 +99,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.builtin:
         return show_builtin()
+    if args.engine is not None and args.engine.strip().lower() == LLAMA_CPP:
+        return _llama_cpp(args)
     target = target_named(args.target)
     try:
         done = calibrate(
@@ -144,6 +152,60 @@ def show_builtin() -> int:
     print("\n".join(calibration_lines(builtin_calibration())))
     title = "gfx1151, ROCm, MLX's peak (mlxcel's 18 published runs)"
     print("\n".join(load_fit_lines(builtin_load_fit(), title)))
+    return 0
+
+
+LLAMA_CPP = "llama.cpp"
+
+
+def _llama_cpp(args: argparse.Namespace) -> int:
+    """`calibrate --engine llama.cpp`: llama.cpp's compute buffer against vramscope's,
+    per architecture, from the history's llama.cpp runs (#40)."""
+    from core.calibration.llama_cpp_compute import compute_runs, factor_lines, fit_compute
+    from core.display_text import clean_text
+    from core.measurement.history import HistoryStore
+
+    if args.rows is not None:
+        raise UsageError("--rows", "--engine llama.cpp fits from the history's runs only")
+    store = HistoryStore.default()
+    read = store.read()
+    if read.unreadable is not None:
+        print(f"vramscope: error: {read.unreadable}", file=sys.stderr)
+        return 2
+    warn(read.warnings)
+    runs, left_out = compute_runs(read.results, include_failed=args.include_failed)
+    if left_out:
+        warn(
+            [
+                f"{left_out} llama.cpp run(s) left out: failed (--include-failed fits them), "
+                "no buffer lines read, or recorded before the architecture was"
+            ]
+        )
+    if not runs:
+        where = clean_text(str(store.path))
+        print(
+            f"vramscope: error: no llama.cpp run with its compute buffer in {where}: "
+            "record one with `vramscope run -- llama-server -m FILE.gguf ...`",
+            file=sys.stderr,
+        )
+        return 2
+    fits = fit_compute(runs)
+    if args.json:
+        doc = {
+            "vramscope_version": __version__,
+            "engine": LLAMA_CPP,
+            "source": clean_text(str(store.path)),
+            "term": "compute",
+            "saved_to": None,
+            "fits": [f.to_dict() for f in fits],
+        }
+        print(json.dumps(doc, indent=2, allow_nan=False))
+        return 0
+    for f in fits:
+        print("\n".join(clean_text(line) for line in factor_lines(f)))
+    print(
+        "Reported, not saved: the load's compute term stays the one fitted to llama.cpp's dry runs"
+    )
     return 0
 
 

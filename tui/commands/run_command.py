@@ -181,9 +181,7 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
             beside = LlamaBeside(warnings=[why])
         besides.append(beside)
         if beside is not None and beside.buffers is not None:
-            extra = dict(peak.extra)
-            extra["llama_cpp_buffers"] = [b.to_json() for b in beside.buffers]
-            peak = replace(peak, extra=extra)
+            peak = replace(peak, extra=beside.record_into(dict(peak.extra)))
         return peak
 
     def said(event: RunEvent) -> None:

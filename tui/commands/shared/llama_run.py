@@ -28,6 +28,20 @@ class LlamaBeside:
     json: dict[str, Any] | None = None
     buffers: tuple[LlamaCppBuffer, ...] | None = None
     """What the history records (None: no load was sized)."""
+    arch: str | None = None
+    """The GGUF's architecture the load was sized for (recorded beside the buffers)."""
+    flash_attn: bool | None = None
+    """Whether the load counted flash attention."""
+
+    def record_into(self, extra: dict[str, Any]) -> dict[str, Any]:
+        """`extra` with the buffers, the architecture and flash attention recorded."""
+        if self.buffers is None:
+            return extra
+        out = dict(extra)
+        out["llama_cpp_buffers"] = [b.to_json() for b in self.buffers]
+        out["llama_cpp_arch"] = self.arch
+        out["llama_cpp_flash_attn"] = self.flash_attn
+        return out
 
 
 def is_llama_command(command: list[str]) -> bool:
@@ -47,7 +61,7 @@ def llama_beside(
     from core.gguf.local import read_gguf_model
     from core.gguf_load.answer import ctx_size
     from core.gguf_load.run import beside_json, beside_lines, compare, read_llama_command
-    from core.load.llama_cpp import plan_for_model
+    from core.load.llama_cpp import FlashAttn, plan_for_model
     from core.load.llama_cpp_log import LlamaCppLog, parse_llama_log
     from core.measurement.fields import LlamaCppBuffer
     from core.regular_file import read_regular
@@ -114,4 +128,7 @@ def llama_beside(
         LlamaCppBuffer(r.kind, r.placement.value, r.llama_cpp, r.vramscope) for r in rows
     )
     lines = [clean_text(x) for x in out.lines]
-    return LlamaBeside(out.notes, out.warnings, lines, json_doc, buffers)
+    flash = plan.options.flash_attn is FlashAttn.ON
+    json_doc["architecture"] = plan.hparams.arch
+    json_doc["flash_attn"] = flash
+    return LlamaBeside(out.notes, out.warnings, lines, json_doc, buffers, plan.hparams.arch, flash)
