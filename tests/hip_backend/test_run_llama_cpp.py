@@ -175,3 +175,43 @@ def test_the_built_llama_cpp_under_run(tmp_path: Path) -> None:
         assert abs(t["vramscope_bytes"] - t["llama_cpp_bytes"]) <= 2 * PRINTED_RESOLUTION_BYTES
     compute = terms["compute"]
     assert abs(compute["vramscope_bytes"] / compute["llama_cpp_bytes"] - 1) <= 0.10
+
+
+@pytest.mark.llama_cpp
+def test_the_built_llama_cpp_is_read_from_its_stderr_and_shown_beside_the_estimate(
+    tmp_path: Path,
+) -> None:
+    """No --log-file: `run` tees llama.cpp's stderr, the terminal gets every line, and its
+    buffer lines are read from the copy and printed beside vramscope's load."""
+    binary = Path(os.environ["VRAMSCOPE_LLAMA_FIT_PARAMS"]).with_name("llama-completion")
+    model = write_model(tmp_path, "gemma3")
+    command = [str(binary), "-m", str(model), *FLAGS, "--no-repack", "-fit", "off"]
+    command += ["-n", "1", "-p", "a", "-no-cnv", "--no-warmup", "-t", "1", "-v"]
+    env = env_for(tmp_path)
+    ran = subprocess.run(
+        [sys.executable, "-m", "tui", "run", "--", *command],
+        cwd=Path(__file__).resolve().parents[2],
+        env=env,
+        capture_output=True,
+        timeout=300,
+    )
+    err = ran.stderr.decode(errors="replace")
+    assert ran.returncode == 0, err
+    printed = parse_llama_log(err)  # llama.cpp's own lines, passed through
+    assert printed.model and printed.compute and printed.kv_caches, err[-2000:]
+    lines = err.splitlines()
+    start = next(i for i, x in enumerate(lines) if "llama.cpp's own buffers (its stderr)" in x)
+    rows = {tuple(x.split()[1:3]): x for x in lines[start + 1 : start + 5]}
+    assert set(rows) == {("host", k) for k in ("model", "kv", "output", "compute")}
+    assert all(
+        "llama.cpp" in x and "vramscope" in x and "none printed" not in x for x in rows.values()
+    )
+    assert "the kernel's peak" in lines[start + 5]
+    history = tmp_path / "state" / "vramscope" / "measurements.jsonl"
+    (line,) = history.read_bytes().splitlines()
+    recorded = decode_record(line).fields
+    assert isinstance(recorded, ExternalFields) and recorded.llama_cpp_arch == "gemma3"
+    assert recorded.llama_cpp_buffers is not None
+    compute = next(b for b in recorded.llama_cpp_buffers if b.kind == "compute")
+    assert compute.llama_cpp_bytes == printed.by_device()["CPU"]["compute"]
+    assert abs(compute.vramscope_bytes / compute.llama_cpp_bytes - 1) <= 0.10
