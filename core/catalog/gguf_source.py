@@ -86,6 +86,19 @@ def read_gguf_source(
 _CACHE_FILES_CAP = 4096
 
 
+def cached_gguf(repo_tag: str, env: Mapping[str, str] | None = None) -> GgufSource | None:
+    """llama.cpp's `-hf REPO[:QUANT]` (no quant: its default pick) from the Hugging Face
+    cache alone; None when the name is no repo id or the cache does not hold it whole
+    (`vramscope run` reads what the command loaded, never the Hub)."""
+    from core.gguf.pick import split_repo_tag
+    from core.hub.store import is_repo_id
+
+    repo, tag = split_repo_tag(repo_tag)
+    if not is_repo_id(repo):
+        return None
+    return _from_hf_cache(repo, tag, env)
+
+
 def _from_hf_cache(repo: str, tag: str, env: Mapping[str, str] | None) -> GgufSource | None:
     """`REPO:QUANT` from the Hugging Face cache, where `llama-server -hf` downloads it:
     the snapshot `refs/main` names (else the newest), when it holds every part of the

@@ -38,6 +38,7 @@ _VALUED = {
     "-ub": "ub", "--ubatch-size": "ub",
     "-b": "b", "--batch-size": "b",
     "--log-file": "log", "--mmproj": "mmproj",
+    "-hf": "hf", "-hfr": "hf", "--hf-repo": "hf",
 }  # fmt: skip
 _SWITCHES = {"-kvu": "kvu", "--kv-unified": "kvu", "-nkvo": "nkvo", "--no-kv-offload": "nkvo",
              "--swa-full": "swa_full"}  # fmt: skip
@@ -63,6 +64,8 @@ class LlamaCommand:
     log_file: str | None
     notes: tuple[str, ...] = ()
     """What was assumed or could not be read, one line each."""
+    hf_repo: str | None = None
+    """`-hf REPO[:QUANT]`: the model llama.cpp downloads to the Hugging Face cache."""
 
 
 def _program(argv: Sequence[str]) -> str | None:
@@ -155,7 +158,13 @@ def read_llama_command(argv: Sequence[str]) -> LlamaCommand | None:
         set_option("--swa-full", swa_full=True)
     tokens = _int(values.get("ctx", "0"), 0) or None
     return LlamaCommand(
-        program, values.get("model"), tokens, options, values.get("log"), tuple(notes)
+        program,
+        values.get("model"),
+        tokens,
+        options,
+        values.get("log"),
+        tuple(notes),
+        values.get("hf"),
     )
 
 

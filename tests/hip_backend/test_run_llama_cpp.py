@@ -132,6 +132,42 @@ def test_a_llama_server_on_path_is_read_from_its_own_stderr(tmp_path: Path) -> N
     assert [b.to_json() for b in recorded.llama_cpp_buffers] == doc["terms"]
 
 
+def test_a_hf_model_is_read_from_the_hugging_face_cache(tmp_path: Path) -> None:
+    """`-hf REPO:QUANT`: the file llama.cpp downloaded, read from the HF cache (never
+    the Hub); one not cached is said, and the run is still measured and recorded."""
+    program = tmp_path / "bin" / "llama-server"
+    program.parent.mkdir()
+    source = DATA / "llama_completion_gemma3.log"
+    program.write_text(SERVER_ON_STDERR.format(python=sys.executable, source=str(source)))
+    program.chmod(0o755)
+    snapshot = tmp_path / "hub" / "models--someone--gemma3-GGUF" / "snapshots" / "abc123"
+    snapshot.mkdir(parents=True)
+    write_model(tmp_path, "gemma3").rename(snapshot / "gemma3-Q8_0.gguf")
+    (snapshot.parents[1] / "refs").mkdir()
+    (snapshot.parents[1] / "refs" / "main").write_text("abc123")
+    env = env_for(tmp_path)
+    env["HF_HUB_CACHE"] = str(tmp_path / "hub")
+    env["HF_HUB_OFFLINE"] = "1"
+    base = ["run", "--json", "--no-history", "--", str(program)]
+    ran = finished(env, *base, "-hf", "someone/gemma3-GGUF:Q8_0", *FLAGS)
+    assert ran.returncode == 0, ran.stderr
+    doc = json.loads(ran.stdout[len("served\n") :])["llama_cpp"]
+    assert doc["model"] == "someone/gemma3-GGUF:Q8_0" and doc["architecture"] == "gemma3"
+    terms = {t["kind"]: t for t in doc["terms"]}
+    printed = parse_llama_log(source.read_text(errors="replace")).by_device()
+    assert terms["model"]["llama_cpp_bytes"] == printed["CPU_Mapped"]["model"]
+    gap = terms["model"]["vramscope_bytes"] - printed["CPU_Mapped"]["model"]
+    assert abs(gap) <= 2 * PRINTED_RESOLUTION_BYTES
+    # The run says what it holds, and no mlxcel estimate is attempted for a GGUF.
+    assert "its buffers are held against vramscope's llama.cpp load" in ran.stderr
+    assert "no estimate for" not in ran.stderr
+    missing = finished(env, *base, "-hf", "someone/other-GGUF:Q8_0", *FLAGS)
+    assert missing.returncode == 0, missing.stderr
+    assert "-hf someone/other-GGUF:Q8_0: not in the Hugging Face cache whole" in missing.stderr
+    assert json.loads(missing.stdout[len("served\n") :])["llama_cpp"] is None
+    assert "Traceback" not in missing.stderr
+
+
 def test_without_buffer_lines_the_run_says_how_to_get_them(tmp_path: Path) -> None:
     program = tmp_path / "bin" / "llama-server"
     program.parent.mkdir()

@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _estimate_for(
-    args: argparse.Namespace, model: str | None, context: int, kv_int8: bool
+    args: argparse.Namespace, model: str | None, context: int, kv_int8: bool, *, llama: bool
 ) -> tuple[Callable[[Backend], int | None], int]:
     """The estimate on a device kind (the held-against answer, or None without a
     model) and the in-flight budget of the settings given; warnings on stderr."""
@@ -119,6 +119,9 @@ def _estimate_for(
     inputs = question_from_args(args, parse_quant_flag(args.quant))
     warn(inputs.warnings)
     settings = inputs.question.settings
+    if model is None and llama:
+        note(["a llama.cpp command: its buffers are held against vramscope's llama.cpp load"])
+        return (lambda _backend: None), settings.inflight_mib
     if model is None:
         note(["no estimate: give --model, or a command whose flags name its model"])
         return (lambda _backend: None), settings.inflight_mib
@@ -144,21 +147,24 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
     from core.measurement.result import FailureKind, MeasuredPeak
     from core.measurement.run import MeasuredRun, RunEvent
     from hip_backend import CommandRun, check_command, external_peak, start_command
+    from tui.commands.shared.llama_run import LlamaBeside, is_llama_command, llama_beside
 
     check_command(command)
     facts = read_command(command)
-    if facts.unread_line is not None:
+    # A llama.cpp command's GGUF has no mlxcel estimate: vramscope's llama.cpp load is
+    # held against llama.cpp's own buffers instead (`llama_beside`), unless --model asks.
+    llama_cmd = is_llama_command(command) and args.model is None
+    if facts.unread_line is not None and not llama_cmd:
         note([facts.unread_line])
     model = args.model or facts.model
+    estimated = None if llama_cmd else model
     context = args.max_tokens if args.max_tokens is not None else facts.context_tokens
     if context is None:
-        if model is not None:  # without a model there is no estimate to say it of
+        if estimated is not None:  # without a model there is no estimate to say it of
             note([f"no context given or read: the estimate is at {DEFAULT_CTX_LEN} tokens"])
         context = DEFAULT_CTX_LEN
     kv_int8 = KvCacheMode(args.kv_cache_mode).int8 or facts.kv_int8
-    estimate_for, inflight_mib = _estimate_for(args, model, context, kv_int8)
-
-    from tui.commands.shared.llama_run import LlamaBeside, is_llama_command, llama_beside
+    estimate_for, inflight_mib = _estimate_for(args, estimated, context, kv_int8, llama=llama_cmd)
 
     besides: list[LlamaBeside | None] = []
 

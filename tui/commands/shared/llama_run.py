@@ -57,6 +57,7 @@ def llama_beside(
     """None when the command is not llama.cpp's; else the lines (or why there are none).
     Called once the command has ended (its log is whole), before the run is recorded;
     `stderr_text` is the start of its stderr as `run` kept it (read when no --log-file)."""
+    from core.catalog.gguf_source import cached_gguf
     from core.errors import VramscopeError
     from core.gguf.local import read_gguf_model
     from core.gguf_load.answer import ctx_size
@@ -70,16 +71,27 @@ def llama_beside(
     if llama is None:
         return None
     out = LlamaBeside(notes=list(llama.notes))
-    if llama.model is None:
-        out.notes.append("no -m FILE.gguf: vramscope's load is not sized (a -hf model is not read)")
+    name = llama.model or llama.hf_repo
+    if name is None:
+        out.notes.append("no -m FILE.gguf or -hf REPO: vramscope's load is not sized")
         return out
     try:
-        model = read_gguf_model(Path(llama.model))
+        if llama.model is not None:
+            model = read_gguf_model(Path(llama.model))
+        else:
+            cached = cached_gguf(name)
+            if cached is None:
+                out.notes.append(
+                    f"-hf {name}: not in the Hugging Face cache whole, so vramscope's load "
+                    "is not sized (give -m FILE.gguf)"
+                )
+                return out
+            model = cached.model
         plan = plan_for_model(model, llama.options)
         ctx = ctx_size(llama.tokens, plan, model.architecture)
         load = plan.at(ctx.tokens)
     except VramscopeError as exc:
-        out.warnings.append(f"no llama.cpp load for {llama.model}: {exc}")
+        out.warnings.append(f"no llama.cpp load for {name}: {exc}")
         return out
     log = None
     where = f"its --log-file {llama.log_file}"
@@ -111,7 +123,7 @@ def llama_beside(
     rows = compare(log if log is not None else LlamaCppLog((), (), (), (), (), (), ()), load)
     out.lines.extend(beside_lines(rows, peak_bytes, peak_kind))
     json_doc = {
-        "model": llama.model,
+        "model": name,
         "tokens": ctx.tokens,
         "log_file": llama.log_file,
         "log_read": log is not None,
