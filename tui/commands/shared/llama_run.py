@@ -46,7 +46,7 @@ class LlamaBeside:
 
 def is_llama_command(command: list[str]) -> bool:
     """True for llama-server, llama-cli, llama-completion: `run` keeps their stderr."""
-    from core.load.gguf_run import read_llama_command
+    from core.gguf_load.run import read_llama_command
 
     return read_llama_command(command) is not None
 
