@@ -223,18 +223,25 @@ def test_the_built_llama_cpp_is_read_from_its_stderr_and_shown_beside_the_estima
     model = write_model(tmp_path, "gemma3")
     command = [str(binary), "-m", str(model), *FLAGS, "--no-repack", "-fit", "off"]
     command += ["-n", "1", "-p", "a", "-no-cnv", "--no-warmup", "-t", "1", "-v"]
-    env = env_for(tmp_path)
-    ran = subprocess.run(
-        [sys.executable, "-m", "tui", "run", "--", *command],
-        cwd=Path(__file__).resolve().parents[2],
-        env=env,
-        capture_output=True,
-        timeout=300,
-    )
-    err = ran.stderr.decode(errors="replace")
-    assert ran.returncode == 0, err
-    printed = parse_llama_log(err)  # llama.cpp's own lines, passed through
-    assert printed.model and printed.compute and printed.kv_caches, err[-2000:]
+    history = tmp_path / "state" / "vramscope" / "measurements.jsonl"
+    # llama.cpp's log thread can lose its last lines at exit (test_llama_cpp_live's
+    # load_log): a run without every buffer line is run again, at most four times.
+    for _ in range(4):
+        history.unlink(missing_ok=True)
+        ran = subprocess.run(
+            [sys.executable, "-m", "tui", "run", "--", *command],
+            cwd=Path(__file__).resolve().parents[2],
+            env=env_for(tmp_path),
+            capture_output=True,
+            timeout=300,
+        )
+        err = ran.stderr.decode(errors="replace")
+        assert ran.returncode == 0, err
+        printed = parse_llama_log(err)  # llama.cpp's own lines, passed through
+        if printed.model and printed.kv_caches and printed.output and printed.compute:
+            break
+    else:
+        pytest.fail(f"llama.cpp printed no complete log in four runs: {err[-2000:]}")
     lines = err.splitlines()
     start = next(i for i, x in enumerate(lines) if "llama.cpp's own buffers (its stderr)" in x)
     rows = {tuple(x.split()[1:3]): x for x in lines[start + 1 : start + 5]}
@@ -243,7 +250,6 @@ def test_the_built_llama_cpp_is_read_from_its_stderr_and_shown_beside_the_estima
         "llama.cpp" in x and "vramscope" in x and "none printed" not in x for x in rows.values()
     )
     assert "the kernel's peak" in lines[start + 5]
-    history = tmp_path / "state" / "vramscope" / "measurements.jsonl"
     (line,) = history.read_bytes().splitlines()
     recorded = decode_record(line).fields
     assert isinstance(recorded, ExternalFields) and recorded.llama_cpp_arch == "gemma3"
