@@ -203,9 +203,7 @@ def _llama_cpp(args: argparse.Namespace) -> int:
         return 0
     for f in fits:
         print("\n".join(clean_text(line) for line in factor_lines(f)))
-    print(
-        "Reported, not saved: the load's compute term stays the one fitted to llama.cpp's dry runs"
-    )
+    print("Reported, not saved: the load's compute term stays as fitted to llama.cpp's dry runs")
     return 0
 
 

@@ -56,4 +56,5 @@ def test_the_compute_factor_is_fitted_from_recorded_llama_cpp_runs(tmp_path: Pat
         f"llama.cpp compute, gemma3, flash attention on: 2 run(s); llama.cpp's compute "
         f"buffer / vramscope's fitted = {theirs / ours:.4f}"
     )
+    assert text.stdout.splitlines()[-1].startswith("Reported, not saved:")
     assert not (tmp_path / "state" / "vramscope" / "calibration.json").exists()
