@@ -16,7 +16,7 @@ the ~8 requests adds a round trip, so the remote figure is a floor.
 
 Then `fit --hub` (`--fit-repos 60 --latency-ms 50`): sixty small repos served with
 50 ms added to every request, listed once, and read two ways with the stores empty:
-`core.hub_fit.read_exact` (bounded concurrency; the time to the first exact row and
+`core.fit.hub.read_exact` (bounded concurrency; the time to the first exact row and
 to the last) and one by one (`read_hub_model` then the same rows, repo after repo).
 The bound rows need the listing only: its time is the time to the first (≈) row.
 
@@ -76,10 +76,10 @@ def fit_hub(args: argparse.Namespace) -> None:
     from core.answer.quantization import Quantization
     from core.catalog.resolve import hub_read_entry
     from core.estimate.estimate import QuantHint
-    from core.fit_models import FitReader
+    from core.fit.hub import read_exact
+    from core.fit.models import FitReader
     from core.hub.listing import ListingQuery, list_hub
     from core.hub.remote import HubOptions, read_hub_model
-    from core.hub_fit import read_exact
     from tests.core.hub.hub_fit_repos import AUTHOR, publish_sixty, repo_files
     from tui.cli import build_parser
     from tui.commands.shared.estimate_args import question_from_args

@@ -127,7 +127,7 @@ class AppDeps:
 
 def _fit_models(catalog: Catalog, use_cache: bool) -> Iterator[tuple[CatalogEntry, FitModel | str]]:
     from core.errors import VramscopeError
-    from core.fit_models import fit_entries, fit_reader
+    from core.fit.models import fit_entries, fit_reader
 
     with fit_reader(use_cache=use_cache) as reader:
         for entry in fit_entries(catalog):

@@ -164,6 +164,6 @@ class HubRowsRead(Message):
         self.query = query
         """Which query these rows answer (an older query's are dropped)."""
         self.rows = rows
-        """`core.hub_fit.HubFitRow`s: each replaces the rows of its repo."""
+        """`core.fit.hub.HubFitRow`s: each replaces the rows of its repo."""
         self.status = status
         self.done = done

@@ -89,7 +89,7 @@ def test_the_first_frame_waits_for_no_other_commands_or_later_reads(tmp_path: Pa
         "torch",
         "hip_backend",
         "core.calibration",  # the calibrations are read after the first frame
-        "core.fit_models",  # the Fits view
+        "core.fit.models",  # the Fits view
         "core.hub.",  # a Hub read (the first model is a profile here)
         "core.estimate.report",  # inspect's banner
         "core.parallel.report",

@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     from core.calibration.report import calibration_json
     from core.catalog.resolve import build_catalog
     from core.errors import VramscopeError
-    from core.fit_models import fit_entries, fit_reader, skipped_lines
+    from core.fit.models import fit_entries, fit_reader, skipped_lines
     from tui.render.fit_table import CalibratedColumn, fit_heading, fit_text
     from tui.render.gguf_fit_table import gguf_fit_text
 

@@ -1,7 +1,7 @@
 """`vramscope fit --hub [QUERY]`: rank the Hub's models for this device.
 
 One listing (`core.hub.listing`, kept an hour), a `≈` bound row per repo, then the
-exact rows as each repo's headers arrive (`core.hub_fit.read_exact`). On a terminal
+exact rows as each repo's headers arrive (`core.fit.hub.read_exact`). On a terminal
 the table is repainted as rows turn exact; progress goes to stderr; `--json` prints
 only the final document.
 """
@@ -104,8 +104,8 @@ def run_hub(
     args: argparse.Namespace, question: Any, quantizations: tuple[Quantization, ...]
 ) -> int:
     """Listing, bounds, exact reads; the table (live on a terminal) or the JSON."""
+    from core.fit.hub import HubFitRow, ReadTally, bound_rows, read_exact
     from core.hub.listing import list_hub
-    from core.hub_fit import HubFitRow, ReadTally, bound_rows, read_exact
     from tui.render.fit_table import fit_heading
     from tui.render.hub_fit_table import hub_sorted, hub_table
 

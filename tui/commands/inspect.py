@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     if found.fits is False and found.what_if is None:
         # The advice suggests a quantization that fits (docs/estimate.md): its weights
         # are read only now, from the tensor list fit reads them from.
-        from core.fit_models import stored_what_ifs
+        from core.fit.models import stored_what_ifs
 
         folder = Path(args.model) if entry is None else None
         what_ifs = stored_what_ifs(model, entry, folder)

@@ -54,7 +54,7 @@ class FitRowsController:
 
     def _walk(self, catalog: Catalog | None, question: Question) -> None:
         from core.answer.fit import QUANTIZATION_CHOICES, model_rows
-        from core.fit_models import skipped_lines
+        from core.fit.models import skipped_lines
         from tui.render.fit_table import table_row
 
         picks: list[FitPick] = []

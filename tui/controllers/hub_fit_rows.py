@@ -3,7 +3,7 @@
 A query box's text (`qwen author:mlx-community library:mlx sort:likes limit:20`) is a
 `core.hub.listing.ListingQuery`; the worker lists (`core.hub.listing.list_hub`),
 posts every repo's `≈` bound row at once, then each repo's exact rows as
-`core.hub_fit.read_exact` hands them over. A new query or closing the view stops the
+`core.fit.hub.read_exact` hands them over. A new query or closing the view stops the
 walk (the reads in flight end on their own deadline, on daemon threads).
 """
 
@@ -98,8 +98,8 @@ class HubFitController:
             self._screen.post_message(HubRowsRead(number, tuple(rows), status, done))
 
     def _walk(self, number: int, text: str, question: Question, stop: threading.Event) -> None:
+        from core.fit.hub import bound_rows, read_exact
         from core.hub.listing import list_hub
-        from core.hub_fit import bound_rows, read_exact
 
         try:
             query = parse_query(text)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from core.answer.fit import rank_key
 from core.display_text import clean_text
-from core.hub_fit import HubFitRow
+from core.fit.hub import HubFitRow
 from core.units import format_bytes_short
 from tui.render.fit_table import COLUMNS, FIT_COLUMNS, column_key, table_row
 from tui.render.table_columns import TableColumn

@@ -21,7 +21,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Input, Static
 
-from core.hub_fit import HubFitRow
+from core.fit.hub import HubFitRow
 from tui.controllers.hub_fit_rows import HubFitController
 from tui.messages import FitPick, HubRowsRead
 from tui.render.fit_table import fit_heading

@@ -149,7 +149,7 @@ def test_advice_never_suggests_the_quantization_the_model_already_has(
 
 def test_a_16_bit_model_that_does_not_fit_is_told_the_what_if_that_does() -> None:
     from core.catalog.sources import profile_entry
-    from core.fit_models import read_fit_model
+    from core.fit.models import read_fit_model
 
     model = read_fit_model(profile_entry("Qwen/Qwen2.5-7B-Instruct")).facts
     question = Question(Workload(max_tokens=32768), RX7900XTX)

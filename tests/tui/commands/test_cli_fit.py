@@ -20,7 +20,7 @@ from core.catalog.profiles import list_profile_ids
 from core.catalog.resolve import build_catalog
 from core.estimate.available import AvailableMemory
 from core.estimate.estimate import Workload
-from core.fit_models import read_fit_model
+from core.fit.models import read_fit_model
 from core.probes.cpuinfo import read_cpu_name
 from core.units import format_bytes_short
 from tui.cli import main

@@ -149,7 +149,7 @@ def _read_one(
 ) -> _Outcome:
     """One repo's rows, the bytes fetched and whether the store answered."""
     from core.catalog.resolve import hub_read_entry
-    from core.fit_models import FitReader
+    from core.fit.models import FitReader
 
     root = hub_store_dir(env)
     stored = lookup(root, listed.repo_id, listed.commit) if listed.commit else None
