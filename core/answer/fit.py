@@ -30,11 +30,11 @@ from core.answer.quantization import Quantization
 from core.answer.quantize import (
     MLX_LM_VERSION,
     QuantizeUnsupported,
-    QuantScheme,
     mlx_quantized_weights,
 )
 from core.answer.question import ModelFacts, Question
 from core.load.load import EngineLoad
+from core.model.quant_scheme import QuantScheme
 
 QUANTIZATION_CHOICES: tuple[Quantization, ...] = tuple(Quantization)
 STORED_FORMULA = "mlxcel estimate (as vramscope inspect)"
@@ -219,22 +219,22 @@ class FitRow:
 def what_if_weights(
     tensors: Sequence[Tensor] | None,
     config: Mapping[str, Any] | None,
-    schemes: Iterable[QuantScheme],
+    schemes: Mapping[str, QuantScheme],
     problem: str | None = None,
 ) -> dict[str, int | str]:
     """A model's what-ifs by scheme word, from a tensor list (None: `problem` says why)
     and a config (the catalog caches them by word)."""
     out: dict[str, int | str] = {}
-    for scheme in schemes:
+    for word, scheme in schemes.items():
         if config is None:
-            out[scheme.name] = "no readable config.json"
+            out[word] = "no readable config.json"
         elif tensors is None:
-            out[scheme.name] = problem or "no tensor list"
+            out[word] = problem or "no tensor list"
         else:
             try:
-                out[scheme.name] = mlx_quantized_weights(tensors, config, scheme).bytes
+                out[word] = mlx_quantized_weights(tensors, config, scheme).bytes
             except QuantizeUnsupported as exc:
-                out[scheme.name] = str(exc)
+                out[word] = str(exc)
     return out
 
 

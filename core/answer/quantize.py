@@ -29,12 +29,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from core.model.quant_scheme import DEFAULT_GROUP_SIZE, QuantParams, QuantScheme
 from core.model.safetensors_header import DTYPE_ITEMSIZE
 from core.units import sat_add, sat_mul
 
 MLX_LM_VERSION = "0.32.2"
 """The mlx-lm release whose source the rule restates."""
-DEFAULT_GROUP_SIZE = 64
 FLOAT_DTYPES = frozenset({"F16", "BF16", "F32"})
 # convert.py's MODEL_CONVERSION_DTYPES, as safetensors dtypes.
 _CONVERSION_DTYPES = {"float16": "F16", "bfloat16": "BF16", "float32": "F32"}
@@ -45,19 +45,10 @@ class QuantizeUnsupported(ValueError):
     """The what-if cannot be computed for this model; the message says why."""
 
 
-@dataclass(frozen=True)
-class QuantScheme:
-    """One mlx-lm affine quantization: `bits` per weight in groups of `group_size`."""
-
-    name: str
-    """The `--quantizations` word: `mlx-8bit`, `mlx-4bit`."""
-    bits: int
-    group_size: int = DEFAULT_GROUP_SIZE
-
-
-MLX_8BIT = QuantScheme("mlx-8bit", 8)
-MLX_4BIT = QuantScheme("mlx-4bit", 4)
-SCHEMES = {s.name: s for s in (MLX_8BIT, MLX_4BIT)}
+MLX_8BIT = QuantScheme(QuantParams(8, DEFAULT_GROUP_SIZE))
+MLX_4BIT = QuantScheme(QuantParams(4, DEFAULT_GROUP_SIZE))
+SCHEMES: Mapping[str, QuantScheme] = {"mlx-8bit": MLX_8BIT, "mlx-4bit": MLX_4BIT}
+"""The what-ifs by their `--quantizations` word."""
 
 
 @dataclass(frozen=True)
@@ -188,10 +179,11 @@ def mlx_quantized_weights(
             dropped += 1
             continue
         dtype = cast or stored
-        if name.endswith(".weight") and len(shape) >= 2 and shape[-1] % scheme.group_size == 0:
+        default = scheme.default
+        if name.endswith(".weight") and len(shape) >= 2 and shape[-1] % default.group_size == 0:
             bits, group = family.override(name[: -len(".weight")]) or (
-                scheme.bits,
-                scheme.group_size,
+                default.bits,
+                default.group_size,
             )
             quantized += 1
         else:

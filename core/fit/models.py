@@ -106,7 +106,7 @@ class FitReader:
             if isinstance(stored, dict) and set(stored) == set(SCHEMES):
                 return {k: v for k, v in stored.items() if isinstance(v, int | str)}
         tensors, problem = _tensors(entry)
-        result = what_if_weights(tensors, root, SCHEMES.values(), problem)
+        result = what_if_weights(tensors, root, SCHEMES, problem)
         # A folder that could not be read is read again next time: a fixed permission
         # changes no mtime, so its identity would not tell.
         if self.disk is not None and identity is not None and problem is None:

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from core.model.config import ModelConfig, as_f64, as_u64
+from core.model.quant_scheme import QuantParams, QuantScheme
 from hip_backend.errors import BadModelError, UnsupportedModelError
 
 SUPPORTED_FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "qwen3_moe")
@@ -31,28 +32,6 @@ class RopeKind(enum.Enum):
 
 
 SUPPORTED_ROPE = tuple(k.value for k in RopeKind)
-
-
-@dataclass(frozen=True)
-class QuantParams:
-    """MLX affine quantization of one module."""
-
-    bits: int
-    group_size: int
-
-
-@dataclass(frozen=True)
-class QuantScheme:
-    """The `quantization` block: defaults plus per-module overrides (path -> params/None)."""
-
-    default: QuantParams
-    overrides: Mapping[str, QuantParams | None] = field(default_factory=dict)
-
-    def params_for(self, module_path: str) -> QuantParams | None:
-        """How `module_path` was quantized (None: left in float, as `false` says)."""
-        if module_path in self.overrides:
-            return self.overrides[module_path]
-        return self.default
 
 
 @dataclass(frozen=True)

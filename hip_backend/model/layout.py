@@ -10,7 +10,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from hip_backend.model.arch import ArchSpec, QuantParams
+from core.model.quant_scheme import QuantParams
+from hip_backend.model.arch import ArchSpec
 
 
 class ModuleKind(enum.Enum):

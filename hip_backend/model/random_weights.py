@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from core.model.config import ModelConfig
+from core.model.quant_scheme import QuantParams
 from core.model.safetensors_header import DTYPE_ITEMSIZE
-from hip_backend.model.arch import QuantParams, arch_from_config
+from hip_backend.model.arch import arch_from_config
 from hip_backend.model.layout import TensorShape, module_specs, stored_tensors
 
 

@@ -11,8 +11,9 @@ import pytest
 
 from core.catalog.profiles import list_profile_ids, load_profile
 from core.model.config import ModelConfig
+from core.model.quant_scheme import QuantParams
 from hip_backend.errors import BadModelError, UnsupportedModelError
-from hip_backend.model.arch import QuantParams, RopeKind, arch_from_config
+from hip_backend.model.arch import RopeKind, arch_from_config
 from hip_backend.model.layout import tensors_from_config
 from hip_backend.model.manifest import plan_from_folder
 from hip_backend.model.source import ModelSource, resolve_source
