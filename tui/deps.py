@@ -25,7 +25,7 @@ from core.probes.device_nodes import detect_backend
 if TYPE_CHECKING:  # the reads' code (probes, history, calibration): worker threads
     from core.answer.fit import FitModel
     from core.calibration.record import Calibration
-    from core.device.memory import DeviceMemory
+    from core.device_memory import DeviceMemory
     from core.measurement.history import HistoryStore
     from core.measurement.request import MeasureRequest
     from core.measurement.run import RunEvent

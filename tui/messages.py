@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # the calibration code, the Fits view's rows, the device: wor
     from core.answer.fit import FitRow
     from core.calibration.record import Calibration
     from core.calibration.run import CalibrateRun
-    from core.device.memory import DeviceMemory
+    from core.device_memory import DeviceMemory
 
 
 @dataclass(frozen=True)

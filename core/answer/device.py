@@ -24,7 +24,7 @@ from core.estimate.available import AvailableMemory
 from core.units import format_bytes_short
 
 if TYPE_CHECKING:
-    from core.device.memory import DeviceMemory
+    from core.device_memory import DeviceMemory
 
 
 class MemorySource(enum.Enum):

@@ -1,7 +1,7 @@
 """Available-memory choices: this machine's detected budget, device presets, or a typed size.
 
 A GPU preset is the limit MLX itself would use on that device (80% of its
-memory, `core.estimate.available.mlx_device_limit`), which is what mlxcel compares the
+memory, `core.device_memory.mlx_device_limit`), which is what mlxcel compares the
 total against; on gfx1151 with 96 GiB of VRAM that is the 76.80 GiB of
 mlxcel's worked example. Apple presets are the unified memory size, mlxcel's
 `hw.memsize` step.
@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 from core.backend import Backend
 from core.device.memory import SYSTEM_RESERVE
-from core.estimate.available import AvailableMemory, mlx_device_limit
+from core.device_memory import mlx_device_limit
+from core.estimate.available import AvailableMemory
 from core.units import GIB
 
 

@@ -9,7 +9,8 @@ from dataclasses import replace
 
 from core.backend import Backend
 from core.device import reading
-from core.estimate.available import AvailableMemory, DeviceMemory, resolve_available_memory
+from core.device_memory import DeviceMemory
+from core.estimate.available import AvailableMemory, resolve_available_memory
 from core.probes.amdgpu_sysfs import read_amdgpu_vram
 from core.probes.meminfo import meminfo_fault, read_meminfo
 from core.probes.nvidia_smi import query_nvidia_smi
@@ -17,13 +18,22 @@ from core.probes.sysctl import read_unified_memory_gib
 
 
 def probe_device_memory(backend: Backend) -> DeviceMemory | None:
-    """The device size for a GPU backend, or None (CPU, Metal or nothing readable)."""
+    """The device mlxcel's rule reads for a GPU backend (the largest amdgpu VRAM, or
+    GPU 0 through nvidia-smi), or None (CPU, Metal or nothing readable)."""
     if backend is Backend.ROCM:
         vram = read_amdgpu_vram()
-        return None if vram is None else DeviceMemory(vram.total_bytes, vram.name)
+        if vram is None:
+            return None
+        how = "amdgpu sysfs: mem_info_vram_total, mem_info_vram_used"
+        return DeviceMemory(
+            vram.name, vram.total_bytes, vram.used_bytes, how, 0.8, pool_name="VRAM"
+        )
     if backend is Backend.CUDA:
         found = query_nvidia_smi()  # GPU 0 through NVML's CLI: no CUDA context
-        return None if found is None else DeviceMemory(found[1], found[0])
+        if found is None:
+            return None
+        name, total, used = found
+        return DeviceMemory(name, total, used, "nvidia-smi (GPU 0)", 0.8, pool_name="VRAM")
     return None
 
 

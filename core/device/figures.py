@@ -13,7 +13,8 @@ from pathlib import Path
 
 from core.backend import Backend
 from core.device import reading
-from core.device.memory import DeviceMemory, device_budget, ttm_fix
+from core.device.memory import device_budget, ttm_fix
+from core.device_memory import DeviceMemory
 from core.estimate.available import AvailableMemory
 from core.probes.amdgpu_sysfs import CardMemory, read_amdgpu_cards
 from core.probes.meminfo import read_meminfo_values

@@ -25,7 +25,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from core.backend import Backend
-from core.device.memory import DeviceMemory, device_budget
+from core.device.memory import device_budget
+from core.device_memory import DeviceMemory
 from core.errors import UsageError
 from core.estimate.available import AvailableMemory
 from core.probes.amdgpu_sysfs import read_amdgpu_cards

@@ -19,12 +19,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from core.backend import Backend
+from core.device_memory import DeviceMemory, mlx_device_limit
 from core.display_text import shorten
 from core.memory_size import is_explicitly_unset, parse_optional_memory_size
 from core.units import GIB
 
 MEMORY_LIMIT_ENV = "MLXCEL_MEMORY_LIMIT"
-MLX_DEVICE_LIMIT_FRACTION = 0.8
 
 
 @dataclass(frozen=True)
@@ -49,21 +49,8 @@ class AvailableMemory:
         )
 
 
-@dataclass(frozen=True)
-class DeviceMemory:
-    """A device's total memory, as a probe read it (without a GPU runtime)."""
-
-    total_bytes: int
-    name: str
-
-
 Probe = Callable[[], int | None]
 DeviceProbe = Callable[[Backend], DeviceMemory | None]
-
-
-def mlx_device_limit(total: int) -> int:
-    """MLX's default allocator limit for a device of `total` bytes (`size_t(total * 0.8)`)."""
-    return int(total * MLX_DEVICE_LIMIT_FRACTION)
 
 
 def resolve_available_memory(
@@ -89,9 +76,10 @@ def resolve_available_memory(
                 "512M or 1073741824)"
             )
     device = device_probe(backend)
-    if device is not None and mlx_device_limit(device.total_bytes) > 0:
+    # mlxcel's rule: 80% of the pool's total (not vramscope's free or TTM-capped limit)
+    if device is not None and mlx_device_limit(device.total) > 0:
         return AvailableMemory(
-            mlx_device_limit(device.total_bytes), f"MLX device limit: 80% of {device.name}", warning
+            mlx_device_limit(device.total), f"MLX device limit: 80% of {device.device}", warning
         )
     unified = unified_probe()
     if unified:

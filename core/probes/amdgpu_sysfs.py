@@ -67,6 +67,8 @@ class VramTotal:
 
     total_bytes: int
     name: str
+    used_bytes: int = 0
+    """`mem_info_vram_used` beside the total (0 where unreadable, as `_pool` reads it)."""
 
 
 def read_size(path: Path) -> int | None:
@@ -135,5 +137,6 @@ def read_amdgpu_vram(
     for path in sorted(glob.glob(pattern)):
         total = read_size(Path(path))
         if total is not None and total > 0 and (best is None or total > best.total_bytes):
-            best = VramTotal(total, f"amdgpu VRAM ({path.split('/')[4]})")
+            used = read_size(Path(path).with_name("mem_info_vram_used")) or 0
+            best = VramTotal(total, f"amdgpu VRAM ({path.split('/')[4]})", used)
     return best

@@ -15,8 +15,8 @@ from core.backend import Backend
 from core.calibration.builtin import DATA_FILE, builtin_calibration, peak_bound
 from core.calibration.select import choose, default_candidates
 from core.catalog.resolve import resolve_entry
-from core.device.memory import DeviceMemory
 from core.device.reading import read_card
+from core.device_memory import DeviceMemory
 from core.estimate.available import AvailableMemory
 from core.measurement.engine import Engine
 from core.measurement.history import HistoryStore

@@ -11,8 +11,8 @@ from textual.widgets import Select
 
 from core.backend import Backend
 from core.device import reading
-from core.device.memory import DeviceMemory
 from core.device.reading import read_device_memory
+from core.device_memory import DeviceMemory
 from core.units import GIB
 from tests.tui.helpers import (
     ROCM_MACHINE,

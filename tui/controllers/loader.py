@@ -60,7 +60,7 @@ from tui.model.state import QUANTIZE_AS
 if TYPE_CHECKING:
     from core.calibration.record import Calibration
     from core.calibration.run import CalibrateRun
-    from core.device.memory import DeviceMemory
+    from core.device_memory import DeviceMemory
 
 TICK_S = 0.5
 """How often the seconds of a read in flight are repainted."""

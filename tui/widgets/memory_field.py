@@ -34,7 +34,7 @@ from tui.model.presets import (
 from tui.model.state import MemoryChoice
 
 if TYPE_CHECKING:
-    from core.device.memory import DeviceMemory
+    from core.device_memory import DeviceMemory
 
 
 def _options(

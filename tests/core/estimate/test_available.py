@@ -5,11 +5,8 @@ from __future__ import annotations
 import pytest
 
 from core.backend import Backend
-from core.estimate.available import (
-    DeviceMemory,
-    mlx_device_limit,
-    resolve_available_memory,
-)
+from core.device_memory import DeviceMemory, mlx_device_limit
+from core.estimate.available import resolve_available_memory
 from core.units import GIB
 
 
@@ -18,7 +15,10 @@ def probes(device: int | None = None, unified: int | None = None, meminfo: int |
 
     def dev(_: Backend) -> DeviceMemory | None:
         calls.append("device")
-        return DeviceMemory(device, "test GPU") if device is not None else None
+        if device is None:
+            return None
+        # used by others does not count in mlxcel's rule: 80% of the total
+        return DeviceMemory("test GPU", device, device // 2, "test", 0.8, pool_name="VRAM")
 
     def uni() -> int | None:
         calls.append("unified")

@@ -22,8 +22,10 @@ def test_amdgpu_sysfs(tmp_path: Path) -> None:
         d = tmp_path / "class" / "drm" / card / "device"
         d.mkdir(parents=True)
         (d / "mem_info_vram_total").write_text(size)
+    (tmp_path / "class/drm/card1/device/mem_info_vram_used").write_text("2147483648\n")
     got = read_amdgpu_vram(str(tmp_path / "class/drm/card*/device/mem_info_vram_total"))
     assert got is not None and got.total_bytes == 103_079_215_104
+    assert got.used_bytes == 2 << 30
     assert read_amdgpu_vram(str(tmp_path / "nothing/*")) is None
 
 
