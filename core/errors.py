@@ -79,7 +79,32 @@ class HubError(ModelError):
 
 
 class HubNotFoundError(HubError, ModelNotFoundError):
-    """The Hub says the repo (or the revision) does not exist."""
+    """The Hub says the repo (or the revision) does not exist, or the Hub is off and
+    the repo was never read."""
+
+
+class HubUnreachableError(HubError):
+    """The Hub could not be reached, or the connection went away during a read: a
+    stored copy may answer instead, and a read may be tried again."""
+
+
+class HubTimedOutError(HubUnreachableError):
+    """The Hub did not answer within the deadline (`--hub-timeout`): unreachable, but
+    asking again within the same deadline would not help."""
+
+
+class HubClientClosedError(HubError):
+    """huggingface_hub closed its one shared HTTP client under this request (another
+    request of the process failed to connect); asked again, it makes a new one."""
+
+
+class HubAuthError(HubError):
+    """The repo is gated or private, or the Hub refused the token: a token with access
+    is needed."""
+
+
+class HubOfflineError(HubError):
+    """The Hub is off (`HF_HUB_OFFLINE`, `--offline`) and nothing stored answers."""
 
 
 class NotEnoughMemory(VramscopeError):

@@ -25,8 +25,12 @@ from core.answer.quantization import Quantization
 from core.answer.question import Question
 from core.catalog.entry import CatalogEntry
 from core.display_text import clean_text
-from core.errors import VramscopeError
-from core.hub.fetch import client_closed
+from core.errors import (
+    HubClientClosedError,
+    HubTimedOutError,
+    HubUnreachableError,
+    VramscopeError,
+)
 from core.hub.listing import ListedModel, Listing
 from core.hub.remote import HubOptions, read_hub_model
 from core.hub.session import hub_offline_reason, online
@@ -44,11 +48,9 @@ breaks the requests other threads have in flight on it."""
 
 def _transient(exc: BaseException) -> bool:
     """A read whose connection went away under it (not one that timed out)."""
-    if client_closed(exc):
+    if isinstance(exc, HubClientClosedError):
         return True
-    text = str(exc)
-    lost = "stopped answering" in text or "unreachable" in text
-    return lost and "timed out" not in text
+    return isinstance(exc, HubUnreachableError) and not isinstance(exc, HubTimedOutError)
 
 
 @dataclass(frozen=True)

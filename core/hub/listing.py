@@ -28,11 +28,17 @@ from typing import Any
 
 from core.atomic_write import atomic_write, locked
 from core.display_text import clean_text
-from core.errors import HubError
+from core.errors import (
+    HubClientClosedError,
+    HubError,
+    HubOfflineError,
+    HubTimedOutError,
+    HubUnreachableError,
+)
 from core.hub import DEFAULT_TIMEOUT_S
 from core.hub.fetch import client_closed
 from core.hub.own_host import OffHostPage, pages_at
-from core.hub.session import hub_offline_reason, online, unreachable
+from core.hub.session import hub_offline_reason, online, timed_out, unreachable
 from core.hub.settings import hub_endpoint
 from core.hub.store import is_repo_id
 from core.model.safetensors_header import DTYPE_ITEMSIZE
@@ -293,21 +299,21 @@ def list_hub(
     off = hub_offline_reason(env)
     if off is not None:
         if stored is None:
-            raise HubError("--hub", f"the Hub is off ({off}) and this query was never listed")
+            raise HubOfflineError(
+                "--hub", f"the Hub is off ({off}) and this query was never listed"
+            )
         return _from_store(stored, f"the Hub is off ({off})")
     if stored is not None and not refresh and 0 <= now - stored.listed_at < FRESH_S:
         return _from_store(stored, "listed within the hour (--refresh lists again)")
     try:
         try:
             listing = _list_online(query, endpoint, timeout_s, env, progress)
-        except HubError as exc:
+        except HubClientClosedError:
             # huggingface_hub closed its shared client under this call (another request
             # failed to connect): once more, with the client it makes anew.
-            if not client_closed(exc):
-                raise
             listing = _list_online(query, endpoint, timeout_s, env, progress)
-    except HubError as exc:
-        if stored is None or "unreachable" not in str(exc):
+    except HubUnreachableError as exc:
+        if stored is None:
             raise
         return _from_store(stored, f"the Hub is unreachable ({exc.problem})")
     save_listing(listing, env)
@@ -366,22 +372,26 @@ def _list_online(
         thread.join(timeout_s)
     kept = tuple(dict((m.repo_id, m) for m in list(rows)).values())
     problem: str | None = None
+    kind: type[HubError] = HubError  # what a listing with no row raises
     host = endpoint.split("://", 1)[-1]
     if thread.is_alive():
         # The abandoned call may retry: keep its warnings quiet for good.
         logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
         problem = f"the Hub at {host} did not finish the listing within {timeout_s:g} s"
+        kind = HubTimedOutError
     elif "error" in box:
         exc = box["error"]
         reason = unreachable(exc)
         if reason is not None and not kept:
-            raise HubError("--hub", f"the Hub at {host} is unreachable ({reason})")
+            lost = HubTimedOutError if timed_out(exc) else HubUnreachableError
+            raise lost("--hub", f"the Hub at {host} is unreachable ({reason})")
         problem = f"the listing from {host} stopped: {_why(exc)}"
+        kind = HubClientClosedError if client_closed(exc) else HubError
     if skipped:
         extra = f"{len(skipped)} listing entr{'y' if len(skipped) == 1 else 'ies'} skipped: "
         problem = (problem + "; " if problem else "") + extra + skipped[0]
     if problem is not None and not kept:
-        raise HubError("--hub", problem)
+        raise kind("--hub", problem)
     if progress is not None:
         progress(
             f"listed {len(kept)} repos from {host} in {time.monotonic() - started:.1f} s "

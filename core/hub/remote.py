@@ -28,11 +28,28 @@ from typing import TypeVar
 from urllib.parse import quote
 
 from core.display_text import clean_text
-from core.errors import HeaderError, HubError, HubNotFoundError, ModelError, UsageError
+from core.errors import (
+    HeaderError,
+    HubAuthError,
+    HubClientClosedError,
+    HubError,
+    HubNotFoundError,
+    HubTimedOutError,
+    HubUnreachableError,
+    ModelError,
+    UsageError,
+)
 from core.hub import store
-from core.hub.fetch import Deadline, HubTimeout, get_capped, map_bounded, run_bounded
+from core.hub.fetch import (
+    Deadline,
+    HubTimeout,
+    client_closed,
+    get_capped,
+    map_bounded,
+    run_bounded,
+)
 from core.hub.options import HubOptions
-from core.hub.session import hub_offline_reason, online, unreachable
+from core.hub.session import hub_offline_reason, online, timed_out, unreachable
 from core.hub.settings import DEFAULT_ENDPOINT, check_settings, hub_endpoint
 from core.model.config import CONFIG_FILE, CONFIG_SIZE_CAP, decode_json
 from core.model.safetensors_header import header_length
@@ -128,7 +145,7 @@ def read_hub_model(
                 deadline,
             )
         except HubTimeout:
-            raise HubError(repo_id, _timed_out(endpoint, options.timeout_s)) from None
+            raise HubTimedOutError(repo_id, _timed_out(endpoint, options.timeout_s)) from None
 
 
 def _timed_out(endpoint: str, timeout_s: float) -> str:
@@ -171,10 +188,11 @@ def _readonline(
         reason = unreachable(exc)
         if reason is None:
             raise _hub_error(repo_id, revision, exc) from None
-        if reason == "timed out":
-            reason = f"timed out after {options.timeout_s:g} s"
+        lost = HubUnreachableError
+        if timed_out(exc):
+            reason, lost = f"timed out after {options.timeout_s:g} s", HubTimedOutError
         if stored is None:
-            raise HubError(
+            raise lost(
                 repo_id,
                 f"the Hub at {endpoint} is unreachable ({reason}) and this repo was "
                 "never read; retry, raise --hub-timeout or point HF_ENDPOINT at a mirror",
@@ -205,10 +223,12 @@ def _readonline(
         raise
     except Exception as exc:
         reason = unreachable(exc)
-        if reason == "timed out":
-            raise HubError(repo_id, _timed_out(endpoint, options.timeout_s)) from None
+        if timed_out(exc):
+            raise HubTimedOutError(repo_id, _timed_out(endpoint, options.timeout_s)) from None
         if reason is not None:
-            raise HubError(repo_id, f"the Hub at {endpoint} stopped answering ({reason})") from None
+            raise HubUnreachableError(
+                repo_id, f"the Hub at {endpoint} stopped answering ({reason})"
+            ) from None
         raise _hub_error(repo_id, revision, exc) from None
 
 
@@ -280,7 +300,7 @@ def _hub_error(repo_id: str, revision: str, exc: BaseException) -> HubError:
     )
 
     if isinstance(exc, GatedRepoError):
-        return HubError(
+        return HubAuthError(
             repo_id,
             "gated or private on the Hub: a token with access is needed "
             "(set HF_TOKEN or run `hf auth login`, after accepting the repo's terms)",
@@ -303,8 +323,10 @@ def _hub_error(repo_id: str, revision: str, exc: BaseException) -> HubError:
         return HubError(f"{repo_id}/{shard}", f"malformed safetensors header on the Hub: {why}")
     if isinstance(exc, HfHubHTTPError):
         status = exc.response.status_code if exc.response is not None else "?"
-        return HubError(repo_id, f"the Hub answered HTTP {status}")
-    return HubError(repo_id, f"unexpected answer from the Hub: {type(exc).__name__}: {_short(exc)}")
+        kind = HubAuthError if status in (401, 403) else HubError
+        return kind(repo_id, f"the Hub answered HTTP {status}")
+    kind = HubClientClosedError if client_closed(exc) else HubError
+    return kind(repo_id, f"unexpected answer from the Hub: {type(exc).__name__}: {_short(exc)}")
 
 
 def _short(exc: BaseException) -> str:

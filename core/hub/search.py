@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.display_text import clean_text
-from core.errors import HubError
+from core.errors import HubError, HubOfflineError, HubTimedOutError, HubUnreachableError
 from core.hub import DEFAULT_TIMEOUT_S
 from core.hub.own_host import OffHostPage, pages_at
-from core.hub.session import hub_offline_reason, online, unreachable
+from core.hub.session import hub_offline_reason, online, timed_out, unreachable
 from core.hub.settings import hub_endpoint
 
 MAX_RESULTS = 100
@@ -50,7 +50,7 @@ def search_hub(
     env = os.environ if env is None else env
     off = hub_offline_reason(env)
     if off is not None:
-        raise HubError("--hub", f"the Hub is off ({off}): searching needs it")
+        raise HubOfflineError("--hub", f"the Hub is off ({off}): searching needs it")
     endpoint = hub_endpoint(env)
     limit = max(1, min(limit, MAX_RESULTS))
     box: dict[str, Any] = {}
@@ -76,15 +76,21 @@ def search_hub(
     if thread.is_alive():
         # The abandoned call goes on retrying: keep its retry warnings quiet for good.
         logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
-        raise HubError("--hub", f"the Hub at {endpoint} did not answer within {timeout_s:g} s")
+        raise HubTimedOutError(
+            "--hub", f"the Hub at {endpoint} did not answer within {timeout_s:g} s"
+        )
     exc = box.get("error")
     if isinstance(exc, OffHostPage):
         if warn is not None:
             warn(f"the search at {endpoint} stopped after {len(rows)} results: {exc}, "
                  "not asked for (the token goes only to the endpoint's host)")  # fmt: skip
     elif exc is not None:
-        reason = unreachable(exc) or f"{type(exc).__name__}: {clean_text(str(exc))[:120]}"
-        raise HubError("--hub", f"searching the Hub at {endpoint} failed ({reason})")
+        reason = unreachable(exc)
+        kind = HubError if reason is None else HubUnreachableError
+        if timed_out(exc):
+            kind = HubTimedOutError
+        reason = reason or f"{type(exc).__name__}: {clean_text(str(exc))[:120]}"
+        raise kind("--hub", f"searching the Hub at {endpoint} failed ({reason})")
     return [_listing(m) for m in rows[:limit]]
 
 

@@ -80,12 +80,19 @@ _ONLINE: dict[str, Any] = {}
 """The reads inside `online` now (`count`) and what the first one in saved."""
 
 
+def timed_out(exc: BaseException) -> bool:
+    """True when `exc` is a request's or the read's deadline passing."""
+    import httpx2
+
+    return isinstance(exc, httpx2.TimeoutException | HubTimeout)
+
+
 def unreachable(exc: BaseException) -> str | None:
     """A short reason when `exc` means the Hub could not be reached, else None."""
     import httpx2
     from huggingface_hub.errors import LocalEntryNotFoundError, OfflineModeIsEnabled
 
-    if isinstance(exc, httpx2.TimeoutException | HubTimeout):
+    if timed_out(exc):
         return "timed out"
     if isinstance(exc, httpx2.TransportError | OfflineModeIsEnabled | ConnectionError):
         return clean_text(str(exc) or type(exc).__name__)[:120]
