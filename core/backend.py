@@ -5,11 +5,12 @@ time). Telling it from this machine's device nodes is a probe:
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 
+from core.kind import Kind
 
-class Backend(enum.Enum):
+
+class Backend(Kind):
     """The backends mlxcel builds for."""
 
     ROCM = "rocm"
@@ -34,7 +35,7 @@ BACKEND_CHOICES = ("auto", "rocm", "cuda", "metal", "cpu")
 def backend_choice(text: str) -> Backend | None:
     """`--backend`'s word as its type: None for `auto` (the machine's, or a preset's,
     decides); ValueError for a word no backend has."""
-    return None if text == BACKEND_CHOICES[0] else Backend(text)
+    return None if text == BACKEND_CHOICES[0] else Backend.named(text, "--backend")
 
 
 @dataclass(frozen=True)

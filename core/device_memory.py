@@ -12,11 +12,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from core.kind import Kind
 from core.units import format_bytes_short, sat_sub
 
 MLX_DEVICE_LIMIT_FRACTION = 0.8
 TTM_SOURCE = "/sys/module/ttm/parameters/pages_limit"
 MEMINFO_SOURCE = "/proc/meminfo"
+
+
+class Budget(Kind):
+    """Which of a device's figures `--memory-limit free|total` takes (its word)."""
+
+    FREE = "free"
+    TOTAL = "total"
 
 
 def mlx_device_limit(total: int) -> int:

@@ -33,8 +33,10 @@ class ChildJob:
     prefill_chunk: int = PREFILL_CHUNK
 
     def to_json(self) -> str:
-        """The stdin payload."""
-        return json.dumps(asdict(self))
+        """The stdin payload (the engine as its name: `MeasureRequest` takes it back)."""
+        data = asdict(self)
+        data["request"]["engine"] = self.request.engine.value
+        return json.dumps(data)
 
     @classmethod
     def from_json(cls, text: str) -> ChildJob:

@@ -112,19 +112,19 @@ def bench_view(hub: Path, xdg: Path, runs: int, warm_only: bool = False) -> dict
     os.environ.update({"HF_HUB_CACHE": str(hub), "HF_HUB_OFFLINE": "1"})
     bare = [asyncio.run(_bare_first_frame()) for _ in range(runs)]
     samples = {}
-    for kind in ("warm",) if warm_only else ("cold", "warm"):
+    for cache in ("warm",) if warm_only else ("cold", "warm"):
         os.environ["XDG_CACHE_HOME"] = str(xdg / "view")
-        if kind == "warm" and warm_only:
+        if cache == "warm" and warm_only:
             run_fit({**os.environ, "PYTHONPATH": str(ROOT)})  # fills the fit cache
-            samples[kind] = [asyncio.run(_fits_view()) for _ in range(runs)]
-        elif kind == "cold":
-            samples[kind] = []
+            samples[cache] = [asyncio.run(_fits_view()) for _ in range(runs)]
+        elif cache == "cold":
+            samples[cache] = []
             for i in range(runs):  # each cold run gets a cache folder of its own
                 os.environ["XDG_CACHE_HOME"] = str(xdg / f"cold-{i}")
-                samples[kind].append(asyncio.run(_fits_view()))
+                samples[cache].append(asyncio.run(_fits_view()))
         else:
             asyncio.run(_fits_view())  # fills the fit and catalog caches
-            samples[kind] = [asyncio.run(_fits_view()) for _ in range(runs)]
+            samples[cache] = [asyncio.run(_fits_view()) for _ in range(runs)]
     bare_s = min(bare)
     out: dict[str, Any] = {"bare_first_frame_ms": round(bare_s * 1e3, 1)}
     print(f"\nFits view (f) over {samples['warm'][0][2]} rows, headless {SIZE[0]}x{SIZE[1]}:")
@@ -132,18 +132,18 @@ def bench_view(hub: Path, xdg: Path, runs: int, warm_only: bool = False) -> dict
     first_f = samples["warm"][0][0]  # this process's first `f`: the view's imports included
     print(f"  warm first f of the process (imports included) {first_f * 1e3:7.1f} ms")
     out["warm_first_f_of_process_ms"] = round(first_f * 1e3, 1)
-    for kind, got in samples.items():
+    for cache, got in samples.items():
         first = min(s[0] for s in got)
         done = min(s[1] for s in got)
         verdict = "OK" if first <= VIEW_TARGET_S else "OVER TARGET"
         print(
-            f"  {kind:4} f -> first rows painted   best {first * 1e3:7.1f} ms "
+            f"  {cache:4} f -> first rows painted   best {first * 1e3:7.1f} ms "
             f"(median {statistics.median(s[0] for s in got) * 1e3:.1f}; "
             f"{first / bare_s:.2f}x the bare first frame; target "
             f"{VIEW_TARGET_S * 1e3:.0f} ms: {verdict}); all rows {done * 1e3:.0f} ms"
         )
-        out[f"{kind}_first_rows_ms"] = round(first * 1e3, 1)
-        out[f"{kind}_all_rows_ms"] = round(done * 1e3, 1)
+        out[f"{cache}_first_rows_ms"] = round(first * 1e3, 1)
+        out[f"{cache}_all_rows_ms"] = round(done * 1e3, 1)
     return out
 
 

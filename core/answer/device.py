@@ -179,10 +179,12 @@ def resolve_device(request: DeviceRequest, machine: MachineReadings) -> Device:
         return Device(backend, reason, available, name, target, memory.source, basis=basis)
     if memory.source in (MemorySource.DEVICE_TOTAL, MemorySource.DEVICE_FREE):
         from core.device.memory import device_budget
+        from core.device_memory import Budget
 
         if machine.device is None:
             raise DevicePending("this device's memory is being read")
-        available = device_budget(memory.source.value, machine.device)
+        which = Budget.FREE if memory.source is MemorySource.DEVICE_FREE else Budget.TOTAL
+        available = device_budget(which, machine.device)
         device = machine.device
         return Device(
             backend, reason, available, device.device, device.target, memory.source, device, basis

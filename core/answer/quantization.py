@@ -7,10 +7,10 @@ explorer's first frame has it); the what-if rule itself is `core.answer.quantize
 
 from __future__ import annotations
 
-import enum
+from core.kind import Kind
 
 
-class Quantization(enum.Enum):
+class Quantization(Kind):
     """As stored (mlxcel's estimate), or as `mlx_lm.convert -q` would write it."""
 
     STORED = "stored"
@@ -31,14 +31,6 @@ class Quantization(enum.Enum):
     def bits(self) -> int | None:
         """Bits per weight of a what-if (None: as stored, whatever the files hold)."""
         return _BITS.get(self)
-
-    @classmethod
-    def named(cls, word: str) -> Quantization:
-        """The kind a `--quantizations` word names; ValueError listing the choices."""
-        for member in cls:
-            if member.value == word:
-                return member
-        raise ValueError(f"'{word}' is not one of {', '.join(m.value for m in cls)}")
 
 
 _BITS = {Quantization.MLX_8BIT: 8, Quantization.MLX_4BIT: 4}

@@ -280,7 +280,7 @@ def _run_cells(cell: dict[str, str]) -> RunCells:
         model=model,
         context=_int(cell.get("context", ""), "context", 1),
         inflight_mib=_int(cell.get("inflight_mib", ""), "inflight_mib", 0, MAX_INFLIGHT_MIB),
-        backend=Backend(_choice_cell(cell.get("backend", ""), "backend", BACKEND_NAMES)),
+        backend=Backend.named(_choice_cell(cell.get("backend", ""), "backend", BACKEND_NAMES)),
         engine=_engine_cell(cell.get("engine", "")),
         device=_text(cell.get("device"), "device"),
         batch=_int(batch_text, "batch", 1) if batch_text else 1,
@@ -318,7 +318,7 @@ def _record_sinks(out: list[RunRecord]) -> Callable[[RunCells, Where], PeakSink]
 def _engine_cell(text: str) -> Engine | None:
     if not text.strip():
         return None
-    return Engine(_choice_cell(text, "engine", ENGINE_NAMES))
+    return Engine.named(_choice_cell(text, "engine", ENGINE_NAMES))
 
 
 def _mode_cell(text: str) -> KvCacheMode:

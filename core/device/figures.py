@@ -14,7 +14,7 @@ from pathlib import Path
 from core.backend import Backend
 from core.device import reading
 from core.device.memory import device_budget, ttm_fix
-from core.device_memory import DeviceMemory
+from core.device_memory import Budget, DeviceMemory
 from core.estimate.available import AvailableMemory
 from core.probes.amdgpu_sysfs import CardMemory, read_amdgpu_cards
 from core.probes.meminfo import read_meminfo_values
@@ -118,7 +118,7 @@ def read_device_figures(
         torch,
         mlx,
         device,
-        None if device is None else device_budget("free", device),
-        None if device is None else device_budget("total", device),
+        None if device is None else device_budget(Budget.FREE, device),
+        None if device is None else device_budget(Budget.TOTAL, device),
         fix,
     )

@@ -16,7 +16,7 @@ kernel maps no more GTT than `ttm.pages_limit`); the total is capped at the TTM 
 
 from __future__ import annotations
 
-from core.device_memory import DeviceMemory
+from core.device_memory import Budget, DeviceMemory
 from core.estimate.available import AvailableMemory
 from core.units import GIB, format_bytes_short, sat_sub
 
@@ -24,14 +24,14 @@ SYSTEM_RESERVE = 8 * GIB
 """What the suggested `ttm.pages_limit` leaves the system of `MemTotal` on an APU."""
 
 
-def device_budget(which: str, device: DeviceMemory) -> AvailableMemory:
+def device_budget(which: Budget, device: DeviceMemory) -> AvailableMemory:
     """`free` or `total` of a device read, as the estimate's available memory."""
     limit = device.limit
     if device.mlx_limit is not None:
         capped = "MLX's own limit"
     else:
         capped = "MLX's 80% limit" if device.limit_fraction else ""
-    if which == "total":
+    if which is Budget.TOTAL:
         value = limit
         source = f"total of {device.device}" + (f" ({capped})" if capped else "")
     else:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from core.backend import Backend
 from core.device.memory import device_budget
-from core.device_memory import DeviceMemory
+from core.device_memory import Budget, DeviceMemory
 from core.errors import UsageError
 from core.estimate.available import AvailableMemory
 from core.probes.amdgpu_sysfs import read_amdgpu_cards
@@ -189,7 +189,7 @@ def unread_words(backend: Backend, proc_root: Path | None = None) -> str:
 
 
 def device_available(
-    which: str,
+    which: Budget,
     backend: Backend,
     *,
     sys_root: Path | None = None,

@@ -25,6 +25,7 @@ from core.estimate.inflight import ROCM_DEFAULT_MAX_INFLIGHT_MB
 from core.estimate.kv_cache import KvArch, KvTerm, kv_term
 from core.estimate.snapshot import ModelSnapshot
 from core.estimate.weights import WeightsSource
+from core.kind import Kind
 from core.model.config import ActivationDims
 from core.units import MIB, sat_add, sat_sub
 
@@ -72,7 +73,7 @@ def parse_quant_hint(text: str) -> QuantHint:
     return hint
 
 
-class KvCacheMode(enum.StrEnum):
+class KvCacheMode(Kind):
     """The KV cache's dtype (its value is mlxcel's word: `--kv-cache-mode`, the JSON)."""
 
     FP16 = "fp16"

@@ -34,7 +34,7 @@ def format_estimate(display: str, est: MemoryEstimate, source: str | None = None
         *([_line("Source:", clean_text(source))] if source else []),
         _line("Context length:", f"{wl.max_tokens} tokens (batch = {wl.batch})"),
         _line("Quant hint:", wl.quant.text_label),
-        _line("KV dtype:", wl.kv_cache_mode),
+        _line("KV dtype:", wl.kv_cache_mode.value),
         "\n",
         _line("Weights:", f"{format_bytes(est.weights_bytes)}  ({est.weights_source.text_label})"),
         _line("KV cache:", f"{format_bytes(est.kv.bytes)}  ({est.kv.detail})"),
@@ -98,7 +98,7 @@ def inspect_report(model: ModelSnapshot, est: MemoryEstimate, version: str) -> d
         "inputs": {
             "max_tokens": wl.max_tokens,
             "batch": wl.batch,
-            "kv_cache_mode": wl.kv_cache_mode,
+            "kv_cache_mode": wl.kv_cache_mode.value,
             "quant": wl.quant.json_label,
         },
         "weights_bytes": est.weights_bytes,

@@ -19,16 +19,16 @@ count past u64 (`inspect`'s own range for a context), read without converting a
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from core.display_text import clean_text
+from core.kind import Kind
 from core.numbers import decimal_to_int
 from core.units import U64_MAX
 
 
-class EngineFamily(enum.StrEnum):
+class EngineFamily(Kind):
     """Whose command line a command is."""
 
     MLX_LM = "mlx-lm"

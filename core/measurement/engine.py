@@ -15,8 +15,9 @@ formula its peaks are held against (`EngineSpec.formula_for`, the one rule that
 and `calibrate`), what its headline peak counts on each device (`EngineSpec.peak_words`,
 the words a calibration fitted to it carries), and its result fields
 (`core.measurement.fields`). An engine's value is the name
-the CLI, the JSON and the history use (`torch`, `mlx`); `Engine` is a `StrEnum`, so it
-is written and printed as that name.
+the CLI, the JSON and the history use (`torch`, `mlx`); `Engine` is a plain kind
+(`core.kind.Kind`): never equal to its name, parsed once by `Engine.named`, written as
+`.value`.
 
 A third engine: a member here with its spec in `ENGINE_SPECS`, its subpackage under
 hip_backend/, and its line in hip_backend/engines.py.
@@ -24,11 +25,11 @@ hip_backend/, and its line in hip_backend/engines.py.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from core.backend import Backend
+from core.kind import Kind
 from core.measurement.fields import ExternalFields, MlxFields, TorchFields
 
 
@@ -38,7 +39,7 @@ def check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
         raise ValueError(f"{name} must be one of {', '.join(choices)}")
 
 
-class Engine(enum.StrEnum):
+class Engine(Kind):
     """Which engine measures a run (its value is its name: `torch`, `mlx`)."""
 
     TORCH = "torch"
@@ -54,14 +55,6 @@ class Engine(enum.StrEnum):
     def label(self) -> str:
         """The engine in words, for a table cell or a status line."""
         return self.spec.label
-
-    @classmethod
-    def named(cls, value: object) -> Engine:
-        """The engine a name (or an Engine) stands for; ValueError naming the choices."""
-        if isinstance(value, Engine):
-            return value
-        check_choice("engine", value, ENGINE_NAMES)
-        return cls(str(value))
 
 
 ENGINE_NAMES: tuple[str, ...] = tuple(e.value for e in Engine)

@@ -15,23 +15,27 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
+from core.kind import Kind, KindError
 from core.parallel.sharding import ParallelKind
 
 
-class QueueEmulation(enum.StrEnum):
+class QueueEmulation(Kind):
     """Whether a torch run emulated MLX-ROCm's in-flight queue (its value is the record's
     word, `--emulate`'s choice)."""
 
     ROCM = "rocm"
     NONE = "none"
 
-    @classmethod
-    def named(cls, value: object) -> QueueEmulation:
-        """The emulation a record's word names; a record without one emulated the queue
-        (the choice came later), one with a word this version does not know did not."""
-        if value is None:
-            return cls.ROCM
-        return next((e for e in cls if e.value == value), cls.NONE)
+
+def _emulation(value: object) -> QueueEmulation:
+    """The emulation a record's word names; a record without one emulated the queue
+    (the choice came later), one with a word this version does not know did not."""
+    if value is None:
+        return QueueEmulation.ROCM
+    try:
+        return QueueEmulation.named(value)
+    except KindError:
+        return QueueEmulation.NONE
 
 
 def _int(value: Any) -> int | None:
@@ -47,7 +51,10 @@ def _ints(value: Any) -> list[int]:
 
 
 def _parallel(value: Any) -> ParallelKind | None:
-    return next((k for k in ParallelKind if k.value == value), None)
+    try:
+        return ParallelKind.named(value)
+    except KindError:
+        return None
 
 
 def _texts(value: Any) -> dict[str, str]:
@@ -118,7 +125,7 @@ class TorchFields(EngineFields):
         attention = extra.get("attention")
         settings = extra.get("allocator_settings")
         return cls(
-            inflight_emulation=QueueEmulation.named(extra.get("inflight_emulation")),
+            inflight_emulation=_emulation(extra.get("inflight_emulation")),
             inflight_commits=_int(extra.get("inflight_commits")),
             inflight_waits=_int(extra.get("inflight_waits")),
             inflight_max_committed_bytes=_int(extra.get("inflight_max_committed_bytes")),
@@ -189,7 +196,7 @@ class RankFields(EngineFields):
         )
 
 
-class ExternalFigure(enum.StrEnum):
+class ExternalFigure(Kind):
     """What an external command's headline peak is (the record's word)."""
 
     DEVICE = "device"
@@ -199,7 +206,10 @@ class ExternalFigure(enum.StrEnum):
 
 
 def _figure(value: Any) -> ExternalFigure:
-    return next((f for f in ExternalFigure if f.value == value), ExternalFigure.HOST)
+    try:
+        return ExternalFigure.named(value)
+    except KindError:
+        return ExternalFigure.HOST
 
 
 @dataclass(frozen=True)

@@ -162,8 +162,10 @@ class MeasuredPeak:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "engine", Engine.named(self.engine))
-        object.__setattr__(self, "device_kind", Backend(self.device_kind))
-        object.__setattr__(self, "kv_cache_mode", KvCacheMode(self.kv_cache_mode))
+        object.__setattr__(self, "device_kind", Backend.named(self.device_kind, "device_kind"))
+        object.__setattr__(
+            self, "kv_cache_mode", KvCacheMode.named(self.kv_cache_mode, "kv_cache_mode")
+        )
 
     @property
     def engine_label(self) -> str:
@@ -268,6 +270,7 @@ class MeasuredPeak:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (the history record's `result`, the child's result line)."""
         return asdict(self) | {
+            "engine": self.engine.value,
             "device_kind": self.device_kind.value,
             "kv_cache_mode": self.kv_cache_mode.value,
         }

@@ -94,7 +94,7 @@ def parallel_report(model: ModelSnapshot, pe: ParallelEstimate, version: str) ->
         "inputs": {
             "max_tokens": wl.max_tokens,
             "batch": wl.batch,
-            "kv_cache_mode": wl.kv_cache_mode,
+            "kv_cache_mode": wl.kv_cache_mode.value,
             "quant": wl.quant.json_label,
         },
         "parallel": {

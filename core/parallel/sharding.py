@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass
 
 from core.errors import ShardingError
+from core.kind import Kind
 from core.model.safetensors_header import tensor_bytes
 
 MLX_LM_VERSION = "0.32.2"
@@ -86,7 +87,7 @@ MLX_LM_PP_FAMILIES = frozenset(
 MODELLED_FAMILIES = frozenset({"llama", "qwen2", "qwen3", "qwen3_moe"})
 
 
-class ParallelKind(enum.Enum):
+class ParallelKind(Kind):
     """How the model is split across ranks."""
 
     TENSOR = "tp"

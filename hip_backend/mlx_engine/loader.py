@@ -145,7 +145,9 @@ def select_device(choice: str) -> MlxDevice:
     import mlx.core as mx
 
     gpu_ok = mx.is_available(mx.gpu)
-    asked = None if choice == "auto" else Backend(choice)  # None: whatever MLX has
+    asked = (
+        None if choice == "auto" else Backend.named(choice, "--device")
+    )  # None: whatever MLX has
     if asked is Backend.CPU or (asked is None and not gpu_ok):
         mx.set_default_device(mx.cpu)
         return MlxDevice(Backend.CPU, cpu_name(), None, None)

@@ -48,7 +48,7 @@ class RankJob:
         data: Any = json.loads(text)
         if not isinstance(data, dict) or set(data) - {f.name for f in fields(cls)}:
             raise ValueError("not a rank job")
-        job = cls(**(data | {"kind": ParallelKind(data.get("kind"))}))
+        job = cls(**(data | {"kind": ParallelKind.named(data.get("kind"), "kind")}))
         if (job.folder is None) == (job.profile_id is None):
             raise ValueError("a rank job needs kind tp|pp and exactly one of folder, profile_id")
         if job.profile_id is not None and not job.synthetic:

@@ -74,7 +74,9 @@ def select_device(choice: str) -> tuple[torch.device, DeviceInfo]:
     cuda = getattr(torch.version, "cuda", None)
     build = f"torch {torch.__version__}"
     gpu_ok = bool(torch.cuda.is_available()) if (hip or cuda) else False
-    asked = None if choice == "auto" else Backend(choice)  # None: whatever torch has
+    asked = (
+        None if choice == "auto" else Backend.named(choice, "--device")
+    )  # None: whatever torch has
     if asked is Backend.CPU or (asked is None and not gpu_ok):
         return torch.device("cpu"), DeviceInfo(
             Backend.CPU, cpu_name(), None, torch.__version__, None

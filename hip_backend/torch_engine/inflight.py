@@ -46,7 +46,7 @@ def emulates_rocm(emulate: str, device_kind: Backend) -> bool:
     which stands in for the ROCm machine, and none on CUDA, where MLX has no bound)."""
     if emulate == "auto":
         return device_kind in (Backend.ROCM, Backend.CPU)
-    return QueueEmulation(emulate) is QueueEmulation.ROCM
+    return QueueEmulation.named(emulate, "--emulate") is QueueEmulation.ROCM
 
 
 class Event(Protocol):

@@ -34,6 +34,7 @@ from tests.tui.helpers import (
 )
 from tui.app import VramscopeApp
 from tui.cli import main
+from tui.model.measure_state import PanelKind
 from tui.widgets.measured_panel import MeasuredPanel
 from tui.widgets.status_line import SummaryLine
 
@@ -194,7 +195,9 @@ async def test_r_after_m_recalibrates_from_the_history_with_the_new_run(
         assert CALIBRATED not in breakdown_text(app)  # nothing calibrates the CPU yet
         await pilot.press("m")
         await wait_for(
-            pilot, lambda: app.explorer.query_one(MeasuredPanel).kind != "running", "the child"
+            pilot,
+            lambda: app.explorer.query_one(MeasuredPanel).kind is not PanelKind.RUNNING,
+            "the child",
         )
         peak = recorded_peak(app)
         assert any("R: recalibrate" in t for t in told), told

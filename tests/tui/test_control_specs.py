@@ -242,7 +242,7 @@ async def test_kv_dtype_reads_the_same_everywhere() -> None:
         await settle(pilot)
         await type_keys(pilot, KV_DTYPE.key)
         state = app.explorer.state
-        assert state.kv_int8 and state.workload().kv_cache_mode == KV_DTYPE.choice(state).word
+        assert state.kv_int8 and state.workload().kv_cache_mode.value == KV_DTYPE.choice(state).word
         assert app.screen.query_one(f"#{KV_DTYPE.id}", Segmented).index == 1
         assert "--kv-cache-mode int8" in vramscope_command(state, AVAILABLE, "m")
         await type_keys(pilot, "\x1b" + MAX_TOKENS.key + "4096\r")

@@ -9,12 +9,19 @@ import pytest
 
 from core.catalog.resolve import ORIGIN_FOLDER, CatalogEntry, profile_entry
 from core.estimate.weights import WeightsSource
+from core.measurement.engine import Engine
 from core.measurement.protocol import MeasureProgress
 from core.measurement.result import MeasuredPeak
 from tests.factories import LLAMA, peak
 from tui.model.chart_data import MEASURED_MARK
 from tui.model.measure_plan import measure_request, measure_target, split_context
-from tui.model.measure_state import PanelView, progress_label, result_words, run_differences
+from tui.model.measure_state import (
+    PanelKind,
+    PanelView,
+    progress_label,
+    result_words,
+    run_differences,
+)
 from tui.model.names import short_model
 from tui.model.state import ExplorerState
 from tui.model.views import chart_points
@@ -56,14 +63,14 @@ def test_the_request_names_what_the_catalog_resolved() -> None:
     assert not request.kv_int8
     # KV int8 on screen: the mlx engine measures mlx-lm's 8-bit cache; torch has none.
     int8 = ExplorerState(model="tiny", kv_int8=True)
-    assert measure_request(replace(int8, engine="mlx"), folder).kv_int8
+    assert measure_request(replace(int8, engine=Engine.MLX), folder).kv_int8
     assert not measure_request(int8, folder).kv_int8
 
 
 def test_measured_points_are_their_engines_mark_in_the_cell_of_their_value() -> None:
     contexts = [256, 512, 1024, 2048]
     totals = [10, 20, 30, 40]
-    points = [(2, 40, "torch"), (1, 5, "mlx")]
+    points = [(2, 40, Engine.TORCH), (1, 5, Engine.MLX)]
     text = render_chart(contexts, totals, 0, 0, 4, points=points).plain.split("\n")
     # The axis fits the data (no available line): 0 to 40 + 35 // 12 = 42 over four rows;
     # 40 sits in the top row, 5 in the bottom one; each mark (◆ torch, ● mlx) replaces
@@ -74,23 +81,25 @@ def test_measured_points_are_their_engines_mark_in_the_cell_of_their_value() -> 
 
 def test_points_outside_the_plotted_contexts_are_left_out() -> None:
     assert point_columns(
-        [256, 1024, 4096], [(100, 1, "torch"), (1000, 2, "mlx"), (9000, 3, "torch")]
-    ) == [(1, 2, "mlx")]
+        [256, 1024, 4096], [(100, 1, Engine.TORCH), (1000, 2, Engine.MLX), (9000, 3, Engine.TORCH)]
+    ) == [(1, 2, Engine.MLX)]
 
 
 def test_the_chart_shows_this_models_runs_at_the_budget_on_screen() -> None:
     runs = [peak(), peak(inflight=256), peak(model="other/model"), peak(model="/m/tiny")]
     state = ExplorerState(model=LLAMA)
-    assert chart_points(runs, {LLAMA}, state) == ((640, 5_000_000_000, "torch"),)
-    assert chart_points(runs, {LLAMA, "/m/tiny"}, state) == ((640, 5_000_000_000, "torch"),) * 2
+    assert chart_points(runs, {LLAMA}, state) == ((640, 5_000_000_000, Engine.TORCH),)
+    assert (
+        chart_points(runs, {LLAMA, "/m/tiny"}, state) == ((640, 5_000_000_000, Engine.TORCH),) * 2
+    )
     # Runs are batch 1: no points on a curve for another batch.
     assert chart_points(runs, {LLAMA}, ExplorerState(model=LLAMA, batch=4)) == ()
     # An 8-bit KV run (mlx-lm's quantized cache) is a point on the int8 curve only.
     int8 = peak(engine="mlx", kv_cache_mode="int8", peak_bytes=4_000_000_000)
     assert chart_points([*runs, int8], {LLAMA}, ExplorerState(model=LLAMA, kv_int8=True)) == (
-        (640, 4_000_000_000, "mlx"),
+        (640, 4_000_000_000, Engine.MLX),
     )
-    assert (640, 4_000_000_000, "mlx") not in chart_points([*runs, int8], {LLAMA}, state)
+    assert (640, 4_000_000_000, Engine.MLX) not in chart_points([*runs, int8], {LLAMA}, state)
 
 
 def test_progress_words() -> None:
@@ -221,6 +230,8 @@ def test_a_result_says_which_of_its_runs_settings_the_screen_no_longer_has() -> 
     assert "same settings" not in words["Estimate"]
     assert words["Not on screen"].startswith("the run had 64 tokens; the screen has 768 tokens")
     # The summary's verdict is claimed for the run's context, never the screen's.
-    view = PanelView("result", peak=run, estimate=6_000_000_000, differs=(("64 tokens", "768"),))
+    view = PanelView(
+        PanelKind.RESULT, peak=run, estimate=6_000_000_000, differs=(("64 tokens", "768"),)
+    )
     assert result_words(view) == "measured 4.66 GiB ✓ covered at the run's 64 tokens (torch)"
     assert "at the run's" not in result_words(replace(view, differs=()))

@@ -16,12 +16,14 @@ import pytest
 
 from core.backend import Backend
 from core.catalog.resolve import resolve_entry
+from core.measurement.engine import Engine
 from core.measurement.history import HistoryStore
 from core.measurement.protocol import MeasureNotice, MeasureProgress
 from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailure
 from tests.tui.fake_launcher import FakeLauncher
 from tests.tui.helpers import LLAMA, breakdown_bytes, build_app, fixed_deps, settle, wait_for
 from tui.app import VramscopeApp
+from tui.model.measure_state import PanelKind
 from tui.widgets.context_chart import ContextChart
 from tui.widgets.measured_panel import MeasuredPanel
 from tui.widgets.stop_slider import StopSlider
@@ -66,7 +68,7 @@ async def test_m_measures_the_model_on_screen_and_shows_progress_then_the_margin
         assert (request.model, request.prompt_tokens, request.gen_tokens) == (LLAMA, 8064, 128)
         assert (request.inflight, request.device) == (768, "auto")
         assert (request.headroom_factor, request.activation_mult) == (1.2, 2.0)
-        assert panel(app).kind == "running"
+        assert panel(app).kind is PanelKind.RUNNING
         assert "starting" in panel(app).text
 
         handle = launcher.handles[0]
@@ -77,7 +79,7 @@ async def test_m_measures_the_model_on_screen_and_shows_progress_then_the_margin
         assert panel(app).query_one("#measured-bar").percentage == 0.25
 
         handle.finish(llama_peak(5_000_000_000, 768, 8064, 128))
-        await wait_for(pilot, lambda: panel(app).kind == "result", "the result")
+        await wait_for(pilot, lambda: panel(app).kind is PanelKind.RESULT, "the result")
         # The run's workload is what is on screen (ROCm, batch 1, fp16 KV, 8192 tokens,
         # 768 MiB), so the estimate beside the peak is the Total estimate row.
         total = breakdown_bytes(app)["Total estimate"]
@@ -89,7 +91,9 @@ async def test_m_measures_the_model_on_screen_and_shows_progress_then_the_margin
         assert "in-flight 768 MiB · rocm Radeon 8060S (gfx1151)" in text
         assert "prefill 900.0 tok/s · decode 40.0 tok/s" in text
         chart = app.explorer.query_one(ContextChart)
-        assert chart.data is not None and chart.data.points == ((8192, 5_000_000_000, "torch"),)
+        assert chart.data is not None and chart.data.points == (
+            (8192, 5_000_000_000, Engine.TORCH),
+        )
         assert chart.border_subtitle == "◆ torch · measured peaks at 768 MiB: 1"
 
 
@@ -102,11 +106,11 @@ async def test_m_or_escape_cancels_and_late_words_are_ignored() -> None:
         await wait_for(pilot, lambda: "loading tensors 3/30" in panel(app).text, "progress")
         await pilot.press("m")  # m again cancels
         assert launcher.handles[0].cancelled
-        assert panel(app).kind == "failure"
+        assert panel(app).kind is PanelKind.FAILURE
         assert "Measurement cancelled" in panel(app).text
         launcher.handles[0].emit(MeasureProgress("load", 4, 30))  # already done: dropped
         await pilot.pause()
-        assert panel(app).kind == "failure"
+        assert panel(app).kind is PanelKind.FAILURE
 
         await pilot.press("m")
         await wait_for(pilot, lambda: len(launcher.handles) == 2, "a second run")
@@ -125,7 +129,7 @@ async def test_a_launcher_that_raises_is_a_failure_in_place() -> None:
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
         await pilot.press("m")
-        await wait_for(pilot, lambda: panel(app).kind == "failure", "the failure")
+        await wait_for(pilot, lambda: panel(app).kind is PanelKind.FAILURE, "the failure")
         assert "internal error" in panel(app).text
         assert "RuntimeError: launcher bug" in panel(app).text
         await pilot.press("k")
@@ -149,8 +153,10 @@ async def test_a_real_tiny_model_is_measured_and_shown_beside_the_estimate(
         await pilot.press("3", "2", "enter")  # 32 tokens: pp16 + tg16, a short run
         assert app.explorer.state.max_tokens == 32
         await pilot.press("m")
-        await wait_for(pilot, lambda: panel(app).kind in ("result", "failure"), "the child")
-        assert panel(app).kind == "result", panel(app).text
+        await wait_for(
+            pilot, lambda: panel(app).kind in (PanelKind.RESULT, PanelKind.FAILURE), "the child"
+        )
+        assert panel(app).kind is PanelKind.RESULT, panel(app).text
         peak = panel(app).peak
         assert peak is not None
         assert (peak.model, peak.prompt_tokens, peak.gen_tokens) == (str(tiny_model), 16, 16)
@@ -213,11 +219,11 @@ async def test_an_unsupported_family_fails_in_place_and_the_app_keeps_working() 
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
         await pilot.press("m")
-        await wait_for(pilot, lambda: panel(app).kind == "failure", "the child's failure")
+        await wait_for(pilot, lambda: panel(app).kind is PanelKind.FAILURE, "the child's failure")
         text = panel(app).text
         assert "✗ Measurement failed: not supported for measurement" in text
         assert "gemma2" in text
         assert "Total estimate" in breakdown_bytes(app)  # the estimate is still there
         await pilot.press("k")
         assert app.explorer.state.kv_int8
-        assert panel(app).kind == "failure"
+        assert panel(app).kind is PanelKind.FAILURE

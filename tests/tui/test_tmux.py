@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from core.measurement.engine import Engine
 from core.measurement.history import HistoryStore
 from core.units import format_bytes_short
 from tests.tui.tmux_driver import TmuxApp, tmux_vramscope
@@ -177,7 +178,7 @@ def test_m_in_a_burst_shows_progress_then_the_measured_peak_on_the_summary(
         done = app.wait_for(lambda s: " · measured " in summary(s), "the measured peak")
     assert "FITS" in summary(running)
     (peak,) = HistoryStore.default().read().results
-    assert (peak.prompt_tokens, peak.gen_tokens, peak.engine) == (16, 16, "torch")
+    assert (peak.prompt_tokens, peak.gen_tokens, peak.engine) == (16, 16, Engine.TORCH)
     verdict = "✓ covered" if peak.estimate_bytes >= peak.peak_bytes else "✗ NOT covered"
     # 80 columns: the model name is cut to make room, and the engine at the end may be.
     assert f"measured {format_bytes_short(peak.peak_bytes)} {verdict}" in summary(done)

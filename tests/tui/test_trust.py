@@ -21,6 +21,7 @@ from core.catalog.profiles import load_profile
 from core.catalog.resolve import Catalog, CatalogEntry
 from core.errors import ModelError
 from core.estimate.snapshot import ModelSnapshot
+from core.measurement.engine import Engine
 from core.measurement.protocol import MeasureProgress
 from tests.factories import LLAMA, burst, peak
 from tests.tui.fake_launcher import FakeLauncher
@@ -35,6 +36,7 @@ from tests.tui.helpers import (
     widget_lines,
 )
 from tui.app import VramscopeApp
+from tui.model.measure_state import PanelKind
 from tui.screens.explorer_screen import ExplorerScreen
 from tui.widgets.command_lines_view import LONG_WORD, CommandLinesView, shown
 from tui.widgets.context_chart import ContextChart
@@ -288,11 +290,11 @@ async def test_cancelling_a_new_run_keeps_the_previous_result() -> None:
         await pilot.press("m")
         await wait_for(pilot, lambda: len(launcher.handles) == 1, "the first run")
         launcher.handles[0].finish(peak(context=8192, peak_bytes=6_000_000_000))
-        await wait_for(pilot, lambda: panel.kind == "result", "the first result")
+        await wait_for(pilot, lambda: panel.kind is PanelKind.RESULT, "the first result")
         await pilot.press("m")
         await wait_for(pilot, lambda: len(launcher.handles) == 2, "the second run")
         await pilot.press("m")  # cancel it
-        await wait_for(pilot, lambda: panel.kind == "result", "the previous result again")
+        await wait_for(pilot, lambda: panel.kind is PanelKind.RESULT, "the previous result again")
         assert "6,000,000,000 bytes" in panel.text
         assert "the new run was cancelled" in panel.text
 
@@ -303,15 +305,15 @@ async def test_the_measure_panel_names_the_engine_and_what_was_counted() -> None
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
         await pilot.click("#engine", offset=(10, 0))  # ` torch ` then ` mlx `
-        assert app.explorer.state.engine == "mlx"
+        assert app.explorer.state.engine is Engine.MLX
         await pilot.press("m")
         await wait_for(pilot, lambda: len(launcher.handles) == 1, "the run")
-        assert launcher.handles[0].request.engine == "mlx"
+        assert launcher.handles[0].request.engine is Engine.MLX
         panel = app.screen.query_one(MeasuredPanel)
         assert "engine mlx" in panel.text
         done = peak(context=8192, engine="mlx", peak_kind="mx.get_peak_memory()")
         launcher.handles[0].finish(done)
-        await wait_for(pilot, lambda: panel.kind == "result", "the result")
+        await wait_for(pilot, lambda: panel.kind is PanelKind.RESULT, "the result")
         assert "mlx engine · MLX peak memory" in panel.text
         chart = app.screen.query_one(ContextChart)
         assert chart.border_subtitle == "● mlx · measured peaks at 1024 MiB: 1"
@@ -326,7 +328,7 @@ async def test_an_unsupported_family_is_refused_at_once() -> None:
         await settle(pilot)
         await pilot.press("escape", "m")
         panel = app.screen.query_one(MeasuredPanel)
-        await wait_for(pilot, lambda: panel.kind == "failure", "the refusal")
+        await wait_for(pilot, lambda: panel.kind is PanelKind.FAILURE, "the refusal")
         assert launcher.handles == []  # no child was started to find out
         assert "model type 'gemma2' is not supported for measurement" in panel.text
 

@@ -17,6 +17,7 @@ from textual.widgets import Input, Static
 from hip_backend.external.tree import cgroup2_dir
 from tests.tui.helpers import LLAMA, build_app, fixed_deps, settle, wait_for, widget_lines
 from tui.app import VramscopeApp
+from tui.model.measure_state import PanelKind
 from tui.screens.command_screen import CommandScreen
 from tui.widgets.measured_panel import MeasuredPanel
 
@@ -56,7 +57,7 @@ async def test_m_runs_your_command_beside_the_estimate(
         await pilot.press("escape")  # closes the box: the peak is beside the estimate
         await wait_for(pilot, lambda: not isinstance(app.screen, CommandScreen), "closed")
         panel = app.explorer.query_one(MeasuredPanel)
-        await wait_for(pilot, lambda: panel.kind == "result", "the result in the panel")
+        await wait_for(pilot, lambda: panel.kind is PanelKind.RESULT, "the result in the panel")
 
 
 SETSID_COMMAND = (

@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
             rows_file=args.rows,
             target=target,
             engine=engine_flag("--engine", args.engine),
-            backend=Backend(args.backend) if args.backend is not None else None,
+            backend=Backend.named(args.backend, "--backend") if args.backend is not None else None,
             device=args.device,
             include_failed=args.include_failed,
         )

@@ -178,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
         "inflight_bytes": settings.backend_inflight_bytes,
         "max_tokens": args.max_tokens,
         "batch": args.batch,
-        "kv_cache_mode": question.workload.kv_cache_mode,
+        "kv_cache_mode": question.workload.kv_cache_mode.value,
         "quantizations": [q.word for q in quantizations],
         "models_dirs": [str(d) for d in catalog.models_dirs],
         "hf_cache_dir": str(catalog.hf_cache_dir) if catalog.hf_cache_dir else None,

@@ -66,7 +66,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--engine",
         choices=MEASURING_ENGINE_NAMES,
-        default=DEFAULT_ENGINE,
+        default=DEFAULT_ENGINE.value,
         help="torch: vramscope's decoder emulating MLX-ROCm (pip install 'vramscope[measure]'); "
         "mlx: real MLX through mlx-lm (pip install 'vramscope[mlx]') (default torch)",
     )
@@ -99,14 +99,14 @@ def _run(args: argparse.Namespace) -> int:
     from hip_backend import measure, missing_engine, prepare, prepare_parallel, read_hostfile
     from tui.commands.shared.run_report import run_json, run_lines
 
-    missing = missing_engine(Engine.named(args.engine))
+    missing = missing_engine(Engine.named(args.engine, "--engine"))
     if missing is not None:  # one line naming the extra, before any child starts
         print(failure_line(missing), file=sys.stderr)
         return EXIT_ERROR
     plan = parallel_plan(args)
     if plan is None and args.hostfile is not None:
         raise UsageError("--hostfile", "places the ranks of --tp N or --pp N; give one of them")
-    if plan is not None and not Engine.named(args.engine).spec.ranks:
+    if plan is not None and not Engine.named(args.engine, "--engine").spec.ranks:
         raise UsageError(f"--{plan.kind.value}", "measures ranks with --engine mlx only")
     request = request_from_args(args, args.model, args.prompt_tokens)
     # A model that does not resolve, or a plan inspect would refuse, is a usage error.

@@ -163,7 +163,7 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
         if estimated is not None:  # without a model there is no estimate to say it of
             note([f"no context given or read: the estimate is at {DEFAULT_CTX_LEN} tokens"])
         context = DEFAULT_CTX_LEN
-    kv_int8 = KvCacheMode(args.kv_cache_mode).int8 or facts.kv_int8
+    kv_int8 = KvCacheMode.named(args.kv_cache_mode, "--kv-cache-mode").int8 or facts.kv_int8
     estimate_for, inflight_mib = _estimate_for(args, estimated, context, kv_int8, llama=llama_cmd)
 
     besides: list[LlamaBeside | None] = []

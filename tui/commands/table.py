@@ -65,7 +65,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--engine",
-        default=DEFAULT_ENGINE,
+        default=DEFAULT_ENGINE.value,
         metavar="LIST",
         help="comma-separated engines: torch, mlx or mlx,torch (both, their peaks side by "
         f"side) (default {DEFAULT_ENGINE})",
@@ -109,8 +109,9 @@ def parse_engines(text: str) -> list[Engine]:
                 "--engine",
                 f"'{item.strip()}' is not an engine (give {', '.join(MEASURING_ENGINE_NAMES)})",
             )
-        if Engine(name) not in engines:
-            engines.append(Engine(name))
+        engine = Engine.named(name, "--engine")
+        if engine not in engines:
+            engines.append(engine)
     return engines
 
 

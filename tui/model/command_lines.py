@@ -95,7 +95,7 @@ def fit_command(
     words += _flags(DEVICE_FLAGS, state)
     limit = _limit(state, available)
     if state.memory.key in DEVICE_KEYS:
-        words += [_MEMORY_LIMIT, DEVICE_KEYS[state.memory.key]]
+        words += [_MEMORY_LIMIT, DEVICE_KEYS[state.memory.key].value]
     elif limit is not None:
         words += [_MEMORY_LIMIT, str(limit)]
     return _join(_env_prefix(state), words)
@@ -123,7 +123,7 @@ def vramscope_command(
     elif state.memory.key in PRESETS_BY_KEY:
         words += ["--preset", state.memory.key]
     elif state.memory.key in DEVICE_KEYS:  # read again on the device, as the screen does
-        words += [_MEMORY_LIMIT, DEVICE_KEYS[state.memory.key]]
+        words += [_MEMORY_LIMIT, DEVICE_KEYS[state.memory.key].value]
     elif limit is not None:
         words += [_MEMORY_LIMIT, str(limit)]
     return _join(_env_prefix(state), words)

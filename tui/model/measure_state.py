@@ -11,6 +11,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Protocol
 
+from core.kind import Kind
 from core.measurement.comparison import margin
 from core.measurement.engine import DEFAULT_ENGINE, Engine
 from core.measurement.protocol import MeasureNotice, MeasureProgress
@@ -138,7 +139,7 @@ class Measurements:
         """
         if self.run is not None:
             return PanelView(
-                "running",
+                PanelKind.RUNNING,
                 request=self.run.request,
                 seconds=now - self.started,
                 progress=self.progress,
@@ -149,21 +150,32 @@ class Measurements:
         if self.failure is not None and self.failure[0] in names:
             model, failure = self.failure
             if failure.kind is FailureKind.CANCELLED and peak is not None and estimate is not None:
-                return PanelView("result", peak=peak, estimate=estimate, notice=CANCELLED_NOTE)
-            return PanelView("failure", model=model, failure=failure)
+                return PanelView(
+                    PanelKind.RESULT, peak=peak, estimate=estimate, notice=CANCELLED_NOTE
+                )
+            return PanelView(PanelKind.FAILURE, model=model, failure=failure)
         if peak is None or estimate is None:
-            return PanelView("")
-        return PanelView("result", peak=peak, estimate=estimate)
+            return PanelView(PanelKind.HIDDEN)
+        return PanelView(PanelKind.RESULT, peak=peak, estimate=estimate)
 
 
 CANCELLED_NOTE = "the new run was cancelled; this is the previous result"
 
 
+class PanelKind(Kind):
+    """What the measured panel shows."""
+
+    HIDDEN = ""
+    RUNNING = "running"
+    RESULT = "result"
+    FAILURE = "failure"
+
+
 @dataclass(frozen=True)
 class PanelView:
-    """What the measured panel shows: `running`, `result`, `failure`, or "" (hidden)."""
+    """What the measured panel shows, and what it shows it of."""
 
-    kind: str
+    kind: PanelKind
     request: MeasureRequest | None = None
     seconds: float = 0.0
     progress: MeasureProgress | None = None
@@ -194,7 +206,7 @@ def result_words(view: PanelView) -> str:
     """The summary line's words for a result on show ("" when none is): the peak and
     whether the estimate covers it, for sizes where the panel is off screen. The
     engine comes last: on a narrow line it is what the end cuts (the panel names it)."""
-    if view.kind != "result" or view.peak is None:
+    if view.kind is not PanelKind.RESULT or view.peak is None:
         return ""
     peak = view.peak
     covered = margin(view.estimate, peak.peak_bytes).covered and peak.failed_status is None

@@ -23,6 +23,7 @@ from core.answer.device import (
 from core.answer.quantization import Quantization
 from core.answer.question import ONE_DEVICE, Question, Split
 from core.backend import Backend, BackendChoice
+from core.device_memory import Budget
 from core.environment import resolve_settings
 from core.estimate.activation import ACTIVATION_BUFFER_MULT
 from core.estimate.available import AvailableMemory
@@ -63,7 +64,7 @@ class MemoryChoice:
         if self.key == DETECTED:
             return MemoryRequest()
         if self.key in DEVICE_KEYS:
-            free = DEVICE_KEYS[self.key] == "free"
+            free = DEVICE_KEYS[self.key] is Budget.FREE
             return MemoryRequest(MemorySource.DEVICE_FREE if free else MemorySource.DEVICE_TOTAL)
         if self.key == CUSTOM:
             return MemoryRequest(MemorySource.SIZE, size=self.custom_bytes, size_words="typed size")

@@ -353,7 +353,7 @@ def points_words(points: Sequence[Point], inflight_mib: int) -> str:
     """`◆ torch ● mlx · measured peaks at 1024 MiB: 3` ("" without points)."""
     if not points:
         return ""
-    engines = sorted({engine for _, _, engine in points})
+    engines = sorted({engine for _, _, engine in points}, key=lambda e: e.value)
     marks = " ".join(f"{ENGINE_MARKS.get(e, MEASURED_MARK)} {e}" for e in engines)
     return f"{marks} · measured peaks at {inflight_mib} MiB: {len(points)}"
 

@@ -78,7 +78,8 @@ class HubFitsScreen(Screen[FitPick | None]):
         self.shown: list[HubFitRow] = []
         self.status = "type a query and Enter: words, author:ORG, library:mlx, sort:likes, limit:N"
         self.done = False
-        self.sort = "RANK"
+        self.sort: str = "RANK"
+        """The column the rows are sorted by (a heading of `hub_table`, or RANK)."""
         self.descending = False
         self._query = 0
         self._repaint: Timer | None = None

@@ -101,7 +101,8 @@ class Breakdown(Widget):
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002
         super().__init__(id=id)
         self._view: EstimateView | None = None
-        self._message: tuple[str, str, tuple[str, ...]] | None = ("loading", "Starting…", ())
+        self._message: tuple[bool, str, tuple[str, ...]] | None = (False, "Starting…", ())
+        """(an error rather than a loading line, its text, its warnings), or None."""
         self._shape: tuple[object, ...] = ()
         self._cache: tuple[int, list[Strip]] | None = None
         self._blocks: dict[Hashable, list[Strip]] = {}
@@ -126,12 +127,12 @@ class Breakdown(Widget):
 
     def show_loading(self, text: str) -> None:
         """Show a loading line in place of the table."""
-        self._message = ("loading", text, ())
+        self._message = (False, text, ())
         self._changed(True)
 
     def show_error(self, text: str, warnings: tuple[str, ...] = ()) -> None:
         """Show why a model could not be read, in place of the table."""
-        self._message = ("error", text, warnings)
+        self._message = (True, text, warnings)
         self._changed(True)
 
     def _changed(self, relayout: bool) -> None:
@@ -204,9 +205,9 @@ class Breakdown(Widget):
 
     def _message_lines(self, width: int) -> list[Text]:
         assert self._message is not None
-        kind, text, warnings = self._message
+        error, text, warnings = self._message
         out: list[Text] = []
-        if kind == "error":
+        if error:
             out.append(_styled("Cannot read this model", self._style("error")))
             out += _wrapped(text, width, Style())
             out.append(Text(""))

@@ -16,7 +16,7 @@ from textual.widgets import ProgressBar, Static
 from core.measurement.protocol import MeasureProgress
 from core.measurement.request import MeasureRequest
 from core.measurement.result import MeasuredPeak, MeasurementFailure
-from tui.model.measure_state import PanelView, progress_label
+from tui.model.measure_state import PanelKind, PanelView, progress_label
 from tui.render.measure_text import (
     failure_text,
     result_rows,
@@ -48,11 +48,11 @@ class MeasuredPanel(Vertical):
 
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002
         super().__init__(id=id)
-        self.kind = ""
-        """`running`, `result`, `failure`, or "" when hidden."""
+        self.kind = PanelKind.HIDDEN
+        """What is shown (`PanelKind.HIDDEN` when nothing is)."""
         self.peak: MeasuredPeak | None = None
         self._words: list[str] = []
-        self._shown: tuple[str, str] | None = None
+        self._shown: tuple[PanelKind, str] | None = None
         self._text = Static("", id="measured-text", markup=False)
         self._phase = Static("", id="measured-phase", markup=False)
         self._bar = ProgressBar(total=None, show_eta=False, id="measured-bar")
@@ -60,7 +60,7 @@ class MeasuredPanel(Vertical):
         self._mounted_parts = False
 
     def on_mount(self) -> None:
-        if self.kind:  # shown before it was mounted
+        if self.kind is not PanelKind.HIDDEN:  # shown before it was mounted
             self._mount_parts()
 
     def _mount_parts(self) -> None:
@@ -86,7 +86,7 @@ class MeasuredPanel(Vertical):
         """A run in flight: what it measures, its phase with a bar, the latest notice."""
         self.peak = None
         rows = running_rows(request, seconds)
-        self._set("running", rows_table(rows), rows_plain(rows))
+        self._set(PanelKind.RUNNING, rows_table(rows), rows_plain(rows))
         label = progress_label(progress, request.engine)
         self._phase.update(label)
         if progress is None or progress.total <= 0:
@@ -111,20 +111,20 @@ class MeasuredPanel(Vertical):
         rows = result_rows(peak, estimate_bytes, differs)
         if note:
             rows.insert(0, ("Note", Text(note, "italic")))
-        self._set("result", rows_table(rows), rows_plain(rows))
+        self._set(PanelKind.RESULT, rows_table(rows), rows_plain(rows))
 
     def show_failure(self, model: str, failure: MeasurementFailure) -> None:
         """Why a run ended without a peak, in place of the result."""
         self.peak = None
-        self._set("failure", failure_text(model, failure))
+        self._set(PanelKind.FAILURE, failure_text(model, failure))
 
     def show(self, view: PanelView) -> None:
         """Show what `Measurements.panel` says."""
-        if view.kind == "running" and view.request is not None:
+        if view.kind is PanelKind.RUNNING and view.request is not None:
             self.show_running(view.request, view.seconds, view.progress, view.notice)
-        elif view.kind == "result" and view.peak is not None:
+        elif view.kind is PanelKind.RESULT and view.peak is not None:
             self.show_result(view.peak, view.estimate, view.notice, view.differs)
-        elif view.kind == "failure" and view.failure is not None:
+        elif view.kind is PanelKind.FAILURE and view.failure is not None:
             self.show_failure(view.model, view.failure)
         else:
             self.clear()
@@ -132,20 +132,21 @@ class MeasuredPanel(Vertical):
     def clear(self) -> None:
         """Hide the panel."""
         self.peak = None
-        self._set("", Text(""))
+        self._set(PanelKind.HIDDEN, Text(""))
 
-    def _set(self, kind: str, body: Text | Table, plain: str | None = None) -> None:
+    def _set(self, kind: PanelKind, body: Text | Table, plain: str | None = None) -> None:
         words = plain if plain is not None else body.plain if isinstance(body, Text) else ""
         if (kind, words) == self._shown:
             return  # recompute() repaints on every key press; most change nothing here
         self._shown = (kind, words)
         self.kind = kind
         self._words = [words]
-        if kind:
+        shown = kind is not PanelKind.HIDDEN
+        if shown:
             self._mount_parts()
-        self.set_class(bool(kind), "-shown")
-        self.set_class(kind == "running", "-running")
-        self._note.display = kind == "running"
+        self.set_class(shown, "-shown")
+        self.set_class(kind is PanelKind.RUNNING, "-running")
+        self._note.display = kind is PanelKind.RUNNING
         self._text.update(body)
         self._text.refresh(layout=True)
         self.refresh(layout=True)

@@ -14,6 +14,7 @@ from core.calibration.sources import (
     read_csv,
     records_from_history,
 )
+from core.estimate.estimate import KvCacheMode
 from core.measurement.engine import Engine
 from core.measurement.result import checked_peak
 from tests.factories import peak
@@ -36,8 +37,9 @@ def test_required_and_optional_columns() -> None:
         Backend.ROCM,
         6_145_000_000,
     )
-    assert (a.engine, a.device, a.batch, a.kv_cache_mode) == (Engine.MLX, "gfx1151", 2, "int8")
-    assert (b.engine, b.device, b.batch, b.kv_cache_mode) == (None, None, 1, "fp16")
+    assert (a.engine, a.device, a.batch) == (Engine.MLX, "gfx1151", 2)
+    assert a.kv_cache_mode is KvCacheMode.INT8
+    assert (b.engine, b.device, b.batch, b.kv_cache_mode) == (None, None, 1, KvCacheMode.FP16)
 
 
 @pytest.mark.parametrize(

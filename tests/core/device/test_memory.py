@@ -14,6 +14,7 @@ from core.device.reading import (
     device_available,
     read_device_memory,
 )
+from core.device_memory import Budget
 from core.errors import UsageError
 from core.probes.amdgpu_sysfs import read_amdgpu_cards
 from core.probes.kfd_topology import gfx_target
@@ -43,8 +44,8 @@ def test_a_24_gib_discrete_card() -> None:
     device = read_device_memory(Backend.ROCM, **roots("discrete-24gib"))
     assert device is not None
     assert (device.total, device.used, device.free) == (24 * GIB, 1536 * MIB, 24 * GIB - 1536 * MIB)
-    free, _ = device_available("free", Backend.ROCM, **roots("discrete-24gib"))
-    total, _ = device_available("total", Backend.ROCM, **roots("discrete-24gib"))
+    free, _ = device_available(Budget.FREE, Backend.ROCM, **roots("discrete-24gib"))
+    total, _ = device_available(Budget.TOTAL, Backend.ROCM, **roots("discrete-24gib"))
     # MLX's limit (80% of 24 GiB) is below the 22.5 GiB free, so free is capped there.
     assert total.bytes == int(24 * GIB * 0.8) == free.bytes
     assert "capped at MLX's 80% limit" in free.source
@@ -57,8 +58,8 @@ def test_a_gfx1151_apu_counts_gtt() -> None:
     assert device is not None
     assert (device.total, device.used) == (96 * GIB, 30 * GIB)
     assert "GTT (APU" in device.how
-    free, _ = device_available("free", Backend.ROCM, **roots("gfx1151-apu"))
-    total, _ = device_available("total", Backend.ROCM, **roots("gfx1151-apu"))
+    free, _ = device_available(Budget.FREE, Backend.ROCM, **roots("gfx1151-apu"))
+    total, _ = device_available(Budget.TOTAL, Backend.ROCM, **roots("gfx1151-apu"))
     # Other processes hold 30 GiB of GTT: 66 GiB free, below MLX's 76.80 GiB limit.
     assert free.bytes == 66 * GIB
     assert "in use" in free.source and "capped" not in free.source
@@ -71,13 +72,15 @@ def test_no_gpu_reads_proc_meminfo_with_a_note() -> None:
     assert device is not None
     assert (device.total, device.free) == (16384000 * 1024, 8192000 * 1024)
     assert device.notes and "no amdgpu card" in device.notes[0]
-    free, _ = device_available("free", Backend.CPU, **roots("no-gpu"))
+    free, _ = device_available(Budget.FREE, Backend.CPU, **roots("no-gpu"))
     assert free.bytes == 8192000 * 1024  # MemAvailable, no 80% rule on the CPU
 
 
 def test_nothing_readable_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="no device memory is readable"):
-        device_available("free", Backend.CPU, sys_root=tmp_path, proc_root=tmp_path, mlx=no_mlx)
+        device_available(
+            Budget.FREE, Backend.CPU, sys_root=tmp_path, proc_root=tmp_path, mlx=no_mlx
+        )
 
 
 @pytest.mark.parametrize(
@@ -123,7 +126,7 @@ def test_cuda_reads_nvml_when_installed(monkeypatch: pytest.MonkeyPatch) -> None
         2 * GIB,
     )
     assert device.how == "NVML (GPU 0)"
-    total, _ = device_available("total", Backend.CUDA, **roots("no-gpu"))
+    total, _ = device_available(Budget.TOTAL, Backend.CUDA, **roots("no-gpu"))
     assert total.bytes == int(80 * GIB * 0.8)
 
 
@@ -189,7 +192,7 @@ def test_mlx_answers_for_this_cpu_from_a_child() -> None:
 def test_cpu_total_is_mlx_s_own_limit() -> None:
     device = read_device_memory(Backend.CPU)
     assert device is not None and device.mlx_limit is not None
-    total, _ = device_available("total", Backend.CPU)
+    total, _ = device_available(Budget.TOTAL, Backend.CPU)
     assert total.bytes == device.mlx_limit == int(device.total * 0.8)
     assert "MLX's own limit" in total.source
 
@@ -211,7 +214,9 @@ def test_a_gpu_answer_from_mlx_is_the_pool_where_nothing_else_reads() -> None:
         128 * GIB,
         96 * GIB,
     )
-    total, _ = device_available("total", Backend.METAL, **{**roots("no-gpu"), "mlx": lambda: metal})
+    total, _ = device_available(
+        Budget.TOTAL, Backend.METAL, **{**roots("no-gpu"), "mlx": lambda: metal}
+    )
     assert total.bytes == 96 * GIB
 
 

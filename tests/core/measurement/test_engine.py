@@ -28,10 +28,14 @@ from core.measurement.result import MeasuredPeak, checked_peak
 def test_an_engine_is_written_and_compared_as_its_name() -> None:
     assert ENGINE_NAMES == ("torch", "mlx", "external") and DEFAULT_ENGINE is Engine.TORCH
     assert [str(e) for e in ENGINE_CHOICES] == ["torch", "mlx"]  # what vramscope runs
-    assert json.dumps({"engine": Engine.MLX}) == '{"engine": "mlx"}'
+    # A plain kind: written as its name where written, never equal to it.
+    assert json.dumps({"engine": Engine.MLX.value}) == '{"engine": "mlx"}'
+    with pytest.raises(TypeError):
+        json.dumps({"engine": Engine.MLX})  # never written by accident as something else
+    assert Engine.MLX != "mlx"
     assert f"{Engine.TORCH} engine" == "torch engine"
     assert Engine.named("mlx") is Engine.MLX and Engine.named(Engine.TORCH) is Engine.TORCH
-    with pytest.raises(ValueError, match="engine must be one of torch, mlx, external"):
+    with pytest.raises(ValueError, match="engine: 'jax' is not one of torch, mlx, external"):
         Engine.named("jax")
     assert [e.label for e in Engine] == ["torch engine", "MLX (mlx-lm)", "your command"]
     with pytest.raises(ValueError, match="measured by `vramscope run -- CMD` only"):
@@ -61,11 +65,12 @@ def test_the_options_are_checked_once_and_belong_to_their_engine() -> None:
     assert ATTENTION.labels["torch-sdpa"] == "torch's SDPA"
 
 
-def _old_rule(engine: str, device: str, emulated: bool) -> Backend:
+def _old_rule(engine: Engine, device: str, emulated: bool) -> Backend:
     """The rule as launcher.py, result.py and comparison.py wrote it before #19."""
-    if engine != "mlx" and not emulated and device in ("cuda", "cpu"):
+    name = engine.value  # the old rule compared names
+    if name != "mlx" and not emulated and device in ("cuda", "cpu"):
         return Backend(device)
-    if engine != "mlx":
+    if name != "mlx":
         return Backend.ROCM
     return Backend(
         {"rocm": "rocm", "cuda": "cuda", "metal": "metal", "cpu": "cpu"}.get(device, "rocm")

@@ -22,6 +22,8 @@ from typing import Any, ClassVar
 import pytest
 
 from core.backend import Backend
+from core.estimate.estimate import KvCacheMode
+from core.measurement.engine import Engine
 from core.measurement.history import HistoryStore
 from core.measurement.protocol import MeasureNotice
 from core.measurement.request import MeasureRequest
@@ -193,7 +195,7 @@ def test_the_mlx_peak_is_mlx_lm_s_own(name: str, mlx_model_dir: Path) -> None:
         assert HistoryStore.default().read().results == [peak]
     ref = reference.result()
 
-    assert peak.engine == "mlx"
+    assert peak.engine is Engine.MLX
     assert peak.peak_kind == "MLX peak (mx.get_peak_memory), cpu"
     assert peak.device_kind is Backend.CPU
     assert peak.mlx_version and peak.mlx_lm_version
@@ -385,7 +387,7 @@ def test_an_int8_kv_cache_is_mlx_lm_s_quantized_cache(mlx_model_dir: Path) -> No
     peak = peak_or_failure(measure(request(folder, kv_int8=True), record_history=False))
     ref = reference.result()
     assert isinstance(peak, MeasuredPeak), peak
-    assert peak.kv_cache_mode == "int8"
+    assert peak.kv_cache_mode is KvCacheMode.INT8
     assert abs(peak.peak_bytes - ref.peak_bytes) <= TOLERANCE * ref.peak_bytes, (peak, ref)
     int8 = prepare(request(folder, kv_int8=True)).estimate
     fp16 = prepare(request(folder)).estimate

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from core.errors import ShardingError
+from core.measurement.engine import Engine
 from core.measurement.request import MeasureRequest
 from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailure
 from core.measurement.run import MeasuredRun
@@ -104,7 +105,7 @@ def test_two_tp_ranks_each_covered_by_its_estimate_and_below_one_process(
     assert handle.pid is not None and group_members(handle.pid) == []
     assert [p.extra["rank"] for p in outcome.ranks] == [0, 1]
     for peak, est in zip(outcome.ranks, prepared.estimate.ranks, strict=True):
-        assert peak.engine == "mlx"
+        assert peak.engine is Engine.MLX
         assert peak.extra["ranks"] == 2
         assert f"({kind.value} 2, rank {est.rank})" in peak.model
         # The weights the rank keeps are the tensors the per-rank rules give it.

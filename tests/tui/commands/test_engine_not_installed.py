@@ -20,6 +20,7 @@ from core.measurement.engine import MEASURING_ENGINES, Engine
 from core.measurement.result import FailureKind
 from tests.tui.helpers import LLAMA, build_app, settle, wait_for
 from tui.cli import main
+from tui.model.measure_state import PanelKind
 from tui.widgets.measured_panel import MeasuredPanel
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -75,7 +76,7 @@ async def test_m_without_torch_says_what_to_install_in_place(
         await settle(pilot)
         await pilot.press("m")
         panel = app.explorer.query_one(MeasuredPanel)
-        await wait_for(pilot, lambda: panel.kind == "failure", "the refusal")
+        await wait_for(pilot, lambda: panel.kind is PanelKind.FAILURE, "the refusal")
         assert "torch is not installed" in panel.text
         assert "vramscope[measure]" in panel.text
         assert app.explorer.measure.state.run is None  # nothing was started

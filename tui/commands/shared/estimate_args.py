@@ -154,7 +154,7 @@ def question_from_args(
         workload=Workload(
             max_tokens=args.max_tokens,
             batch=args.batch,
-            kv_int8=KvCacheMode(args.kv_cache_mode).int8,
+            kv_int8=KvCacheMode.named(args.kv_cache_mode, "--kv-cache-mode").int8,
             quant=quant,
         ),
         device=device,
@@ -178,7 +178,7 @@ def launch_options(args: argparse.Namespace) -> LaunchOptions:
         model=args.model,
         max_tokens=args.max_tokens,
         batch=args.batch,
-        kv_int8=KvCacheMode(args.kv_cache_mode).int8,
+        kv_int8=KvCacheMode.named(args.kv_cache_mode, "--kv-cache-mode").int8,
         quant=quant,
         backend=backend_choice(args.backend),
         inflight_raw=args.inflight_mb,

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import UsageError
+from core.estimate.estimate import KvCacheMode
 from core.measurement.engine import DEFAULT_ENGINE, Engine
 from core.measurement.request import MeasureRequest
 from core.value_grammar import Refused, read_byte_size
@@ -39,7 +40,9 @@ def request_from_args(
     row, whose torch-only flags leave its mlx rows alone)."""
     table_row = engine is not None
     engine = engine or Engine.named(getattr(args, "engine", DEFAULT_ENGINE))
-    kv_int8 = getattr(args, "kv_cache_mode", "fp16") == "int8"
+    kv_int8 = KvCacheMode.named(
+        getattr(args, "kv_cache_mode", KvCacheMode.FP16), "--kv-cache-mode"
+    ).int8
     if kv_int8 and not engine.spec.int8_kv:
         raise UsageError("--kv-cache-mode", "int8 is measured by --engine mlx only")
     return MeasureRequest(

@@ -25,6 +25,8 @@ from core.measurement.run import MeasuredRun, RunEnded, RunEvent
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
+    from core.measurement.engine import Engine
+
 Clock = Callable[[], float]
 
 START = "start"
@@ -84,7 +86,7 @@ class Phase:
 class PhaseTracker:
     """Phase starts, steps and ends from the child's events (pure: the clock is given)."""
 
-    engine: str
+    engine: Engine
     clock: Clock = time.monotonic
     phases: list[Phase] = field(default_factory=list)
 
@@ -132,7 +134,7 @@ class PhaseTracker:
 class PhaseView:
     """A measurement's `on_event`: notices as lines, progress through the tracker."""
 
-    def __init__(self, engine: str, clock: Clock = time.monotonic) -> None:
+    def __init__(self, engine: Engine, clock: Clock = time.monotonic) -> None:
         self.tracker = PhaseTracker(engine, clock)
         self._open = False
 
@@ -213,7 +215,7 @@ class PhaseLines(PhaseView):
 class RichPhases(PhaseView):
     """A terminal: rich's live display on stderr, one bar per phase."""
 
-    def __init__(self, engine: str, clock: Clock = time.monotonic) -> None:
+    def __init__(self, engine: Engine, clock: Clock = time.monotonic) -> None:
         super().__init__(engine, clock)
         self._progress: Progress | None = None
         self._tasks: dict[int, TaskID] = {}
@@ -287,7 +289,7 @@ def _seconds_column() -> Any:
     return SecondsColumn()
 
 
-def phase_view(engine: str, *, quiet: bool, terminal: bool | None = None) -> PhaseView:
+def phase_view(engine: Engine, *, quiet: bool, terminal: bool | None = None) -> PhaseView:
     """The view for this stderr: rich on a terminal, lines elsewhere, none when quiet."""
     if quiet:
         return QuietPhases(engine)

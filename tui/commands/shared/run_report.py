@@ -37,13 +37,13 @@ def run_json(prepared: Prepared, outcome: RunOutcome) -> dict[str, Any]:
     engine = prepared.request.engine
     if not isinstance(outcome, MeasuredRun):
         return {
-            "engine": engine,
+            "engine": engine.value,
             "estimate_bytes": prepared.estimate.total_bytes,
             "error": outcome.to_dict(),
         }
     peak = outcome.peak
     return {
-        "engine": peak.engine,
+        "engine": peak.engine.value,
         "counted": peak.counted,
         "estimate_bytes": peak.estimate_bytes
         if peak.estimate_bytes is not None
@@ -112,7 +112,7 @@ def _split_lines(prepared: PreparedParallel, run: MeasuredRun) -> list[str]:
 def _split_json(prepared: PreparedParallel, outcome: RunOutcome) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "parallel": {"kind": prepared.plan.kind.value, "ranks": prepared.plan.ranks},
-        "engine": Engine.MLX,
+        "engine": Engine.MLX.value,
         "launcher": launcher_text(prepared),
         "estimate_backend": prepared.backend.value,
         "single_device_estimate_bytes": prepared.estimate.single.total_bytes,
