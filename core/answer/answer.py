@@ -34,6 +34,7 @@ from core.answer.question import ModelFacts, Question, Split
 from core.answer.solve import CONTEXT_SEARCH_LIMIT, FitLimit, largest_fitting
 from core.answer.solve import largest_fitting_inflight as _largest_inflight
 from core.answer.solve_guess import largest_context
+from core.answer.verdict import Verdict
 from core.errors import ShardingError
 from core.estimate.estimate import MemoryEstimate, estimate
 from core.estimate.snapshot import ModelSnapshot
@@ -148,12 +149,18 @@ class Answer:
         """The largest context to advise: by the load where there is one, else mlxcel's."""
         return self.load_context if self.load_context is not None else self.context
 
+    @cached_property
+    def verdict(self) -> Verdict:
+        """The one verdict: mlxcel's on one device, every rank's for a split (no verdict
+        when the split cannot be made); worded by `core.answer.verdict.verdict_words`."""
+        if self.single_device and len(self.ranks) == 1:
+            return Verdict.of_estimate(self.estimate)
+        return Verdict.of_plan(self.ranks)
+
     @property
     def fits(self) -> bool | None:
         """Every rank fits (one device: mlxcel's verdict); None when the split cannot be made."""
-        if not self.ranks:
-            return None
-        return all(r.fits for r in self.ranks)
+        return self.verdict.fits
 
     @property
     def trained(self) -> TrainedContext | None:

@@ -13,11 +13,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from core.answer.verdict import Scope, Verdict
+
 if TYPE_CHECKING:
     from core.answer.answer import Answer
     from core.answer.device import Device
     from core.calibration.record import Calibration
     from core.measurement.engine import Engine
+
+
+NO_VERDICT = Verdict(Scope.CALIBRATED, None)
 
 
 @dataclass(frozen=True)
@@ -26,18 +31,17 @@ class CalibratedAnswer:
 
     calibration: Calibration | None
     total_bytes: int | None
-    fits: bool | None
+    verdict: Verdict
+    """The calibrated total against the available memory (no verdict without one)."""
     line: str
     """`inspect --calibrated`'s line, to the character (`core.calibration.report`)."""
     reason: str = ""
     """Why no calibration applies ("" when one does)."""
 
     @property
-    def label(self) -> str:
-        """`FITS` or `DOES NOT FIT` ("" without a calibration)."""
-        if self.fits is None:
-            return ""
-        return "FITS" if self.fits else "DOES NOT FIT"
+    def fits(self) -> bool | None:
+        """The calibrated verdict (None without a calibration)."""
+        return self.verdict.fits
 
 
 def choose_for_device(
@@ -63,10 +67,13 @@ def calibrate_answer(
 
     device = answer.question.device
     if not answer.single_device:
-        return CalibratedAnswer(None, None, None, "", "a calibrated estimate is single-device only")
+        return CalibratedAnswer(
+            None, None, NO_VERDICT, "", "a calibrated estimate is single-device only"
+        )
     cal, reason = choose_for_device(device, calibrations, engine)
     if cal is None:
-        return CalibratedAnswer(None, None, None, no_calibration_line(reason), reason)
+        return CalibratedAnswer(None, None, NO_VERDICT, no_calibration_line(reason), reason)
     est = answer.estimate
     total = calibrated_total(cal, est)
-    return CalibratedAnswer(cal, total, total <= est.available_bytes, calibrated_line(cal, est))
+    verdict = Verdict.of_total(total, est.available_bytes, Scope.CALIBRATED)
+    return CalibratedAnswer(cal, total, verdict, calibrated_line(cal, est))

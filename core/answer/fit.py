@@ -33,6 +33,7 @@ from core.answer.quantize import (
     mlx_quantized_weights,
 )
 from core.answer.question import ModelFacts, Question
+from core.answer.verdict import Scope, Verdict
 from core.load.load import EngineLoad
 from core.model.quant_scheme import QuantScheme
 
@@ -92,9 +93,14 @@ class FitRow:
         return self.found.estimate.total_bytes if self.found else None
 
     @property
+    def verdict(self) -> Verdict:
+        """The answer's verdict (no verdict without a number)."""
+        return self.found.verdict if self.found else Verdict(Scope.DEVICE, None)
+
+    @property
     def fits(self) -> bool | None:
         """mlxcel's verdict (None without a number)."""
-        return self.found.estimate.fits if self.found else None
+        return self.verdict.fits
 
     @property
     def slack_bytes(self) -> int | None:

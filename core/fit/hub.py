@@ -23,6 +23,7 @@ from typing import Any
 from core.answer.fit import FitRow, model_rows
 from core.answer.quantization import Quantization
 from core.answer.question import Question
+from core.answer.verdict import Scope, Verdict
 from core.catalog.entry import CatalogEntry
 from core.display_text import clean_text
 from core.errors import (
@@ -76,10 +77,17 @@ class HubFitRow:
         """The listing's stored weights, for a stored-quantization bound row."""
         return self.listed.weight_bytes if self.quantization is Quantization.STORED else None
 
+    def bound_verdict(self, available_bytes: int) -> Verdict:
+        """DOES NOT FIT when the weights alone are over the memory; no verdict otherwise
+        (the rest of the estimate is unknown until the repo is read)."""
+        weights = self.bound_weights_bytes
+        if weights is not None and weights > available_bytes:
+            return Verdict(Scope.BOUND, False, weights - available_bytes)
+        return Verdict(Scope.BOUND, None)
+
     def bound_fits(self, available_bytes: int) -> bool | None:
         """False when the weights alone are over the memory; None otherwise (unknown)."""
-        weights = self.bound_weights_bytes
-        return False if weights is not None and weights > available_bytes else None
+        return self.bound_verdict(available_bytes).fits
 
     @property
     def trained_tokens(self) -> int | None:

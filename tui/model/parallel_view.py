@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from core.answer.answer import Answer
+from core.answer.verdict import Verdict, verdict_words
 from core.errors import ShardingError
 from core.parallel.plan import parse_rank_limits
 from core.units import format_bytes_short
@@ -79,17 +80,11 @@ def parallel_view(plan: Answer) -> ParallelView:
         ("Available", cells([r.estimate.available_bytes for r in ranks])),
         (
             "Verdict",
-            tuple(
-                "FITS" if r.fits else f"OVER {format_bytes_short(r.overflow_bytes)}" for r in ranks
-            ),
+            tuple(verdict_words(Verdict.of_rank(r), detail=True) for r in ranks),
         ),
     )
     fits = bool(plan.fits)
-    if fits:
-        verdict = f"PLAN FITS: all {len(ranks)} ranks"
-    else:
-        failing = ", ".join(str(r.rank) for r in ranks if not r.fits)
-        verdict = f"PLAN DOES NOT FIT: rank {failing}"
+    verdict = verdict_words(plan.verdict, detail=True)
     if plan.past_trained and plan.trained is not None:
         verdict += f" (at {plan.question.workload.max_tokens:,} tokens: past the trained context)"
     return ParallelView(plan, rows, verdict, fits)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from core.answer.solve import FitLimit
+from core.answer.verdict import Scope, Verdict
 from core.estimate.available import AvailableMemory
 from core.estimate.estimate import MemoryEstimate
 from core.load.load import EngineLoad, TermKind
@@ -37,34 +38,12 @@ class BreakdownRow:
 
 
 @dataclass(frozen=True)
-class Verdict:
-    """FITS with slack, or DOES NOT FIT with overflow."""
-
-    fits: bool
-    bytes: int
-
-    @property
-    def label(self) -> str:
-        """`FITS` or `DOES NOT FIT`."""
-        return "FITS" if self.fits else "DOES NOT FIT"
-
-    @property
-    def text(self) -> str:
-        """The slack or overflow: `69.52 GiB (74,642,249,216 bytes) free` or `… over`.
-
-        The banner's last line says "of headroom" / "over budget" (mlxcel's words, kept
-        in `core.estimate.report`); here "free" and "over", so that "headroom" is not
-        confused with the allocator's overhead factor (issue #17)."""
-        size = f"{format_bytes_short(self.bytes)} ({self.bytes:,} bytes)"
-        return f"{size} free" if self.fits else f"{size} over"
-
-
-@dataclass(frozen=True)
 class EstimateView:
     """Everything the breakdown shows for one estimate."""
 
     rows: tuple[BreakdownRow, ...]
     verdict: Verdict
+    """The answer's verdict (`Answer.verdict`: one device, mlxcel's)."""
     context_limit: str
     inflight_limit: str
     warnings: tuple[str, ...] = ()
@@ -124,11 +103,6 @@ def breakdown_rows(est: MemoryEstimate, available: AvailableMemory) -> list[Brea
     rows.append(BreakdownRow("total", "Total estimate", est.total_bytes, ""))
     rows.append(BreakdownRow("available", "Available", est.available_bytes, available.source))
     return rows
-
-
-def verdict(est: MemoryEstimate) -> Verdict:
-    """The banner's FITS / DOES NOT FIT line."""
-    return Verdict(True, est.slack_bytes) if est.fits else Verdict(False, est.overflow_bytes)
 
 
 def inflight_limit_text(limit: FitLimit | None, backend_label: str) -> str:
@@ -203,8 +177,7 @@ class LoadColumn:
     @property
     def verdict(self) -> Verdict:
         """FITS with what is left, or DOES NOT FIT with the bytes over."""
-        room = self.available - self.load.device_bytes
-        return Verdict(room >= 0, abs(room))
+        return Verdict.of_total(self.load.device_bytes, self.available, Scope.LOAD)
 
     @property
     def disagrees(self) -> bool:

@@ -12,6 +12,7 @@ from typing import Protocol
 
 from core.answer.answer import WHAT_IF_RULE, Answer, WhatIf
 from core.answer.held_against import held_against_answer
+from core.answer.verdict import verdict_words
 from core.catalog.entry import CatalogEntry
 from core.estimate.available import AvailableMemory
 from core.estimate.estimate import EstimateSettings, KvCacheMode, MemoryEstimate, Workload, estimate
@@ -33,7 +34,6 @@ from tui.model.rows import (
     LoadColumn,
     breakdown_rows,
     inflight_limit_text,
-    verdict,
 )
 from tui.model.scales import FALLBACK_MAX_TOKENS, short_tokens
 from tui.model.sizing import mlxcel_sizing, sizing_line
@@ -80,7 +80,7 @@ def build_views(
     load = found.load
     view = EstimateView(
         rows=what_if_rows(rows, found.what_if) if found.what_if else rows,
-        verdict=verdict(est),
+        verdict=found.verdict,
         context_limit=context_words(found),
         inflight_limit=inflight_limit_text(found.inflight_limit, q.device.backend.label),
         warnings=found.warnings,
@@ -303,10 +303,10 @@ class ScreenWords:
             cal_total = format_bytes_short(cal.total_bytes or 0)
             detail = f"{tokens} · vramscope calibrated {cal_total} of {of} (mlxcel's {total})"
             short = f"{short_t} · calibrated {cal_total} of {of}"
-            label = f"{cal.label} (calibrated)"
+            label = f"{verdict_words(cal.verdict)} (calibrated)"
             tiny = f"{tiny_t} · calibrated {cal_total}"
             return Summary(name, detail, short, cal.fits, label, self.activity, tiny=tiny)
-        v = verdict(est)
+        v = found.verdict
         detail, short = f"{tokens} · total {total} of {of}", f"{short_t} · {total} of {of}"
         load = view.load if view is not None else None
         if load is not None and load.disagrees:
@@ -315,7 +315,7 @@ class ScreenWords:
             detail += f" · {load.heading} {format_bytes_short(load.load.device_bytes)} {said}"
             short += f" · {load.load.engine.label} {said}"
         return Summary(
-            name, detail, short, v.fits, v.label, self.activity, tiny=f"{tiny_t} · {total}"
+            name, detail, short, v.fits, verdict_words(v), self.activity, tiny=f"{tiny_t} · {total}"
         )
 
     def _tokens(self, found: Answer) -> tuple[str, str, str]:
@@ -342,7 +342,7 @@ class ScreenWords:
         detail = f"{head} · {tokens} · fullest rank {of}"
         short = f"{head} · {short_t} · {of}"
         tiny = f"{head} · {tiny_t} · {format_bytes_short(peak)}"
-        label = "PLAN FITS" if plan.fits else "PLAN DOES NOT FIT"
+        label = verdict_words(plan.verdict)
         return Summary(name, detail, short, plan.fits, label, self.activity, tiny=tiny)
 
 

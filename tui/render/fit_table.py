@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from core.answer.fit import WHAT_IF_FORMULA, FitRow, rank_key
 from core.answer.question import Question
+from core.answer.verdict import verdict_words
 from core.calibration.record import Calibration
 from core.calibration.report import calibration_words
 from core.display_text import clean_text
@@ -53,13 +54,12 @@ class CalibratedColumn:
     """Why no calibration applies to the device ("" when one does)."""
 
     def cell(self, row: FitRow) -> str:
-        """`17.81 GiB fits`, `19.2 GiB DOES NOT FIT`, or `none` (no calibration applies):
+        """`17.81 GiB FITS`, `19.2 GiB DOES NOT FIT`, or `none` (no calibration applies):
         the row's own answer's calibrated total."""
         cal = row.found.calibrated if row.found is not None else None
         if cal is None or cal.total_bytes is None:
             return "none"
-        verdict = "fits" if cal.fits else "DOES NOT FIT"
-        return f"{format_bytes_short(cal.total_bytes)} {verdict}"
+        return f"{format_bytes_short(cal.total_bytes)} {verdict_words(cal.verdict)}"
 
     def note(self) -> str:
         """What the column is, under the table."""

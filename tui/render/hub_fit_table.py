@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from core.answer.fit import rank_key
+from core.answer.verdict import BOUND_MARK, verdict_words
 from core.display_text import clean_text
 from core.fit.hub import HubFitRow
 from core.units import format_bytes_short
@@ -27,7 +28,6 @@ HUB_TABLE_COLUMNS = (
     FIT_COLUMNS[-1],
 )
 """HUB_COLUMNS as the Fits view's Hub scope lays them out (`tui.render.table_columns`)."""
-BOUND_MARK = "≈"
 
 
 def _count(value: int | None) -> str:
@@ -55,15 +55,14 @@ def hub_cells(row: HubFitRow, available_bytes: int) -> tuple[str, ...]:
         at = f" @ {listed.commit[:8]}" if listed.commit else ""
         return tuple(clean_text(c) for c in (*cells[:-1], *extra, where + at))
     weights = row.bound_weights_bytes
-    fits = row.bound_fits(available_bytes)
+    bound = verdict_words(row.bound_verdict(available_bytes))
     gated = " gated" if listed.gated else ""
     cells = (
         listed.repo_id,
         row.quantization.word,
         f"{BOUND_MARK}{format_bytes_short(weights)}" if weights is not None else "?",
         f"≥{format_bytes_short(weights)}" if weights is not None else "?",
-        "",
-        f"{BOUND_MARK} DOES NOT FIT" if fits is False else f"{BOUND_MARK} unread{gated}",
+        bound or f"{BOUND_MARK} unread{gated}",
         "",
         "",
         "",

@@ -19,6 +19,7 @@ from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.widget import Widget
 
+from core.answer.verdict import amount_words, verdict_words
 from core.units import format_bytes_short
 from tui.model.rows import TERM_KEYS, BreakdownRow, EstimateView, LoadCell, LoadColumn
 from tui.render.bars import bar, stacked_bar
@@ -369,10 +370,10 @@ class Breakdown(Widget):
         def badge(label: str, fits: bool, held: bool) -> None:
             out.append(f" {label} ", self._style("fits" if fits else "over") if held else muted)
 
-        badge(view.verdict.label, view.verdict.fits, not on_cal)
+        badge(verdict_words(view.verdict), bool(view.verdict.fits), not on_cal)
         load = view.load
         if cal is None and (load is None or not load.disagrees):
-            out.append(f"  {view.verdict.text}")
+            out.append(f"  {amount_words(view.verdict)}")
             if load is not None and width >= SAME_LINE_LOAD_VERDICT:
                 out.append(f" · {_load_words(load)}", muted)
                 out.append("\n")
@@ -382,12 +383,13 @@ class Breakdown(Widget):
             self._load_verdict(out, view, width, notes)
             return
         out.append("  mlxcel: ", muted)
-        out.append(f"{view.verdict.text}\n")
+        out.append(f"{amount_words(view.verdict)}\n")
         self._load_verdict(out, view, width, notes)
         if cal is None:
             return
-        lead = len(cal.label) + 4
-        badge(cal.label, bool(cal.fits), on_cal)
+        cal_words = verdict_words(cal.verdict)
+        lead = len(cal_words) + 4
+        badge(cal_words, bool(cal.fits), on_cal)
         for i, piece in enumerate(textwrap.wrap(cal.line, max(20, width - lead))):
             out.append(("  " if i == 0 else " " * lead) + piece + "\n")
         held = "vramscope's calibrated total" if on_cal else "mlxcel's estimate"
@@ -405,8 +407,8 @@ class Breakdown(Widget):
         muted = self._style("muted")
         v = load.verdict
         if load.disagrees:
-            out.append(f" {v.label} ", self._style("fits" if v.fits else "over"))
-            out.append(f"  {load.heading}: {v.text}\n")
+            out.append(f" {verdict_words(v)} ", self._style("fits" if v.fits else "over"))
+            out.append(f"  {load.heading}: {amount_words(v)}\n")
             for piece in textwrap.wrap(load.disagreement, max(20, width)):
                 out.append(piece + "\n", muted)
         # Where they agree and mlxcel's line has no room for it, the load's total on the

@@ -281,7 +281,7 @@ def test_calibrated_column_is_inspect_s_calibrated_total_row_by_row(
     assert "CALIBRATED (vramscope)" in header
     for row in rows:
         (line,) = [ln for ln in lines if ln.startswith(row["model"] + " ")]
-        words = "fits" if row["calibrated_fits"] else "DOES NOT FIT"
+        words = "FITS" if row["calibrated_fits"] else "DOES NOT FIT"
         assert f" {words} " in line[header.index("CALIBRATED") :]
     assert any(ln.startswith("CALIBRATED: vramscope, 18 runs on gfx1151") for ln in lines)
 
