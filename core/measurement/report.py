@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from core.backend import Backend
 from core.display_text import clean_text
-from core.measurement.comparison import margin
+from core.measurement.comparison import Margin, margin
 from core.measurement.engine import DEFAULT_ENGINE, Engine
 from core.measurement.fields import ExternalFields, ExternalFigure
 from core.measurement.result import MeasuredPeak, MeasurementFailure
@@ -73,6 +74,43 @@ def peak_what(peak: MeasuredPeak) -> str:
     return peak.peak_kind
 
 
+def covered_words(m: Margin, *, marked: bool = False, failed: str | None = None) -> str:
+    """Whether the estimate covers the peak: `covered` / `NOT covered` (`marked`:
+    `✓ covered` / `✗ NOT covered`, the explorer's panel and summary). A run that failed
+    (`MeasuredPeak.failed_status`) covers nothing: `not counted: the run failed (...)`,
+    marked `✗ NOT covered`."""
+    covered = m.covered and failed is None
+    if marked:
+        return "✓ covered" if covered else "✗ NOT covered"
+    if failed is not None:
+        return f"not counted: the run failed ({failed})"
+    return "covered" if covered else "NOT covered"
+
+
+def margin_json(m: Margin | None, failed: str | None = None) -> dict[str, Any] | None:
+    """A margin as JSON: bytes, percent (3 decimals), covered (never for a failed run)."""
+    if m is None:
+        return None
+    covered = m.covered and failed is None
+    return {"bytes": m.bytes, "percent": round(m.percent, 3), "covered": covered}
+
+
+def peak_json(peak: MeasuredPeak, estimate_bytes: int | None = None) -> dict[str, Any]:
+    """The one JSON of a measured peak beside its estimate (`measure --json`, a split's
+    every rank): the engine and what its peak counts, the estimate (the peak's own, else
+    `estimate_bytes`) and the formula it is, the measured record, the margin."""
+    return {
+        "engine": peak.engine.value,
+        "counted": peak.counted,
+        "estimate_bytes": peak.estimate_bytes
+        if peak.estimate_bytes is not None
+        else estimate_bytes,
+        "estimate_backend": peak.estimate_backend.value,
+        "measured": peak.to_dict(),
+        "margin": margin_json(peak.margin, peak.failed_status),
+    }
+
+
 def comparison_lines(peak: MeasuredPeak) -> list[str]:
     """The estimate and the measured peak side by side, then how the run went."""
     formula = peak.estimate_backend.label
@@ -95,13 +133,9 @@ def comparison_lines(peak: MeasuredPeak) -> list[str]:
     lines.append(f"                {peak.peak_kind}")
     m = peak.margin
     if m is not None:
-        failed = peak.failed_status
-        verdict = "covered" if m.covered else "NOT covered"
-        if failed is not None:
-            verdict = f"not counted: the run failed ({failed})"
         lines.append(
             f"Margin:         {signed_bytes(m.bytes)} bytes ({m.percent:+.1f}% of the peak), "
-            f"{verdict}"
+            f"{covered_words(m, failed=peak.failed_status)}"
         )
     if peak.engine is Engine.EXTERNAL:
         return lines + _external_lines(peak)

@@ -237,8 +237,8 @@ def command_json(outcome: RunOutcome) -> dict[str, Any]:
     """`run --json`: the peak, the estimate it is held against and the margin, with the
     command's exit status (a failed run is never covered); or the failure."""
     from core.measurement.engine import Engine
+    from core.measurement.report import peak_json
     from core.measurement.run import MeasuredRun
-    from tui.commands.shared.run_report import margin_json
 
     if not isinstance(outcome, MeasuredRun):
         return {
@@ -247,16 +247,7 @@ def command_json(outcome: RunOutcome) -> dict[str, Any]:
             "error": outcome.to_dict(),
         }
     peak = outcome.peak
-    margin = margin_json(peak.margin)
-    if margin is not None and peak.failed_status is not None:
-        margin["covered"] = False
-    return {
-        "engine": peak.engine.value,
-        "exit_status": peak.exit_status,
-        "failed": peak.failed_status,
-        "counted": peak.counted,
-        "estimate_bytes": peak.estimate_bytes,
-        "estimate_backend": peak.estimate_backend.value,
-        "measured": peak.to_dict(),
-        "margin": margin,
-    }
+    # the command's own keys after the engine, then the peak's one JSON (its margin
+    # never covered for a failed run)
+    head = {"engine": peak.engine.value, "exit_status": peak.exit_status}
+    return head | {"failed": peak.failed_status} | peak_json(peak)

@@ -15,6 +15,7 @@ from core.kind import Kind
 from core.measurement.comparison import margin
 from core.measurement.engine import DEFAULT_ENGINE, Engine
 from core.measurement.protocol import MeasureNotice, MeasureProgress
+from core.measurement.report import covered_words
 from core.measurement.request import MeasureRequest
 from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailure
 from core.measurement.run import MeasuredRun, RunEvent
@@ -209,8 +210,8 @@ def result_words(view: PanelView) -> str:
     if view.kind is not PanelKind.RESULT or view.peak is None:
         return ""
     peak = view.peak
-    covered = margin(view.estimate, peak.peak_bytes).covered and peak.failed_status is None
-    verdict = "✓ covered" if covered else "✗ NOT covered"
+    m = margin(view.estimate, peak.peak_bytes)
+    verdict = covered_words(m, marked=True, failed=peak.failed_status)
     if view.differs:  # the verdict is the run's, never the settings on screen
         verdict += f" at the run's {view.differs[0][0]}"
     return f"measured {format_bytes_short(peak.peak_bytes)} {verdict} ({peak.engine})"

@@ -12,15 +12,13 @@ from rich.text import Text
 
 from core.backend import Backend
 from core.measurement.comparison import margin
-from core.measurement.report import budget_text, device_words, peak_what
+from core.measurement.report import budget_text, covered_words, device_words, peak_what
 from core.measurement.request import MeasureRequest
 from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailure
 from core.units import format_bytes_short
 from tui.model.names import short_model
 
 LABEL_WIDTH = 16
-COVERED = "✓ covered"
-NOT_COVERED = "✗ NOT covered"
 
 
 Rows = list[tuple[str, Text]]
@@ -93,7 +91,7 @@ def result_rows(
     covered = m.covered and peak.failed_status is None  # a failed run covers nothing
     style = "bold green" if covered else "bold red"
     verdict = Text(f"{cells[2]}  {m.percent:+.1f}%  ", style)
-    verdict.append(COVERED if covered else NOT_COVERED, style)
+    verdict.append(covered_words(m, marked=True, failed=peak.failed_status), style)
     if peak.failed_status is not None:
         verdict.append(f" (the run failed: {peak.failed_status})", style)
     run_parts = [budget_text(peak, "in-flight"), peak.attention_label, device_words(peak)]

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.measurement.comparison import Margin
 from core.measurement.engine import Engine
 from core.measurement.fields import RankFields
-from core.measurement.report import comparison_lines
+from core.measurement.report import comparison_lines, peak_json
 from core.measurement.result import MeasuredPeak
 from core.measurement.run import MeasuredRun, RunOutcome
 from hip_backend import PreparedMeasurement, PreparedParallel
@@ -41,24 +40,7 @@ def run_json(prepared: Prepared, outcome: RunOutcome) -> dict[str, Any]:
             "estimate_bytes": prepared.estimate.total_bytes,
             "error": outcome.to_dict(),
         }
-    peak = outcome.peak
-    return {
-        "engine": peak.engine.value,
-        "counted": peak.counted,
-        "estimate_bytes": peak.estimate_bytes
-        if peak.estimate_bytes is not None
-        else prepared.estimate.total_bytes,
-        "estimate_backend": peak.estimate_backend.value,
-        "measured": peak.to_dict(),
-        "margin": margin_json(peak.margin),
-    }
-
-
-def margin_json(m: Margin | None) -> dict[str, Any] | None:
-    """A margin as JSON: bytes, percent (3 decimals), covered."""
-    if m is None:
-        return None
-    return {"bytes": m.bytes, "percent": round(m.percent, 3), "covered": m.covered}
+    return peak_json(outcome.peak, prepared.estimate.total_bytes)
 
 
 def launcher_text(prepared: PreparedParallel) -> str:
@@ -122,15 +104,7 @@ def _split_json(prepared: PreparedParallel, outcome: RunOutcome) -> dict[str, An
         doc["error"] = outcome.to_dict()
         return doc
     doc["wall_seconds"] = round(outcome.wall_seconds or 0.0, 3)
-    doc["ranks"] = [
-        {
-            "rank": _rank(peak),
-            "estimate_bytes": peak.estimate_bytes,
-            "measured": peak.to_dict(),
-            "margin": margin_json(peak.margin),
-        }
-        for peak in outcome.ranks
-    ]
+    doc["ranks"] = [{"rank": _rank(peak)} | peak_json(peak) for peak in outcome.ranks]
     return doc
 
 
