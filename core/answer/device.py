@@ -21,13 +21,14 @@ from typing import TYPE_CHECKING, Any
 from core.answer.presets import PRESETS_BY_KEY
 from core.backend import Backend, BackendChoice
 from core.estimate.available import AvailableMemory
+from core.kind import Kind
 from core.units import format_bytes_short
 
 if TYPE_CHECKING:
     from core.device_memory import DeviceMemory
 
 
-class MemorySource(enum.Enum):
+class MemorySource(Kind):
     """Where the available memory comes from."""
 
     DETECTED = "detected"
@@ -43,9 +44,11 @@ class MemorySource(enum.Enum):
 def device_memory_choice(text: str) -> MemorySource | None:
     """`--memory-limit free|total` as its source (case and spaces aside); None for any
     other text (a size, or nothing)."""
-    word = text.strip().lower()
-    chosen = (MemorySource.DEVICE_FREE, MemorySource.DEVICE_TOTAL)
-    return next((m for m in chosen if m.value == word), None)
+    try:
+        chosen = MemorySource.named(text.strip().lower())
+    except ValueError:
+        return None  # a size, or nothing
+    return chosen if chosen in (MemorySource.DEVICE_FREE, MemorySource.DEVICE_TOTAL) else None
 
 
 @dataclass(frozen=True)

@@ -223,10 +223,10 @@ def _cross_validation(value: Any) -> CrossValidation | None:
 
 
 def _backend(value: Any, name: str) -> Backend:
-    found = next((b for b in Backend if b.value == value), None)
-    if found is None:
-        raise ValueError(f"{name}: expected one of {', '.join(b.value for b in Backend)}")
-    return found
+    try:
+        return Backend.named(value)
+    except ValueError:
+        raise ValueError(f"{name}: expected one of {', '.join(b.value for b in Backend)}") from None
 
 
 def _engine(value: Any) -> Engine | None:

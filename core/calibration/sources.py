@@ -323,10 +323,10 @@ def _engine_cell(text: str) -> Engine | None:
 
 def _mode_cell(text: str) -> KvCacheMode:
     mode_text = text.strip().lower() or KvCacheMode.FP16.value
-    mode = next((m for m in KvCacheMode if m.value == mode_text), None)
-    if mode is None:
-        raise _BadCell("column 'kv_cache_mode': expected fp16 or int8")
-    return mode
+    try:
+        return KvCacheMode.named(mode_text)
+    except ValueError:
+        raise _BadCell("column 'kv_cache_mode': expected fp16 or int8") from None
 
 
 def read_csv_file(

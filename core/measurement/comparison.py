@@ -24,9 +24,10 @@ from core.probes.device_nodes import detect_backend
 def device_backend(device_kind: Backend | str) -> Backend | None:
     """The backend a device kind names (`cpu` -> Backend.CPU), or None for a name no
     backend has (a damaged or hand-edited record)."""
-    if isinstance(device_kind, Backend):
-        return device_kind
-    return next((b for b in Backend if b.value == device_kind), None)
+    try:
+        return Backend.named(device_kind)
+    except ValueError:
+        return None
 
 
 def held_against(engine: Engine, device_kind: Backend | str, *, emulated_queue: bool) -> Backend:
