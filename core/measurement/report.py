@@ -18,7 +18,7 @@ from core.measurement.comparison import Margin, margin
 from core.measurement.engine import DEFAULT_ENGINE, Engine
 from core.measurement.fields import ExternalFields, ExternalFigure
 from core.measurement.result import MeasuredPeak, MeasurementFailure
-from core.units import format_bytes
+from core.units import format_bytes, format_bytes_short
 
 MLX_PEAK = "MLX peak memory"
 """What the mlx engine's peak counts: MLX's own peak of its allocations."""
@@ -85,6 +85,11 @@ def covered_words(m: Margin, *, marked: bool = False, failed: str | None = None)
     if failed is not None:
         return f"not counted: the run failed ({failed})"
     return "covered" if covered else "NOT covered"
+
+
+def margin_short(m: Margin) -> str:
+    """The margin in a short size with its sign: `+1.20 GiB`, `-512.00 MiB`."""
+    return ("+" if m.bytes >= 0 else "-") + format_bytes_short(abs(m.bytes))
 
 
 def margin_json(m: Margin | None, failed: str | None = None) -> dict[str, Any] | None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.estimate.estimate import KvCacheMode
-from core.measurement.report import TableRow, markdown_table, peak_what
+from core.measurement.report import TableRow, margin_short, markdown_table, peak_what
 from core.measurement.result import MeasuredPeak
 from core.units import format_bytes_short
 from tui.model.names import short_model
@@ -91,8 +91,7 @@ def history_row(peak: MeasuredPeak) -> HistoryRow:
         estimate, margin_cell, covered_cell, covered = "-", "-", "-", None
     else:
         estimate = format_bytes_short(peak.estimate_bytes)
-        sign = "+" if m.bytes >= 0 else "-"
-        margin_cell = f"{sign}{format_bytes_short(abs(m.bytes))} {m.percent:+.1f}%"
+        margin_cell = f"{margin_short(m)} {m.percent:+.1f}%"
         covered = peak.covered
         covered_cell = "✓ yes" if covered else "✗ NO"
         if peak.exit_status not in (None, 0):  # a failed run covers nothing

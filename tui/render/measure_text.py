@@ -12,7 +12,13 @@ from rich.text import Text
 
 from core.backend import Backend
 from core.measurement.comparison import margin
-from core.measurement.report import budget_text, covered_words, device_words, peak_what
+from core.measurement.report import (
+    budget_text,
+    covered_words,
+    device_words,
+    margin_short,
+    peak_what,
+)
 from core.measurement.request import MeasureRequest
 from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailure
 from core.units import format_bytes_short
@@ -70,11 +76,10 @@ def result_rows(
     screen no longer has (the run's words, the screen's): the estimate and the verdict are
     then the run's, and a row says so."""
     m = margin(estimate_bytes, peak.peak_bytes)
-    sign = "+" if m.bytes >= 0 else "-"
     sizes = (
         format_bytes_short(peak.peak_bytes),
         format_bytes_short(estimate_bytes),
-        sign + format_bytes_short(abs(m.bytes)),
+        margin_short(m),
     )
     exact = (f"{peak.peak_bytes:,}", f"{estimate_bytes:,}", f"{m.bytes:+,}")
     size_w, bytes_w = max(map(len, sizes)), max(map(len, exact))

@@ -39,3 +39,10 @@ def test_covered_reads_the_same_on_every_surface() -> None:
     (line,) = [ln for ln in comparison_lines(over) if ln.startswith("Margin:")]
     assert line.endswith(", NOT covered")
     assert covered_words(margin(5, 5), marked=True) == "✓ covered"
+
+
+def test_the_margin_s_short_words_carry_their_sign() -> None:
+    from core.measurement.report import margin_short
+
+    assert margin_short(margin(6 << 30, 5 << 30)) == "+1.00 GiB"
+    assert margin_short(margin(5 << 30, 6 << 30)) == "-1.00 GiB"
