@@ -153,11 +153,21 @@ def string_compares(tree: ast.Module, filename: str, names: frozenset[str]) -> l
         for op, left, right in zip(node.ops, sides, sides[1:], strict=False):
             if not isinstance(op, _OPS):
                 continue
-            for a, b in ((left, right), (right, left)):
+            pairs = [(left, right), (right, left)]
+            if isinstance(op, ast.Eq | ast.NotEq) and _same_length_tuples(left, right):
+                # `(x.engine, n) == ("torch", 2)`: element by element
+                assert isinstance(left, ast.Tuple) and isinstance(right, ast.Tuple)
+                for a, b in zip(left.elts, right.elts, strict=True):
+                    pairs += [(a, b), (b, a)]
+            for a, b in pairs:
                 name = _key(a)
                 if name in names and _is_text(b) and (filename, name) not in RECORD_TAGS:
                     found.append(f"{filename}:{node.lineno} {name}")
     return found
+
+
+def _same_length_tuples(a: ast.expr, b: ast.expr) -> bool:
+    return isinstance(a, ast.Tuple) and isinstance(b, ast.Tuple) and len(a.elts) == len(b.elts)
 
 
 def all_kind_names(trees: list[ast.Module]) -> frozenset[str]:
@@ -190,6 +200,7 @@ def test_the_scan_finds_each_planted_compare() -> None:
         "by_get = record.get('backend') in ('rocm', 'cuda')\n"  # 14
         "annotated = colour == 'red'\n"  # 15
         "tag = data.get('kind') != 'measurement'\n"  # 16: a tag only in history.py
+        "pair = (peak.engine, peak.counted) == ('torch', 'x')\n"  # 17
     )
     tree = ast.parse(planted)
     names = KIND_NAMES | annotated_kind_names([tree], kind_classes([tree]))
@@ -204,6 +215,7 @@ def test_the_scan_finds_each_planted_compare() -> None:
         "<text>:14 backend",
         "<text>:15 colour",
         "<text>:16 kind",
+        "<text>:17 engine",
     ]
     assert not any(
         h.endswith(":16 kind") for h in string_compares(tree, "core/measurement/history.py", names)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from core.measurement.engine import Engine
 from core.measurement.history import HISTORY_FILE, HistoryStore, encode_record
 from core.measurement.result import MeasuredPeak
 from core.paths import state_dir
@@ -139,7 +140,7 @@ def test_records_name_their_engine_and_old_ones_read_as_torch(tmp_path: Path) ->
     HistoryStore(path).append(mlx)
     first, second = HistoryStore(path).read().results
     assert (first.engine, first.counted) == (
-        "torch",
+        Engine.TORCH,
         "torch engine, RSS over baseline, emulating MLX-ROCm's in-flight queue",
     )
     assert second == mlx
