@@ -31,9 +31,8 @@ from core.answer.context import ContextAnswer, TrainedContext, trained_context
 from core.answer.params import ParamCount, param_count
 from core.answer.quantization import Quantization
 from core.answer.question import ModelFacts, Question, Split
-from core.answer.solve import CONTEXT_SEARCH_LIMIT, FitLimit, largest_fitting
+from core.answer.solve import CONTEXT_SEARCH_LIMIT, FitLimit, largest_context, largest_fitting
 from core.answer.solve import largest_fitting_inflight as _largest_inflight
-from core.answer.solve_guess import largest_context
 from core.answer.verdict import Verdict
 from core.errors import ShardingError
 from core.estimate.estimate import MemoryEstimate, estimate

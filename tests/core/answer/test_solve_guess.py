@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.answer.solve import largest_fitting_context
-from core.answer.solve_guess import largest_context
+from core.answer.solve import largest_context, largest_fitting_context
 from core.backend import Backend
 from core.catalog.profiles import list_profile_ids, load_profile, profile_snapshot
 from core.environment import read_env, resolve_settings
