@@ -23,7 +23,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from core.errors import GgufError, HubError, HubNotFoundError, ModelError, UsageError
+from core.errors import (
+    GgufError,
+    HubError,
+    HubNotFoundError,
+    HubTimedOutError,
+    HubUnreachableError,
+    ModelError,
+    UsageError,
+)
 from core.gguf.header import HEADER_CAP, NeedMoreBytes, parse_header
 from core.gguf.local import assemble
 from core.gguf.pick import is_model_file, pick, split_name
@@ -40,7 +48,7 @@ from core.hub.remote import (
     _timed_out,
     _usable_offline,
 )
-from core.hub.session import hub_offline_reason, online, unreachable
+from core.hub.session import hub_offline_reason, online, timed_out, unreachable
 from core.hub.settings import check_settings, hub_endpoint
 from core.paths import hub_store_dir
 from core.regular_file import read_regular
@@ -101,7 +109,7 @@ def read_hub_gguf(
                 deadline,
             )
         except HubTimeout:
-            raise HubError(repo_id, _timed_out(endpoint, options.timeout_s)) from None
+            raise HubTimedOutError(repo_id, _timed_out(endpoint, options.timeout_s)) from None
 
 
 def _answer_stored(
@@ -135,7 +143,8 @@ def _read_online(
         if reason is None:
             raise _hub_error(repo_id, revision, exc) from None
         if stored is None:
-            raise HubError(
+            lost = HubTimedOutError if timed_out(exc) else HubUnreachableError
+            raise lost(
                 repo_id,
                 f"the Hub at {endpoint} is unreachable ({reason}) and this repo was never read",
             ) from None
@@ -171,10 +180,12 @@ def _read_online(
         raise
     except Exception as exc:
         reason = unreachable(exc)
-        if reason == "timed out":
-            raise HubError(repo_id, _timed_out(endpoint, options.timeout_s)) from None
+        if timed_out(exc):
+            raise HubTimedOutError(repo_id, _timed_out(endpoint, options.timeout_s)) from None
         if reason is not None:
-            raise HubError(repo_id, f"the Hub at {endpoint} stopped answering ({reason})") from None
+            raise HubUnreachableError(
+                repo_id, f"the Hub at {endpoint} stopped answering ({reason})"
+            ) from None
         raise _hub_error(repo_id, revision, exc) from None
     deadline.left()  # nothing is stored once the read's time is up
     files = (store.read_files(again.path) if again is not None else None) or {}

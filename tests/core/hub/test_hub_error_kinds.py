@@ -98,3 +98,14 @@ def test_only_a_lost_connection_is_tried_again() -> None:
     assert not _transient(HubError("r", "the Hub at h is unreachable (connection reset)"))
     assert not _transient(HubTimedOutError("r", "unreachable (timed out after 1 s)"))
     assert not _transient(HubAuthError("r", "gated"))
+
+
+def test_a_gguf_read_of_an_unreachable_hub_is_typed_alike(
+    hub: FakeHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from core.hub.gguf_remote import read_hub_gguf
+
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{_closed_port()}")
+    with pytest.raises(HubUnreachableError) as caught:
+        read_hub_gguf("test-org/never-gguf")
+    assert not isinstance(caught.value, HubTimedOutError)
