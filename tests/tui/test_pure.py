@@ -15,6 +15,7 @@ from core.backend import Backend, BackendChoice
 from core.estimate.available import AvailableMemory
 from core.estimate.estimate import QuantHint
 from core.estimate.inflight import MAX_ACCEPTED_INFLIGHT_MB
+from core.measurement.engine import Engine
 from core.units import GIB
 from tui.headless import png_ready_svg
 from tui.model.command_lines import mlxcel_command, vramscope_command
@@ -150,7 +151,7 @@ def test_the_value_axis_fits_the_data_and_says_where_a_far_available_line_is() -
     # and the points were squashed under the line, an empty chart at 120x40).
     contexts = sample_contexts(256, 131072, 60)
     totals = [5 * GIB + i * GIB * 3 // 10 for i in range(60)]
-    points = [(20, 6 * GIB, "torch"), (50, 19 * GIB, "mlx")]
+    points = [(20, 6 * GIB, Engine.TORCH), (50, 19 * GIB, Engine.MLX)]
     lines = render_chart(contexts, totals, 76 * GIB, 30, 8, points=points).plain.split("\n")
     assert "76.0 GiB available: above ↑" in lines[0]
     assert "┈" not in "".join(lines)

@@ -15,6 +15,7 @@ from core.answer.solve import FitLimit
 from core.answer.verdict import Scope, Verdict
 from core.estimate.available import AvailableMemory
 from core.estimate.estimate import MemoryEstimate
+from core.kind import Kind
 from core.load.load import EngineLoad, TermKind
 from core.units import format_bytes_short
 
@@ -24,12 +25,24 @@ if TYPE_CHECKING:
 INFLIGHT_OFF_HINT = "off: unbounded in-flight set, not modelled"
 
 
+class RowKey(Kind):
+    """Which line of the breakdown a row is (its value names its style:
+    `breakdown--weights`, ...)."""
+
+    WEIGHTS = "weights"
+    KV = "kv"
+    ACTIVATION = "activation"
+    OVERHEAD = "overhead"
+    INFLIGHT = "inflight"
+    TOTAL = "total"
+    AVAILABLE = "available"
+
+
 @dataclass(frozen=True)
 class BreakdownRow:
     """One term of the estimate."""
 
-    key: str
-    """`weights`, `kv`, `activation`, `overhead`, `inflight`, `total` or `available`."""
+    key: RowKey
     label: str
     bytes: int
     note: str
@@ -65,7 +78,8 @@ class EstimateView:
         return self.held_against_calibrated and self.calibrated is not None
 
 
-TERM_KEYS = ("weights", "kv", "activation", "overhead", "inflight")
+TERM_KEYS = (RowKey.WEIGHTS, RowKey.KV, RowKey.ACTIVATION, RowKey.OVERHEAD, RowKey.INFLIGHT)
+"""The rows that are terms of the total (a bar each, a part of the total's bar)."""
 
 
 def breakdown_rows(est: MemoryEstimate, available: AvailableMemory) -> list[BreakdownRow]:
@@ -76,16 +90,16 @@ def breakdown_rows(est: MemoryEstimate, available: AvailableMemory) -> list[Brea
         b = est.kv.per_token_bytes
         per_token = f"{format_bytes_short(b)} ({b:,} bytes) per token at steady state, same dtype"
     rows = [
-        BreakdownRow("weights", "Weights", est.weights_bytes, est.weights_source.text_label),
-        BreakdownRow("kv", "KV cache", est.kv.bytes, est.kv.detail, per_token),
+        BreakdownRow(RowKey.WEIGHTS, "Weights", est.weights_bytes, est.weights_source.text_label),
+        BreakdownRow(RowKey.KV, "KV cache", est.kv.bytes, est.kv.detail, per_token),
         BreakdownRow(
-            "activation",
+            RowKey.ACTIVATION,
             "Activation",
             est.activation_bytes,
             f"batch {wl.batch} × ≤512 prefill tokens × (hidden+intermediate) + logits",
         ),
         BreakdownRow(
-            "overhead",
+            RowKey.OVERHEAD,
             "Allocator ovhd",
             est.shown_overhead_bytes,
             f"factor {est.headroom_factor:.2f}x on weights+kv",
@@ -94,14 +108,14 @@ def breakdown_rows(est: MemoryEstimate, available: AvailableMemory) -> list[Brea
     if est.backend_inflight_bytes > 0:
         rows.append(
             BreakdownRow(
-                "inflight",
+                RowKey.INFLIGHT,
                 "Backend in-flight",
                 est.backend_inflight_bytes,
                 "MLX_ROCM_MAX_INFLIGHT_MB",
             )
         )
-    rows.append(BreakdownRow("total", "Total estimate", est.total_bytes, ""))
-    rows.append(BreakdownRow("available", "Available", est.available_bytes, available.source))
+    rows.append(BreakdownRow(RowKey.TOTAL, "Total estimate", est.total_bytes, ""))
+    rows.append(BreakdownRow(RowKey.AVAILABLE, "Available", est.available_bytes, available.source))
     return rows
 
 
@@ -118,12 +132,12 @@ def inflight_limit_text(limit: FitLimit | None, backend_label: str) -> str:
 
 # Which of the load's terms each of mlxcel's rows stands beside. mlxcel's allocator
 # overhead has no counterpart: the load counts what the engine allocates, no factor.
-LOAD_TERMS_BY_ROW: dict[str, tuple[TermKind, ...]] = {
-    "weights": (TermKind.WEIGHTS, TermKind.PROJECTOR),
-    "kv": (TermKind.KV,),
-    "activation": (TermKind.TRANSIENT, TermKind.COMPUTE, TermKind.OUTPUT),
-    "overhead": (),
-    "inflight": (TermKind.INFLIGHT,),
+LOAD_TERMS_BY_ROW: dict[RowKey, tuple[TermKind, ...]] = {
+    RowKey.WEIGHTS: (TermKind.WEIGHTS, TermKind.PROJECTOR),
+    RowKey.KV: (TermKind.KV,),
+    RowKey.ACTIVATION: (TermKind.TRANSIENT, TermKind.COMPUTE, TermKind.OUTPUT),
+    RowKey.OVERHEAD: (),
+    RowKey.INFLIGHT: (TermKind.INFLIGHT,),
 }
 
 
@@ -151,12 +165,12 @@ class LoadColumn:
         """`mlx-lm load`: whose column it is."""
         return f"{self.load.engine.label} load"
 
-    def cell(self, key: str) -> LoadCell:
+    def cell(self, key: RowKey) -> LoadCell:
         """The load's figure on mlxcel's row `key` (`total`: what the device holds;
         `available`: the same memory mlxcel's is held against)."""
-        if key == "total":
+        if key is RowKey.TOTAL:
             return LoadCell(self.load.device_bytes, self._total_detail())
-        if key == "available":
+        if key is RowKey.AVAILABLE:
             return LoadCell(self.available)
         kinds = LOAD_TERMS_BY_ROW.get(key, ())
         terms = [t for t in self.load.terms if t.kind in kinds]

@@ -32,6 +32,7 @@ from tui.model.rows import (
     BreakdownRow,
     EstimateView,
     LoadColumn,
+    RowKey,
     breakdown_rows,
     inflight_limit_text,
 )
@@ -54,13 +55,13 @@ def what_if_rows(rows: Sequence[BreakdownRow], what_if: WhatIf) -> tuple[Breakdo
     """The breakdown of a what-if: its weights and total say whose figures they are."""
     out = []
     for row in rows:
-        if row.key == "weights":
+        if row.key is RowKey.WEIGHTS:
             row = replace(
                 row,
                 note=f"vramscope what-if {what_if.quantization.word} ({WHAT_IF_RULE}), not "
                 f"mlxcel's; stored: {format_bytes_short(what_if.stored_weights_bytes)}",
             )
-        elif row.key == "total":
+        elif row.key is RowKey.TOTAL:
             row = replace(row, note="mlxcel's formula over vramscope's what-if weights")
         out.append(row)
     return tuple(out)

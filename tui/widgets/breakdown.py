@@ -21,7 +21,7 @@ from textual.widget import Widget
 
 from core.answer.verdict import amount_words, verdict_words
 from core.units import format_bytes_short
-from tui.model.rows import TERM_KEYS, BreakdownRow, EstimateView, LoadCell, LoadColumn
+from tui.model.rows import TERM_KEYS, BreakdownRow, EstimateView, LoadCell, LoadColumn, RowKey
 from tui.render.bars import bar, stacked_bar
 from tui.widgets.repaint import KeptStyles
 
@@ -230,7 +230,7 @@ class Breakdown(Widget):
         # Narrow screens keep every row on one line so the verdict stays in view;
         # elsewhere notes wrap and the columns get a header.
         wide = not self.screen.has_class("-narrow")
-        available = next(r.bytes for r in view.rows if r.key == "available")
+        available = next(r.bytes for r in view.rows if r.key is RowKey.AVAILABLE)
         load = view.load
         # Minimum widths keep the columns still while rows come and go.
         label_w = max(17, *(len(r.label) for r in view.rows))
@@ -286,11 +286,11 @@ class Breakdown(Widget):
             if load is not None:
                 cell = load.cell(row.key)
                 shown = "—" if cell.bytes is None else format_bytes_short(cell.bytes)
-                shown = "" if row.key == "available" else shown
+                shown = "" if row.key is RowKey.AVAILABLE else shown
                 out.append(f"{shown:>{load_w}}" + ("  " if bar_w else ""))
                 if cell.detail and wrap:
                     notes.append((f"{load.load.engine.label}: {cell.detail}", False))
-                if row.key == "total" and not wide and not row.note:
+                if row.key is RowKey.TOTAL and not wide and not row.note:
                     # No header row on a narrow screen: the Total row names the column.
                     notes = [(f"← {load.heading}", False)]
             if bar_w:
@@ -310,7 +310,7 @@ class Breakdown(Widget):
             return load.cell(row.key) if load is not None else None
 
         def term(row: BreakdownRow) -> Block:
-            style = self._style(row.key)
+            style = self._style(row.key.value)
             return (row, columns, available, beside(row)), lambda: row_text(
                 row, bar(row.bytes, available, bar_w, style)
             )
@@ -349,9 +349,9 @@ class Breakdown(Widget):
         parts: list[tuple[int, Style]] = []
         for row in view.rows:
             if row.key in TERM_KEYS:
-                parts.append((row.bytes, self._style(row.key)))
+                parts.append((row.bytes, self._style(row.key.value)))
                 blocks.append(term(row))
-            elif row.key == "total":
+            elif row.key is RowKey.TOTAL:
                 blocks.append(total(row, tuple(parts)))
             else:
                 blocks.append(other(row))
