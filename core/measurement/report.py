@@ -87,6 +87,16 @@ def covered_words(m: Margin, *, marked: bool = False, failed: str | None = None)
     return "covered" if covered else "NOT covered"
 
 
+def covered_cell(covered: bool, *, marked: bool = False, failed: str | None = None) -> str:
+    """A `Covered` column's cell: `yes` / `NO` (`marked`: `✓ yes` / `✗ NO`, the history
+    view's table); a run that failed covers nothing and says why: `no: failed, ...`
+    (`marked`: `✗ ...`)."""
+    if failed:
+        return f"✗ {failed}" if marked else f"no: failed, {failed}"
+    words = "yes" if covered else "NO"
+    return (("✓ " if covered else "✗ ") + words) if marked else words
+
+
 def margin_short(m: Margin) -> str:
     """The margin in a short size with its sign: `+1.20 GiB`, `-512.00 MiB`."""
     return ("+" if m.bytes >= 0 else "-") + format_bytes_short(abs(m.bytes))
@@ -332,11 +342,9 @@ def markdown_table(
             out.append(f"{lead} {peak:,} | - | - | - | - |{tail}")
             continue
         m = margin(row.estimate_bytes, peak)
-        failed = row.outcome.failed_status
-        verdict = f"no: failed, {failed}" if failed else ("yes" if m.covered else "NO")
         out.append(
             f"{lead} {peak:,} | {est} | {signed_bytes(m.bytes)} | {m.percent:+.1f}% "
-            f"| {verdict} |{tail}"
+            f"| {covered_cell(m.covered, failed=row.outcome.failed_status)} |{tail}"
         )
     out += ["", summary_line(rows)]
     side = engines_side_by_side(rows)

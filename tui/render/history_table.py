@@ -13,7 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.estimate.estimate import KvCacheMode
-from core.measurement.report import TableRow, margin_short, markdown_table, peak_what
+from core.measurement.report import (
+    TableRow,
+    covered_cell,
+    margin_short,
+    markdown_table,
+    peak_what,
+)
 from core.measurement.result import MeasuredPeak
 from core.units import format_bytes_short
 from tui.model.names import short_model
@@ -88,14 +94,14 @@ def history_row(peak: MeasuredPeak) -> HistoryRow:
     device = peak.device_kind.value + (" (synth)" if peak.synthetic_weights else "")
     m = peak.margin
     if peak.estimate_bytes is None or m is None:
-        estimate, margin_cell, covered_cell, covered = "-", "-", "-", None
+        estimate, margin_cell, covered_words, covered = "-", "-", "-", None
     else:
         estimate = format_bytes_short(peak.estimate_bytes)
         margin_cell = f"{margin_short(m)} {m.percent:+.1f}%"
         covered = peak.covered
-        covered_cell = "✓ yes" if covered else "✗ NO"
-        if peak.exit_status not in (None, 0):  # a failed run covers nothing
-            covered_cell = f"✗ exit {peak.exit_status}"
+        exited = peak.exit_status not in (None, 0)  # a failed run covers nothing
+        failed = f"exit {peak.exit_status}" if exited else None
+        covered_words = covered_cell(bool(covered), marked=True, failed=failed)
     cells = (
         when(peak.timestamp),
         model_cell(peak.model),
@@ -106,7 +112,7 @@ def history_row(peak: MeasuredPeak) -> HistoryRow:
         format_bytes_short(peak.peak_bytes),
         estimate,
         margin_cell,
-        covered_cell,
+        covered_words,
     )
     return HistoryRow(cells, covered)
 

@@ -46,3 +46,14 @@ def test_the_margin_s_short_words_carry_their_sign() -> None:
 
     assert margin_short(margin(6 << 30, 5 << 30)) == "+1.00 GiB"
     assert margin_short(margin(5 << 30, 6 << 30)) == "-1.00 GiB"
+
+
+def test_a_covered_column_reads_the_same_in_the_table_and_the_history() -> None:
+    from core.measurement.report import covered_cell
+    from tui.render.history_table import history_row
+
+    over = peak(estimate_bytes=4_000_000_000)
+    assert over.margin is not None
+    assert covered_cell(over.margin.covered) == "NO"
+    assert history_row(over).cells[-1] == covered_cell(False, marked=True) == "✗ NO"
+    assert covered_cell(True, failed="exit status 1") == "no: failed, exit status 1"
