@@ -123,7 +123,7 @@ class FitReader:
                 snapshot,
                 clean_text(entry.name),
                 {
-                    Quantization(k): clean_text(v) if isinstance(v, str) else v
+                    Quantization.named(k): clean_text(v) if isinstance(v, str) else v
                     for k, v in what_ifs.items()
                 },
             ),
@@ -143,8 +143,10 @@ def stored_what_ifs(
         return {}
     tensors, problem = _tensors_at(profile_id, folder)
     root = snapshot.config.root if snapshot.config is not None else None
-    found = what_if_weights(tensors, root, SCHEMES.values(), problem)
-    return {Quantization(k): clean_text(v) if isinstance(v, str) else v for k, v in found.items()}
+    found = what_if_weights(tensors, root, SCHEMES, problem)
+    return {
+        Quantization.named(k): clean_text(v) if isinstance(v, str) else v for k, v in found.items()
+    }
 
 
 @contextmanager

@@ -214,7 +214,7 @@ def shown_quantization(state: ExplorerState, what_ifs: Mapping[str, int | str]) 
 
 def what_ifs_by_kind(what_ifs: Mapping[str, int | str]) -> dict[Quantization, int | str]:
     """The loader's what-ifs (by `--quantizations` word) by their kind."""
-    return {Quantization(word): value for word, value in what_ifs.items()}
+    return {Quantization.named(word): value for word, value in what_ifs.items()}
 
 
 def explorer_request(state: ExplorerState, machine: BackendChoice) -> DeviceRequest:
