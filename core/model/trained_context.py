@@ -85,10 +85,10 @@ def trained_context(config: ModelConfig | None) -> TrainedContext | None:
     if block is None or factor is None or factor <= 1:
         return TrainedContext(found, source) if found else None
     kind_value = block.get("rope_type", block.get("type"))
-    kind = clean_text(kind_value)[:24].lower() if isinstance(kind_value, str) else "scaling"
+    rope_type = clean_text(kind_value)[:24].lower() if isinstance(kind_value, str) else "scaling"
     original = as_u64(block.get("original_max_position_embeddings")) or None
-    scaled = f"{kind} x{factor:g}" + (f" from {original:,}" if original else "")
-    if kind == "yarn":
+    scaled = f"{rope_type} x{factor:g}" + (f" from {original:,}" if original else "")
+    if rope_type == "yarn":
         # transformers' rule: the block's original window, else max_position_embeddings.
         window = original or found
         stretched = window * factor if window is not None else math.inf
@@ -100,9 +100,9 @@ def trained_context(config: ModelConfig | None) -> TrainedContext | None:
         return TrainedContext(found, source, f"{scaled}, {why}")
     if found is None:
         return None
-    if kind in _ALREADY_EXTENDED:
+    if rope_type in _ALREADY_EXTENDED:
         why = "already in the window"
-    elif kind == "dynamic":
+    elif rope_type == "dynamic":
         why = "at run time only"
     else:
         why = "not a type that stretches the window"

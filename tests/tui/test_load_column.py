@@ -3,6 +3,7 @@ the device holds, and both verdicts when they disagree. Pure: the widget paints 
 
 from __future__ import annotations
 
+from core.answer.verdict import verdict_words
 from core.backend import Backend
 from core.catalog.profiles import load_profile, profile_snapshot
 from core.estimate.available import AvailableMemory
@@ -18,7 +19,7 @@ from core.load.load import (
 )
 from core.units import GIB
 from tests.tui.helpers import LLAMA
-from tui.model.rows import LoadColumn, breakdown_rows
+from tui.model.rows import LoadColumn, RowKey, breakdown_rows
 
 KV = LoadTerm(
     TermKind.KV,
@@ -43,7 +44,10 @@ TOTAL = 8_600_000_000 + 783_286_272 + 400_000_000 + (1 << 30)
 def test_each_row_gets_the_terms_it_stands_beside() -> None:
     column = LoadColumn(MLX_LOAD, 24 * GIB, mlxcel_fits=False)
     assert column.heading == "mlx-lm load"
-    cells = {key: column.cell(key) for key in ("weights", "kv", "activation", "inflight")}
+    cells = {
+        key.value: column.cell(key)
+        for key in (RowKey.WEIGHTS, RowKey.KV, RowKey.ACTIVATION, RowKey.INFLIGHT)
+    }
     assert {k: c.bytes for k, c in cells.items()} == {
         "weights": 8_600_000_000,
         "kv": 783_286_272,
@@ -51,9 +55,9 @@ def test_each_row_gets_the_terms_it_stands_beside() -> None:
         "inflight": 1 << 30,
     }
     assert cells["kv"].detail == "29 of 34 layers sliding-window (1,024 tokens), fp16"
-    assert column.cell("overhead").bytes is None  # mlxcel's factor: no counterpart
-    assert column.cell("total").bytes == TOTAL
-    assert column.cell("available").bytes == 24 * GIB
+    assert column.cell(RowKey.OVERHEAD).bytes is None  # mlxcel's factor: no counterpart
+    assert column.cell(RowKey.TOTAL).bytes == TOTAL
+    assert column.cell(RowKey.AVAILABLE).bytes == 24 * GIB
 
 
 def test_the_rows_keys_are_mlxcels_own() -> None:
@@ -63,22 +67,22 @@ def test_the_rows_keys_are_mlxcels_own() -> None:
     settings = EstimateSettings(Backend.ROCM, available)
     est = estimate(snap, Workload(max_tokens=8192), settings)
     keys = {r.key for r in breakdown_rows(est, available)}
-    assert "inflight" in keys
+    assert RowKey.INFLIGHT in keys
     column = LoadColumn(MLX_LOAD, 24 * GIB, mlxcel_fits=True)
-    assert all(column.cell(k).bytes is not None for k in keys - {"overhead"})
+    assert all(column.cell(k).bytes is not None for k in keys - {RowKey.OVERHEAD})
 
 
 def test_both_verdicts_when_mlxcel_refuses_what_the_load_holds() -> None:
     column = LoadColumn(MLX_LOAD, 24 * GIB, mlxcel_fits=False)
     assert column.fits and column.disagrees
-    assert (column.verdict.label, column.verdict.bytes) == ("FITS", 24 * GIB - TOTAL)
+    assert (verdict_words(column.verdict), column.verdict.bytes) == ("FITS", 24 * GIB - TOTAL)
     assert column.disagreement == "mlxcel's preflight would refuse this; mlx-lm loads it"
 
 
 def test_when_the_load_is_over_and_mlxcel_fits() -> None:
     column = LoadColumn(MLX_LOAD, TOTAL - 1, mlxcel_fits=True)
     assert not column.fits and column.disagrees
-    assert (column.verdict.label, column.verdict.bytes) == ("DOES NOT FIT", 1)
+    assert (verdict_words(column.verdict), column.verdict.bytes) == ("DOES NOT FIT", 1)
     assert "mlx-lm would hold more than is available" in column.disagreement
 
 
@@ -102,7 +106,7 @@ def test_a_split_with_the_host_counts_only_the_devices_share() -> None:
     )
     column = LoadColumn(load, 8 * GIB, mlxcel_fits=False)
     assert column.heading == "llama.cpp load"
-    assert column.cell("total").bytes == 6 * GIB + (300 << 20)
-    assert column.cell("total").detail == "the host holds 2.00 GiB more"
-    assert column.cell("activation").bytes == 300 << 20  # the compute buffer
+    assert column.cell(RowKey.TOTAL).bytes == 6 * GIB + (300 << 20)
+    assert column.cell(RowKey.TOTAL).detail == "the host holds 2.00 GiB more"
+    assert column.cell(RowKey.ACTIVATION).bytes == 300 << 20  # the compute buffer
     assert column.fits
