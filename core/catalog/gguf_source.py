@@ -26,8 +26,8 @@ class GgufSource:
 
 
 def _existing(name: str) -> Path | None:
-    path = Path(os.path.expanduser(name))
-    try:
+    try:  # `~\x00` asks the password database for a user with a NUL: ValueError
+        path = Path(os.path.expanduser(name))
         return path if os.path.lexists(path) else None
     except (OSError, ValueError):
         return None

@@ -234,8 +234,8 @@ def _existing_path(name: str) -> Path | None:
     """The path a MODEL argument names if something is there (even a broken link)."""
     if not name:
         return None
-    path = Path(os.path.expanduser(name)) if name.startswith("~") else Path(name)
-    try:
+    try:  # `~\x00` asks the password database for a user with a NUL: ValueError
+        path = Path(os.path.expanduser(name)) if name.startswith("~") else Path(name)
         return path if os.path.lexists(path) else None
     except (OSError, ValueError):
         return None

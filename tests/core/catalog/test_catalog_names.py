@@ -186,3 +186,16 @@ def test_any_models_dirs_give_a_catalog(dirs: list[str], env_value: str) -> None
     env = {"VRAMSCOPE_MODELS_DIR": env_value, "HF_HUB_CACHE": "/nonexistent/vramscope"}
     catalog = build_catalog(dirs, env=env)
     assert len([e for e in catalog.entries if e.origin == ORIGIN_BUILTIN]) >= 12
+
+
+@pytest.mark.parametrize("name", ["~\x00", "~\x00/model", "~a\x00b.gguf"])
+def test_a_home_with_a_nul_is_no_such_model_never_a_value_error(
+    name: str, no_cache: dict[str, str]
+) -> None:
+    # `~\x00` made os.path.expanduser ask the password database for a user named NUL,
+    # whose ValueError escaped (found by the names property test).
+    from core.catalog.gguf_source import _existing
+
+    assert _existing(name) is None
+    with pytest.raises(ModelNotFoundError):
+        resolve_model(name, env=no_cache)
