@@ -15,8 +15,8 @@ from typing import Any
 
 from core.display_text import clean_text, json_safe
 from core.gguf_load.answer import GgufAnswer
-from core.load.load import DeviceShare, LoadTerm, Sourced, TermKind
-from core.load.report import load_line
+from core.load.load import DeviceShare, LoadTerm, TermKind
+from core.load.report import load_line, source_json, term_json
 from core.units import format_bytes_short
 
 PREFIX = "vramscope: "
@@ -81,24 +81,6 @@ def _origin(term: LoadTerm) -> str:
     return str(term.origin.value)
 
 
-def _term(term: LoadTerm) -> dict[str, Any]:
-    return {
-        "kind": term.kind.value,
-        "bytes": term.bytes,
-        "origin": term.origin.name.lower(),
-        "detail": term.detail,
-    }
-
-
-def _source(source: Sourced) -> dict[str, Any]:
-    return {
-        "name": source.name,
-        "value": source.value,
-        "origin": source.origin.name.lower(),
-        "detail": source.detail,
-    }
-
-
 def gguf_load_json(found: GgufAnswer) -> dict[str, Any]:
     """The `load` object of `inspect --json` for a GGUF (the mlx-lm load's keys in their
     order, then llama.cpp's)."""
@@ -116,8 +98,8 @@ def gguf_load_json(found: GgufAnswer) -> dict[str, Any]:
         "fits": found.fits,
         "mlxcel_refuses": None,
         "largest_context": found.context.json(),
-        "terms": [_term(t) for t in load.terms],
-        "sources": [_source(s) for s in load.sources],
+        "terms": [term_json(t) for t in load.terms],
+        "sources": [source_json(s) for s in load.sources],
         "notes": list(load.notes),
         "differs_from_mlxcel": None,
         "tokens_source": found.ctx.source,
@@ -125,7 +107,7 @@ def gguf_load_json(found: GgufAnswer) -> dict[str, Any]:
             {
                 "placement": s.placement.value,
                 "total_bytes": s.total_bytes,
-                "terms": [_term(t) for t in s.terms],
+                "terms": [term_json(t) for t in s.terms],
             }
             for s in load.shares
         ],

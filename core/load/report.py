@@ -67,7 +67,8 @@ def why_differs(plan: MlxLmPlan, load: EngineLoad, est: MemoryEstimate) -> str |
     )
 
 
-def _term(term: LoadTerm) -> dict[str, Any]:
+def term_json(term: LoadTerm) -> dict[str, Any]:
+    """One term in a `load` object (every engine's)."""
     return {
         "kind": term.kind.value,
         "bytes": term.bytes,
@@ -76,7 +77,8 @@ def _term(term: LoadTerm) -> dict[str, Any]:
     }
 
 
-def _source(source: Sourced) -> dict[str, Any]:
+def source_json(source: Sourced) -> dict[str, Any]:
+    """One dimension and where it came from, in a `load` object (every engine's)."""
     return {
         "name": source.name,
         "value": source.value,
@@ -103,8 +105,8 @@ def load_json(
         "fits": fits,
         "mlxcel_refuses": mlxcel_refuses,
         "largest_context": largest_context,
-        "terms": [_term(t) for t in load.terms],
-        "sources": [_source(s) for s in load.sources],
+        "terms": [term_json(t) for t in load.terms],
+        "sources": [source_json(s) for s in load.sources],
         "notes": list(load.notes),
         "differs_from_mlxcel": why,
     }
