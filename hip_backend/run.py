@@ -16,6 +16,7 @@ process of it. This module is the only writer of the history.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -236,10 +237,25 @@ def start_command(
         runner.start()
     except (VramscopeError, OSError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        if isinstance(exc, FileNotFoundError) and _cwd_gone():
+            # Starting the holder in a deleted folder fails with ENOENT, which read as if
+            # the program were missing.
+            why = "the working directory no longer exists (cd to a folder that does)"
         handle._finish(MeasurementFailure(FailureKind.CANNOT_START, f"cannot run: {why}"))
         return handle
     handle._start_command(runner, finish)
     return handle
+
+
+def _cwd_gone() -> bool:
+    """True when the current working directory was deleted."""
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def measure(

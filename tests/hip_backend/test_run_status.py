@@ -146,3 +146,27 @@ async def test_the_explorer_s_history_never_calls_a_failed_run_covered(
         table = screen.query_one(DataTable)
         covered = [str(table.get_row_at(i)[-1]) for i in range(table.row_count)]
         assert covered == ["✗ exit 1", "✗ exit 137"]  # newest first
+
+
+def test_a_deleted_working_directory_is_said_not_blamed_on_the_program(tmp_path: Path) -> None:
+    # Started from a folder that was deleted, `run` said "cannot run: No such file or
+    # directory", as if `true` were missing (#41).
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    script = (
+        "import os, subprocess, sys\n"
+        f"os.chdir({str(gone)!r}); os.rmdir({str(gone)!r})\n"
+        "done = subprocess.run([sys.executable, '-m', 'tui', 'run', '--', 'true'],"
+        " capture_output=True, text=True, timeout=120)\n"
+        "sys.stderr.write(done.stderr); sys.exit(done.returncode)\n"
+    )
+    env = dict(os.environ, XDG_STATE_HOME=str(tmp_path / "state"), PYTHONPATH=str(ROOT))
+    done = subprocess.run(
+        [PY, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 2
+    last = done.stderr.strip().splitlines()[-1]
+    assert last == (
+        "vramscope: error: cannot run: the working directory no longer exists "
+        "(cd to a folder that does)"
+    )
