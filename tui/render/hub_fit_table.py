@@ -62,6 +62,7 @@ def hub_cells(row: HubFitRow, available_bytes: int) -> tuple[str, ...]:
         row.quantization.word,
         f"{BOUND_MARK}{format_bytes_short(weights)}" if weights is not None else "?",
         f"≥{format_bytes_short(weights)}" if weights is not None else "?",
+        "",  # LOAD: a listing gives no load
         bound or f"{BOUND_MARK} unread{gated}",
         "",
         "",

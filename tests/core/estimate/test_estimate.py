@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from core.backend import Backend
-from core.catalog.model_dir import read_model_dir
+from core.catalog.model_dir import read_model_dir, resolve_weight_bytes
 from core.catalog.profiles import load_profile, profile_snapshot
 from core.estimate.estimate import Workload, estimate, kv_bytes_per_token
 from core.estimate.headroom import compute_runtime_headroom
+from core.estimate.snapshot import snapshot_from_config
 from core.estimate.weights import WeightsSource
 from core.units import GIB, MIB, U64_MAX
 from tests.core.helpers import LLAMA_4BIT, MINIMAL_CONFIG, QWEN3_MOE_4BIT, QWEN25_4BIT, settings
@@ -164,9 +165,11 @@ def test_analytical_and_fallback_paths(model_dir: MakeDir) -> None:
     )
     assert analytical.weights_source is WeightsSource.ANALYTICAL_CONFIG
     assert analytical.weights_bytes == 11_604_066_304
-    empty = estimate(
-        read_model_dir(model_dir(name="empty")), Workload(8192), settings(backend=Backend.CPU)
-    )
+    # mlxcel's fallback for a folder with no config and no weights (vramscope itself
+    # refuses such a folder before the estimate: read_model_dir raises ModelError).
+    folder = model_dir(name="empty")
+    fallback = snapshot_from_config("empty", None, resolve_weight_bytes(folder, None))
+    empty = estimate(fallback, Workload(8192), settings(backend=Backend.CPU))
     assert empty.weights_source is WeightsSource.FALLBACK
     assert (empty.weights_bytes, empty.kv_bytes, empty.kv.available) == (14_000_000_000, 0, False)
 

@@ -356,7 +356,7 @@ def test_table_puts_both_engines_beside_the_estimate(mlx_model_dir: Path, tmp_pa
     assert "MLX peak (mx.get_peak_memory), cpu" in text
     assert "emulating MLX-ROCm's in-flight queue" in text
     engines = [r.engine for r in HistoryStore.default().read().results]
-    assert engines == ["mlx", "torch"]
+    assert [e.value for e in engines] == ["mlx", "torch"]
 
 
 def test_mlx_variables_reach_the_child_unchanged(
