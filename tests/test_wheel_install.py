@@ -112,9 +112,13 @@ def test_inspect_of_a_gguf_from_the_wheel_gives_the_same_answer_as_this_tree(
 
     _, bin_dir, env = installed
     (path,) = write_model(tmp_path, "qwen3moe", weight_type="Q4_0")
-    done = run([str(bin_dir / "vramscope"), "inspect", str(path), "--json"], tmp_path, env)
+    done = run(
+        [str(bin_dir / "vramscope"), "inspect", str(path), "--json", "--memory-limit", "16GiB"],
+        tmp_path,
+        env,
+    )
     assert done.returncode == 0, done.stderr
-    assert main(["inspect", str(path), "--json"]) == 0
+    assert main(["inspect", str(path), "--json", "--memory-limit", "16GiB"]) == 0
     assert json.loads(done.stdout) == json.loads(capsys.readouterr().out)
 
 
