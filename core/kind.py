@@ -1,8 +1,9 @@
 """The one base of vramscope's typed kinds (`Kind`) and its one parser (`Kind.named`).
 
-A kind is a plain `Enum`: a member is never equal to its word (`Engine.TORCH == "torch"`
-is False, and `tests/test_typed_kinds.py` finds such a compare in the source), so
-text becomes a member once, where it enters (a flag, a JSON record), through `named`,
+A kind is a plain `Enum`: a member is never equal to its word (the torch engine's member
+compared with the text "torch" is False, and `tests/test_typed_kinds.py` finds such a
+compare in the source), so text becomes a member once, where it enters (a flag, a JSON
+record), through `named`,
 and everything after compares members by identity. The word is the member's value:
 what the CLI, the JSON and the history write (`.value` where written; `str()` and
 f-strings print the word too, so printed text reads as it always did).
