@@ -29,9 +29,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from core.catalog.model_dir import unreadable_folder_reason
 from tui.cli import main
 
 MAX = 2**64 - 1
@@ -506,10 +507,24 @@ def variables(values: dict[str, str | None]) -> Iterator[None]:
         }
     ),
 )
+@example(
+    folder=Folder(config=None),
+    ctx=0,
+    batch=1,
+    int8=False,
+    env={"factor": "", "mult": "", "inflight": "", "limit": "1.5GB", "rocm": False},
+)
 def test_inspect_matches_the_reference(
     folder: Folder, ctx: int, batch: int, int8: bool, env: dict[str, Any]
 ) -> None:
-    want = reference(folder, ctx, batch, int8, env)
+    # The one departure from mlxcel (#38): a folder with neither a config.json nor
+    # safetensors is refused with one line and exit 2, where mlxcel answers its 7 B
+    # guess (or "any context" for an empty folder).
+    files = {*folder.headers, *folder.empty_files}
+    files |= {"config.json"} if folder.config is not None else set()
+    files |= {"model.safetensors.index.json"} if folder.index is not None else set()
+    refused = unreadable_folder_reason(frozenset(files))
+    want = None if refused else reference(folder, ctx, batch, int8, env)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "m"
         write(folder, path)
@@ -527,6 +542,10 @@ def test_inspect_matches_the_reference(
         }
         with variables(names), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = main(argv)
+    if want is None:
+        assert (code, out.getvalue()) == (2, ""), err.getvalue()
+        assert err.getvalue().count("\n") == 1 and str(refused) in err.getvalue()
+        return
     assert code == 0, err.getvalue()
     got = json.loads(out.getvalue())
     assert {k: got[k] for k in want} == want, err.getvalue()
