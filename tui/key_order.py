@@ -114,6 +114,8 @@ class KeyOrder:
         self._limit = None
         out = self._out
         waited_s = self._waited_s + CHECK_S
+        if self._closing():
+            return
         screen = self._app.screen
         coming = out.is_attached if out is not None else not screen.is_mounted
         if coming and waited_s < GIVE_UP_S:
@@ -129,7 +131,18 @@ class KeyOrder:
         # Fits view focused its table, and `q` on the table quit).
         await self._let_go()
 
+    def _closing(self) -> bool:
+        """The app is ending (its screens already gone): the held keys go nowhere. A
+        timer armed before the quit still fires; `app.screen` would raise."""
+        if self._app.screen_stack:
+            return False
+        self._held.clear()
+        self._out = None
+        return True
+
     async def _let_go(self) -> None:
+        if self._closing():
+            return
         if self._held and self._out is None:
             screen = self._app.screen
             if screen is not self._screen:

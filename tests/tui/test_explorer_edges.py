@@ -153,6 +153,40 @@ async def test_a_key_held_up_past_the_limit_loses_none_of_the_keys_typed_after_i
         assert state.device_memory == "24GB"
 
 
+async def test_a_hold_s_check_after_the_app_ended_drops_the_held_keys(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Under load, the hold's check (a timer armed while keys waited) ran after the app
+    # had taken its screens down, and read `app.screen`: ScreenStackError, and the
+    # app ended with an error. A check that comes then lets nothing go.
+    from tui.key_order import CHECK_S
+    from tui.widgets.stop_slider import StopSlider
+
+    real = StopSlider.on_key
+
+    async def slow_s(slider: StopSlider, event: events.Key) -> None:
+        if event.key == "s":
+            await asyncio.sleep(CHECK_S * 4)
+        real(slider, event)
+
+    monkeypatch.setattr(StopSlider, "on_key", slow_s)
+    app = build_app(preset="gfx1151")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        burst(app, "sdd")
+        order = app.key_order
+        # Not `wait_for`: its pauses wait for the slow key itself.
+        for _ in range(1000):
+            if order.taken == 1 and not order.idle:
+                break
+            await asyncio.sleep(0.01)
+        assert order.taken == 1 and not order.idle
+        app.exit()
+    assert app.screen_stack == [] and not order.idle
+    await order._check()  # the timer's callback, as it came
+    assert order.idle and order.taken == 1
+
+
 async def test_the_footer_keeps_whole_keys_and_lists_the_new_ones_where_they_fit() -> None:
     app = build_app(preset="gfx1151")
     async with app.run_test(size=(160, 48)) as pilot:
