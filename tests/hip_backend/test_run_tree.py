@@ -39,9 +39,12 @@ DOUBLE_FORK = f"({ALLOCATE} &); sleep 1.6"
 SETSID = f"setsid {ALLOCATE} & sleep 1.6"
 UNFORKED = f"{ALLOCATE}; sleep 0.5"
 # A command that leaves a `setsid` child and a double-forked one behind, writing
-# their pids (and its own) to the file it is given.
+# their pids (and its own) to the file it is given. Each carries that file's path (the
+# setsid one in its environment, the forked one in its command line), so that a test
+# looks for its own leftovers only: other runs may be going on beside it.
 LEAVES_BEHIND = (
     "import os, subprocess, sys, time\n"
+    "os.environ['LEFT_BY'] = sys.argv[1]\n"
     "kept = subprocess.Popen(['sleep', '60'], start_new_session=True)\n"
     "pid = os.fork()\n"
     "if pid == 0:\n"
@@ -75,16 +78,20 @@ def alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-def with_token(token_env: str = "VRAMSCOPE_RUN_TOKEN") -> list[int]:
-    """Live processes that carry a run token (any run's)."""
+def with_token(left_by: Path, token_env: str = "VRAMSCOPE_RUN_TOKEN") -> list[int]:
+    """Live processes that carry a run token and `left_by` (LEAVES_BEHIND's file) in
+    their environment or command line: this test's leftovers, not another run's."""
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit() and entry.name != str(os.getpid()):
             try:
-                if f"{token_env}=".encode() in (entry / "environ").read_bytes():
-                    found.append(int(entry.name))
+                environ = (entry / "environ").read_bytes()
+                cmdline = (entry / "cmdline").read_bytes()
             except OSError:
                 continue
+            tag = str(left_by).encode()
+            if f"{token_env}=".encode() in environ and (tag in environ or tag in cmdline):
+                found.append(int(entry.name))
     return [p for p in found if alive(p)]
 
 
@@ -140,7 +147,7 @@ def test_what_the_command_leaves_behind_is_killed_at_its_end(tmp_path: Path, cgr
     assert done.exit_status == 0
     command, kept = map(int, pids.read_text().split())
     assert not alive(command) and not alive(kept)
-    assert with_token() == []  # the double-forked one too (it carries the token)
+    assert with_token(pids) == []  # the double-forked one too (it carries the token)
     if cgroup:
         group = Path(done.followed_by.removeprefix("cgroup v2 "))
         assert not group.exists()  # removed once empty
@@ -159,7 +166,7 @@ def test_a_stopped_run_takes_setsid_and_double_forked_children_with_it(
     ran.send_signal(signum)
     assert ran.wait(timeout=30) == status
     assert left_after_grace(ran.pid) == []
-    assert not alive(command) and not alive(kept) and with_token() == []
+    assert not alive(command) and not alive(kept) and with_token(pids) == []
     assert cgroups_left(ran.pid) == []
 
 
@@ -173,7 +180,7 @@ def test_a_killed_vramscope_takes_setsid_children_with_it(tmp_path: Path) -> Non
     ran.kill()  # no clean-up of its own: the holder's parent watch ends the run
     ran.wait(timeout=10)
     assert left_after_grace(ran.pid) == []
-    assert not alive(command) and not alive(kept) and with_token() == []
+    assert not alive(command) and not alive(kept) and with_token(pids) == []
     assert cgroups_left(ran.pid) == []  # the holder removed the run's cgroup
 
 
