@@ -8,6 +8,7 @@ import inspect
 import json
 import os
 import re
+import signal
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +18,13 @@ import pytest
 
 from core.catalog.profiles import load_profile
 from tests.model_writers import write_skeleton
+
+# A suite started in the background of a shell without job control (`make test &` in
+# a script, `nohup`) inherits SIGINT ignored, and so would every vramscope the tests
+# start: the Ctrl-C tests then wait on a process that never sees it. A handler here
+# makes the children start with the default again (exec resets handled signals).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 ESTIMATOR_ENV = (
     "MLXCEL_HEADROOM_FACTOR",
