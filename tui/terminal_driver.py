@@ -15,7 +15,9 @@ an event loop busy with reads, took 0.2-0.6 s more on a loaded machine), and aga
 behind whatever Textual's writer thread still holds (the alternate screen's switch,
 a frame), later output is dropped, the app is asked to exit, and if it has not ended
 `EXIT_GRACE_S` later the process ends there, with the children it started
-(`end_now`). The exit status is 128 + the signal, 129 for a hang-up.
+(`end_now`). A signal ends the process by that signal once the terminal is restored
+(a shell's `$?` is 128 + the signal: 143, 129); a closed terminal seen without a
+SIGHUP exits 129.
 
 The signals are handled from the moment the terminal is touched: the handlers are
 set before Textual's `start_application_mode` writes its first byte. Until the app
@@ -43,7 +45,7 @@ from textual.drivers.linux_driver import LinuxDriver
 if TYPE_CHECKING:
     from textual.app import App
 
-from tui.process_exit import STOP_SIGNALS, children, end_now
+from tui.process_exit import STOP_SIGNALS, children, default_on, end_now
 
 __all__ = ["EXIT_GRACE_S", "HANGUP_EXIT", "RESTORE", "TerminalDriver", "children", "end_now"]
 HANGUP_EXIT = 128 + signal.SIGHUP
@@ -107,6 +109,10 @@ class TerminalDriver(LinuxDriver):
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         self._stop(128 + signum)
+        # The terminal restored, the default back (this is the main thread): the end,
+        # at the app's exit or on the deadline's thread, is by this signal, and a
+        # second one ends the process at once.
+        default_on(signum)
 
     def _stop(self, code: int) -> None:
         """Restore the terminal now, ask the app to exit, end the process if it lingers

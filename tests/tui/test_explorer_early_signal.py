@@ -1,14 +1,19 @@
 """The explorer signalled while it starts (#41): whenever SIGTERM or SIGHUP comes, from
-the first instant to past the first frame, the explorer ends with 128 + the signal and
-leaves the terminal as it found it (every mode it turned on is turned off after it was
-turned on), never a traceback (`NoMatches: No nodes match 'Controls'`) or exit 1.
+the first instant to past the first frame, the explorer is ended by that signal (one
+status at every instant, the interpreter's start-up before any handler included:
+`waitpid` reads signal 15, a shell's `$?` is 143; 129 for SIGHUP) and leaves the
+terminal as it found it (every mode it turned on is turned off after it was turned on),
+never a traceback (`NoMatches: No nodes match 'Controls'`) or exit 1.
 
 Each start is a real `vramscope explore` on its own pty; a few run at once to keep
-the sweep's time down. A loaded machine takes from 0.2 s to over a second to reach
-the alternate screen, so the sweep that matters is timed from the moment the explorer
-enters it (seen on the pty): every 10 ms from then to 0.5 s on, and every 20 ms for
-0.3 s from the first frame (the body's mount, where `NoMatches` came from); a coarser
-one from the process's start covers the interpreter's start and Textual's import.
+the sweep's time down. From the process's start, every 10 ms to 0.5 s, a real shell
+starts it, sends the signal and reports `$?`, as a user's shell would; every 50 ms the
+test signals it itself and reads `waitpid`'s status (a shell's 143 is the same for an
+exit(143) and a death by SIGTERM: this one tells them apart). A loaded machine
+takes from 0.2 s to over a second to reach the alternate screen, so two sweeps are
+timed from what the explorer writes (seen on the pty): every 10 ms from its entering
+the alternate screen to 0.5 s on, and every 20 ms for 0.3 s from the first frame (the
+body's mount, where `NoMatches` came from).
 """
 
 from __future__ import annotations
@@ -37,11 +42,19 @@ MODES = (b"1049", b"1000", b"1003", b"1015", b"1006", b"2004", b"1004")
 """The alternate screen, the mouse modes, bracketed paste, focus reporting."""
 AT_ONCE = 3
 FIRST_FRAME = b"Available"
+SHELL_STATUS = b"shell-status "
+SHELL = 'after="$1"; shift; exec 3<&0; "$@" <&3 3<&- & pid=$!; sleep "$after"; \
+kill -s "$SIG" "$pid"; wait "$pid"; echo "shell-status $?"'
+"""Start the explorer, signal it `$1` seconds later, and say the status its shell saw
+(the terminal handed on through fd 3: a background command's stdin is /dev/null
+before its own redirections)."""
 
 
 @dataclass(frozen=True)
 class Ended:
-    """One signalled start: when the signal went, the exit status, what was written."""
+    """One signalled start: when the signal went, the exit status, what was written.
+    `code` is `Popen.returncode` (-N: ended by signal N), or a shell's `$?` when a
+    shell started it (`shell`)."""
 
     after_s: float
     signum: int
@@ -51,6 +64,7 @@ class Ended:
     """Seconds from the start to the alternate screen (None: never entered)."""
     frame_at: float | None = None
     """Seconds from the start to the first frame (None: never shown)."""
+    shell: bool = False
 
 
 def _left_on(output: bytes) -> list[bytes]:
@@ -64,9 +78,9 @@ def _left_on(output: bytes) -> list[bytes]:
 
 
 def start_and_signal(tmp_path: Path, after_s: float, signum: int, anchor: str) -> Ended:
-    """Start the explorer, signal it `after_s` after `anchor` ("start", "alt": it
-    entered the alternate screen, "frame": its first frame), and read what it writes
-    until it ends."""
+    """Start the explorer, signal it `after_s` after `anchor` ("shell": a shell starts
+    it and signals it, "start", "alt": it entered the alternate screen, "frame": its
+    first frame), and read what it writes until it ends."""
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
     home = tmp_path / f"{signum}-{int(after_s * 1000)}-{anchor}"
@@ -80,8 +94,13 @@ def start_and_signal(tmp_path: Path, after_s: float, signum: int, anchor: str) -
         "HF_HUB_OFFLINE": "1",
     }
     env.pop("TMUX", None)
+    explorer = [sys.executable, "-m", "tui", "explore"]
+    shell = anchor == "shell"
+    if shell:
+        env["SIG"] = signal.Signals(signum).name.removeprefix("SIG")
+        explorer = ["sh", "-c", SHELL, "sh", f"{after_s:.3f}", *explorer]
     process = subprocess.Popen(
-        [sys.executable, "-m", "tui", "explore"],
+        explorer,
         cwd=ROOT,
         stdin=slave,
         stdout=slave,
@@ -97,8 +116,10 @@ def start_and_signal(tmp_path: Path, after_s: float, signum: int, anchor: str) -
     try:
         end = started + 60
         while time.monotonic() < end:
-            zero = {"start": 0.0, "alt": alt_at, "frame": frame_at}[anchor]
+            zero = {"shell": None, "start": 0.0, "alt": alt_at, "frame": frame_at}[anchor]
             due = None if zero is None else started + zero + after_s
+            if shell:
+                sent = True  # the shell sends it
             if not sent and due is not None and time.monotonic() >= due:
                 process.send_signal(signum)
                 sent = True
@@ -124,13 +145,17 @@ def start_and_signal(tmp_path: Path, after_s: float, signum: int, anchor: str) -
                     break
             elif sent and process.poll() is not None:
                 break
-        code = process.wait(10)
+        code: int | None = process.wait(10)
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(10)
         os.close(master)
-    return Ended(after_s, signum, code, output, alt_at, frame_at)
+    if shell:
+        said = output.rsplit(SHELL_STATUS, 1)
+        code = int(said[1].split()[0]) if len(said) == 2 else None
+        output = said[0]
+    return Ended(after_s, signum, code, output, alt_at, frame_at, shell)
 
 
 def _sweep(tmp_path: Path, starts: list[tuple[float, int, str]]) -> list[Ended]:
@@ -141,20 +166,22 @@ def _sweep(tmp_path: Path, starts: list[tuple[float, int, str]]) -> list[Ended]:
 def _problems(ended: list[Ended]) -> list[str]:
     out = []
     for e in ended:
-        # Before vramscope's own code runs, the interpreter dies of the signal itself
-        # (a shell shows that as 128 + the signal too) and has touched nothing.
-        wanted = (128 + e.signum, -e.signum)
+        # Ended by the signal at every instant: a shell shows 128 + the signal.
+        wanted = 128 + e.signum if e.shell else -e.signum
         left = _left_on(e.output)
-        if e.code not in wanted or left or b"Traceback" in e.output or b"NoMatches" in e.output:
-            out.append(f"at {e.after_s:.2f} s: exit {e.code}, left on {left}: {e.output[-300:]!r}")
+        if e.code != wanted or left or b"Traceback" in e.output or b"NoMatches" in e.output:
+            by = "shell " if e.shell else ""
+            said = f"{by}at {e.after_s:.2f} s: exit {e.code}, left on {left}"
+            out.append(f"{said}: {e.output[-300:]!r}")
     return out
 
 
 def _starts(signum: int, step_ms: int) -> list[tuple[float, int, str]]:
+    by_shell = [(n / 1000, signum, "shell") for n in range(0, 501, step_ms)]
     from_start = [(n / 1000, signum, "start") for n in range(0, 501, 50)]
     from_alt = [(n / 1000, signum, "alt") for n in range(0, 501, step_ms)]
     from_frame = [(n / 1000, signum, "frame") for n in range(0, 301, 2 * step_ms)]
-    return from_start + from_alt + from_frame
+    return by_shell + from_start + from_alt + from_frame
 
 
 def test_sigterm_at_every_10_ms_of_the_start_ends_143_with_the_terminal_restored(

@@ -40,8 +40,9 @@ def run(args: argparse.Namespace) -> int:
     if sys.platform != "win32":
         from tui.process_exit import exit_on_stop_signals
 
-        # SIGTERM or SIGHUP while Textual is imported and the app built: 143 or 129,
-        # the terminal untouched; the terminal driver takes them over as it starts.
+        # SIGTERM or SIGHUP while Textual is imported and the app built: ended by the
+        # signal (a shell's 143 or 129), the terminal untouched; the terminal driver
+        # takes them over as it starts.
         exit_on_stop_signals()
     # Importing Textual and building the screen make objects by the hundred thousand,
     # and the collector, walking them again and again, took 10-15% of the time to the
