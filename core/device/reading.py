@@ -11,8 +11,9 @@
 - Metal, and a GPU none of those can read: MLX's own `mx.device_info()` and
   `mx.get_memory_limit()`, asked in a child interpreter (`core.probes.mlx_device`).
 - CPU and anything else: `/proc/meminfo` (`MemTotal`, `MemAvailable`). Never for
-  CUDA: a CUDA device that cannot be read is no reading (`unread_words` says why),
-  not the host's RAM under the GPU's name.
+  CUDA or ROCm: a GPU that cannot be read (none there) is no reading (`unread_words`
+  says what was not found and where it looked), not the host's RAM under the GPU's
+  name.
 
 Every reader takes a root folder (default `SYS_ROOT`, `PROC_ROOT`) so tests run on
 recorded trees; a missing or unreadable file is a note.
@@ -160,8 +161,8 @@ def read_device_memory(
         answer = None
     if reading is None and answer is not None and wants_gpu:
         return _from_mlx(answer, notes)
-    if reading is None and backend is Backend.CUDA:
-        return None  # the host's RAM is not the CUDA device's budget
+    if reading is None and backend in (Backend.CUDA, Backend.ROCM):
+        return None  # the host's RAM is not the GPU's budget
     if reading is None:
         reading = _from_meminfo(proc_root or PROC_ROOT, [])
     if reading is None:
@@ -175,12 +176,21 @@ def read_device_memory(
     return replace(reading, notes=(*reading.notes, *notes))
 
 
-def unread_words(backend: Backend, proc_root: Path | None = None) -> str:
-    """Why `read_device_memory(backend)` gave nothing, in words."""
+def unread_words(
+    backend: Backend, proc_root: Path | None = None, sys_root: Path | None = None
+) -> str:
+    """Why `read_device_memory(backend)` gave nothing, in words: what was not found and
+    where it was looked for."""
     if backend is Backend.CUDA:
         return (
             "the CUDA device cannot be read (neither NVML, pip install 'vramscope[nvidia]', "
             "nor nvidia-smi answered: no NVIDIA GPU here?)"
+        )
+    if backend is Backend.ROCM:
+        drm = (sys_root or SYS_ROOT) / "class" / "drm"
+        return (
+            f"no AMD GPU found (no amdgpu card reports its memory in {drm}, and MLX has no "
+            "GPU device)"
         )
     return (
         f"no device memory is readable (no amdgpu sysfs, NVML, nvidia-smi, MLX or "
@@ -200,6 +210,7 @@ def device_available(
     device = read_device_memory(backend, sys_root=sys_root, proc_root=proc_root, mlx=mlx)
     if device is None:
         raise UsageError(
-            "--memory-limit", f"{which}: {unread_words(backend, proc_root)}; give a size instead"
+            "--memory-limit",
+            f"{which}: {unread_words(backend, proc_root, sys_root)}; give a size instead",
         )
     return device_budget(which, device), device

@@ -66,12 +66,15 @@ def test_a_gfx1151_apu_counts_gtt() -> None:
     assert total.bytes == int(96 * GIB * 0.8)
 
 
-def test_no_gpu_reads_proc_meminfo_with_a_note() -> None:
+def test_no_gpu_is_no_rocm_reading_and_the_cpu_reads_proc_meminfo() -> None:
     assert read_amdgpu_cards(DATA / "no-gpu" / "sys") == []
-    device = read_device_memory(Backend.ROCM, **roots("no-gpu"))
+    # No amdgpu card: no ROCm device, never the host's RAM under its name (#41).
+    assert read_device_memory(Backend.ROCM, **roots("no-gpu")) is None
+    with pytest.raises(UsageError, match="no AMD GPU found"):
+        device_available(Budget.FREE, Backend.ROCM, **roots("no-gpu"))
+    device = read_device_memory(Backend.CPU, **roots("no-gpu"))
     assert device is not None
     assert (device.total, device.free) == (16384000 * 1024, 8192000 * 1024)
-    assert device.notes and "no amdgpu card" in device.notes[0]
     free, _ = device_available(Budget.FREE, Backend.CPU, **roots("no-gpu"))
     assert free.bytes == 8192000 * 1024  # MemAvailable, no 80% rule on the CPU
 

@@ -103,3 +103,27 @@ def test_cuda_without_an_nvidia_gpu_is_one_line_never_the_host_s_ram(
         "NVML, pip install 'vramscope[nvidia]', nor nvidia-smi answered: no NVIDIA GPU "
         "here?); give a size instead\n"
     )
+
+
+@pytest.mark.parametrize("which", ["free", "total"])
+@pytest.mark.parametrize("command", ["inspect", "fit"])
+def test_rocm_without_an_amd_gpu_is_one_line_never_the_host_s_ram(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, which: str, command: str
+) -> None:
+    """The recorded machine has /proc/meminfo (127 GiB), no amdgpu card in its sysfs
+    and no MLX GPU: `--backend rocm` names what it did not find and where it looked
+    (#41), where it used the host's RAM as the GPU's."""
+    sys_root = DATA / "no-gpu" / "sys"
+    monkeypatch.setattr(reading, "SYS_ROOT", sys_root)
+    monkeypatch.setattr(reading, "PROC_ROOT", DATA / "no-gpu" / "proc")
+    monkeypatch.setattr(reading, "read_mlx_device", lambda: None)
+    monkeypatch.setattr(reading, "read_nvml", lambda: None)
+    monkeypatch.setattr(reading, "query_nvidia_smi", lambda timeout: None)
+    argv = [command, QWEN] if command == "inspect" else [command]
+    code, out, err = run(capsys, *argv, "--backend", "rocm", "--memory-limit", which)
+    assert (code, out) == (2, "")
+    assert err == (
+        f"vramscope: error: --memory-limit: {which}: no AMD GPU found (no amdgpu card "
+        f"reports its memory in {sys_root / 'class' / 'drm'}, and MLX has no GPU device); "
+        "give a size instead\n"
+    )
