@@ -49,9 +49,6 @@ KIND_NAMES = frozenset(
 )
 RECORD_TAGS = {
     ("core/measurement/history.py", "kind"),
-    # Still text, left open: `core.measurement.fields.LlamaCppBuffer.kind` (main's
-    # llama.cpp buffers, landed during #39) is a `str`; it becomes a Kind next.
-    ("core/calibration/llama_cpp_compute.py", "kind"),
 }
 """(module, key): the history line's `"kind": "measurement"` tag, checked where the line
 is decoded; a format marker, not one of vramscope's kinds."""

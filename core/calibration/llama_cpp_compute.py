@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from core.load.llama_cpp_log import LlamaCppBufferKind
 from core.measurement.fields import ExternalFields
 from core.measurement.result import MeasuredPeak
 
@@ -49,7 +50,7 @@ def compute_runs(
         fields = peak.fields
         if not isinstance(fields, ExternalFields) or fields.llama_cpp_buffers is None:
             continue
-        compute = [b for b in fields.llama_cpp_buffers if b.kind == "compute"]
+        compute = [b for b in fields.llama_cpp_buffers if b.kind is LlamaCppBufferKind.COMPUTE]
         theirs = [b.llama_cpp_bytes for b in compute]
         ours = sum(b.vramscope_bytes for b in compute)
         arch, flash = fields.llama_cpp_arch, fields.llama_cpp_flash_attn

@@ -23,7 +23,7 @@ from core.load.llama_cpp import (
     KvCacheType,
     LlamaCppOptions,
 )
-from core.load.llama_cpp_log import PRINTED_RESOLUTION_BYTES, LlamaCppLog
+from core.load.llama_cpp_log import PRINTED_RESOLUTION_BYTES, LlamaCppBufferKind, LlamaCppLog
 from core.load.load import EngineLoad, Placement, TermKind
 from core.units import format_bytes_short
 
@@ -43,10 +43,10 @@ _VALUED = {
 _SWITCHES = {"-kvu": "kvu", "--kv-unified": "kvu", "-nkvo": "nkvo", "--no-kv-offload": "nkvo",
              "--swa-full": "swa_full"}  # fmt: skip
 TERMS = (
-    ("model", (TermKind.WEIGHTS,)),
-    ("kv", (TermKind.KV,)),
-    ("output", (TermKind.OUTPUT,)),
-    ("compute", (TermKind.COMPUTE,)),
+    (LlamaCppBufferKind.MODEL, (TermKind.WEIGHTS,)),
+    (LlamaCppBufferKind.KV, (TermKind.KV,)),
+    (LlamaCppBufferKind.OUTPUT, (TermKind.OUTPUT,)),
+    (LlamaCppBufferKind.COMPUTE, (TermKind.COMPUTE,)),
 )
 """llama.cpp's buffer kinds and vramscope's terms for each (the projector is mtmd's,
 printed apart: not held here)."""
@@ -177,7 +177,7 @@ def placement_of(device: str) -> Placement:
 class TermBeside:
     """One buffer kind at one place: llama.cpp's figure and vramscope's."""
 
-    kind: str
+    kind: LlamaCppBufferKind
     placement: Placement
     llama_cpp: int | None
     """None: llama.cpp printed no such buffer there."""
@@ -195,19 +195,19 @@ class TermBeside:
 
 def compare(log: LlamaCppLog, load: EngineLoad) -> list[TermBeside]:
     """Each buffer kind at each place that either side has."""
-    printed: dict[tuple[str, Placement], int] = {}
-    lines: dict[tuple[str, Placement], int] = {}
+    printed: dict[tuple[LlamaCppBufferKind, Placement], int] = {}
+    lines: dict[tuple[LlamaCppBufferKind, Placement], int] = {}
     for kind, bufs in (
-        ("model", log.model),
-        ("kv", log.kv_buffers + log.recurrent_buffers),
-        ("output", log.output),
-        ("compute", log.compute),
+        (LlamaCppBufferKind.MODEL, log.model),
+        (LlamaCppBufferKind.KV, log.kv_buffers + log.recurrent_buffers),
+        (LlamaCppBufferKind.OUTPUT, log.output),
+        (LlamaCppBufferKind.COMPUTE, log.compute),
     ):
         for b in bufs:
             key = (kind, placement_of(b.device))
             printed[key] = printed.get(key, 0) + b.bytes
             lines[key] = lines.get(key, 0) + 1
-    ours: dict[tuple[str, Placement], int] = {}
+    ours: dict[tuple[LlamaCppBufferKind, Placement], int] = {}
     shares = load.shares
     for share in shares:
         for kind, kinds in TERMS:
@@ -238,7 +238,7 @@ def beside_lines(rows: Sequence[TermBeside], peak_bytes: int | None, peak_kind: 
         elif r.llama_cpp:
             diff = f" ({(r.vramscope - r.llama_cpp) / r.llama_cpp:+.1%})"
         lines.append(
-            f"  {r.placement.value:<6} {r.kind:<8} llama.cpp {theirs:>12}   vramscope "
+            f"  {r.placement.value:<6} {r.kind.value:<8} llama.cpp {theirs:>12}   vramscope "
             f"{format_bytes_short(r.vramscope):>12}{diff}"
         )
     printed = sum(r.llama_cpp or 0 for r in rows)
@@ -255,7 +255,7 @@ def beside_json(rows: Sequence[TermBeside]) -> list[dict[str, object]]:
     """The rows for `run --json`'s `llama_cpp` object."""
     return [
         {
-            "kind": r.kind,
+            "kind": r.kind.value,
             "placement": r.placement.value,
             "llama_cpp_bytes": r.llama_cpp,
             "vramscope_bytes": r.vramscope,

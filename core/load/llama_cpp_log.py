@@ -21,6 +21,20 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from core.kind import Kind
+
+
+class LlamaCppBufferKind(Kind):
+    """What a llama.cpp buffer holds, as its log names it (the value is the word the
+    history and `run --json` write)."""
+
+    MODEL = "model"
+    KV = "kv"
+    """The KV cache, a recurrent model's state buffers included."""
+    OUTPUT = "output"
+    COMPUTE = "compute"
+
+
 MIB = 1024 * 1024
 PRINTED_RESOLUTION_BYTES = 5243
 """Half of the 0.01 MiB llama.cpp prints: a parsed figure is this close to the true one."""

@@ -19,6 +19,7 @@ from enum import Enum
 from typing import Protocol
 
 from core.errors import UsageError
+from core.kind import Kind
 
 
 class LoadEngine(Enum):
@@ -103,7 +104,7 @@ class LoadTerm:
     """The term in words (`29 of 34 layers sliding-window (1,024 tokens), fp16`)."""
 
 
-class Placement(Enum):
+class Placement(Kind):
     """Where a share of the load lives (llama.cpp's partial offload)."""
 
     DEVICE = "device"

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 from core.kind import Kind, KindError
+from core.load.llama_cpp_log import LlamaCppBufferKind
+from core.load.load import Placement
 from core.parallel.sharding import ParallelKind
 
 
@@ -217,18 +219,17 @@ class LlamaCppBuffer:
     """One buffer kind at one place of a llama.cpp run (#40): what llama.cpp's own log
     printed, beside vramscope's load for the command's flags."""
 
-    kind: str
-    """`model`, `kv`, `output` or `compute`."""
-    place: str
-    """Where it lives, as `core.load.load.Placement`'s value: `device` or `host`."""
+    kind: LlamaCppBufferKind
+    place: Placement
+    """Where it lives: on the device or the host."""
     llama_cpp_bytes: int | None
     """None: llama.cpp printed no such buffer there (or its log was not read)."""
     vramscope_bytes: int
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "kind": self.kind,
-            "placement": self.place,
+            "kind": self.kind.value,
+            "placement": self.place.value,
             "llama_cpp_bytes": self.llama_cpp_bytes,
             "vramscope_bytes": self.vramscope_bytes,
         }
@@ -238,9 +239,13 @@ class LlamaCppBuffer:
         """One recorded buffer, or None for anything else."""
         if not isinstance(value, Mapping):
             return None
-        kind, place = _str(value.get("kind")), _str(value.get("placement"))
         ours = _int(value.get("vramscope_bytes"))
-        if kind is None or place is None or ours is None:
+        try:  # a word this version does not know: not a buffer it can read
+            kind = LlamaCppBufferKind.named(value.get("kind"))
+            place = Placement.named(value.get("placement"))
+        except KindError:
+            return None
+        if ours is None:
             return None
         return cls(kind, place, _int(value.get("llama_cpp_bytes")), ours)
 

@@ -17,7 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from core.load.llama_cpp_log import PRINTED_RESOLUTION_BYTES, parse_llama_log
+from core.load.llama_cpp_log import (
+    PRINTED_RESOLUTION_BYTES,
+    LlamaCppBufferKind,
+    parse_llama_log,
+)
 from core.measurement.fields import ExternalFields
 from core.measurement.history import decode_record
 from tests.gguf_llama_models import write_model
@@ -254,6 +258,6 @@ def test_the_built_llama_cpp_is_read_from_its_stderr_and_shown_beside_the_estima
     recorded = decode_record(line).fields
     assert isinstance(recorded, ExternalFields) and recorded.llama_cpp_arch == "gemma3"
     assert recorded.llama_cpp_buffers is not None
-    compute = next(b for b in recorded.llama_cpp_buffers if b.kind == "compute")
+    compute = next(b for b in recorded.llama_cpp_buffers if b.kind is LlamaCppBufferKind.COMPUTE)
     assert compute.llama_cpp_bytes == printed.by_device()["CPU"]["compute"]
     assert abs(compute.vramscope_bytes / compute.llama_cpp_bytes - 1) <= 0.10

@@ -79,7 +79,7 @@ def test_a_real_log_is_held_beside_the_load_line_by_line(tmp_path: Path) -> None
     )  # fmt: skip
     assert got is not None and got.tokens == 5000
     plan = plan_for_model(read_model(write_model(tmp_path, "gemma3")), got.options)
-    rows = {r.kind: r for r in compare(log, plan.at(5000))}
+    rows = {r.kind.value: r for r in compare(log, plan.at(5000))}
     assert {r.placement for r in rows.values()} == {Placement.HOST}
     assert rows["kv"].lines == 2  # the full and the sliding-window caches
     assert [k for k, r in rows.items() if r.within_print] == ["model", "kv", "output"]

@@ -7,8 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from core.backend import Backend
+from core.calibration.llama_cpp_compute import compute_runs
+from core.load.llama_cpp_log import LlamaCppBufferKind
+from core.load.load import Placement
 from core.measurement.engine import Engine
-from core.measurement.fields import RankFields, TorchFields
+from core.measurement.fields import ExternalFields, RankFields, TorchFields
 from core.measurement.history import HistoryStore, encode_record
 from core.parallel.sharding import ParallelKind
 
@@ -77,6 +80,28 @@ TORCH_CUDA = (
     b'peak_bytes":null,"os_peak_bytes":null,"os_peak_source":null}}'
 )
 
+# Written by main 002a0da (a llama.cpp buffer's kind and place were strings then): a
+# `vramscope run -- llama-server ...` with llama.cpp's buffers beside vramscope's.
+LLAMA_RUN = (
+    b'{"schema":1,"kind":"measurement","result":{"model":"g.gguf","device_kind":"cpu","device_'
+    b'name":"host","peak_bytes":900000000,"peak_kind":"host RSS","inflight_mib":0,"prompt_toke'
+    b'ns":0,"gen_tokens":4096,"synthetic_weights":false,"load_seconds":0.0,"prefill_tokens_per'
+    b'_s":0.0,"decode_tokens_per_s":0.0,"torch_version":"","runtime_version":null,"arch":null,'
+    b'"reserved_peak_bytes":null,"device_used_delta_bytes":null,"estimate_bytes":null,"timesta'
+    b'mp":"2026-12-07T13:00:00+00:00","vramscope_version":"0.9.0","extra":{"command":"llama-se'
+    b'rver -m g.gguf -c 4096","family":"gemma3","figure":"host","exit_status":0,"host_peak_byt'
+    b'es":900000000,"host_rss_peak_bytes":null,"interval_s":0.25,"samples":12,"wall_seconds":3'
+    b'.0,"other_gpu_processes":[],"maxrss_bytes":910000000,"followed_by":"environment marker",'
+    b'"llama_cpp_buffers":[{"kind":"model","placement":"host","llama_cpp_bytes":511790000,"vra'
+    b'mscope_bytes":511000000},{"kind":"kv","placement":"device","llama_cpp_bytes":134217728,"'
+    b'vramscope_bytes":134217728},{"kind":"compute","placement":"device","llama_cpp_bytes":314'
+    b'583040,"vramscope_bytes":300000000}],"llama_cpp_arch":"gemma3","llama_cpp_flash_attn":tr'
+    b'ue},"warmup_tokens":0,"weights_bytes":null,"device_used_source":null,"family":null,"engi'
+    b'ne":"external","mlx_version":null,"mlx_lm_version":null,"active_bytes":null,"cache_bytes'
+    b'":null,"kv_cache_mode":"fp16","active_plus_cache_peak_bytes":null,"os_peak_bytes":null,"'
+    b'os_peak_source":null}}'
+)
+
 
 def test_an_old_torch_line_reads_typed_and_writes_back_the_same(tmp_path: Path) -> None:
     history = tmp_path / "measurements.jsonl"
@@ -121,3 +146,38 @@ def test_current_engine_lines_read_and_write_back_the_same(tmp_path: Path) -> No
     assert not torch_run.emulated_queue
     assert encode_record(mlx_run) == MLX_CPU + b"\n"
     assert encode_record(torch_run) == TORCH_CUDA + b"\n"
+
+
+def test_a_llama_cpp_run_written_with_string_kinds_reads_typed_and_writes_back_the_same(
+    tmp_path: Path,
+) -> None:
+    history = tmp_path / "measurements.jsonl"
+    history.write_bytes(LLAMA_RUN + b"\n")
+    read = HistoryStore(history).read()
+    assert read.warnings == []
+    (run,) = read.results
+    fields = run.fields
+    assert isinstance(fields, ExternalFields) and fields.llama_cpp_buffers is not None
+    assert [(b.kind, b.place) for b in fields.llama_cpp_buffers] == [
+        (LlamaCppBufferKind.MODEL, Placement.HOST),
+        (LlamaCppBufferKind.KV, Placement.DEVICE),
+        (LlamaCppBufferKind.COMPUTE, Placement.DEVICE),
+    ]
+    # calibrate --engine llama.cpp still finds its compute buffer.
+    (compute,), left_out = compute_runs(read.results)
+    assert (compute.llama_cpp_bytes, compute.vramscope_bytes, left_out) == (
+        314583040,
+        300000000,
+        0,
+    )
+    assert encode_record(run) == LLAMA_RUN + b"\n"
+
+
+def test_a_buffer_of_a_kind_this_version_does_not_know_is_skipped(tmp_path: Path) -> None:
+    history = tmp_path / "measurements.jsonl"
+    history.write_bytes(LLAMA_RUN.replace(b'"kind":"kv"', b'"kind":"kv2"') + b"\n")
+    (run,) = HistoryStore(history).read().results
+    fields = run.fields
+    assert isinstance(fields, ExternalFields) and fields.llama_cpp_buffers is not None
+    kinds = [b.kind for b in fields.llama_cpp_buffers]
+    assert kinds == [LlamaCppBufferKind.MODEL, LlamaCppBufferKind.COMPUTE]

@@ -136,9 +136,7 @@ def llama_beside(
         "kernel_peak_bytes": peak_bytes,
         "notes": out.notes,
     }
-    buffers = tuple(
-        LlamaCppBuffer(r.kind, r.placement.value, r.llama_cpp, r.vramscope) for r in rows
-    )
+    buffers = tuple(LlamaCppBuffer(r.kind, r.placement, r.llama_cpp, r.vramscope) for r in rows)
     lines = [clean_text(x) for x in out.lines]
     flash = plan.options.flash_attn is FlashAttn.ON
     json_doc["architecture"] = plan.hparams.arch
