@@ -31,10 +31,15 @@ from core.measurement.protocol import (
     MeasureResult,
 )
 from core.measurement.request import MeasureRequest
-from core.measurement.result import FailureKind, MeasurementFailure
+from core.measurement.result import FailureKind, MeasurementFailure, UnmeasuredRun
 from core.measurement.run import MeasuredRun, RunEnded, RunEvent, RunOutcome
 from core.parallel.plan import ParallelEstimate
-from hip_backend.external.record import CommandFinish, SampleNotices, command_outcome
+from hip_backend.external.record import (
+    CommandFinish,
+    SampleNotices,
+    command_outcome,
+    unmeasured_run,
+)
 from hip_backend.external.run import CommandRunner
 from hip_backend.external.sampler import TreePeaks
 from hip_backend.launcher import (
@@ -112,13 +117,17 @@ class RunHandle:
         except Exception as exc:  # a broken callback must not lose the terminal event
             print(f"vramscope: event callback failed: {exc}", file=sys.stderr)
 
-    def _finish(self, outcome: RunOutcome) -> None:
+    def _finish(self, outcome: RunOutcome, unmeasured: UnmeasuredRun | None = None) -> None:
+        """End the run: its peaks recorded (or, for a command that ended before anything
+        of it was read, `unmeasured`: the run with its peak "not measured")."""
         with self._lock:
             if self._finished.is_set():
                 return
             self._outcome = outcome
         if self._record and isinstance(outcome, MeasuredRun):
             record_run(outcome)
+        elif self._record and unmeasured is not None:
+            record_run(unmeasured)
         self._deliver(RunEnded(outcome))
         self._finished.set()
 
@@ -157,14 +166,21 @@ class RunHandle:
                 self._deliver(MeasureNotice(line))
 
         def go() -> None:
+            unmeasured = None
             try:
-                outcome = command_outcome(runner.follow(sampled), finish)
+                run = runner.follow(sampled)
+                outcome = command_outcome(run, finish)
+                if (
+                    isinstance(outcome, MeasurementFailure)
+                    and outcome.kind is FailureKind.NOT_MEASURED
+                ):
+                    unmeasured = unmeasured_run(run, finish, outcome)
             except Exception as exc:  # a bug ends the run, never silently
                 runner.stop()
                 outcome = MeasurementFailure(
                     FailureKind.INTERNAL, f"the run failed: {type(exc).__name__}: {exc}"
                 )
-            self._finish(outcome)
+            self._finish(outcome, unmeasured)
 
         threading.Thread(target=go, daemon=True, name="vramscope-command").start()
 
@@ -282,14 +298,14 @@ def measure(
     return outcome
 
 
-def record_run(run: MeasuredRun) -> None:
-    """Append every rank's peak to the history store, in rank order: the one place a
-    history line is written. A store that cannot be written is a warning on stderr,
-    never an error."""
+def record_run(run: MeasuredRun | UnmeasuredRun) -> None:
+    """Append every rank's peak to the history store, in rank order (or the run
+    recorded as not measured): the one place a history line is written. A store that
+    cannot be written is a warning on stderr, never an error."""
     from core.measurement.history import HistoryStore
 
     store = HistoryStore.default()
-    for peak in run.ranks:
+    for peak in run.ranks if isinstance(run, MeasuredRun) else (run,):
         try:
             kept = store.append(peak)
         except OSError as exc:

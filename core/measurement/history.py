@@ -6,9 +6,13 @@ appending, under an exclusive lock, then flushed to disk. A crash mid-write can
 at worst leave a partial last line: the next append starts on a fresh line so
 that fragment stays on its own, and the reader skips any line that does not
 decode (or that a newer vramscope wrote), with a warning naming its line number.
-Earlier records are never rewritten; something other than a regular file in its place
-(a FIFO, a folder) is kept aside under a dated name (`core/kept_aside.py`) before a
-new history is started, and `append` returns the line saying where. Standard library
+A `vramscope run` whose command ended before anything of it was read is a
+`"kind": "not_measured"` line (`UnmeasuredRun`: its peak null, "not measured"), read
+apart from the peaks (`HistoryRead.unmeasured`), so nothing fits or covers it (a
+vramscope from before skips it with a warning). Earlier records are never rewritten;
+something other than a regular file in its place (a FIFO, a folder) is kept aside
+under a dated name (`core/kept_aside.py`) before a new history is started, and
+`append` returns the line saying where. Standard library
 only.
 """
 
@@ -25,7 +29,7 @@ from typing import Any
 
 from core.errors import describe_os_error
 from core.kept_aside import kept_aside_line, set_aside
-from core.measurement.result import MeasuredPeak, checked_peak
+from core.measurement.result import MeasuredPeak, UnmeasuredRun, checked_peak
 from core.paths import state_dir
 from core.regular_file import check_regular_fd, read_regular
 
@@ -45,6 +49,8 @@ class HistoryRead:
 
     results: list[MeasuredPeak] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    unmeasured: list[UnmeasuredRun] = field(default_factory=list)
+    """The runs recorded as "not measured" (no peak), in the file's order."""
     unreadable: str | None = None
     """Why the history could not be read at all (None: read, or there is none yet)."""
 
@@ -63,16 +69,24 @@ def _locked(fd: int) -> Iterator[None]:
         fcntl.flock(fd, fcntl.LOCK_UN)
 
 
-def encode_record(peak: MeasuredPeak) -> bytes:
+MEASUREMENT = "measurement"
+NOT_MEASURED = "not_measured"
+"""The two record tags: a measured peak, a run recorded as "not measured"."""
+
+
+def encode_record(peak: MeasuredPeak | UnmeasuredRun) -> bytes:
     """One history line (with its newline)."""
-    record = {"schema": SCHEMA_VERSION, "kind": "measurement", "result": peak.to_dict()}
+    tag = NOT_MEASURED if isinstance(peak, UnmeasuredRun) else MEASUREMENT
+    record = {"schema": SCHEMA_VERSION, "kind": tag, "result": peak.to_dict()}
     return (json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
 
 
-def decode_record(line: bytes) -> MeasuredPeak:
-    """The peak of one line (ValueError, KeyError or TypeError when damaged)."""
+def decode_any(line: bytes) -> MeasuredPeak | UnmeasuredRun:
+    """The peak, or the not-measured run, of one line (ValueError, KeyError or
+    TypeError when damaged)."""
     data: Any = json.loads(line.decode("utf-8"))
-    if not isinstance(data, dict) or data.get("kind") != "measurement":
+    tag = data.get("kind") if isinstance(data, dict) else None
+    if tag not in (MEASUREMENT, NOT_MEASURED):
         raise ValueError("not a measurement record")
     if data.get("schema", SCHEMA_VERSION) != SCHEMA_VERSION:
         raise ValueError(
@@ -82,7 +96,16 @@ def decode_record(line: bytes) -> MeasuredPeak:
     result = data["result"]
     if not isinstance(result, dict):
         raise TypeError("result is not an object")
-    return checked_peak(result)
+    return UnmeasuredRun.from_dict(result) if tag == NOT_MEASURED else checked_peak(result)
+
+
+def decode_record(line: bytes) -> MeasuredPeak:
+    """The peak of one line (ValueError, KeyError or TypeError when damaged, or when
+    the line is a run recorded as not measured)."""
+    found = decode_any(line)
+    if isinstance(found, UnmeasuredRun):
+        raise ValueError("a run recorded as not measured, not a peak")
+    return found
 
 
 class HistoryStore:
@@ -96,7 +119,7 @@ class HistoryStore:
         """The store in the user's state directory."""
         return cls(state_dir() / HISTORY_FILE)
 
-    def append(self, peak: MeasuredPeak) -> str | None:
+    def append(self, peak: MeasuredPeak | UnmeasuredRun) -> str | None:
         """Add one record durably; earlier records are never touched. Returns the line
         saying where a non-regular file in the history's place was kept, else None."""
         data = encode_record(peak)
@@ -154,7 +177,12 @@ class HistoryStore:
             if not line.strip():
                 continue
             try:
-                out.results.append(decode_record(line))
+                found = decode_any(line)
             except (ValueError, KeyError, TypeError, RecursionError) as exc:
                 out.warnings.append(f"{self.path}:{number}: skipped a damaged record ({exc})")
+                continue
+            if isinstance(found, UnmeasuredRun):
+                out.unmeasured.append(found)
+            else:
+                out.results.append(found)
         return out

@@ -17,7 +17,7 @@ from core.display_text import clean_text
 from core.measurement.comparison import Margin, margin
 from core.measurement.engine import DEFAULT_ENGINE, Engine
 from core.measurement.fields import ExternalFields, ExternalFigure
-from core.measurement.result import MeasuredPeak, MeasurementFailure
+from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailure, status_words
 from core.units import format_bytes, format_bytes_short
 
 MLX_PEAK = "MLX peak memory"
@@ -282,9 +282,27 @@ def _covered(row: TableRow) -> bool | None:
     return margin(row.estimate_bytes, row.outcome.peak_bytes).covered
 
 
+def _unmeasured(row: TableRow) -> bool:
+    """A run that ended before anything of it was read: no peak, not a failure."""
+    outcome = row.outcome
+    return isinstance(outcome, MeasurementFailure) and outcome.kind is FailureKind.NOT_MEASURED
+
+
 def _failed(row: TableRow) -> bool:
     outcome = row.outcome
-    return isinstance(outcome, MeasurementFailure) or outcome.failed_status is not None
+    if isinstance(outcome, MeasurementFailure):
+        return not _unmeasured(row) or outcome.exit_status not in (None, 0)
+    return outcome.failed_status is not None
+
+
+def _no_peak_cell(failure: MeasurementFailure) -> str:
+    """The peak cell of a row without one: `not measured` (with the command's status
+    when it failed), else `failed: WHY`."""
+    if failure.kind is not FailureKind.NOT_MEASURED:
+        return f"failed: {failure.kind.label}"
+    if failure.exit_status in (None, 0):
+        return "not measured"
+    return f"not measured ({status_words(failure.exit_status)})"
 
 
 def _device_columns(peak: MeasuredPeak) -> str:
@@ -294,7 +312,7 @@ def _device_columns(peak: MeasuredPeak) -> str:
 
 
 def _budget_cell(row: TableRow) -> str:
-    if not row.has_queue and isinstance(row.outcome, MeasuredPeak):
+    if not row.has_queue and (isinstance(row.outcome, MeasuredPeak) or _unmeasured(row)):
         return "n/a (no queue)"
     return f"{row.budget_mib}" if row.budget_mib else "0 (off)"
 
@@ -334,7 +352,7 @@ def markdown_table(
         lead = f"| {md_cell(row.model)} | {engine} | {row.context} | {_budget_cell(row)} |"
         if isinstance(row.outcome, MeasurementFailure):
             tail = " - | - |" if gpu else ""
-            out.append(f"{lead} failed: {row.outcome.kind.label} | {est} | - | - | - |{tail}")
+            out.append(f"{lead} {_no_peak_cell(row.outcome)} | {est} | - | - | - |{tail}")
             continue
         peak = row.outcome.peak_bytes
         tail = _device_columns(row.outcome) if gpu else ""
@@ -370,11 +388,17 @@ def summary_line(rows: Sequence[TableRow]) -> str:
     parts = [_engine_summary([r for r in rows if r.engine == e], e) for e in engines]
     off = [r for r in rows if not r.modelled and _covered(r) is not None]
     failed = sum(1 for r in rows if _failed(r))
+    unmeasured = sum(1 for r in rows if _unmeasured(r))
     text = " ".join(parts)
     if off:
         text += f" {len(off)} row(s) ran with the bound off (0), which the estimate does not model."
     if failed:
         text += f" {failed} run(s) failed."
+    if unmeasured:
+        text += (
+            f" {unmeasured} run(s) not measured (the command ended before the first "
+            "sample): no peak, nothing covered."
+        )
     return text
 
 

@@ -92,6 +92,67 @@ class MeasurementFailure:
 
 
 @dataclass(frozen=True)
+class UnmeasuredRun:
+    """A `vramscope run` whose command ended before anything of it was read (no sample,
+    and no ru_maxrss above the holder's own): what the history records of it, with its
+    peak "not measured", no figure (#41). Never fitted, never covered: it has no peak."""
+
+    model: str
+    command: str
+    context_tokens: int
+    inflight_mib: int
+    estimate_bytes: int | None
+    failure: MeasurementFailure
+    """Why it was not measured (`FailureKind.NOT_MEASURED`) and the command's status."""
+    timestamp: str
+    vramscope_version: str
+    engine: Engine = Engine.EXTERNAL
+
+    def to_dict(self) -> dict[str, Any]:
+        """The history record's `result` (`"peak_bytes": null`: no figure)."""
+        return {
+            "model": self.model,
+            "engine": self.engine.value,
+            "command": self.command,
+            "context_tokens": self.context_tokens,
+            "inflight_mib": self.inflight_mib,
+            "estimate_bytes": self.estimate_bytes,
+            "peak_bytes": None,
+            "failure": self.failure.to_dict(),
+            "timestamp": self.timestamp,
+            "vramscope_version": self.vramscope_version,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> UnmeasuredRun:
+        """Inverse of `to_dict` (ValueError, KeyError or TypeError when damaged)."""
+        failure = data["failure"]
+        if not isinstance(failure, dict):
+            raise TypeError("failure is not an object")
+        texts = ("model", "command", "timestamp", "vramscope_version")
+        counts = ("context_tokens", "inflight_mib")
+        estimate = data.get("estimate_bytes")
+        if (
+            not all(isinstance(data.get(k), str) for k in texts)
+            or not all(_type_ok(data.get(k), "int") and data[k] >= 0 for k in counts)
+            or not (estimate is None or _type_ok(estimate, "int"))
+            or data.get("peak_bytes") is not None
+        ):
+            raise ValueError("not a not-measured run")
+        return cls(
+            model=data["model"],
+            command=data["command"],
+            context_tokens=data["context_tokens"],
+            inflight_mib=data["inflight_mib"],
+            estimate_bytes=estimate,
+            failure=MeasurementFailure.from_dict(failure),
+            timestamp=data["timestamp"],
+            vramscope_version=data["vramscope_version"],
+            engine=Engine.named(data.get("engine")),
+        )
+
+
+@dataclass(frozen=True)
 class MeasuredPeak:
     """One measured run (pp P / tg G) and its memory high-water marks, in bytes."""
 

@@ -21,7 +21,13 @@ from core.display_text import clean_text
 from core.estimate.estimate import KvCacheMode
 from core.measurement.engine import Engine
 from core.measurement.fields import ExternalFields, ExternalFigure
-from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailure, status_words
+from core.measurement.result import (
+    FailureKind,
+    MeasuredPeak,
+    MeasurementFailure,
+    UnmeasuredRun,
+    status_words,
+)
 from core.measurement.run import MeasuredRun, RunOutcome
 from core.probes.amdgpu_sysfs import read_amdgpu_cards
 from hip_backend.external.run import CommandRun
@@ -155,6 +161,26 @@ def command_outcome(run: CommandRun, finish: CommandFinish) -> RunOutcome:
             status,
         )
     return MeasuredRun((finish(run),))
+
+
+def unmeasured_run(
+    run: CommandRun, finish: CommandFinish, failure: MeasurementFailure
+) -> UnmeasuredRun:
+    """A not-measured run as the history records it: the model, command, context and
+    estimate `finish` names, its peak "not measured" (no figure) and why."""
+    peak = finish(run)
+    fields = peak.fields
+    command = fields.command if isinstance(fields, ExternalFields) else command_text(())
+    return UnmeasuredRun(
+        model=peak.model,
+        command=command,
+        context_tokens=peak.context_tokens,
+        inflight_mib=peak.inflight_mib,
+        estimate_bytes=peak.estimate_bytes,
+        failure=failure,
+        timestamp=peak.timestamp,
+        vramscope_version=peak.vramscope_version,
+    )
 
 
 class SampleNotices:

@@ -232,10 +232,25 @@ def test_a_command_shorter_than_one_interval_is_never_a_0_byte_peak(tmp_path: Pa
     out, err = ran.communicate(timeout=60)
     assert ran.returncode == 0, err
     document = json.loads(out)
-    if "error" in document:  # nothing of its own was read
+    history = tmp_path / "vramscope" / "measurements.jsonl"
+    (line,) = history.read_bytes().splitlines()  # recorded either way
+    record = json.loads(line)
+    if "error" in document:  # nothing of its own was read: recorded "not measured"
         assert document["error"]["kind"] == "not_measured"
-        assert not (tmp_path / "vramscope" / "measurements.jsonl").exists()
+        assert record["kind"] == "not_measured" and record["result"]["peak_bytes"] is None
+        assert record["result"]["failure"]["exit_status"] == 0
+        table = vramscope("table", "--history", "true", env=env)
+        shown, err = table.communicate(timeout=60)
+        assert table.returncode == 0, err
+        (row,) = [r for r in shown.splitlines() if r.startswith("| true |")]
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[6:] == ["not measured", "-", "-", "-", "-"]  # peak ... covered
+        assert "1 run(s) not measured" in shown and "covers" not in shown
+        fit = vramscope("calibrate", env=env)  # never fitted: nothing to calibrate on
+        _, err = fit.communicate(timeout=60)
+        assert fit.returncode == 2 and "no measured runs" in err
     else:  # its own ru_maxrss
+        assert record["kind"] == "measurement"
         assert (
             document["measured"]["peak_bytes"] == document["measured"]["extra"]["maxrss_bytes"] > 0
         )

@@ -149,6 +149,12 @@ def _history_table(args: argparse.Namespace) -> int:
         for p in read.results
         if p.model in wanted or _recorded_as(p.model) in wanted
     ]
+    # Runs recorded as "not measured" (no peak): listed, never covered.
+    rows += [
+        TableRow(u.model, u.context_tokens, u.inflight_mib, u.estimate_bytes, u.failure, u.engine)
+        for u in read.unmeasured
+        if u.model in wanted or _recorded_as(u.model) in wanted
+    ]
     if not rows:
         raise UsageError(
             "--history", f"no recorded run of {', '.join(args.models)} in {store.path}"
