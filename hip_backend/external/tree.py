@@ -26,12 +26,14 @@ import uuid
 from pathlib import Path
 
 from core.probes.proc_status import read_environ, read_state
+from core.regular_file import read_regular
 from hip_backend.external import CGROUP_ENV, TOKEN_ENV
 
 GONE_S = 5.0
 """How long `kill` keeps killing until no process of the tree is left."""
 CGROUP_PREFIX = "vramscope-run-"
 _READ_CAP = 1 << 20
+_PEAK_CAP = 64
 _TOKEN_PREFIX = TOKEN_ENV.encode() + b"="
 
 
@@ -188,14 +190,20 @@ class RunTree:
         return found
 
     def memory_peak(self) -> int | None:
-        """The cgroup's `memory.peak` in bytes, where the memory controller gives one."""
+        """The cgroup's `memory.peak` in bytes, where the memory controller gives one
+        (a regular file of at most 20 ASCII digits: the kernel's u64; anything else,
+        or a file that is not regular, is None, never a hang or a traceback)."""
         if self.cgroup is None or not self.cgroup_seen:
             return None
         try:
-            text = (self.cgroup / "memory.peak").read_text().strip()
+            raw = read_regular(self.cgroup / "memory.peak", _PEAK_CAP)
         except OSError:
             return None
-        return int(text) if text.isdigit() else None
+        text = raw.strip()
+        if len(raw) > _PEAK_CAP or not text.isdigit() or not text.isascii() or len(text) > 20:
+            return None
+        value = int(text)
+        return value if value < 1 << 64 else None
 
     def kill(self, also: tuple[int, ...] = ()) -> None:
         """SIGKILL every process of the tree (and `also`), again until none is left alive
