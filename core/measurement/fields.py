@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 from core.kind import Kind, KindError
 from core.load.llama_cpp_log import LlamaCppBufferKind
 from core.load.load import Placement
+from core.measurement.command_flags import EngineFamily
 from core.parallel.sharding import ParallelKind
 
 
@@ -50,6 +51,13 @@ def _str(value: Any) -> str | None:
 
 def _ints(value: Any) -> list[int]:
     return [v for v in value if _int(v) is not None] if isinstance(value, list) else []
+
+
+def _engine_family(value: Any) -> EngineFamily:
+    try:
+        return EngineFamily.named(value)
+    except KindError:
+        return EngineFamily.OTHER
 
 
 def _parallel(value: Any) -> ParallelKind | None:
@@ -287,8 +295,8 @@ class ExternalFields(EngineFields):
 
     command: str = ""
     """The command line as run (control characters stripped)."""
-    family: str = "other"
-    """Whose command line it is (`mlx-lm`, `mlxcel`, `llama.cpp`, `other`)."""
+    family: EngineFamily = EngineFamily.OTHER
+    """Whose command line it is (a word this version does not know reads as `other`)."""
     figure: ExternalFigure = ExternalFigure.HOST
     exit_status: int | None = None
     host_peak_bytes: int | None = None
@@ -345,7 +353,7 @@ class ExternalFields(EngineFields):
         wall = extra.get("wall_seconds")
         return cls(
             command=_str(extra.get("command")) or "",
-            family=_str(extra.get("family")) or "other",
+            family=_engine_family(extra.get("family")),
             figure=_figure(extra.get("figure")),
             exit_status=_int(extra.get("exit_status")),
             host_peak_bytes=_int(extra.get("host_peak_bytes")),

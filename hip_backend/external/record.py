@@ -19,6 +19,7 @@ from core import __version__
 from core.backend import Backend
 from core.display_text import clean_text
 from core.estimate.estimate import KvCacheMode
+from core.measurement.command_flags import EngineFamily
 from core.measurement.engine import Engine
 from core.measurement.fields import ExternalFields, ExternalFigure
 from core.measurement.result import (
@@ -79,7 +80,7 @@ def external_peak(
     argv: Sequence[str],
     *,
     model: str,
-    family: str,
+    family: EngineFamily,
     context_tokens: int,
     kv_int8: bool,
     inflight_mib: int,

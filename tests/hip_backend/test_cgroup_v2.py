@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from core.measurement.command_flags import EngineFamily
 from core.measurement.fields import ExternalFields
 from hip_backend.external.record import HOST_KIND, external_peak
 from hip_backend.external.run import CommandRun
@@ -109,7 +110,7 @@ def test_memory_peak_is_recorded_beside_the_host_figure_never_as_it(tmp_path: Pa
         run,
         ["python3", "-c", "x"],
         model="m",
-        family="other",
+        family=EngineFamily.OTHER,
         context_tokens=8192,
         kv_int8=False,
         inflight_mib=0,

@@ -173,7 +173,7 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
             done,
             command,
             model=model or command[0],
-            family=facts.family.value,
+            family=facts.family,
             context_tokens=context,
             kv_int8=kv_int8,
             inflight_mib=inflight_mib,

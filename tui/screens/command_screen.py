@@ -121,7 +121,7 @@ class CommandScreen(ModalScreen[MeasuredPeak | None]):
             done,
             argv,
             model=self.model,
-            family=read_command(argv).family.value,
+            family=read_command(argv).family,
             context_tokens=self.max_tokens,
             kv_int8=self.kv_int8,
             inflight_mib=0,

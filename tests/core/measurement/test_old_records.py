@@ -10,6 +10,7 @@ from core.backend import Backend
 from core.calibration.llama_cpp_compute import compute_runs
 from core.load.llama_cpp_log import LlamaCppBufferKind
 from core.load.load import Placement
+from core.measurement.command_flags import EngineFamily
 from core.measurement.engine import Engine
 from core.measurement.fields import ExternalFields, RankFields, TorchFields
 from core.measurement.history import HistoryStore, encode_record
@@ -80,8 +81,9 @@ TORCH_CUDA = (
     b'peak_bytes":null,"os_peak_bytes":null,"os_peak_source":null}}'
 )
 
-# Written by main 002a0da (a llama.cpp buffer's kind and place were strings then): a
-# `vramscope run -- llama-server ...` with llama.cpp's buffers beside vramscope's.
+# Written by main 002a0da (a llama.cpp buffer's kind and place, and the command's family,
+# were strings then): a `vramscope run -- llama-server ...` with llama.cpp's buffers
+# beside vramscope's.
 LLAMA_RUN = (
     b'{"schema":1,"kind":"measurement","result":{"model":"g.gguf","device_kind":"cpu","device_'
     b'name":"host","peak_bytes":900000000,"peak_kind":"host RSS","inflight_mib":0,"prompt_toke'
@@ -89,7 +91,7 @@ LLAMA_RUN = (
     b'_s":0.0,"decode_tokens_per_s":0.0,"torch_version":"","runtime_version":null,"arch":null,'
     b'"reserved_peak_bytes":null,"device_used_delta_bytes":null,"estimate_bytes":null,"timesta'
     b'mp":"2026-12-07T13:00:00+00:00","vramscope_version":"0.9.0","extra":{"command":"llama-se'
-    b'rver -m g.gguf -c 4096","family":"gemma3","figure":"host","exit_status":0,"host_peak_byt'
+    b'rver -m g.gguf -c 4096","family":"llama.cpp","figure":"host","exit_status":0,"host_peak_byt'
     b'es":900000000,"host_rss_peak_bytes":null,"interval_s":0.25,"samples":12,"wall_seconds":3'
     b'.0,"other_gpu_processes":[],"maxrss_bytes":910000000,"followed_by":"environment marker",'
     b'"llama_cpp_buffers":[{"kind":"model","placement":"host","llama_cpp_bytes":511790000,"vra'
@@ -158,6 +160,7 @@ def test_a_llama_cpp_run_written_with_string_kinds_reads_typed_and_writes_back_t
     (run,) = read.results
     fields = run.fields
     assert isinstance(fields, ExternalFields) and fields.llama_cpp_buffers is not None
+    assert fields.family is EngineFamily.LLAMA_CPP
     assert [(b.kind, b.place) for b in fields.llama_cpp_buffers] == [
         (LlamaCppBufferKind.MODEL, Placement.HOST),
         (LlamaCppBufferKind.KV, Placement.DEVICE),
