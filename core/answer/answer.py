@@ -33,7 +33,7 @@ from core.answer.quantization import Quantization
 from core.answer.question import ModelFacts, Question, Split
 from core.answer.solve import CONTEXT_SEARCH_LIMIT, FitLimit, largest_context, largest_fitting
 from core.answer.solve import largest_fitting_inflight as _largest_inflight
-from core.answer.verdict import Verdict
+from core.answer.verdict import Scope, Verdict
 from core.errors import ShardingError
 from core.estimate.estimate import MemoryEstimate, estimate
 from core.estimate.snapshot import ModelSnapshot
@@ -137,6 +137,15 @@ class Answer:
         if self.load is None or self.question.settings.available.unread is not None:
             return None
         return self.load.total_bytes <= self.question.settings.available.bytes
+
+    @property
+    def load_verdict(self) -> Verdict:
+        """The load's verdict as a value (`load_fits`, with its slack or overflow)."""
+        fits = self.load_fits
+        if fits is None or self.load is None:
+            return Verdict(Scope.LOAD, None)
+        available = self.question.settings.available.bytes
+        return Verdict.of_total(self.load.total_bytes, available, Scope.LOAD)
 
     @property
     def mlxcel_refuses_load(self) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 
 from core.answer.answer import Answer, load_plan
 from core.answer.context import past_trained_words
+from core.answer.verdict import load_verdict_words
 from core.display_text import clean_text
 from core.load.mlx_lm import MlxLmPlan
 from core.load.report import load_json, load_line, why_differs
@@ -66,7 +67,7 @@ def _load_lines(answer: Answer) -> list[str]:
     load = answer.load
     if load is None:
         return [f"load (mlx-lm): none: {answer.load_problem}"] if answer.load_problem else []
-    lines = [load_line(load, answer.load_fits)]
+    lines = [load_line(load, load_verdict_words(answer.load_verdict))]
     if answer.load_context is not None:
         lines.append(f"largest context by the load: {answer.load_context.words}")
     why = _why(answer)

@@ -108,6 +108,16 @@ def verdict_words(verdict: Verdict, *, detail: bool = False) -> str:
     return "FITS" if verdict.fits else "DOES NOT FIT"
 
 
+NO_VERDICT = "no verdict (memory not read)"
+"""A load's verdict cell when the available memory was never read."""
+
+
+def load_verdict_words(verdict: Verdict) -> str:
+    """A load's verdict (`inspect`'s load line, `fit`'s GGUF rows): `FITS`, `DOES NOT
+    FIT`, or `NO_VERDICT`."""
+    return verdict_words(verdict) or NO_VERDICT
+
+
 def amount_words(verdict: Verdict) -> str:
     """The slack or overflow: `69.52 GiB (74,642,249,216 bytes) free` or `… over`.
 

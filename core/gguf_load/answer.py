@@ -13,6 +13,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, replace
 
+from core.answer.verdict import Scope, Verdict
 from core.load.llama_cpp import FlashAttn, LlamaCppPlan, largest_context, largest_gpu_layers
 from core.load.load import EngineLoad
 
@@ -141,6 +142,14 @@ class GgufAnswer:
         if self.unread is not None:
             return None
         return self.held_bytes <= self.available_bytes
+
+    @property
+    def verdict(self) -> Verdict:
+        """The verdict as a value: the held bytes against the available memory (no
+        verdict when it was never read), worded by `core.answer.verdict`."""
+        if self.unread is not None:
+            return Verdict(Scope.LOAD, None)
+        return Verdict.of_total(self.held_bytes, self.available_bytes, Scope.LOAD)
 
     @property
     def layer_count(self) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.answer.verdict import load_verdict_words
 from core.display_text import clean_text, json_safe
 from core.gguf_load.answer import GgufAnswer
 from core.load.load import DeviceShare, LoadTerm, TermKind
@@ -42,7 +43,7 @@ def gguf_load_lines(found: GgufAnswer) -> list[str]:
     """`inspect`'s vramscope lines for a GGUF: the load, each term, each place's share,
     the largest context, the largest `--n-gpu-layers` that fits, the command lines."""
     load, label = found.load, found.load.engine.label
-    lines = [NO_MLXCEL, load_line(load, found.fits)]
+    lines = [NO_MLXCEL, load_line(load, load_verdict_words(found.verdict))]
     lines.append(f"load ({label}) context: {load.tokens:,} tokens: {found.ctx.source}")
     for t in load.terms:
         lines.append(f"load ({label}) {t.kind.value}: {_size(t.bytes)}: {t.detail} [{_origin(t)}]")

@@ -20,10 +20,10 @@ DIFFERS_BY = 0.05
 """The load and mlxcel's total differ enough to say why: more than 5% of mlxcel's."""
 
 
-def load_line(load: EngineLoad, fits: bool | None) -> str:
+def load_line(load: EngineLoad, verdict: str) -> str:
     """`load (mlx-lm): weights 8.01 GiB, KV 756.0 MiB, transient 3.33 GiB, total 12.16
-    GiB: FITS`."""
-    verdict = {True: "FITS", False: "DOES NOT FIT", None: "no verdict (memory not read)"}[fits]
+    GiB: FITS`; `verdict` as `core.answer.verdict.load_verdict_words` words it (the one
+    wording: this package sits below the answer)."""
     return (
         f"load ({load.engine.label}): weights {format_bytes_short(load.weights_bytes)}, "
         f"KV {format_bytes_short(load.kv_bytes)}, transient "

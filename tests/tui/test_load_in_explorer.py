@@ -65,9 +65,37 @@ async def test_the_breakdown_shows_the_load_beside_mlxcels_terms_and_both_verdic
     # The largest context by the load, mlxcel's beside it.
     tokens = load["largest_context"]["tokens"]
     assert f"{tokens:,} tokens" in flat and "by mlxcel's estimate: 21,760 tokens" in flat
-    # The summary keeps mlxcel's badge and says the load fits.
+    # The summary keeps mlxcel's badge and says the load fits, in the one verdict's words.
     assert summary.strip().startswith("DOES NOT FIT")
-    assert f"mlx-lm load {format_bytes_short(load['total_bytes'])} fits" in summary
+    assert f"mlx-lm load {format_bytes_short(load['total_bytes'])} FITS" in summary
+
+
+async def test_the_same_question_words_the_same_verdicts_in_inspect_fit_and_the_explorer(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """mlxcel's verdict and the load's, each worded once (`core.answer.verdict`): inspect's
+    banner and load line, fit's MLXCEL and VERDICT cells, the explorer's summary (#39)."""
+    flags = ["--preset", "rx7900xtx", "--max-tokens", "32768"]
+    assert main(["inspect", GEMMA, *flags]) == 0
+    out = capsys.readouterr().out
+    banner = next(x.strip() for x in out.splitlines() if "FIT" in x).split(":")[0]
+    load_line = next(x for x in out.splitlines() if x.startswith("vramscope: load (mlx-lm):"))
+    by_load = load_line.rsplit(": ", 1)[1]
+    assert main(["fit", *flags, "--quantizations", "stored"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    head = re.split(r"\s{2,}", next(x for x in table if x.startswith("MODEL")).strip())
+    row = re.split(r"\s{2,}", next(x for x in table if x.startswith(GEMMA)).strip())
+    fit_cells = dict(zip(head, row, strict=True))
+    app = build_app(**QUESTION)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await wait_for(pilot, lambda: "mlx-lm load" in breakdown_text(app), "the load")
+        summary = app.explorer.query_one(SummaryLine).text
+    said = summary.split("mlx-lm load", 1)[1].split("·")[0].split()[-2:]
+    # mlxcel's: DOES NOT FIT everywhere; the load's: FITS everywhere.
+    assert banner == fit_cells["MLXCEL"] == "DOES NOT FIT"
+    assert summary.strip().startswith(banner)
+    assert by_load == fit_cells["VERDICT"] == "FITS" == said[-1]
 
 
 @pytest.mark.parametrize(

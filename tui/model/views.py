@@ -312,7 +312,7 @@ class ScreenWords:
         load = view.load if view is not None else None
         if load is not None and load.disagrees:
             # Both verdicts: mlxcel's badge, and the load's where it says otherwise.
-            said = "fits" if load.fits else "does not fit"
+            said = verdict_words(load.verdict)  # the words of inspect's load line, fit's VERDICT
             detail += f" · {load.heading} {format_bytes_short(load.load.device_bytes)} {said}"
             short += f" · {load.load.engine.label} {said}"
         return Summary(

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from core.answer.fit import WHAT_IF_FORMULA, FitRow, rank_key
 from core.answer.question import Question
-from core.answer.verdict import verdict_words
+from core.answer.verdict import Scope, Verdict, verdict_words
 from core.calibration.record import Calibration
 from core.calibration.report import calibration_words
 from core.display_text import clean_text
@@ -104,14 +104,14 @@ def context_cell(row: FitRow) -> str:
 def verdict_cell(row: FitRow) -> str:
     """`FITS`, `DOES NOT FIT`, or `PAST TRAINED` (it fits the memory, but the context
     asked is more than the model was trained for): the load's where the row has one."""
-    if not row.ranked_fits:
-        return "DOES NOT FIT"
-    return "PAST TRAINED" if row.past_trained else "FITS"
+    if row.ranked_fits and row.past_trained:
+        return "PAST TRAINED"
+    return verdict_words(Verdict(Scope.LOAD, bool(row.ranked_fits)))
 
 
 def mlxcel_cell(row: FitRow) -> str:
     """mlxcel's preflight verdict, the one mlxcel refuses a load by."""
-    return "FITS" if row.fits else "DOES NOT FIT"
+    return verdict_words(Verdict(Scope.DEVICE, bool(row.fits)))
 
 
 def load_cell(row: FitRow) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from core.answer.verdict import load_verdict_words
 from core.display_text import clean_text
 from core.gguf_load.fit import GgufFitRow
 from core.units import format_bytes_short
@@ -18,7 +19,7 @@ def _verdict(row: GgufFitRow) -> str:
     a = row.answer
     if a is None:
         return "no answer"
-    return {True: "fits", False: "DOES NOT FIT", None: "no verdict"}[a.fits]
+    return load_verdict_words(a.verdict)  # inspect's words for the same question
 
 
 def _cells(row: GgufFitRow) -> tuple[str, ...]:

@@ -6,6 +6,7 @@ row with its one-line reason, never a traceback."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -129,3 +130,26 @@ def test_a_quant_llama_server_downloaded_into_the_hf_cache_is_a_row(
     assert row["model"] == "test-org/Tiny-GGUF"
     assert row["quant"] == "Q4_0"
     assert row["fits"] is True
+
+
+def test_inspect_and_fit_word_a_gguf_s_verdict_the_same(
+    models: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One wording (`core.answer.verdict`): inspect's load line and fit's VERDICT cell say
+    `FITS` / `DOES NOT FIT` alike for the same question (#39; fit said `fits` before)."""
+    path = next((models / "big-GGUF").glob("*.gguf"))
+    whole = as_json(capsys, "inspect", str(path), "--memory-limit", "64G", "-n", "4096")
+    held = whole["load"]["held_bytes"]
+    for budget, word in ((held, "FITS"), (held - 3 * 1024 * 1024, "DOES NOT FIT")):
+        flags = ("--memory-limit", str(budget), "-n", "4096")
+        code, text, _ = run(capsys, "inspect", str(path), *flags)
+        assert code == 0
+        (load_line,) = [x for x in text.splitlines() if "load (llama.cpp):" in x]
+        assert load_line.rsplit(": ", 1)[1] == word
+        code, table, _ = run(capsys, "fit", "--models-dir", str(models), *flags,
+                             "--quantizations", "stored")  # fmt: skip
+        assert code == 0
+        head = re.split(r"\s{2,}", next(x for x in table.splitlines() if "VERDICT" in x).strip())
+        (line,) = [x for x in table.splitlines() if x.endswith(str(path))]
+        cells = dict(zip(head, re.split(r"\s{2,}", line.strip()), strict=False))
+        assert cells["VERDICT"] == word
