@@ -23,7 +23,14 @@ from pathlib import Path
 from core.probes.amdgpu_sysfs import read_amdgpu_cards
 from core.probes.drm_fdinfo import drm_usage, read_clients
 from core.probes.nvml import read_nvml_processes
-from core.probes.proc_status import ProcStatus, descendants, read_all, read_cmdline, read_state
+from core.probes.proc_status import (
+    ProcStatus,
+    descendants,
+    read_all,
+    read_cmdline,
+    read_state,
+    read_status,
+)
 from hip_backend.external.tree import RunTree
 
 
@@ -85,7 +92,18 @@ class TreeSampler:
         peaks = self.peaks
         peaks.samples += 1
         peaks.stopped = [p for p in tree if read_state(p, self.root) in ("T", "t")]
+        known = set(self._started)
         started = [p for p in tree if not self._before_exec(statuses[p])]
+        for pid in self._started - known:
+            # Seen past its exec for the first time: its status, read above, may be of
+            # before the exec (the holder's copy, ~14 MB; the exec came between the two
+            # reads), which read as the command's once under load. Read it again now,
+            # after its new command line: it is the command's own.
+            again = read_status(pid, self.root)
+            if again is not None:
+                statuses[pid] = again
+            elif pid in started:
+                started.remove(pid)  # gone meanwhile: its last figures are unknown
         peaks.host_hwm = max(peaks.host_hwm, sum(statuses[p].hwm_bytes for p in started))
         peaks.host_rss = max(peaks.host_rss, sum(statuses[p].rss_bytes for p in started))
         if self._amdgpu:
