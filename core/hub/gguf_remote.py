@@ -4,7 +4,9 @@
 the quant's first part and every part of a split, and the `mmproj` llama.cpp would take
 beside it); `REPO` alone takes llama.cpp's defaults (`Q4_K_M`, then `Q8_0`, then the
 first model file). Each file's header is read through `core.hub.fetch` (one deadline for
-the whole read, capped bodies): the first 256 KiB, then more while the parser asks
+the whole read, capped bodies), inside the frame every Hub read shares
+(`core.hub.read_frame`: the checks, the store's copy, offline and unreachable answers,
+failures typed): the first 256 KiB, then more while the parser asks
 (`NeedMoreBytes`), never more than 960 KiB past what it asked for and never past
 `HEADER_CAP`; the file's size comes from the answer's `Content-Range`.
 
@@ -23,34 +25,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from core.errors import (
-    GgufError,
-    HubError,
-    HubNotFoundError,
-    HubTimedOutError,
-    HubUnreachableError,
-    ModelError,
-    UsageError,
-)
+from core.errors import GgufError, HubError, HubNotFoundError, ModelError
 from core.gguf.header import HEADER_CAP, NeedMoreBytes, parse_header
 from core.gguf.local import assemble
 from core.gguf.pick import is_model_file, pick, split_name
 from core.gguf.record import GgufFile, GgufModel, SplitInfo
 from core.hub import store
-from core.hub.fetch import Deadline, HubTimeout, get_capped, map_bounded, run_bounded
-from core.hub.remote import (
-    HubOptions,
-    HubRead,
-    _hub_error,
-    _model_info,
-    _shown,
-    _store_write,
-    _timed_out,
-    _usable_offline,
+from core.hub.fetch import Deadline, HubTimeout, get_capped, map_bounded
+from core.hub.options import HubOptions
+from core.hub.read_frame import (
+    ReadStart,
+    fetch_failure,
+    info_or_reason,
+    run_online,
+    start_read,
+    store_write,
+    usable_offline,
 )
-from core.hub.session import hub_offline_reason, online, timed_out, unreachable
-from core.hub.settings import check_settings, hub_endpoint
-from core.paths import hub_store_dir
+from core.hub.remote import HubRead
 from core.regular_file import read_regular
 
 GGUF_INDEX = "gguf-files.json"
@@ -82,75 +74,34 @@ def read_hub_gguf(
     HubError, GgufError, ModelNotFoundError (no file for the quant), UsageError or
     ModelError, each one line."""
     options = options or HubOptions()
-    env = os.environ if env is None else env
-    if not store.is_repo_id(repo_id):
-        raise ModelError(_shown(repo_id), f"not a Hub repo id ({store.REPO_ID_RULE})")
-    revision = options.revision or "main"
-    if not store.is_revision(revision) and store.COMMIT_RE.fullmatch(revision) is None:
-        raise UsageError("--revision", f"{_shown(revision)} is not a branch, tag or commit name")
-    check_settings(env)
-    endpoint = hub_endpoint(env)
-    root = hub_store_dir(env)
-    stored = store.lookup(root, repo_id, revision)
-    offline = "--offline" if options.offline else hub_offline_reason(env)
-    if offline is not None:
-        why = f"the Hub is off ({offline})"
-        if stored is None:
+    start = start_read(repo_id, options, os.environ if env is None else env)
+    if start.offline is not None:
+        why = f"the Hub is off ({start.offline})"
+        if start.stored is None:
             raise HubNotFoundError(repo_id, f"never read from the Hub, and {why}")
-        return _answer_stored(repo_id, tag, revision, endpoint, stored, why)
-    check_settings()
-    deadline = Deadline.after(options.timeout_s)
-    with online(options.timeout_s):
-        try:
-            return run_bounded(
-                lambda: _read_online(
-                    repo_id, tag, revision, endpoint, root, stored, options, deadline
-                ),
-                deadline,
-            )
-        except HubTimeout:
-            raise HubTimedOutError(repo_id, _timed_out(endpoint, options.timeout_s)) from None
+        return _answer_stored(start, tag, why)
+    return run_online(start, options, lambda deadline: _read_online(start, tag, options, deadline))
 
 
-def _answer_stored(
-    repo_id: str, tag: str, revision: str, endpoint: str, stored: store.StoredModel, why: str
-) -> HubGguf:
-    _usable_offline(repo_id, stored, why)
-    model = from_store(stored.path, repo_id, tag)
+def _answer_stored(start: ReadStart, tag: str, why: str) -> HubGguf:
+    stored = start.stored
+    assert stored is not None
+    usable_offline(start.repo_id, stored, why)
+    model = from_store(stored.path, start.repo_id, tag)
     if model is None:
         what = f"quant {tag!r}" if tag else "its default quant"
-        raise HubError(repo_id, f"{what} was never read from the Hub, and {why}")
+        raise HubError(start.repo_id, f"{what} was never read from the Hub, and {why}")
     note = f"{why}: answered from the copy read from the Hub at {stored.commit[:12]}"
-    return HubGguf(model, HubRead(repo_id, revision, stored.commit, endpoint, stored.path, note))
+    read = HubRead(start.repo_id, start.revision, stored.commit, start.endpoint, stored.path, note)
+    return HubGguf(model, read)
 
 
-def _read_online(
-    repo_id: str,
-    tag: str,
-    revision: str,
-    endpoint: str,
-    root: Path,
-    stored: store.StoredModel | None,
-    options: HubOptions,
-    deadline: Deadline,
-) -> HubGguf:
-    try:
-        commit, names = _model_info(repo_id, revision, endpoint, deadline)
-    except HubError:
-        raise
-    except Exception as exc:
-        reason = unreachable(exc)
-        if reason is None:
-            raise _hub_error(repo_id, revision, exc) from None
-        if stored is None:
-            lost = HubTimedOutError if timed_out(exc) else HubUnreachableError
-            raise lost(
-                repo_id,
-                f"the Hub at {endpoint} is unreachable ({reason}) and this repo was never read",
-            ) from None
-        return _answer_stored(
-            repo_id, tag, revision, endpoint, stored, f"the Hub is unreachable ({reason})"
-        )
+def _read_online(start: ReadStart, tag: str, options: HubOptions, deadline: Deadline) -> HubGguf:
+    repo_id, revision, endpoint, root = start.repo_id, start.revision, start.endpoint, start.root
+    found = info_or_reason(start, options, deadline)
+    if isinstance(found, str):
+        return _answer_stored(start, tag, found)
+    commit, names = found
     ggufs = [n for n in names if n.endswith(".gguf")]
     if not ggufs:
         raise HubError(repo_id, f"no *.gguf files at {commit[:12]}")
@@ -160,7 +111,7 @@ def _read_online(
     wanted = parts + ([projector] if projector else [])
     again = store.lookup(root, repo_id, commit)
     if again is not None and (model := from_store(again.path, repo_id, tag)) is not None:
-        _store_write(repo_id, root, lambda: store.set_ref(root, repo_id, revision, commit))
+        store_write(repo_id, root, lambda: store.set_ref(root, repo_id, revision, commit))
         return HubGguf(model, HubRead(repo_id, revision, commit, endpoint, again.path))
     from huggingface_hub import hf_hub_url
 
@@ -179,14 +130,7 @@ def _read_online(
     except (ModelError, GgufError, HubTimeout):
         raise
     except Exception as exc:
-        reason = unreachable(exc)
-        if timed_out(exc):
-            raise HubTimedOutError(repo_id, _timed_out(endpoint, options.timeout_s)) from None
-        if reason is not None:
-            raise HubUnreachableError(
-                repo_id, f"the Hub at {endpoint} stopped answering ({reason})"
-            ) from None
-        raise _hub_error(repo_id, revision, exc) from None
+        raise fetch_failure(start, options, exc) from None
     deadline.left()  # nothing is stored once the read's time is up
     files = (store.read_files(again.path) if again is not None else None) or {}
     index = _read_index(files.get(GGUF_INDEX))
@@ -195,7 +139,7 @@ def _read_online(
         files[_stored_name(name)] = data
         sizes[name] = size
     files[GGUF_INDEX] = json.dumps({"listing": ggufs, "sizes": sizes}, indent=1).encode()
-    saved = _store_write(
+    saved = store_write(
         repo_id,
         root,
         lambda: store.save(root, repo_id, commit, revision, files, replace=again is not None),
