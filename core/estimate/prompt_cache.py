@@ -19,6 +19,7 @@ from core.estimate.downstream import (
 from core.estimate.estimate import EstimateSettings, Workload, estimate
 from core.estimate.kv_cache import KvArch, KvKind, kv_term
 from core.estimate.snapshot import ModelSnapshot
+from core.kind import Kind
 
 SNAPSHOT_FAMILIES = frozenset(
     {
@@ -44,12 +45,20 @@ SNAPSHOT_FAMILIES = frozenset(
 FIXED_STATE_FAMILIES = frozenset({"qwen3_next", "qwen3_5", "qwen3_5_moe"})
 
 
+class PromptCacheStore(Kind):
+    """Which prompt-cache store mlxcel gives a model (the value is its word)."""
+
+    SNAPSHOT = "snapshot"
+    """Recurrent, hybrid and model-aware families."""
+    KV = "kv"
+    """Dense models."""
+
+
 @dataclass(frozen=True)
 class PromptCacheCapacity:
     """Which store a model uses and its default byte capacity."""
 
-    store: str
-    """`snapshot` (recurrent, hybrid and model-aware families) or `kv` (dense models)."""
+    store: PromptCacheStore
     entry_bytes: int
     capacity_bytes: int
 
@@ -88,7 +97,9 @@ def prompt_cache_capacity(
     if fixed > 0 or kind in (KvKind.HYBRID, KvKind.PURE_SSM) or types & SNAPSHOT_FAMILIES:
         entry = kv_term(_unwindowed(model.kv_arch), tokens, False, 1).bytes + fixed
         default = SNAPSHOT_STORE_DEFAULT_BYTES if current is None else current
-        return PromptCacheCapacity("snapshot", entry, bounded_capacity(entry, default, left))
+        return PromptCacheCapacity(
+            PromptCacheStore.SNAPSHOT, entry, bounded_capacity(entry, default, left)
+        )
     entry = kv_term(model.kv_arch, tokens, False, 1).bytes
     default = KV_STORE_DEFAULT_BYTES if current is None else current
-    return PromptCacheCapacity("kv", entry, bounded_capacity(entry, default, left))
+    return PromptCacheCapacity(PromptCacheStore.KV, entry, bounded_capacity(entry, default, left))

@@ -23,7 +23,7 @@ from core.estimate.downstream import (
     representative_tokens,
 )
 from core.estimate.estimate import Workload, estimate, kv_bytes_per_token
-from core.estimate.prompt_cache import prompt_cache_capacity
+from core.estimate.prompt_cache import PromptCacheStore, prompt_cache_capacity
 from core.model.config import ModelConfig
 from tests.core.helpers import LLAMA_4BIT, MINIMAL_CONFIG, settings
 
@@ -105,14 +105,14 @@ def test_rocm_prompt_cache_ceiling_drops_by_a_quarter_of_the_budget() -> None:
     small = 16 * 1024**3  # small enough that the quarter ceiling binds
     rocm = prompt_cache_capacity(model, settings(available=small), 0)
     cuda = prompt_cache_capacity(model, settings(backend=Backend.CUDA, available=small), 0)
-    assert rocm.store == "kv"
+    assert rocm.store is PromptCacheStore.KV
     assert cuda.capacity_bytes - rocm.capacity_bytes == 268_435_456
 
 
 def test_snapshot_store_for_hybrid_models() -> None:
     model = profile_snapshot(load_profile("Qwen/Qwen3-Next-80B-A3B-Instruct"))
     cap = prompt_cache_capacity(model, settings(available=10**15), 8192)
-    assert cap.store == "snapshot"
+    assert cap.store is PromptCacheStore.SNAPSHOT
     assert model.config is not None
     assert cap.entry_bytes == 24_576 * 8192 + qwen3_next_fixed_state_bytes(model.config)
 
