@@ -47,6 +47,9 @@ class ParallelView:
     """(term, one cell per rank)."""
     verdict: str
     fits: bool
+    rank_fits: tuple[bool, ...] = ()
+    """Each rank's verdict as a value (the `Verdict` row's style follows it, never its
+    words)."""
 
     @property
     def largest_context(self) -> str:
@@ -87,4 +90,5 @@ def parallel_view(plan: Answer) -> ParallelView:
     verdict = verdict_words(plan.verdict, detail=True)
     if plan.past_trained and plan.trained is not None:
         verdict += f" (at {plan.question.workload.max_tokens:,} tokens: past the trained context)"
-    return ParallelView(plan, rows, verdict, fits)
+    rank_fits = tuple(bool(Verdict.of_rank(r).fits) for r in ranks)
+    return ParallelView(plan, rows, verdict, fits, rank_fits)

@@ -51,9 +51,13 @@ class RanksPanel(Static):
         for term, cells in view.rows:
             style = None
             if term == "Verdict":
+                fits = view.rank_fits
                 table.add_row(
                     term,
-                    *(Text(c, style="bold green" if c == "FITS" else "bold red") for c in cells),
+                    *(
+                        Text(c, style="bold green" if fit else "bold red")
+                        for c, fit in zip(cells, fits, strict=True)
+                    ),
                 )
                 continue
             table.add_row(term, *cells, style=style)
