@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from core.backend import Backend, BackendChoice
-from core.catalog.entry import Catalog, CatalogEntry
+from core.catalog.entry import Catalog, CatalogEntry, EntryOrigin
 from core.environment import read_env
 from core.estimate.available import MEMORY_LIMIT_ENV, AvailableMemory
 from core.estimate.snapshot import ModelSnapshot
@@ -187,7 +187,7 @@ def _load(entry: CatalogEntry) -> ModelSnapshot:
     from core.catalog.resolve import entry_snapshot
 
     # The display name is what the banner's `Model:` line would show for `inspect`.
-    display = str(entry.path) if entry.origin == "folder" and entry.path else entry.name
+    display = str(entry.path) if entry.origin is EntryOrigin.FOLDER and entry.path else entry.name
     return entry_snapshot(entry, display)
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from core.atomic_write import atomic_write, locked
-from core.catalog.entry import CatalogEntry
+from core.catalog.entry import CatalogEntry, EntryOrigin
 from core.errors import describe_os_error
 from core.estimate.kv_cache import KvKind
 from core.estimate.weights import WeightsSource
@@ -81,6 +81,7 @@ def entry_from_json(data: Any) -> CatalogEntry | None:
     try:
         values = dict(data)
         values["weights_source"] = WeightsSource[values["weights_source"]]
+        values["origin"] = EntryOrigin[values["origin"]]
         kind = values["kv_kind"]
         values["kv_kind"] = None if kind is None else KvKind[kind]
         values["path"] = None if values["path"] is None else Path(values["path"])

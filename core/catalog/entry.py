@@ -11,12 +11,23 @@ from pathlib import Path
 
 from core.estimate.kv_cache import KvKind
 from core.estimate.weights import WeightsSource
+from core.kind import Kind
 
-ORIGIN_BUILTIN = "built-in"
-ORIGIN_HF_CACHE = "hf-cache"
-ORIGIN_FOLDER = "folder"
-ORIGIN_HUB = "hub"
-"""Read from the Hugging Face Hub (headers only), kept in the vramscope Hub store."""
+
+class EntryOrigin(Kind):
+    """Where a catalog entry came from (the value is the word `models --json` writes)."""
+
+    BUILTIN = "built-in"
+    HF_CACHE = "hf-cache"
+    FOLDER = "folder"
+    HUB = "hub"
+    """Read from the Hugging Face Hub (headers only), kept in the vramscope Hub store."""
+
+
+ORIGIN_BUILTIN = EntryOrigin.BUILTIN
+ORIGIN_HF_CACHE = EntryOrigin.HF_CACHE
+ORIGIN_FOLDER = EntryOrigin.FOLDER
+ORIGIN_HUB = EntryOrigin.HUB
 
 
 @dataclass(frozen=True)
@@ -25,8 +36,8 @@ class CatalogEntry:
 
     name: str
     """Display name: the repo id for profiles and cache entries, the folder name otherwise."""
-    origin: str
-    """`built-in`, `hf-cache`, `folder` or `hub`."""
+    origin: EntryOrigin
+    """Built-in, the HF cache, a folder or the Hub (a word is taken, and made the kind)."""
     format_label: str
     """E.g. `MLX 4-bit g64`, `MLX mixed 4/6-bit g64`, `BF16`, `GPTQ 4-bit g128`."""
     weight_bytes: int
@@ -45,6 +56,9 @@ class CatalogEntry:
     warnings: tuple[str, ...] = ()
     """What was wrong with the folder's files (the estimate's warning lines)."""
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "origin", EntryOrigin.named(self.origin))
+
     @property
     def origin_label(self) -> str:
         """Where it came from, for display."""
@@ -55,7 +69,7 @@ class CatalogEntry:
             at = f"{self.refs[0]} " if self.refs else ""
             return f"hub @ {at}{self.revision[:8]}"
         return {ORIGIN_BUILTIN: "built-in profile", ORIGIN_FOLDER: "folder"}.get(
-            self.origin, self.origin
+            self.origin, self.origin.value
         )
 
 

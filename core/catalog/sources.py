@@ -22,6 +22,7 @@ from core.catalog.entry import (
     ORIGIN_HF_CACHE,
     ORIGIN_HUB,
     CatalogEntry,
+    EntryOrigin,
     SkippedModel,
 )
 from core.catalog.hf_cache import (
@@ -204,7 +205,7 @@ def _entry_from_snapshot(
     path: Path,
     *,
     name: str,
-    origin: str,
+    origin: EntryOrigin,
     revision: str | None = None,
     refs: tuple[str, ...] = (),
 ) -> CatalogEntry:
@@ -265,7 +266,7 @@ def _identity(path: Path, names: frozenset[str]) -> object | None:
 def _listed_model(
     path: Path,
     name: str,
-    origin: str,
+    origin: EntryOrigin,
     *,
     revision: str | None = None,
     refs: tuple[str, ...] = (),
@@ -282,7 +283,7 @@ def _listed_model(
     reason = _not_a_model_reason(names)
     if reason is not None:
         return skip(reason)
-    memo_key = (str(path), name, origin, revision, refs)
+    memo_key = (str(path), name, origin.value, revision, refs)  # a JSON key: the word
     identity = _identity(path, names)
     cached = _MEMO.get(memo_key)
     if cached is not None and identity is not None and cached[0] == identity:

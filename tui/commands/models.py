@@ -128,7 +128,7 @@ def catalog_json(catalog: Catalog) -> dict[str, Any]:
         "models": [
             {
                 "name": e.name,
-                "origin": e.origin,
+                "origin": e.origin.value,
                 "origin_label": e.origin_label,
                 "format": e.format_label,
                 "weight_bytes": e.weight_bytes,

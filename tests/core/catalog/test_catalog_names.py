@@ -199,3 +199,16 @@ def test_a_home_with_a_nul_is_no_such_model_never_a_value_error(
     assert _existing(name) is None
     with pytest.raises(ModelNotFoundError):
         resolve_model(name, env=no_cache)
+
+
+def test_an_entry_s_origin_is_a_kind_never_its_word() -> None:
+    """`origin` is the `EntryOrigin` kind (#39): never equal to its word (a compare of
+    it with `"folder"` is what `tests/test_typed_kinds.py` looks for), its word its
+    value (what `models --json` writes), and kept through the catalog's disk cache."""
+    from core.catalog.disk_cache import entry_from_json, entry_to_json
+    from core.catalog.entry import EntryOrigin
+
+    entry = resolve_entry(LLAMA_4BIT)
+    assert entry.origin is EntryOrigin.BUILTIN and entry.origin != "built-in"
+    assert entry.origin.value == "built-in" and entry.origin_label == "built-in profile"
+    assert entry_from_json(json.loads(json.dumps(entry_to_json(entry)))) == entry
