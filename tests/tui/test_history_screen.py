@@ -13,7 +13,7 @@ from textual.widgets import DataTable, Input, Static
 
 from core.measurement.history import HistoryStore
 from core.measurement.report import TableRow, markdown_table
-from core.measurement.result import MeasuredPeak
+from core.measurement.result import FailureKind, MeasuredPeak, MeasurementFailure, UnmeasuredRun
 from tests.tui.helpers import LLAMA, build_app, fixed_deps, settle, wait_for
 from tui.render.history_table import EXPORT_FILE
 from tui.screens.explorer_screen import ExplorerScreen
@@ -121,3 +121,36 @@ async def test_an_empty_or_unkept_history_says_so() -> None:
         await pilot.press("e")
         status = str(app.screen.query_one("#history-status").render())
         assert "Nothing to export" in status
+
+
+async def test_a_run_recorded_not_measured_is_listed_so_never_covered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`vramscope run -- true` records "not measured" (#41): the screen lists it by its
+    time among the peaks, with no peak and nothing covered, and leaves it out of the
+    export (it has no peak to hold against an estimate)."""
+    monkeypatch.chdir(tmp_path)
+    store = write_history(damaged=False)
+    failure = MeasurementFailure(FailureKind.NOT_MEASURED, "not measured: ...", 0)
+    store.append(
+        UnmeasuredRun("true", "true", 8192, 0, None, failure, "2025-06-01T10:30:00+00:00", "0")
+    )
+    app = build_app(fixed_deps(history=HistoryStore.default), preset="gfx1151")
+    async with app.run_test(size=(140, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("H")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, HistoryScreen)
+        table = screen.query_one(DataTable)
+        rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+        assert [r[0] for r in rows] == [
+            "2025-06-01 11:00",
+            "2025-06-01 10:30",
+            "2025-06-01 10:00",
+            "2025-06-01 09:00",
+        ]
+        assert rows[1][1] == "true" and rows[1][6:] == ["not measured", "-", "-", "-"]
+        await pilot.press("e")
+        assert (tmp_path / EXPORT_FILE).read_text(encoding="utf-8").count("| torch engine |") == 3
+        assert "not measured" not in (tmp_path / EXPORT_FILE).read_text(encoding="utf-8")

@@ -20,7 +20,7 @@ from core.measurement.report import (
     markdown_table,
     peak_what,
 )
-from core.measurement.result import MeasuredPeak
+from core.measurement.result import MeasuredPeak, UnmeasuredRun
 from core.units import format_bytes_short
 from tui.model.names import short_model
 
@@ -115,6 +115,26 @@ def history_row(peak: MeasuredPeak) -> HistoryRow:
         covered_words,
     )
     return HistoryRow(cells, covered)
+
+
+def unmeasured_row(run: UnmeasuredRun) -> HistoryRow:
+    """A run recorded "not measured" (no peak): its peak cell says so, nothing covered."""
+    estimate = format_bytes_short(run.estimate_bytes) if run.estimate_bytes is not None else "-"
+    exited = run.failure.exit_status not in (None, 0)
+    peak = f"not measured (exit {run.failure.exit_status})" if exited else "not measured"
+    cells = (
+        when(run.timestamp),
+        model_cell(run.model),
+        f"{run.engine} -",
+        "-",
+        "-",
+        f"0+{run.context_tokens}",
+        peak,
+        estimate,
+        "-",
+        "-",
+    )
+    return HistoryRow(cells, None)
 
 
 def export_markdown(records: Sequence[MeasuredPeak]) -> str:

@@ -28,6 +28,7 @@ from tui.render.history_table import (
     display_path,
     history_row,
     newest_first,
+    unmeasured_row,
     write_export,
 )
 
@@ -84,7 +85,8 @@ class HistoryScreen(Screen[None]):
         if not self._columns:
             return  # on_mount shows what was handed over last
         box = self.query_one("#history", Vertical)
-        box.border_title = f"Measurement history · {len(read.results)} run(s)"
+        count = len(read.results) + len(read.unmeasured)
+        box.border_title = f"Measurement history · {count} run(s)"
         shown = display_path(path) if path is not None else ""
         box.border_subtitle = shown or "not recorded"
         lines = [f"⚠ {w.replace(str(path), shown) if shown else w}" for w in read.warnings]
@@ -94,8 +96,12 @@ class HistoryScreen(Screen[None]):
         self.records = newest_first(read.results)
         table = self.query_one(DataTable)
         table.clear()
-        for peak in self.records:
-            row = history_row(peak)
+        # Runs recorded "not measured" (no peak) listed too, by time; never exported.
+        listed = [(p.timestamp, history_row(p)) for p in self.records]
+        if read.unmeasured:  # two lists: merged by their ISO times, newest first
+            listed += [(u.timestamp, unmeasured_row(u)) for u in read.unmeasured]
+            listed.sort(key=lambda item: item[0], reverse=True)
+        for _, row in listed:
             cells: list[str | Text] = [
                 Text(cell, justify="right") if name in NUMERIC else cell
                 for name, cell in zip(COLUMNS, row.cells, strict=True)
@@ -104,7 +110,7 @@ class HistoryScreen(Screen[None]):
                 cells[-1] = Text(row.cells[-1], "bold green" if row.covered else "bold red")
             table.add_row(*cells)
         empty = self.query_one("#history-empty", Static)
-        empty.display = not self.records
+        empty.display = not listed
         empty.update(EMPTY if path is not None else NOT_KEPT)
 
     def action_close(self) -> None:
