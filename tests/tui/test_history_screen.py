@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Static
 
 from core.measurement.history import HistoryStore
@@ -61,6 +62,16 @@ def write_history(damaged: bool = True) -> HistoryStore:
     return store
 
 
+async def open_history(pilot: Pilot[None]) -> HistoryScreen:
+    """`H` from the explorer: the history screen, once it is up."""
+    await settle(pilot)
+    await pilot.press("H")
+    await settle(pilot)
+    screen = pilot.app.screen
+    assert isinstance(screen, HistoryScreen)
+    return screen
+
+
 async def test_the_history_lists_runs_newest_first_and_exports_the_table(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -68,11 +79,7 @@ async def test_the_history_lists_runs_newest_first_and_exports_the_table(
     write_history()
     app = build_app(fixed_deps(history=HistoryStore.default), preset="gfx1151")
     async with app.run_test(size=(140, 30)) as pilot:
-        await settle(pilot)
-        await pilot.press("H")
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, HistoryScreen)
+        screen = await open_history(pilot)
         table = screen.query_one(DataTable)
         assert [table.get_row_at(i)[0] for i in range(table.row_count)] == [
             "2025-06-01 11:00",
@@ -137,11 +144,7 @@ async def test_a_run_recorded_not_measured_is_listed_so_never_covered(
     )
     app = build_app(fixed_deps(history=HistoryStore.default), preset="gfx1151")
     async with app.run_test(size=(140, 30)) as pilot:
-        await settle(pilot)
-        await pilot.press("H")
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, HistoryScreen)
+        screen = await open_history(pilot)
         table = screen.query_one(DataTable)
         rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
         assert [r[0] for r in rows] == [
