@@ -1,5 +1,6 @@
 """The cgroup v2 path of `vramscope run` on a recorded tree (#41): this project's
-machine has cgroup v1 only, so the live tests skip it. `cgroup2_dir` reads
+machine has the hybrid layout, whose unified hierarchy has no memory controller (only
+`hugetlb`; memory is cgroup v1's), so no live run reads a `memory.peak`. `cgroup2_dir` reads
 `/proc/self/cgroup` and `mountinfo` (its `proc` root is the override), and a run's tree
 reads its group's `cgroup.procs` and `memory.peak` from the folder it is handed: here
 folders written as a cgroup v2 of a pure and of a hybrid layout."""
