@@ -22,12 +22,16 @@ class EntryOrigin(Kind):
     FOLDER = "folder"
     HUB = "hub"
     """Read from the Hugging Face Hub (headers only), kept in the vramscope Hub store."""
+    GGUF = "gguf"
+    """A GGUF file (llama.cpp's) in a models folder or the HF cache: the explorer's list
+    shows it beside the catalog's models, and picking it reads it as `inspect FILE` does."""
 
 
 ORIGIN_BUILTIN = EntryOrigin.BUILTIN
 ORIGIN_HF_CACHE = EntryOrigin.HF_CACHE
 ORIGIN_FOLDER = EntryOrigin.FOLDER
 ORIGIN_HUB = EntryOrigin.HUB
+ORIGIN_GGUF = EntryOrigin.GGUF
 
 
 @dataclass(frozen=True)
@@ -68,9 +72,8 @@ class CatalogEntry:
         if self.origin == ORIGIN_HUB and self.revision:
             at = f"{self.refs[0]} " if self.refs else ""
             return f"hub @ {at}{self.revision[:8]}"
-        return {ORIGIN_BUILTIN: "built-in profile", ORIGIN_FOLDER: "folder"}.get(
-            self.origin, self.origin.value
-        )
+        labels = {ORIGIN_BUILTIN: "built-in profile", ORIGIN_FOLDER: "folder", ORIGIN_GGUF: "GGUF"}
+        return labels.get(self.origin, self.origin.value)
 
 
 @dataclass(frozen=True)

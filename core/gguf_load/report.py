@@ -47,35 +47,45 @@ def gguf_load_lines(found: GgufAnswer) -> list[str]:
     lines.append(f"load ({label}) context: {load.tokens:,} tokens: {found.ctx.source}")
     for t in load.terms:
         lines.append(f"load ({label}) {t.kind.value}: {_size(t.bytes)}: {t.detail} [{_origin(t)}]")
-    offloaded = found.plan.offloaded_layers
-    lines.append(
-        f"load ({label}) --n-gpu-layers: {offloaded} of {found.layer_count} layers on the "
-        "device (the output layer first, then the repeating layers from the last)"
-    )
+    lines.append(f"load ({label}) --n-gpu-layers: {offload_words(found)}")
     for share in load.shares:
         lines.append(f"load ({label}) on the {share.placement.value}: {_share_words(share)}")
-    held = "the device's share" if offloaded else "the whole load (host only)"
-    lines.append(
-        f"load ({label}) held against available {_size(found.available_bytes)}: {held}, "
-        f"{_size(found.held_bytes)}"
-    )
+    lines.append(f"load ({label}) {held_words(found)}")
     lines.append(f"largest context by the load: {found.context.words}")
-    if found.gpu_layers is not None:
-        if found.gpu_layers == 0:
-            lines.append(
-                "largest --n-gpu-layers that fits: 0: not even the output layer fits "
-                "(llama.cpp on the host alone)"
-            )
-        else:
-            lines.append(
-                f"largest --n-gpu-layers that fits: {found.gpu_layers} of {found.layer_count} "
-                f"at {load.tokens:,} tokens"
-            )
+    fitting = gpu_layers_words(found)
+    if fitting is not None:
+        lines.append(f"largest --n-gpu-layers that fits: {fitting}")
     lines.append(f"llama-server: {found.command}")
     if found.fitting_command is not None:
         lines.append(f"llama-server that fits: {found.fitting_command}")
     lines += [f"load note: {n}" for n in load.notes]
     return [clean_text(PREFIX + line) for line in lines]
+
+
+def offload_words(found: GgufAnswer) -> str:
+    """`7 of 7 layers on the device (the output layer first, ...)`."""
+    return (
+        f"{found.plan.offloaded_layers} of {found.layer_count} layers on the device (the "
+        "output layer first, then the repeating layers from the last)"
+    )
+
+
+def held_words(found: GgufAnswer) -> str:
+    """`held against available 24.0 MiB (... bytes): the device's share, 25.2 MiB (...)`."""
+    held = "the device's share" if found.plan.offloaded_layers else "the whole load (host only)"
+    return (
+        f"held against available {_size(found.available_bytes)}: {held}, {_size(found.held_bytes)}"
+    )
+
+
+def gpu_layers_words(found: GgufAnswer) -> str | None:
+    """The largest `--n-gpu-layers` that fits, when the layers asked do not (None when
+    they do, or memory was never read)."""
+    if found.gpu_layers is None:
+        return None
+    if found.gpu_layers == 0:
+        return "0: not even the output layer fits (llama.cpp on the host alone)"
+    return f"{found.gpu_layers} of {found.layer_count} at {found.load.tokens:,} tokens"
 
 
 def _origin(term: LoadTerm) -> str:
