@@ -180,7 +180,7 @@ class VramscopeApp(App[None]):
         from tui.screens.help_screen import HelpScreen  # like the palette: not for frame one
 
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen())
+            self.push_screen(HelpScreen(self.explorer.state.llama_cpp))
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         from tui.screens.palette import explorer_commands  # Ctrl+P only: not for frame one

@@ -25,6 +25,7 @@ from core.probes.device_nodes import detect_backend
 if TYPE_CHECKING:  # the reads' code (probes, history, calibration): worker threads
     from core.answer.fit import FitModel
     from core.calibration.record import Calibration
+    from core.catalog.gguf_source import GgufSource
     from core.device_memory import DeviceMemory
     from core.measurement.history import HistoryStore
     from core.measurement.request import MeasureRequest
@@ -119,6 +120,14 @@ class AppDeps:
     )
     """This machine's device memory, total, used and free, as `--memory-limit free|total`
     reads it (worker thread)."""
+    read_gguf: Callable[[str, bool], GgufSource | None] = field(default_factory=lambda: read_gguf)
+    """The GGUF model a name names (a `.gguf` file, a folder of them, with the bool
+    `REPO:QUANT` on the Hub too), as `inspect` reads it; None when it names no GGUF
+    (worker thread)."""
+    gguf_entries: Callable[[Catalog], tuple[CatalogEntry, ...]] = field(
+        default_factory=lambda: gguf_entries
+    )
+    """The GGUF files the model list shows beside the catalog's models (worker thread)."""
 
 
 # core.catalog.resolve (folders, the HF cache, built-in profiles, the disk cache) is imported
@@ -135,6 +144,54 @@ def _fit_models(catalog: Catalog, use_cache: bool) -> Iterator[tuple[CatalogEntr
                 yield entry, reader.read(entry)
             except VramscopeError as exc:  # as `vramscope fit` says it
                 yield entry, f"{entry.name}: skipped: {exc}"
+
+
+def read_gguf(name: str, hub: bool) -> GgufSource | None:
+    """`inspect`'s way in for a GGUF: a file, a folder holding GGUF files, and (with
+    `hub`) `REPO:QUANT`, from the Hugging Face cache or else the Hub's headers. None
+    for any other name (nothing is imported or read for it: the first frame's model)."""
+    from core.catalog.gguf_source import read_gguf_source
+
+    options = None
+    if hub and ":" in name:
+        from core.hub.remote import HubOptions
+
+        options = HubOptions()
+    return read_gguf_source(name, options)
+
+
+def gguf_entries(catalog: Catalog) -> tuple[CatalogEntry, ...]:
+    """The GGUF quant files where `fit` finds them (`core.gguf_load.fit`): the catalog's
+    models folders (and the folders in them) and its Hugging Face cache, where
+    `llama-server -hf` downloads. Listed by name and size on disk: no header is read
+    until one is picked."""
+    from core.catalog.entry import ORIGIN_GGUF
+    from core.estimate.weights import WeightsSource
+    from core.gguf.local import part_paths
+    from core.gguf_load.fit import local_gguf_files
+
+    found = []
+    for f in local_gguf_files(catalog.models_dirs, catalog.hf_cache_dir):
+        try:
+            size = sum(p.stat().st_size for p in part_paths(f.path))
+        except (OSError, ValueError):
+            continue  # gone since it was listed, or a part missing: picking it says which
+        found.append(
+            CatalogEntry(
+                name=f"{f.model}/{f.path.name}",
+                origin=ORIGIN_GGUF,
+                format_label="GGUF" if f.quant == "?" else f"GGUF {f.quant}",
+                weight_bytes=size,  # the list's size: the files on disk, header and all
+                # No estimate reads this entry (a pick reads the GGUF itself); the field
+                # wants a member and the list never shows it.
+                weights_source=WeightsSource.SAFETENSORS_HEADER,
+                kv_kind=None,
+                max_position_embeddings=None,
+                weights_on_disk=True,
+                path=f.path,
+            )
+        )
+    return tuple(found)
 
 
 def _available(backend: Backend, env_limit: str | None) -> AvailableMemory:
@@ -248,4 +305,5 @@ def builtin_deps(
         read_hub=partial(_read_hub, models_dirs=()) if hub else None,
         fit_models=partial(_fit_models, use_cache=False),
         read_device=lambda backend: device,
+        read_gguf=lambda name, read_hub: read_gguf(name, read_hub and hub),
     )

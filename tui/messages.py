@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # the calibration code, the Fits view's rows, the device: wor
     from core.calibration.record import Calibration
     from core.calibration.run import CalibrateRun
     from core.device_memory import DeviceMemory
+    from tui.gguf.question import GgufOnScreen
 
 
 @dataclass(frozen=True)
@@ -36,17 +37,28 @@ class LoadedModel:
 
 
 @dataclass(frozen=True)
+class LoadedGguf:
+    """A GGUF model read by a worker (its header: llama.cpp's load is answered from it)."""
+
+    model: GgufOnScreen
+    seconds: float
+
+
+@dataclass(frozen=True)
 class FailedModel:
     """A model that could not be read, and why, in one line."""
 
     name: str
     message: str
+    gguf: bool = False
+    """The name named a GGUF (a `.gguf` file, a folder of them, `REPO:QUANT`): the model
+    on screen stays, and the line goes to the status line."""
 
 
 class ModelRead(Message):
     """A model read answered; `request` tells a newer pick's answer from an overtaken one."""
 
-    def __init__(self, result: LoadedModel | FailedModel, request: int) -> None:
+    def __init__(self, result: LoadedModel | LoadedGguf | FailedModel, request: int) -> None:
         super().__init__()
         self.result = result
         self.request = request
@@ -70,9 +82,11 @@ class ModelReading(Message):
 class CatalogRead(Message):
     """The catalog, or why it could not be built."""
 
-    def __init__(self, catalog: Catalog | str) -> None:
+    def __init__(self, catalog: Catalog | str, gguf: tuple[CatalogEntry, ...] = ()) -> None:
         super().__init__()
         self.catalog = catalog
+        self.gguf = gguf
+        """The GGUF files found where the catalog looks (the list's GGUF group)."""
 
 
 class AvailableRead(Message):

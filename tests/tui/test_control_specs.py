@@ -20,6 +20,7 @@ from tui.cli import build_parser
 from tui.model.command_lines import (
     DEVICE_FLAGS,
     ENVIRONMENT,
+    LLAMA_CPP,
     WORKLOAD,
     fit_command,
     mlxcel_command,
@@ -41,7 +42,7 @@ from tui.model.control_specs import (
 from tui.model.split_words import launch_command, with_plan_flag
 from tui.model.state import ExplorerState, MemoryChoice
 from tui.screens.explorer_screen import ExplorerScreen
-from tui.screens.help_screen import CONTROL_ROWS, KEYS
+from tui.screens.help_screen import control_rows, help_keys
 from tui.widgets.controls import Controls
 from tui.widgets.segmented import Segmented
 from tui.widgets.slider_field import SliderField
@@ -126,7 +127,7 @@ def test_a_control_off_its_default_reads_back_from_the_command_line(spec: Any) -
 
 
 def test_every_control_with_a_flag_is_spelled_by_a_command_line() -> None:
-    on_inspect = {s.field for s in (*WORKLOAD, *DEVICE_FLAGS, *ENVIRONMENT)}
+    on_inspect = {s.field for s in (*WORKLOAD, *LLAMA_CPP, *DEVICE_FLAGS, *ENVIRONMENT)}
     flagged = {s.field for s in CONTROLS if s.flag is not None}
     assert flagged - on_inspect == ON_THEIR_OWN_LINES
     actions = {
@@ -158,11 +159,19 @@ def test_the_split_controls_words_are_the_split_lines() -> None:
 
 
 def test_help_has_a_row_for_every_control_and_every_key_in_the_panels_order() -> None:
-    assert [label for label, _ in CONTROL_ROWS] == [s.label for s in CONTROLS]
-    keys = " ".join(k for k, _ in KEYS).split()
-    for spec in CONTROLS:
-        if spec.key:
-            assert spec.key in keys, spec.id
+    # A safetensors model's help lists mlxcel's controls and the shared ones, a GGUF's
+    # llama.cpp's and the shared ones: together every control, each in the panel's order.
+    mlx, gguf = control_rows(), control_rows(llama_cpp=True)
+    assert [label for label, _ in mlx] == [s.label for s in CONTROLS if not s.gguf_only]
+    assert [label for label, _ in gguf] == [s.label for s in CONTROLS if not s.mlx_only]
+    assert {label for label, _ in (*mlx, *gguf)} == {s.label for s in CONTROLS}
+    for llama_cpp in (False, True):
+        keys = " ".join(k for k, _ in help_keys(llama_cpp)).split()
+        for spec in CONTROLS:
+            if spec.key and (spec.gguf_only if llama_cpp else not spec.gguf_only):
+                assert spec.key in keys, spec.id
+            elif spec.key and (spec.mlx_only if llama_cpp else spec.gguf_only):
+                assert spec.key not in keys, spec.id
     jumps = [b for b in ExplorerScreen.BINDINGS if "jump(" in getattr(b, "action", "")]
     assert {b.key for b in jumps} == {s.key for s in keyed(KeyAction.JUMP)} | {"slash"}
 
@@ -175,11 +184,13 @@ async def test_every_key_reaches_its_control() -> None:
         app.explorer.update(devices=2)  # the split's rows show
         await settle(pilot)
         controls = app.screen.query_one(Controls)
-        for spec in keyed(KeyAction.JUMP):  # Per device last: letters are text in its box
+        # A safetensors model: llama.cpp's keys are idle (tests/tui/test_gguf_explorer.py).
+        jumps = [s for s in keyed(KeyAction.JUMP) if not s.gguf_only]
+        for spec in jumps:  # Per device last: letters are text in its box
             await type_keys(pilot, spec.key)
             assert app.screen.focused is controls.focus_target(spec), spec.id
         await type_keys(pilot, "\x1b")
-        for spec in keyed(KeyAction.CYCLE):
+        for spec in [s for s in keyed(KeyAction.CYCLE) if not s.gguf_only]:
             before = app.explorer.state
             await type_keys(pilot, spec.key)
             state = app.explorer.state

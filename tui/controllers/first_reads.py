@@ -13,9 +13,12 @@ value, as the loader's workers do.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import replace
+from pathlib import Path
 from typing import TypeVar
 
 from core.backend import Backend
@@ -23,7 +26,7 @@ from core.catalog.entry import CatalogEntry
 from core.errors import VramscopeError
 from core.estimate.available import AvailableMemory
 from tui.deps import AppDeps
-from tui.messages import FailedModel, LoadedModel
+from tui.messages import FailedModel, LoadedGguf, LoadedModel
 
 WAIT_S = 0.3
 """How long the screen, as it mounts, waits for a first read before it paints without it:
@@ -35,9 +38,12 @@ T = TypeVar("T")
 
 def read_model(
     deps: AppDeps, name: str, entry: CatalogEntry | None, hub: bool = False
-) -> LoadedModel | FailedModel:
-    """Read a model (a worker thread); a failure is a `FailedModel`."""
+) -> LoadedModel | LoadedGguf | FailedModel:
+    """Read a model (a worker thread); a failure is a `FailedModel`. A name that names a
+    GGUF is read as `inspect` reads it (llama.cpp's load answers for it)."""
     started = deps.clock()
+    if names_gguf(name):
+        return _read_gguf(deps, name, started)
     try:
         if entry is not None:
             found = entry
@@ -51,6 +57,39 @@ def read_model(
         return FailedModel(name, str(exc))
     except Exception as exc:  # never let a bad model crash the app
         return unexpected_failure(name, exc)
+
+
+def names_gguf(name: str) -> bool:
+    """Whether a model name is one of `inspect`'s GGUF names: a `.gguf` file, a folder
+    holding GGUF files (and no config.json), or `REPO:QUANT` (a colon in a name that is
+    no path). Only the name and, for a folder, its listing are looked at."""
+    from core.catalog.gguf_source import holds_gguf
+
+    if name.endswith(".gguf"):
+        return True
+    try:
+        path = Path(os.path.expanduser(name))
+        if path.is_dir():
+            return holds_gguf(path)
+        return ":" in name and not os.path.lexists(path)
+    except (OSError, ValueError):
+        return False
+
+
+def _read_gguf(deps: AppDeps, name: str, started: float) -> LoadedGguf | FailedModel:
+    from tui.gguf.question import GgufOnScreen
+
+    hub = deps.read_hub is not None  # the command line's deps read the Hub, tests' may not
+    try:
+        found = deps.read_gguf(name, hub)
+        if found is None:
+            return FailedModel(name, f"{name}: names no GGUF model", gguf=True)
+        on_hub = not os.path.lexists(os.path.expanduser(name))
+        return LoadedGguf(GgufOnScreen(name, found, on_hub), deps.clock() - started)
+    except VramscopeError as exc:
+        return FailedModel(name, str(exc), gguf=True)
+    except Exception as exc:  # never let a bad file crash the app
+        return replace(unexpected_failure(name, exc), gguf=True)
 
 
 def unexpected_failure(name: str, exc: BaseException) -> FailedModel:

@@ -49,6 +49,7 @@ from tui.messages import (
     DeviceRead,
     FailedModel,
     HistoryLoaded,
+    LoadedGguf,
     LoadedModel,
     ModelRead,
     ModelReading,
@@ -61,6 +62,7 @@ if TYPE_CHECKING:
     from core.calibration.record import Calibration
     from core.calibration.run import CalibrateRun
     from core.device_memory import DeviceMemory
+    from tui.gguf.question import GgufAnswers
 
 TICK_S = 0.5
 """How often the seconds of a read in flight are repainted."""
@@ -124,6 +126,13 @@ class Loader:
         self.entry: CatalogEntry | None = None
         self.snapshot: ModelSnapshot | None = None
         self.failure: FailedModel | None = None
+        self.gguf: GgufAnswers | None = None
+        """The GGUF model on screen and its answers, kept per question (None: the model
+        on screen is no GGUF)."""
+        self.gguf_failure: FailedModel | None = None
+        """The last GGUF that could not be read while another model stayed on screen."""
+        self.gguf_entries: tuple[CatalogEntry, ...] = ()
+        """The GGUF files the model list shows beside the catalog's models."""
         self.calibrations: tuple[Calibration, ...] = ()
         """vramscope's calibrations to choose from (`deps.calibrations`), once read."""
         self.what_ifs: dict[str, int | str] = {}
@@ -210,7 +219,7 @@ class Loader:
         # The list and the history wait for the model: on two cores, four reads and the
         # frames at once held the model's answer back by 50-60 ms.
         self._run("history", self._read_history, after_model=True)
-        self._run("catalog", lambda: CatalogRead(self._build_catalog()), after_model=True)
+        self._run("catalog", lambda: CatalogRead(*self._build_catalog()), after_model=True)
         self._run("calibrations", self._read_calibrations, after_model=True)
         self._run("device", self._read_device, after_model=True)
         # Not after the next refresh: that came just before the first frame was written,
@@ -279,7 +288,7 @@ class Loader:
 
     def read_catalog(self) -> None:
         """(Re-)read the catalog (after a Hub read added a model to the store)."""
-        self._run("catalog", lambda: CatalogRead(self._build_catalog()))
+        self._run("catalog", lambda: CatalogRead(*self._build_catalog()))
 
     def read_model(
         self, name: str, entry: CatalogEntry | None, *, first: bool = False, hub: bool = False
@@ -329,9 +338,23 @@ class Loader:
         self._stop_ticker()
         if self._frame_out:  # else the first frame starts them (`start_held_reads`)
             self._start_after_model()
+        result = message.result
+        if isinstance(result, FailedModel) and result.gguf and self._on_screen:
+            # A bad GGUF never takes the model on screen away: its line is the status line's.
+            self.gguf_failure = result
+            self.waiting.discard("model")
+            return True
+        self.gguf_failure = None
         self.what_ifs = {}
-        if isinstance(message.result, LoadedModel):
-            self.entry, self.snapshot = message.result.entry, message.result.snapshot
+        if isinstance(result, LoadedGguf):
+            from tui.gguf.question import GgufAnswers
+
+            self.entry, self.snapshot, self.failure = None, None, None
+            self.gguf = GgufAnswers(result.model)
+            self.waiting.discard("whatif")
+        elif isinstance(result, LoadedModel):
+            self.gguf = None
+            self.entry, self.snapshot = result.entry, result.snapshot
             self.failure = None
             entry = self.entry
             # The "Quantize as" what-ifs need the tensor list: read after the model answers.
@@ -341,10 +364,16 @@ class Loader:
                 first=True,  # not before the first frame is out
             )
         else:
-            self.entry, self.snapshot, self.failure = None, None, message.result
+            self.entry, self.snapshot, self.failure = None, None, result
+            self.gguf = None
             self.waiting.discard("whatif")  # an overtaken model's what-ifs are dropped
         self.waiting.discard("model")
         return True
+
+    @property
+    def _on_screen(self) -> bool:
+        """A model is on screen (read, safetensors or GGUF)."""
+        return self.snapshot is not None or self.gguf is not None
 
     def take_what_ifs(self, message: WhatIfsRead) -> bool:
         """Keep the what-ifs of the model on screen; False for an overtaken model's."""
@@ -361,6 +390,7 @@ class Loader:
     def take_catalog(self, message: CatalogRead) -> None:
         """Keep the catalog (or why there is none)."""
         self.catalog = message.catalog
+        self.gguf_entries = message.gguf
         self.waiting.discard("catalog")
 
     def take_available(self, message: AvailableRead) -> None:
@@ -399,16 +429,22 @@ class Loader:
         config, the family's default, a rope scaling that stretches it)."""
         from core.answer.context import trained_context
 
+        if self.gguf is not None:
+            return self.gguf.model.trained_context
         found = trained_context(self.snapshot.config) if self.snapshot is not None else None
         return found.tokens if found is not None else None
 
     # --- the reads (worker threads): each failure becomes a value ---------------------
 
-    def _build_catalog(self) -> Catalog | str:
+    def _build_catalog(self) -> tuple[Catalog | str, tuple[CatalogEntry, ...]]:
         try:
-            return self.deps.build_catalog()
+            catalog = self.deps.build_catalog()
         except Exception as exc:  # a broken catalog must never take the app down
-            return f"cannot list models: {type(exc).__name__}: {exc}"
+            return f"cannot list models: {type(exc).__name__}: {exc}", ()
+        try:
+            return catalog, self.deps.gguf_entries(catalog)
+        except Exception:  # the GGUF files are an extra beside the list: never a crash
+            return catalog, ()
 
     def _read_device(self) -> DeviceRead:
         try:

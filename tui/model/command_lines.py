@@ -20,10 +20,15 @@ from tui.model.control_specs import (
     AVAILABLE,
     BACKEND,
     BATCH_SIZE,
+    CACHE_TYPE_K,
+    CACHE_TYPE_V,
+    FLASH_ATTENTION,
     INFLIGHT_MIB,
     KV_DTYPE,
+    LAYERS_ON_GPU,
     MAX_TOKENS,
     OVERHEAD_FACTOR,
+    PARALLEL_SLOTS,
     QUANTIZE,
     ControlSpec,
     WidgetKind,
@@ -35,6 +40,8 @@ WORKLOAD = (MAX_TOKENS, BATCH_SIZE, KV_DTYPE)
 """The controls whose flags `mlxcel inspect` takes too, in its order."""
 DEVICE_FLAGS = (BACKEND, INFLIGHT_MIB)
 """vramscope's flags of the device after them: the backend, then its in-flight budget."""
+LLAMA_CPP = (LAYERS_ON_GPU, CACHE_TYPE_K, CACHE_TYPE_V, PARALLEL_SLOTS, FLASH_ATTENTION)
+"""llama.cpp's flags, under their own long names, after the workload's (a GGUF only)."""
 ENVIRONMENT = (OVERHEAD_FACTOR,)
 """The controls both lines give by their environment variable."""
 _MEMORY_LIMIT = AVAILABLE.flag.name if AVAILABLE.flag else ""
@@ -42,10 +49,13 @@ _MEMORY_LIMIT = AVAILABLE.flag.name if AVAILABLE.flag else ""
 
 def written(spec: ControlSpec, state: ExplorerState) -> str | None:
     """The word a control's value is on the command lines, or None where they leave it out
-    (at its default, unless its flag is always written; while it does not count)."""
+    (at its default, unless its flag is always written; while it does not count; for
+    another kind of model: mlxcel's for a GGUF, llama.cpp's for a safetensors model)."""
     flag = spec.flag
     value = spec.value(state)
-    if flag is None or not spec.active(state) or (not flag.always and value == spec.default):
+    if flag is None or not spec.active(state) or not spec.applies(state):
+        return None
+    if not flag.always and value == spec.default:
         return None
     return spec.choice(state).word if spec.kind is WidgetKind.CHOICE else flag.word(value)
 
@@ -77,7 +87,7 @@ def _env_prefix(state: ExplorerState) -> list[str]:
 
 def _workload_flags(state: ExplorerState, quant: bool = True) -> list[str]:
     flags = _flags(WORKLOAD, state)
-    if quant and state.quant is not QuantHint.DEFAULT:
+    if quant and not state.llama_cpp and state.quant is not QuantHint.DEFAULT:
         flags += ["--quant", state.quant.json_label]
     return flags
 
@@ -116,6 +126,7 @@ def vramscope_command(
     """`vramscope inspect MODEL ...` for the current state; `rank_limits` (a split's
     per-device list, `24GB,16GB`) replaces the one `--memory-limit` size."""
     words = ["vramscope", "inspect", model_arg, *_workload_flags(state)]
+    words += _flags(LLAMA_CPP, state)
     words += _flags(DEVICE_FLAGS, state)
     limit = _limit(state, available)
     if rank_limits is not None:

@@ -22,12 +22,29 @@ from core.backend import Backend
 from core.estimate.available import MEMORY_LIMIT_ENV
 from core.estimate.headroom import HEADROOM_FACTOR_ENV
 from core.estimate.inflight import ROCM_MAX_INFLIGHT_ENV
+from core.load.llama_cpp_flags import FlashAttn, KvCacheType
 from core.measurement.engine import ENGINE_CHOICES, Engine
 from core.parallel.sharding import ParallelKind
 from tui.model.presets import DETECTED, DEVICE_FREE, DEVICE_TOTAL, PRESETS
-from tui.model.scales import BATCH_STOPS, FACTOR_STOPS, INFLIGHT_STOPS, token_stops
+from tui.model.scales import (
+    BATCH_STOPS,
+    FACTOR_STOPS,
+    INFLIGHT_STOPS,
+    PARALLEL_STOPS,
+    layer_stops,
+    token_stops,
+)
 from tui.model.state import ExplorerState, MemoryChoice, with_memory
-from tui.model.values import BATCH, FACTOR, INFLIGHT, TOKENS, ValueSpec
+from tui.model.values import (
+    BATCH,
+    FACTOR,
+    GPU_LAYERS,
+    INFLIGHT,
+    PARALLEL,
+    TOKENS,
+    ValueSpec,
+    format_gpu_layers,
+)
 
 
 class WidgetKind(enum.Enum):
@@ -144,6 +161,11 @@ class ControlSpec:
     """A line of words beside it (`#ID-hint`: why it is inactive, what it shows)."""
     split_only: bool = False
     """Its row shows with two devices or more only."""
+    gguf_only: bool = False
+    """llama.cpp's: shown (and its key live) only while the model on screen is a GGUF."""
+    mlx_only: bool = False
+    """mlxcel's or MLX's: hidden (and its key idle) while the model on screen is a GGUF,
+    where mlxcel's estimate does not apply."""
     active: Callable[[ExplorerState], bool] = _always
     """Whether it counts for this state (else inactive on screen, left off the lines)."""
     inactive_why: str = ""
@@ -154,6 +176,18 @@ class ControlSpec:
     def value(self, state: ExplorerState) -> Any:
         """The field's value in `state`."""
         return getattr(state, self.field)
+
+    def applies(self, state: ExplorerState) -> bool:
+        """Whether it belongs to the model on screen: llama.cpp's controls to a GGUF,
+        mlxcel's to a safetensors model, the others to both."""
+        return not (self.gguf_only and not state.llama_cpp) and not (
+            self.mlx_only and state.llama_cpp
+        )
+
+    @property
+    def row_id(self) -> str:
+        """The id of the row it sits in (its own row: `ID-row`)."""
+        return self.row or f"{self.id}-row"
 
     @property
     def default(self) -> Any:
@@ -240,6 +274,7 @@ INFLIGHT_MIB = ControlSpec(
     choices=tuple(Choice(mib, str(mib), str(mib), _stop_words(mib)) for mib in INFLIGHT_STOPS),
     active=_inflight_reserved,
     inactive_why="only ROCm builds reserve it",
+    mlx_only=True,
 )
 BATCH_SIZE = ControlSpec(
     field="batch",
@@ -253,6 +288,7 @@ BATCH_SIZE = ControlSpec(
     stops=BATCH_STOPS,
     values=BATCH,
     page=3,
+    mlx_only=True,
 )
 KV_DTYPE = ControlSpec(
     field="kv_int8",
@@ -268,6 +304,7 @@ KV_DTYPE = ControlSpec(
         Choice(False, "fp16", "fp16", palette_help="16-bit KV cache"),
         Choice(True, "int8", "int8", palette_help="8-bit KV cache"),
     ),
+    mlx_only=True,
 )
 QUANTIZE = ControlSpec(
     field="quantize_as",
@@ -282,6 +319,7 @@ QUANTIZE = ControlSpec(
     choices=tuple(Choice(q, _QUANTIZE_LABELS[q], q.word) for q in Quantization),
     row="quantize-row",
     hint=True,
+    mlx_only=True,
 )
 OVERHEAD_FACTOR = ControlSpec(
     field="headroom_factor",
@@ -297,6 +335,7 @@ OVERHEAD_FACTOR = ControlSpec(
     stops=FACTOR_STOPS,
     values=FACTOR,
     cast=float,
+    mlx_only=True,
 )
 BACKEND = ControlSpec(
     field="backend",
@@ -364,6 +403,7 @@ DEVICES = ControlSpec(
     ),
     row="devices-row",
     split_only=True,
+    mlx_only=True,
 )
 SPLIT = ControlSpec(
     field="split",
@@ -394,6 +434,7 @@ SPLIT = ControlSpec(
     row="devices-row",
     joins_row=True,
     split_only=True,
+    mlx_only=True,
 )
 PER_DEVICE = ControlSpec(
     field="device_memory",
@@ -411,6 +452,7 @@ PER_DEVICE = ControlSpec(
     placeholder="blank: Available on each; or 24GB,16GB",
     row="device-memory-row",
     split_only=True,
+    mlx_only=True,
 )
 MEASURE_WITH = ControlSpec(
     field="engine",
@@ -436,10 +478,114 @@ MEASURE_WITH = ControlSpec(
         ),
     ),
     row="engine-row",
+    mlx_only=True,
+)
+
+LAYERS_ON_GPU = ControlSpec(
+    field="gpu_layers",
+    id="gpu-layers",
+    label="GPU layers",
+    kind=WidgetKind.SLIDER,
+    help="llama.cpp's --n-gpu-layers: 0 to n_layer + 1 (the output layer first), or all",
+    key="g",
+    action=KeyAction.JUMP,
+    flag=Flag("--n-gpu-layers", word=format_gpu_layers),
+    palette="Layers on the GPU",
+    palette_note=": --n-gpu-layers",
+    tooltip="llama.cpp's --n-gpu-layers: layers offloaded from the last, the output layer "
+    "first; the rest stay on the host; type a count or all",
+    stops=layer_stops(None),
+    values=GPU_LAYERS,
+    page=4,
+    gguf_only=True,
+)
+
+
+CACHE_TYPES = (
+    KvCacheType.F32,
+    KvCacheType.F16,
+    KvCacheType.BF16,
+    KvCacheType.Q8_0,
+    KvCacheType.Q4_0,
+)
+"""The cache types the K and V rows offer: the common ones, which fit the row at 80 columns
+(`inspect -ctk` takes the others: q4_1, iq4_nl, q5_0, q5_1)."""
+
+
+def _cache_types(flag: str) -> tuple[Choice, ...]:
+    return tuple(
+        Choice(t, t.value, t.value, palette_help=f"llama.cpp's {flag} {t.value}")
+        for t in CACHE_TYPES
+    )
+
+
+CACHE_TYPE_K = ControlSpec(
+    field="cache_type_k",
+    id="cache-k",
+    label="K cache",
+    kind=WidgetKind.CHOICE,
+    help="llama.cpp's --cache-type-k: f32, f16, bf16, q8_0, q4_0",
+    key="K",
+    action=KeyAction.CYCLE,
+    key_help="K cache: the next --cache-type-k (f32 → f16 → bf16 → q8_0 → q4_0)",
+    flag=Flag("--cache-type-k"),
+    palette_help="llama.cpp's --cache-type-k",
+    choices=_cache_types("--cache-type-k"),
+    gguf_only=True,
+)
+CACHE_TYPE_V = ControlSpec(
+    field="cache_type_v",
+    id="cache-v",
+    label="V cache",
+    kind=WidgetKind.CHOICE,
+    help="llama.cpp's --cache-type-v (a quantized V needs flash attention on)",
+    key="V",
+    action=KeyAction.CYCLE,
+    key_help="V cache: the next --cache-type-v (f32 → f16 → bf16 → q8_0 → q4_0)",
+    flag=Flag("--cache-type-v"),
+    palette_help="llama.cpp's --cache-type-v",
+    choices=_cache_types("--cache-type-v"),
+    gguf_only=True,
+)
+PARALLEL_SLOTS = ControlSpec(
+    field="parallel",
+    id="parallel",
+    label="Parallel",
+    kind=WidgetKind.SLIDER,
+    help="llama.cpp's --parallel: server slots, each its own KV stream and logits",
+    key="P",
+    action=KeyAction.JUMP,
+    key_help="jump to Parallel (llama.cpp's --parallel)",
+    flag=Flag("--parallel"),
+    palette_note=": --parallel",
+    tooltip="llama.cpp's --parallel: sequences decoded at once (server slots)",
+    stops=PARALLEL_STOPS,
+    values=PARALLEL,
+    page=3,
+    gguf_only=True,
+)
+FLASH_ATTENTION = ControlSpec(
+    field="flash_attn",
+    id="flash-attn",
+    label="Flash attn",
+    kind=WidgetKind.CHOICE,
+    help="llama.cpp's --flash-attn on|off: the compute buffer, and V's layout",
+    key="F",
+    action=KeyAction.CYCLE,
+    key_help="Flash attn: llama.cpp's --flash-attn on ⇄ off",
+    flag=Flag("--flash-attn"),
+    palette_help="llama.cpp's --flash-attn",
+    choices=tuple(Choice(f, f.value, f.value) for f in FlashAttn),
+    gguf_only=True,
 )
 
 CONTROLS: tuple[ControlSpec, ...] = (
     MAX_TOKENS,
+    LAYERS_ON_GPU,
+    CACHE_TYPE_K,
+    CACHE_TYPE_V,
+    PARALLEL_SLOTS,
+    FLASH_ATTENTION,
     INFLIGHT_MIB,
     BATCH_SIZE,
     KV_DTYPE,

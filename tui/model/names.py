@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import PurePath
 
-from core.catalog.entry import ORIGIN_FOLDER, CatalogEntry
+from core.catalog.entry import ORIGIN_FOLDER, ORIGIN_GGUF, CatalogEntry
 from core.display_text import clean_text
 
 _HF_SNAPSHOT = re.compile(r"(?:^|/)models--(?P<org>[^/]+?)--(?P<name>[^/]+)/snapshots/[^/]+/?$")
@@ -18,7 +18,7 @@ _HF_SNAPSHOT = re.compile(r"(?:^|/)models--(?P<org>[^/]+?)--(?P<name>[^/]+)/snap
 
 def model_arg(entry: CatalogEntry) -> str:
     """What to type after `inspect` to get this entry: the folder, or the name."""
-    if entry.origin == ORIGIN_FOLDER and entry.path is not None:
+    if entry.origin in (ORIGIN_FOLDER, ORIGIN_GGUF) and entry.path is not None:
         return str(entry.path)
     return entry.name
 

@@ -31,6 +31,11 @@ INFLIGHT_STOPS: tuple[int, ...] = (
     8192,
 )
 BATCH_STOPS: tuple[int, ...] = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
+PARALLEL_STOPS: tuple[int, ...] = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
+"""llama.cpp's `--parallel` slots."""
+ALL_GPU_LAYERS = 1 << 20
+"""The layers-on-GPU slider's last stop, "all": llama.cpp's `--n-gpu-layers -1` (past
+any model's `n_layer + 1`, so the knob sits at the end whatever the model)."""
 FACTOR_STOPS: tuple[float, ...] = tuple(round(1.0 + i * 0.05, 2) for i in range(21))
 """1.00 to 2.00 in 0.05 steps; `round` makes 1.2 the same double as the literal 1.2."""
 
@@ -48,6 +53,12 @@ def token_stops(max_position: int | None) -> tuple[int, ...]:
         base *= 2
     stops.append(top)
     return tuple(stops)
+
+
+def layer_stops(layer_count: int | None) -> tuple[int, ...]:
+    """0, 1, ... `n_layer + 1` (llama.cpp's offloadable layers: the repeating ones and the
+    output layer), then "all"; before a GGUF is read, 0 and "all"."""
+    return (*range((layer_count or 0) + 1), ALL_GPU_LAYERS)
 
 
 def position_of(value: float, stops: Sequence[float]) -> float:

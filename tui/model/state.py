@@ -30,6 +30,7 @@ from core.estimate.available import AvailableMemory
 from core.estimate.estimate import DEFAULT_CTX_LEN, EstimateSettings, QuantHint, Workload
 from core.estimate.headroom import DEFAULT_HEADROOM_FACTOR
 from core.estimate.inflight import ROCM_DEFAULT_MAX_INFLIGHT_MB
+from core.load.llama_cpp_flags import FlashAttn, KvCacheType
 from core.measurement.engine import DEFAULT_ENGINE, Engine
 from core.parallel.sharding import ParallelKind
 from tui.model.presets import (
@@ -40,6 +41,7 @@ from tui.model.presets import (
     DEVICE_TOTAL,
     PRESETS_BY_KEY,
 )
+from tui.model.scales import ALL_GPU_LAYERS
 
 QUANTIZE_AS = tuple(q.word for q in Quantization)
 """The "Quantize as" choices' words (`vramscope fit --quantizations`'): the keys of the
@@ -110,6 +112,21 @@ class ExplorerState:
     """As stored, or a what-if of `vramscope fit` (`mlx-8bit`, `mlx-4bit`): the weights
     mlx-lm's conversion would write, vramscope's own figure (offered for 16/32-bit
     float models only)."""
+    llama_cpp: bool = False
+    """The model on screen is a GGUF: llama.cpp's controls show and the answer is
+    llama.cpp's load (`core.gguf_load`), not mlxcel's estimate. Set by the screen when a
+    model read answers, never by a control."""
+    gpu_layers: int = ALL_GPU_LAYERS
+    """llama.cpp's `--n-gpu-layers`: layers offloaded from the last, the output layer
+    first; `ALL_GPU_LAYERS` is "all" (`-1`)."""
+    cache_type_k: KvCacheType = KvCacheType.F16
+    """llama.cpp's `--cache-type-k`."""
+    cache_type_v: KvCacheType = KvCacheType.F16
+    """llama.cpp's `--cache-type-v` (a quantized V needs flash attention, as llama.cpp says)."""
+    parallel: int = 1
+    """llama.cpp's `--parallel`: sequences (server slots) decoded at once."""
+    flash_attn: FlashAttn = FlashAttn.ON
+    """llama.cpp's `--flash-attn on|off`."""
 
     def workload(self) -> Workload:
         """The estimate's workload."""

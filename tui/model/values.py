@@ -19,6 +19,7 @@ from core.estimate.inflight import MAX_ACCEPTED_INFLIGHT_MB, parse_inflight_mb
 from core.numbers import parse_rust_f64, rust_trim
 from core.units import MIB
 from core.value_grammar import Refused, read_byte_size, read_token_count
+from tui.model.scales import ALL_GPU_LAYERS
 
 MAX_BATCH = 4096
 MAX_FACTOR = 100.0
@@ -67,6 +68,29 @@ def read_batch(text: str) -> Reading:
     return value if 1 <= value <= MAX_BATCH else f"a batch is 1 to {MAX_BATCH}"
 
 
+def read_gpu_layers(text: str) -> Reading:
+    """llama.cpp's `--n-gpu-layers`: a whole number of layers, or `all` (`-1` too)."""
+    s = text.strip().lower()
+    if s in ("all", "-1"):
+        return ALL_GPU_LAYERS
+    if not s.isascii() or not s.isdigit() or int(s) >= ALL_GPU_LAYERS:
+        return "a whole number of layers, or all"
+    return int(s)
+
+
+def format_gpu_layers(value: float) -> str:
+    """`all`, or the layer count."""
+    return "all" if value >= ALL_GPU_LAYERS else str(int(value))
+
+
+def read_parallel(text: str) -> Reading:
+    """llama.cpp's `--parallel` slots, 1 to 4096."""
+    s = text.strip()
+    if not s.isascii() or not s.isdigit() or not 1 <= int(s) <= MAX_BATCH:
+        return f"a whole number of slots, 1 to {MAX_BATCH}"
+    return int(s)
+
+
 def read_factor(text: str) -> Reading:
     """A headroom factor as mlxcel reads `MLXCEL_HEADROOM_FACTOR`, above 0 and at most 100."""
     value = parse_rust_f64(rust_trim(text))
@@ -113,6 +137,8 @@ TOKENS = ValueSpec(read_tokens, format_int, "tokens")
 INFLIGHT = ValueSpec(read_inflight, format_int, "MiB")
 BATCH = ValueSpec(read_batch, format_int, "sequences")
 FACTOR = ValueSpec(read_factor, format_factor, "")
+GPU_LAYERS = ValueSpec(read_gpu_layers, format_gpu_layers, "layers")
+PARALLEL = ValueSpec(read_parallel, format_int, "slots")
 
 
 def parse_tokens(text: str) -> float | None:

@@ -31,6 +31,7 @@ from core.estimate.available import AvailableMemory
 from core.estimate.estimate import MemoryEstimate
 from core.measurement.engine import Engine
 from core.measurement.result import MeasuredPeak
+from core.units import format_bytes_short
 from tui.controllers.first_reads import FirstReads
 from tui.controllers.loader import Loader
 from tui.controllers.measure import MeasureController
@@ -44,6 +45,7 @@ from tui.messages import (
     FailedModel,
     FitPick,
     HistoryLoaded,
+    LoadedGguf,
     ModelRead,
     ModelReading,
     Recalibrated,
@@ -54,7 +56,7 @@ from tui.model.command_lines import fit_command
 from tui.model.control_specs import next_value
 from tui.model.names import model_arg
 from tui.model.presets import DEVICE_KEYS
-from tui.model.scales import token_stops
+from tui.model.scales import layer_stops, token_stops
 from tui.model.state import (
     ExplorerState,
     MemoryChoice,
@@ -71,6 +73,7 @@ from tui.widgets.status_line import StatusLine, SummaryLine
 
 if TYPE_CHECKING:
     from tui.controllers.ranks import RanksController
+    from tui.gguf.question import GgufAnswers
     from tui.widgets.breakdown import Breakdown
     from tui.widgets.command_lines_view import CommandLinesView
     from tui.widgets.context_chart import ContextChart
@@ -171,6 +174,8 @@ class ExplorerScreen(FocusKeys):
         """Set once the body is mounted and shows the state: the app holds keys until then."""
         self._detected_shown: AvailableMemory | None = None
         """The last detected available memory read, for the body's memory field."""
+        self._shown_model = state.model
+        """The name of the model on screen: a GGUF that cannot be read leaves it there."""
 
     def compose(self) -> ComposeResult:
         # Two steps: the top lines (the backend, the answer) and the footer first, so
@@ -253,8 +258,8 @@ class ExplorerScreen(FocusKeys):
             body.memory.set_detected(self._detected_shown)
         if loader.failure is not None:
             body.breakdown.show_error(loader.failure.message)
-        elif loader.snapshot is not None:
-            body.controls.field("tokens").set_stops(token_stops(loader.trained_context))
+        elif loader.snapshot is not None or loader.gguf is not None:
+            self._set_model_stops(body)
             body.models.set_current(self.state.model)
         else:
             body.breakdown.show_loading(reading_text(self.state.model))
@@ -315,6 +320,9 @@ class ExplorerScreen(FocusKeys):
         device = self.device
         available = device.available if device is not None else None
         words = screen_words(state, loader, available, self.measure.state, self.deps.clock())
+        if loader.gguf is not None:
+            self._recompute_gguf(loader.gguf, device, words)
+            return
         facts = self.model_facts(tensors=state.devices > 1)
         quantize_as = shown_quantization(state, loader.what_ifs)
         if quantize_as.is_what_if:  # mlxcel has no what-if: `vramscope fit` gives the same row
@@ -377,6 +385,58 @@ class ExplorerScreen(FocusKeys):
         chart.border_title = words.chart_title(views.estimate if views else None)
         chart.border_subtitle = words.chart_subtitle
         chart.show(views.chart if views else None)
+
+    def _recompute_gguf(self, answers: GgufAnswers, device: Device | None, words: Any) -> None:
+        """llama.cpp's load for the GGUF on screen: the answer to the state's question
+        (kept per question: a key never reads the file again), its breakdown split
+        between the device and the host, its summary, chart and command lines."""
+        from tui.gguf.words import gguf_chart, gguf_summary, gguf_view
+
+        self.answer, self.estimate = None, None
+        state = self.state
+        name = answers.model.shown_name
+        found = answers.answer(state, device.available) if device is not None else None
+        self._status.show_device(device, self.machine, self._device_wait())
+        if found is None:
+            summary = words.summary(None)
+        else:
+            summary = gguf_summary(name, found, state.max_tokens, words.activity)
+        self._summary.show(summary)
+        body = self._body
+        if body is None:
+            return
+        trained = answers.model.trained_context
+        body.controls.show_hints(state, True, trained)
+        second = "# llama-server: " + (found if isinstance(found, str) else "…")
+        if found is not None and not isinstance(found, str):
+            second = found.command
+        for view in body.commands:
+            view.show(words.vramscope, second)
+        body.measured.show(words.panel)
+        chart, breakdown = body.chart, body.breakdown
+        if found is None:
+            breakdown.show_loading("Detecting available memory…")
+            chart.show(None)
+        elif isinstance(found, str):
+            breakdown.show_error(f"llama.cpp's load: {found}", heading="No llama.cpp load")
+            chart.show(None)
+        else:
+            breakdown.show_gguf(gguf_view(found))
+            chart.show(gguf_chart(found, trained))
+        chart.border_title = "llama.cpp's load against context (log scale)"
+        if found is not None and not isinstance(found, str):
+            held = format_bytes_short(found.held_bytes)
+            chart.border_title += f" · ▲ {found.load.tokens:,} tokens: {held}"
+        chart.border_subtitle = ""
+
+    def _set_model_stops(self, body: _Body) -> None:
+        """The token slider up to the model's trained context; the layers slider over the
+        GGUF's layers."""
+        loader = self.loader
+        body.controls.field("tokens").set_stops(token_stops(loader.trained_context))
+        if loader.gguf is not None:
+            stops = layer_stops(loader.gguf.model.layer_count)
+            body.controls.field("gpu-layers").set_stops(stops)
 
     def _device_wait(self) -> str:
         """Why there is no device yet ("" once there is)."""
@@ -446,12 +506,30 @@ class ExplorerScreen(FocusKeys):
             return False
         body = self._body
         failure = ""
-        if isinstance(message.result, FailedModel):
-            failure = message.result.message
+        result = message.result
+        kept = loader.gguf_failure
+        if kept is not None:  # a bad GGUF: the model on screen stays, the line says why
+            self._status.show_alert(kept.message)
+            self._tell(kept.message, title="Cannot read this GGUF", severity="error", timeout=8)
+            if body is not None:
+                body.models.set_current(self._shown_model)
+            self.update(model=self._shown_model)
+            return True
+        self._status.show_alert("")
+        if not isinstance(result, FailedModel):
+            self._shown_model = self.state.model
+        is_gguf = isinstance(result, LoadedGguf)
+        if is_gguf != self.state.llama_cpp:
+            self.state = replace(self.state, llama_cpp=is_gguf)
+            self.refresh_bindings()  # the footer: llama.cpp's keys, or mlxcel's
+        if isinstance(result, FailedModel):
+            failure = result.message
+            if result.gguf:
+                self._status.show_alert(failure)
             if body is not None:
                 body.breakdown.show_error(failure)
         elif body is not None:
-            body.controls.field("tokens").set_stops(token_stops(loader.trained_context))
+            self._set_model_stops(body)
             body.models.set_current(self.state.model)
         if loader.answered_hub and body is not None:  # a Hub read is asked for in the body
             body.models.hub_done(loader.answered_hub, failure)
@@ -466,7 +544,9 @@ class ExplorerScreen(FocusKeys):
     def on_catalog_read(self, message: CatalogRead) -> None:
         self.loader.take_catalog(message)
         if self._body is not None:  # it is: the catalog is read once the body is in
-            self._body.models.show_catalog(self.loader.catalog, self.state.model)
+            self._body.models.show_catalog(
+                self.loader.catalog, self.state.model, self.loader.gguf_entries
+            )
         self.recompute()
 
     def on_available_read(self, message: AvailableRead) -> None:
@@ -527,7 +607,8 @@ class ExplorerScreen(FocusKeys):
     def action_measure(self) -> None:
         """Measure the model on screen; while a run is in flight, cancel it. With
         "your command" chosen to measure with, ask for it (as `M`)."""
-        if self.state.engine is Engine.EXTERNAL and not self.measure.running:
+        external = self.state.engine is Engine.EXTERNAL or self.state.llama_cpp
+        if external and not self.measure.running:  # a GGUF: your llama.cpp command
             self.action_measure_command()
             return
         self.measure.toggle(self.state, self.loader.entry, self.loader.snapshot)

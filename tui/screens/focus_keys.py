@@ -18,7 +18,15 @@ from typing import TYPE_CHECKING
 from textual.binding import Binding
 from textual.widgets import Input
 
-from tui.model.control_specs import BACKEND, BY_ID, DEVICES, MAX_TOKENS, KeyAction, keyed
+from tui.model.control_specs import (
+    BACKEND,
+    BY_FIELD,
+    BY_ID,
+    DEVICES,
+    MAX_TOKENS,
+    KeyAction,
+    keyed,
+)
 from tui.screens.styled_once import StyledOnceScreen
 
 if TYPE_CHECKING:
@@ -49,6 +57,12 @@ class FocusKeys(StyledOnceScreen):
         # Letters typed into a text box are text, not jumps; Escape leaves a plain text
         # box at once, while a slider's own box restores its value (SliderField).
         in_box = isinstance(self.focused, Input)
+        if action in ("jump", "cycle") and parameters:
+            # A control of the other kind of model (mlxcel's on a GGUF, llama.cpp's on a
+            # safetensors model): its key is idle and the footer leaves it out.
+            spec = BY_ID.get(str(parameters[0])) or BY_FIELD.get(str(parameters[0]))
+            if spec is not None and not spec.applies(self.state):
+                return False
         if action == "leave_box":
             from tui.widgets.slider_field import ValueInput  # the body's: not for frame one
 

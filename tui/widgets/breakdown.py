@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Callable, Hashable
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.segment import Segment
 from rich.style import Style
@@ -24,6 +24,9 @@ from core.units import format_bytes_short
 from tui.model.rows import TERM_KEYS, BreakdownRow, EstimateView, LoadCell, LoadColumn, RowKey
 from tui.render.bars import bar, stacked_bar
 from tui.widgets.repaint import KeptStyles
+
+if TYPE_CHECKING:  # a GGUF's: its words are read when one is on screen
+    from tui.gguf.words import GgufView
 
 Block = tuple[Hashable | None, Callable[[], Text]]
 """Lines of the table: what their words depend on (None: made anew), and their maker."""
@@ -104,6 +107,10 @@ class Breakdown(Widget):
         self._view: EstimateView | None = None
         self._message: tuple[bool, str, tuple[str, ...]] | None = (False, "Starting…", ())
         """(an error rather than a loading line, its text, its warnings), or None."""
+        self._heading = ""
+        """The error's first line ("" = "Cannot read this model")."""
+        self._gguf: GgufView | None = None
+        """llama.cpp's load of a GGUF on screen, in place of mlxcel's table."""
         self._shape: tuple[object, ...] = ()
         self._cache: tuple[int, list[Strip]] | None = None
         self._blocks: dict[Hashable, list[Strip]] = {}
@@ -117,13 +124,25 @@ class Breakdown(Widget):
     @property
     def view(self) -> EstimateView | None:
         """The estimate on screen, or None while loading or after an error."""
-        return self._view if self._message is None else None
+        return self._view if self._message is None and self._gguf is None else None
+
+    @property
+    def gguf(self) -> GgufView | None:
+        """llama.cpp's load on screen (a GGUF), or None."""
+        return self._gguf if self._message is None else None
 
     def show_estimate(self, view: EstimateView) -> None:
         """Show an estimate (a relayout only when its height may have changed)."""
         shape = _shape(view)
-        relayout = self._message is not None or shape != self._shape
-        self._view, self._message, self._shape = view, None, shape
+        relayout = self._message is not None or self._gguf is not None or shape != self._shape
+        self._view, self._message, self._shape, self._gguf = view, None, shape, None
+        self._changed(relayout)
+
+    def show_gguf(self, view: GgufView) -> None:
+        """Show llama.cpp's load of a GGUF, each term split between the device and the host."""
+        shape = ("gguf", len(view.rows), len(view.lines), view.notes, view.device_total is None)
+        relayout = self._message is not None or self._gguf is None or shape != self._shape
+        self._gguf, self._message, self._shape = view, None, shape
         self._changed(relayout)
 
     def show_loading(self, text: str) -> None:
@@ -131,9 +150,10 @@ class Breakdown(Widget):
         self._message = (False, text, ())
         self._changed(True)
 
-    def show_error(self, text: str, warnings: tuple[str, ...] = ()) -> None:
-        """Show why a model could not be read, in place of the table."""
-        self._message = (True, text, warnings)
+    def show_error(self, text: str, warnings: tuple[str, ...] = (), heading: str = "") -> None:
+        """Show why a model could not be read (or, with `heading`, what else went wrong),
+        in place of the table."""
+        self._message, self._heading = (True, text, warnings), heading
         self._changed(True)
 
     def _changed(self, relayout: bool) -> None:
@@ -176,7 +196,10 @@ class Breakdown(Widget):
         if self._cache is None or self._cache[0] != width:
             base = self._kept.base()
             console = self.app.console
-            if self._message is None:
+            if self._message is None and self._gguf is not None:
+                lines = [list(line.render(console)) for line in self._gguf_lines(width)]
+                self._cache = (width, [Strip(line).apply_style(base) for line in lines])
+            elif self._message is None:
                 assert self._view is not None
                 self._cache = (width, self._view_strips(self._view, width))
             else:
@@ -209,7 +232,7 @@ class Breakdown(Widget):
         error, text, warnings = self._message
         out: list[Text] = []
         if error:
-            out.append(_styled("Cannot read this model", self._style("error")))
+            out.append(_styled(self._heading or "Cannot read this model", self._style("error")))
             out += _wrapped(text, width, Style())
             out.append(Text(""))
             out += _wrapped(
@@ -221,6 +244,51 @@ class Breakdown(Widget):
             out += _wrapped(text, width, self._style("muted"))
         for warning in warnings:
             out += _wrapped(f"⚠ {warning}", width, self._style("warning"))
+        return out
+
+    def _gguf_lines(self, width: int) -> list[Text]:
+        """llama.cpp's load: a row per kind of term with its device and host shares, the
+        totals per place, the verdict, then the offload and the limits (`inspect`'s words)."""
+        view = self._gguf
+        assert view is not None
+        width = max(width, 40)
+        muted = self._style("muted")
+        out = _wrapped(view.heading, width, muted)
+        kind_w = max(9, *(len(r.kind) for r in view.rows))
+        size_w = 10
+        note_w = width - kind_w - 2 * size_w - 6
+        head = f"{'':<{kind_w}}  {'ON DEVICE':>{size_w}}  {'ON HOST':>{size_w}}"
+        out.append(_styled(head + ("  NOTE" if note_w >= 12 else ""), muted))
+
+        def cell(value: int | None) -> str:
+            return f"{format_bytes_short(value) if value is not None else '-':>{size_w}}"
+
+        for row in view.rows:
+            style = self._style(_GGUF_STYLES.get(row.kind, "weights"))
+            line = Text(no_wrap=True, overflow="ellipsis")
+            line.append(f"{row.kind:<{kind_w}}", style)
+            line.append(f"  {cell(row.device_bytes)}  {cell(row.host_bytes)}")
+            if note_w >= 12 and row.note:
+                line.append("  " + _fit(row.note, note_w, False)[0], muted)
+            out.append(line)
+        total = Text(no_wrap=True, overflow="ellipsis")
+        total.append(f"{'total':<{kind_w}}", "bold")
+        total.append(f"  {cell(view.device_total)}  {cell(view.host_total)}", "bold")
+        if note_w >= 12:
+            all_words = f"{format_bytes_short(view.total_bytes)} ({view.total_bytes:,} bytes)"
+            total.append("  " + _fit(f"{all_words} in all", note_w, False)[0], muted)
+        out.append(total)
+        verdict = Text()
+        if view.fits is not None:
+            badge = "FITS" if view.fits else "DOES NOT FIT"
+            verdict.append(f" {badge} ", self._style("fits" if view.fits else "over"))
+            verdict.append(" ")
+        verdict.append(view.held)
+        out += list(verdict.wrap(self.app.console, width))
+        for words in view.lines:
+            out += _wrapped(words, width, Style())
+        for note in view.notes:
+            out += _wrapped(f"note: {note}", width, muted)
         return out
 
     def _view_blocks(self, view: EstimateView, width: int) -> list[Block]:
@@ -433,6 +501,10 @@ def _load_words(load: LoadColumn) -> str:
 def _wrapped(text: str, width: int, style: Style) -> list[Text]:
     """Text wrapped at word boundaries to `width`, a Text per line."""
     return [_styled(line, style) for line in textwrap.wrap(text, max(width, 20)) or [""]]
+
+
+_GGUF_STYLES = {"kv": "kv", "compute": "activation", "output": "overhead", "projector": "inflight"}
+"""A llama.cpp term's colour, by its kind's word (the weights' otherwise)."""
 
 
 def _styled(text: str, style: Style) -> Text:

@@ -92,11 +92,13 @@ class Controls(Widget):
         for row in rows(CONTROLS):
             first = row[0]
             if first.kind is WidgetKind.SLIDER:
-                yield self._slider(first)
+                slider = self._slider(first)
+                slider.display = self._shown(first, self.state)
+                yield slider
             elif first.kind is WidgetKind.MEMORY:
                 yield MemoryField(first.value(self.state), label=first.label, id=first.id)
             else:
-                line = Horizontal(id=first.row or None)
+                line = Horizontal(id=first.row_id)
                 line.display = self._shown(first, self.state)
                 with line:
                     for spec in row:
@@ -136,8 +138,9 @@ class Controls(Widget):
 
     @staticmethod
     def _shown(spec: ControlSpec, state: ExplorerState) -> bool:
-        # One device: a split's rows stay out of the way (`d` brings them: 2 devices).
-        return not spec.split_only or state.devices > 1
+        # One device: a split's rows stay out of the way (`d` brings them: 2 devices); a
+        # GGUF shows llama.cpp's controls in place of mlxcel's.
+        return (not spec.split_only or state.devices > 1) and spec.applies(state)
 
     def show(self, state: ExplorerState, every: bool = False) -> None:
         """Show `state` in the controls whose value it changed since the last call, or in
@@ -152,8 +155,11 @@ class Controls(Widget):
                 and self._shown(spec, state) == self._shown(spec, before)
             ):
                 continue
-            if spec.row:
-                self._get(spec.row, Widget).display = self._shown(spec, state)
+            shown = self._shown(spec, state)
+            if spec.kind is WidgetKind.SLIDER:
+                self.field(spec.id).display = shown
+            elif spec.kind is not WidgetKind.MEMORY:
+                self._get(spec.row_id, Widget).display = shown
             if spec.kind is WidgetKind.SLIDER:
                 self.field(spec.id).set_value(spec.value(state))
             elif spec.kind is WidgetKind.CHOICE:
@@ -205,7 +211,7 @@ class Controls(Widget):
     def focus_target(self, spec: ControlSpec) -> Widget | None:
         """Where a jump to `spec` puts focus: its slider, picker, box or choices (None while
         it is inactive or its row is hidden)."""
-        if spec.row and not self.query_one(f"#{spec.row}").display:
+        if not self._shown(spec, self.state):
             return None
         if spec.kind is WidgetKind.SLIDER:
             found = self.field(spec.id)

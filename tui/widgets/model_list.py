@@ -25,6 +25,7 @@ from textual.widgets.option_list import Option
 from core.catalog.entry import (
     ORIGIN_BUILTIN,
     ORIGIN_FOLDER,
+    ORIGIN_GGUF,
     ORIGIN_HF_CACHE,
     ORIGIN_HUB,
     Catalog,
@@ -44,6 +45,7 @@ NO_MODELS = (
 
 GROUPS = (
     (ORIGIN_FOLDER, "Model folders"),
+    (ORIGIN_GGUF, "GGUF files (llama.cpp)"),
     (ORIGIN_HF_CACHE, "Hugging Face cache"),
     (ORIGIN_HUB, "Read from the Hub (headers only)"),
     (ORIGIN_BUILTIN, "Built-in profiles (no weights)"),
@@ -171,12 +173,18 @@ class ModelList(Vertical):
         )
         self._refill()
 
-    def show_catalog(self, catalog: Catalog | str | None, current: str) -> None:
-        """Show a catalog (or why there is none) with the model on screen marked."""
+    def show_catalog(
+        self,
+        catalog: Catalog | str | None,
+        current: str,
+        gguf: Sequence[CatalogEntry] = (),
+    ) -> None:
+        """Show a catalog (or why there is none), and the GGUF files found where it looks,
+        with the model on screen marked."""
         if isinstance(catalog, str):
             self.set_error(catalog)
         elif catalog is not None:
-            self.set_entries(catalog.entries, len(catalog.skipped))
+            self.set_entries((*catalog.entries, *gguf), len(catalog.skipped))
             self.set_current(current)
 
     def set_error(self, text: str) -> None:

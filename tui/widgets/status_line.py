@@ -30,12 +30,25 @@ class StatusLine(OneLine):
         background: $panel;
         color: $text;
         padding: 0 1;
+        & > .status--alert { color: $error; text-style: bold; }
     }
     """
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"status--alert"}
 
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002
         super().__init__(id=id)
         self._words: tuple[str, str, str] = ("", "", "")
+        self._alert = ""
+        """A model that could not be read while another stayed on screen ("" = none)."""
+
+    def show_alert(self, text: str) -> None:
+        """Say in place of the available memory's words why a model could not be read
+        ("" clears it; the next model read does)."""
+        text = clean_text(text)
+        if text != self._alert:
+            self._alert = text
+            self.refresh()
 
     def show_device(self, device: Device | None, machine: BackendChoice, wait: str) -> None:
         """The device the screen answers for: its backend and why (as `inspect` says it),
@@ -62,7 +75,7 @@ class StatusLine(OneLine):
             self.refresh()  # `render_line` draws it again: its key changed
 
     def line_key(self) -> object:
-        return self._words
+        return (self._words, self._alert)
 
     def line(self, width: int) -> Text:
         backend, short, available = self._words
@@ -72,6 +85,9 @@ class StatusLine(OneLine):
         text = Text()
         text.append("vramscope", "bold")
         text.append("  │  ", "dim")
+        if self._alert:
+            text.append(f"⚠ {self._alert}", self.kept.component("status--alert"))
+            return text
         text.append(backend)
         text.append("  │  ", "dim")
         text.append(available)

@@ -1,0 +1,299 @@
+"""The explorer on a GGUF model (#40): opened by path, folder or from the model list,
+llama.cpp's controls in place of mlxcel's, the load split between the device and the
+host, and a `llama-server` line, through the real app (Pilot) on synthesized GGUF files
+(`tests/gguf_llama_models.py`: gguf-py's GGUFWriter, no download).
+
+Every figure on screen is held against `vramscope inspect FILE.gguf --json` run through
+the real CLI with the flags of the explorer's own `vramscope inspect` line, and the
+`llama-server` line is read back by `vramscope run`'s llama.cpp flag reader."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.catalog.entry import Catalog
+from core.estimate.available import AvailableMemory
+from core.gguf_load.run import read_llama_command
+from core.load.llama_cpp import FlashAttn, KvCacheType
+from core.units import format_bytes_short
+from tests.gguf_llama_models import write_model
+from tests.tui.helpers import build_app, fixed_deps, handled, settle, type_keys, wait_for
+from tui.app import VramscopeApp
+from tui.cli import main
+from tui.gguf.question import llama_options
+from tui.gguf.words import GgufView
+from tui.widgets.breakdown import Breakdown
+from tui.widgets.command_lines_view import CommandLinesView
+from tui.widgets.controls import Controls
+from tui.widgets.model_list import ModelList
+
+LIMIT = 24 << 20
+"""The available memory the explorer is given (a typed size: its line says it)."""
+
+
+def app_on(model: Path | str, models_dir: Path | None = None, **options: Any) -> VramscopeApp:
+    """The explorer opened on `model`, 24 MiB available (typed), and with `models_dir`
+    the folder the model list finds GGUF files in."""
+    deps = fixed_deps(available=AvailableMemory(LIMIT, "test"))
+    if models_dir is not None:
+        from dataclasses import replace
+
+        deps = replace(deps, build_catalog=lambda: Catalog((), models_dirs=(models_dir,)))
+    options.setdefault("max_tokens", 8192)
+    return build_app(deps, model=str(model), memory_limit=LIMIT, **options)
+
+
+def shown(app: VramscopeApp) -> tuple[GgufView, str, str]:
+    """The breakdown's llama.cpp view and both command lines on screen."""
+    view = app.explorer.query_one(Breakdown).gguf
+    assert view is not None, "no llama.cpp load on screen"
+    lines = app.explorer.query_one(CommandLinesView)
+    return view, lines.vramscope, lines.mlxcel
+
+
+def screen_text(app: VramscopeApp) -> str:
+    breakdown = app.explorer.query_one(Breakdown)
+    width = breakdown.size.width
+    return "\n".join(breakdown.render_line(y).text for y in range(breakdown.size.height))[
+        : width * 100
+    ]
+
+
+def inspect_json(capsys: pytest.CaptureFixture[str], line: str) -> dict[str, Any]:
+    """`inspect --json` with the flags of the explorer's own `vramscope inspect` line."""
+    words = shlex.split(line)
+    assert words[:2] == ["vramscope", "inspect"]
+    out, err = io.StringIO(), io.StringIO()
+    # Textual holds sys.stdout while the app runs: the command's own streams here.
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([*words[1:], "--json"])
+    assert code == 0, err.getvalue()
+    report: dict[str, Any] = json.loads(out.getvalue())
+    return report
+
+
+def assert_same_as_inspect(app: VramscopeApp, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    """Every figure of the breakdown is `inspect --json`'s for the same flags."""
+    view, vramscope, llama_server = shown(app)
+    load = inspect_json(capsys, vramscope)["load"]
+    assert view.total_bytes == load["total_bytes"]
+    places = {d["placement"]: d for d in load["devices"]}
+    assert view.device_total == (places["device"]["total_bytes"] if "device" in places else None)
+    assert view.host_total == places["host"]["total_bytes"]
+    for row in view.rows:
+        for place, got in (("device", row.device_bytes), ("host", row.host_bytes)):
+            terms = [t for t in places.get(place, {"terms": []})["terms"] if t["kind"] == row.kind]
+            assert got == (sum(t["bytes"] for t in terms) if terms else None), (row.kind, place)
+    assert view.fits is load["fits"]
+    assert llama_server == load["llama_server"]
+    text = screen_text(app)
+    held = format_bytes_short(load["held_bytes"])
+    assert f"the device's share, {held}" in text or f"(host only), {held}" in text
+    if load["largest_gpu_layers"] is not None and load["largest_gpu_layers"] > 0:
+        assert f"largest --n-gpu-layers that fits: {load['largest_gpu_layers']} of" in text
+    summary = app.explorer.query_one("#summary").text
+    assert summary.startswith(" FITS " if load["fits"] else " DOES NOT FIT ")
+    assert held in summary
+    return load
+
+
+@pytest.fixture
+def gemma3(tmp_path: Path) -> Path:
+    """A gemma3 (sliding window 192, tied embeddings) of 7 offloadable layers."""
+    return write_model(tmp_path / "models" / "gemma3-GGUF", "gemma3")
+
+
+async def test_each_llama_cpp_control_moves_the_load_as_inspect_says(
+    gemma3: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    app = app_on(gemma3)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        state = app.explorer.state
+        assert state.llama_cpp
+        before = assert_same_as_inspect(app, capsys)
+        # Each key: the question changes, the figures follow inspect's for its flags.
+        steps: list[tuple[tuple[str, ...], str, str]] = [
+            (("g", "left", "left", "left"), "--n-gpu-layers", "device_total"),  # 5 of 7
+            (("K", "K"), "--cache-type-k", "kv_bytes"),  # f16 -> bf16 -> q8_0
+            (("V", "V", "V", "V"), "--cache-type-v", "kv_bytes"),  # ... q4_0 -> f32
+            (("P", *"4", "enter"), "--parallel", "output_bytes"),
+            (("F",), "--flash-attn", "compute_bytes"),
+            (("t", *"2048", "enter"), "--max-tokens", "kv_bytes"),
+        ]
+        for keys, flag, moved in steps:
+            await pilot.press(*keys, "escape")  # then back to the token slider
+            await handled(pilot)
+            _, line, _ = shown(app)
+            assert flag in shlex.split(line), (flag, line)
+            after = assert_same_as_inspect(app, capsys)
+            if moved == "device_total":
+                assert after["devices"][0]["total_bytes"] < before["devices"][0]["total_bytes"]
+            else:
+                assert after[moved] != before[moved], (flag, moved)
+            before = after
+        state = app.explorer.state
+        assert state.gpu_layers == 5  # all, 7, 6, 5
+        assert (state.cache_type_k, state.cache_type_v) == (KvCacheType.Q8_0, KvCacheType.F32)
+        assert state.parallel == 4 and state.flash_attn is FlashAttn.OFF
+        assert state.max_tokens == 2048
+
+
+async def test_a_load_that_does_not_fit_names_the_largest_gpu_layers_and_context(
+    gemma3: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    app = app_on(gemma3)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        load = assert_same_as_inspect(app, capsys)
+        assert load["fits"] is False and load["largest_gpu_layers"] == 4
+        text = screen_text(app)
+        assert "largest --n-gpu-layers that fits: 4 of 7 at 8,192 tokens" in text
+        tokens = load["largest_context"]["tokens"]
+        assert f"largest context by the load: {tokens:,} tokens (trained: 8,192)" in text
+        assert "mlxcel's estimate does not apply to a GGUF" in text
+
+
+async def test_the_llama_server_line_reads_back_as_the_same_question(gemma3: Path) -> None:
+    app = app_on(gemma3)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("g", "left", "left", "escape", "K", "K", "P", "3", "enter")
+        await handled(pilot)  # -ngl 6, K q8_0, 3 slots
+        state = app.explorer.state
+        _, _, line = shown(app)
+        assert line.startswith("llama-server -m ")
+        read = read_llama_command(shlex.split(line))
+        assert read is not None
+        assert read.model == str(gemma3)
+        assert read.tokens == state.max_tokens
+        assert read.options == llama_options(state)
+        assert read.options.n_gpu_layers == 6
+        assert read.options.cache_type_k is KvCacheType.Q8_0
+        assert read.options.parallel == 3
+
+
+async def test_mlxcels_controls_give_way_to_llama_cpps_and_come_back(gemma3: Path) -> None:
+    app = app_on(gemma3)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        controls = app.explorer.query_one(Controls)
+
+        def displayed(widget_id: str) -> bool:
+            return bool(controls.query_one(f"#{widget_id}").display)
+
+        assert displayed("gpu-layers") and displayed("parallel") and displayed("cache-k-row")
+        assert not displayed("inflight") and not displayed("batch") and not displayed("kv-row")
+        await type_keys(pilot, "b")  # mlxcel's Batch: idle on a GGUF
+        assert app.explorer.state.batch == 1
+        # A safetensors model: mlxcel's controls are back, llama.cpp's gone.
+        await type_keys(pilot, "/Qwen2.5-7B-Instruct-4bit\r")
+        await wait_for(pilot, lambda: not app.explorer.state.llama_cpp, "the MLX model")
+        await settle(pilot)
+        assert displayed("inflight") and displayed("batch") and displayed("kv-row")
+        assert not displayed("gpu-layers") and not displayed("cache-k-row")
+        assert app.explorer.query_one(Breakdown).view is not None  # mlxcel's table
+
+
+async def test_gguf_files_are_listed_and_a_pick_opens_one(tmp_path: Path, gemma3: Path) -> None:
+    models = gemma3.parent.parent
+    write_model(models / "llama-GGUF", "llama")
+    app = app_on("mlx-community/Meta-Llama-3.1-8B-Instruct-4bit", models_dir=models)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        assert not app.explorer.state.llama_cpp
+        options = app.explorer.query_one("#models OptionList")
+        prompts = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]  # type: ignore[attr-defined]
+        assert any(p.startswith("GGUF files (llama.cpp)") for p in prompts)
+        assert any("golden-llama.gguf" in p and "GGUF" in p and "7.1 MiB" in p for p in prompts)
+        await type_keys(pilot, "/golden-llama\r")
+        await wait_for(pilot, lambda: app.explorer.state.llama_cpp, "the GGUF picked")
+        await settle(pilot)
+        view, _, line = shown(app)
+        assert str(models / "llama-GGUF" / "golden-llama.gguf") in line
+        assert view.rows[0].kind == "weights"
+
+
+async def test_a_bad_gguf_is_one_line_and_the_model_on_screen_stays(
+    tmp_path: Path, gemma3: Path
+) -> None:
+    models = gemma3.parent.parent
+    bad = models / "bad-GGUF" / "broken-Q4_0.gguf"
+    bad.parent.mkdir()
+    bad.write_bytes(gemma3.read_bytes()[:200])  # a header cut short
+    write_model(models / "llama-GGUF", "llama")
+    app = app_on(gemma3, models_dir=models)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        view, _, _ = shown(app)
+        await type_keys(pilot, "/broken\r")
+        await settle(pilot)
+        status = app.explorer.query_one("#status").text
+        assert "⚠" in status and "broken-Q4_0.gguf" in status and "truncated" in status
+        assert app.explorer.state.model == str(gemma3)  # the model on screen stayed
+        assert shown(app)[0] == view
+        assert "golden-gemma3.gguf" in app.explorer.query_one("#summary").text
+        # A good one afterwards clears the line.
+        app.explorer.query_one(ModelList).filter_box.value = ""
+        await type_keys(pilot, "\x1b/golden-llama\r")
+        await wait_for(pilot, lambda: "golden-llama" in app.explorer.state.model, "the pick")
+        await settle(pilot)
+        assert "⚠" not in app.explorer.query_one("#status").text
+        assert "golden-llama.gguf" in app.explorer.query_one("#summary").text
+
+
+async def test_explore_of_a_bad_gguf_says_why_in_place(tmp_path: Path) -> None:
+    bad = tmp_path / "model.gguf"
+    bad.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\xff" * 16)
+    app = app_on(bad)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        breakdown = app.explorer.query_one(Breakdown)
+        assert breakdown.view is None and breakdown.gguf is None
+        assert "model.gguf" in app.explorer.query_one("#status").text
+        assert "Cannot read this model" in screen_text(app)
+
+
+async def test_a_quantized_v_without_flash_attention_is_refused_as_llama_cpp_does(
+    gemma3: Path,
+) -> None:
+    app = app_on(gemma3)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await type_keys(pilot, "VVVF")  # V q8_0, then flash attention off
+        assert app.explorer.query_one(Breakdown).gguf is None
+        assert "needs --flash-attn on" in screen_text(app)
+        await type_keys(pilot, "F")  # on again: the load is back
+        assert app.explorer.query_one(Breakdown).gguf is not None
+
+
+async def test_every_llama_cpp_key_reaches_its_control_on_a_gguf(gemma3: Path) -> None:
+    """A jump key puts focus on its control, a cycling key shows the next choice; mlxcel's
+    keys are idle."""
+    from tui.model.control_specs import KeyAction, keyed
+    from tui.widgets.segmented import Segmented
+
+    app = app_on(gemma3)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        controls = app.explorer.query_one(Controls)
+        for spec in [s for s in keyed(KeyAction.JUMP) if s.gguf_only]:
+            await type_keys(pilot, spec.key)
+            assert app.screen.focused is controls.focus_target(spec) is not None, spec.id
+        await type_keys(pilot, "\x1b")
+        for spec in [s for s in keyed(KeyAction.CYCLE) if s.gguf_only]:
+            before = app.explorer.state
+            await type_keys(pilot, spec.key)
+            state = app.explorer.state
+            assert spec.value(state) == spec.next_value(before), spec.id
+            assert app.explorer.query_one(f"#{spec.id}", Segmented).index == spec.index(state)
+        before = app.explorer.state
+        await type_keys(pilot, "kdsw")  # mlxcel's KV dtype, the split, the engine: idle
+        assert app.explorer.state == before
