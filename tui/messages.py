@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # the calibration code, the Fits view's rows, the device: wor
     from core.calibration.record import Calibration
     from core.calibration.run import CalibrateRun
     from core.device_memory import DeviceMemory
+    from core.gguf_load.fit import GgufFitRow
     from tui.gguf.question import GgufOnScreen
 
 
@@ -143,6 +144,31 @@ class FitPick:
     cells: tuple[str, ...] = ()
     """The row's table cells (`tui.render.fit_table.table_row`), built on the worker;
     empty for a row without a number."""
+
+
+@dataclass(frozen=True)
+class GgufPick:
+    """A GGUF row of the Fits view (Enter opens its file with its `--n-gpu-layers`)."""
+
+    row: GgufFitRow
+    cells: tuple[str, ...]
+
+    @property
+    def gpu_layers(self) -> int | None:
+        """The `--n-gpu-layers` to open it with: the most that fits when the layers asked
+        do not fit (None: keep the explorer's)."""
+        answer = self.row.answer
+        if answer is None or answer.fits is not False or answer.gpu_layers is None:
+            return None
+        return answer.gpu_layers
+
+
+class GgufRowsRead(Message):
+    """The Fits view's GGUF rows (`fit`'s: one per quant file), ranked."""
+
+    def __init__(self, picks: tuple[GgufPick, ...]) -> None:
+        super().__init__()
+        self.picks = picks
 
 
 class FitRowsRead(Message):

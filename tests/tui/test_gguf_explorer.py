@@ -297,3 +297,56 @@ async def test_every_llama_cpp_key_reaches_its_control_on_a_gguf(gemma3: Path) -
         before = app.explorer.state
         await type_keys(pilot, "kdsw")  # mlxcel's KV dtype, the split, the engine: idle
         assert app.explorer.state == before
+
+
+async def test_the_fits_view_lists_fits_gguf_rows_and_enter_opens_one(
+    gemma3: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`f` on a GGUF: the GGUF table is `vramscope fit`'s for the same flags, row for row;
+    Enter on a row that does not fit whole opens it with the most layers that fit."""
+    from tui.screens.fits_screen import FitsScreen
+    from tui.widgets.fit_table_view import FitTableView
+
+    models = gemma3.parent.parent
+    write_model(models / "llama-GGUF", "llama")
+    app = app_on(gemma3, models_dir=models)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("F")  # flash attention off: a flag the rows must follow
+        await handled(pilot)
+        await pilot.press("f")
+        await wait_for(pilot, lambda: isinstance(app.screen, FitsScreen), "the Fits view")
+        fits = app.screen
+        assert isinstance(fits, FitsScreen)
+        await wait_for(pilot, lambda: bool(fits.gguf) and fits.done, "the GGUF rows")
+        command = shlex.split(fits.inputs.command)
+        assert "--flash-attn" in command
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main([*command[1:], "--models-dir", str(models), "--json"])
+        assert code in (0, 1), err.getvalue()
+        rows = json.loads(out.getvalue())["gguf_rows"]
+        assert [(r["file"], r["total_bytes"], r["held_bytes"]) for r in rows] == [
+            (p.row.file, p.row.answer.load.total_bytes, p.row.answer.held_bytes)
+            for p in fits.gguf
+            if p.row.answer is not None
+        ]
+        assert [r["largest_gpu_layers"] for r in rows] == [
+            p.row.answer.gpu_layers for p in fits.gguf if p.row.answer is not None
+        ]
+        table = fits.query_one("#fits-gguf", FitTableView)
+        assert table.display and len(table.rows) == len(rows) == 2
+        # Enter on the gemma3 row (it does not fit whole in 24 MiB): opened at its -ngl.
+        row = next(i for i, p in enumerate(fits.gguf) if "gemma3" in p.row.file)
+        pick = fits.gguf[row]
+        assert pick.gpu_layers is not None
+        table.focus()
+        for _ in range(row):
+            await pilot.press("down")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: not isinstance(app.screen, FitsScreen), "the explorer")
+        await settle(pilot)
+        state = app.explorer.state
+        assert state.model == pick.row.file and state.gpu_layers == pick.gpu_layers
+        view, _, _ = shown(app)
+        assert view.fits is True  # at the most layers that fit, it fits

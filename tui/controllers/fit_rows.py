@@ -13,14 +13,17 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.screen import Screen
 
 from core.answer.question import Question
 from core.catalog.entry import Catalog
 from tui.deps import AppDeps
-from tui.messages import FitPick, FitRowsRead
+from tui.messages import FitPick, FitRowsRead, GgufPick, GgufRowsRead
+
+if TYPE_CHECKING:
+    from core.gguf_load.fit import GgufAsk
 
 BATCH_S = 0.05
 """Rows are handed over at most this often (the first model's at once)."""
@@ -34,10 +37,13 @@ class FitRowsController:
         self._deps = deps
         self._stop = threading.Event()
 
-    def start(self, catalog: Catalog | None, question: Question) -> None:
-        """Walk `catalog` (None: build it first) on a thread worker, asking `question`."""
+    def start(
+        self, catalog: Catalog | None, question: Question, gguf: GgufAsk | None = None
+    ) -> None:
+        """Walk `catalog` (None: build it first) on a thread worker, asking `question`;
+        with `gguf`, then the GGUF files where `fit` finds them, asking llama.cpp's."""
         self._screen.run_worker(
-            lambda: self._walk(catalog, question),
+            lambda: self._walk(catalog, question, gguf),
             name="fit rows",
             group="fit-rows",
             thread=True,
@@ -52,7 +58,7 @@ class FitRowsController:
         with contextlib.suppress(Exception):  # the app quit meanwhile: nobody to tell
             self._screen.post_message(FitRowsRead(tuple(picks), tuple(skipped), done))
 
-    def _walk(self, catalog: Catalog | None, question: Question) -> None:
+    def _walk(self, catalog: Catalog | None, question: Question, gguf: GgufAsk | None) -> None:
         from core.answer.fit import QUANTIZATION_CHOICES, model_rows
         from core.fit.models import skipped_lines
         from tui.render.fit_table import table_row
@@ -80,6 +86,22 @@ class FitRowsController:
                 if picks and (not posted or now - last >= BATCH_S):
                     self._post(picks, skipped, False)
                     picks, skipped, posted, last = [], [], True, now
+            if gguf is not None and not self._stop.is_set():
+                self._gguf_rows(catalog, gguf)
         except Exception as exc:  # a broken catalog must never take the app down
             skipped.append(f"cannot list models: {type(exc).__name__}: {exc}")
         self._post(picks, skipped, True)
+
+    def _gguf_rows(self, catalog: Catalog, ask: GgufAsk) -> None:
+        """`fit`'s GGUF rows (`core.gguf_load.fit`): each file's header read and answered,
+        ranked as `fit` ranks them."""
+        from core.gguf_load.fit import local_gguf_files, local_rows, rank_gguf_rows
+        from tui.render.gguf_fit_table import gguf_cells
+
+        files = local_gguf_files(catalog.models_dirs, catalog.hf_cache_dir)
+        if not files:
+            return
+        rows = rank_gguf_rows(local_rows(files, ask))
+        found = tuple(GgufPick(row, gguf_cells(row)) for row in rows)
+        with contextlib.suppress(Exception):  # the app quit meanwhile: nobody to tell
+            self._screen.post_message(GgufRowsRead(found))

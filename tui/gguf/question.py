@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from core.catalog.gguf_source import GgufSource
     from core.estimate.available import AvailableMemory
     from core.gguf_load.answer import GgufAnswer
+    from core.gguf_load.fit import GgufAsk
     from core.load.llama_cpp import LlamaCppOptions, LlamaCppPlan
     from tui.model.state import ExplorerState
 
@@ -141,3 +142,15 @@ class GgufAnswers:
             )
         except VramscopeError as exc:
             return str(exc)
+
+
+def gguf_ask(state: ExplorerState, available: AvailableMemory) -> GgufAsk | None:
+    """The question the Fits view's GGUF rows answer: the explorer's llama.cpp controls
+    and tokens against its available memory (None while llama.cpp would refuse them)."""
+    from core.gguf_load.fit import GgufAsk
+
+    try:
+        options = llama_options(state)
+    except VramscopeError:
+        return None
+    return GgufAsk(options, state.max_tokens, available.bytes, available.unread)

@@ -102,6 +102,7 @@ def fit_command(
         assert QUANTIZE.flag is not None
         words += [QUANTIZE.flag.name, quantizations]
     words += _workload_flags(state, quant=False)  # `fit` has no --quant: leave the hint out
+    words += _flags(LLAMA_CPP, state)  # a GGUF on screen: its rows' llama.cpp flags
     words += _flags(DEVICE_FLAGS, state)
     limit = _limit(state, available)
     if state.memory.key in DEVICE_KEYS:

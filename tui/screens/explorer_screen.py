@@ -44,6 +44,7 @@ from tui.messages import (
     DeviceRead,
     FailedModel,
     FitPick,
+    GgufPick,
     HistoryLoaded,
     LoadedGguf,
     ModelRead,
@@ -595,6 +596,13 @@ class ExplorerScreen(FocusKeys):
         self.loader.read_model(name, entry)
         body.breakdown.show_loading(reading_text(name))
 
+    def _open_gguf(self, name: str) -> None:
+        """Read a GGUF picked in Fits (its file: no catalog entry)."""
+        body = self._shown_body
+        body.models.set_current(name)
+        self.loader.read_model(name, None)
+        body.breakdown.show_loading(reading_text(name))
+
     @property
     def _shown_body(self) -> _Body:
         """The body, for what only the body can ask for (a pick in its list, a key the app
@@ -726,11 +734,22 @@ class ExplorerScreen(FocusKeys):
         state = self.state
         catalog = self.loader.catalog if isinstance(self.loader.catalog, Catalog) else None
         question = replace(state, devices=1).question(device)
-        inputs = FitsInputs(question, fit_command(state, device.available))
+        from tui.gguf.question import gguf_ask
+
+        ask = gguf_ask(state, device.available)
+        inputs = FitsInputs(question, fit_command(state, device.available), ask)
         self.app.push_screen(FitsScreen(self.deps, inputs, catalog), self.open_fit)
 
-    def open_fit(self, pick: FitPick | None) -> None:
-        """Open a Fits row: its model, and its quantization in "Quantize as"."""
+    def open_fit(self, pick: FitPick | GgufPick | None) -> None:
+        """Open a Fits row: its model, and its quantization in "Quantize as"; a GGUF row
+        its file, with the most `--n-gpu-layers` that fits when all do not."""
+        if isinstance(pick, GgufPick):
+            name = pick.row.file
+            if name != self.state.model:
+                self._open_gguf(name)
+            layers = pick.gpu_layers
+            self.update(model=name, **({"gpu_layers": layers} if layers is not None else {}))
+            return
         if pick is None:
             return
         name = model_arg(pick.entry)

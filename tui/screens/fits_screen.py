@@ -11,7 +11,7 @@ and quantization); Esc or `f` closes it with nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual import on
@@ -27,7 +27,7 @@ from core.answer.question import Question
 from core.catalog.entry import Catalog
 from tui.controllers.fit_rows import FitRowsController
 from tui.deps import AppDeps
-from tui.messages import FitPick, FitRowsRead
+from tui.messages import FitPick, FitRowsRead, GgufPick, GgufRowsRead
 from tui.render.fit_table import (
     COLUMNS,
     FIT_COLUMNS,
@@ -39,8 +39,13 @@ from tui.render.fit_table import (
     matches,
     sorted_rows,
 )
+from tui.render.gguf_fit_table import COLUMNS as COLUMNS_GGUF
+from tui.render.gguf_fit_table import GGUF_COLUMNS, gguf_heading
 from tui.widgets.fit_table_view import FitTableView
 from tui.widgets.key_footer import KeyFooter
+
+if TYPE_CHECKING:
+    from core.gguf_load.fit import GgufAsk
 
 REPAINT_S = 0.25
 """Rows arriving after the first are painted at most this often."""
@@ -59,10 +64,14 @@ class FitsInputs:
     """The explorer's question (its device, workload and knobs), asked of every model."""
     command: str
     """`vramscope fit ...` with the same settings (it prints the same rows)."""
+    gguf: GgufAsk | None = None
+    """llama.cpp's question for the GGUF rows (the explorer's llama.cpp controls and
+    tokens); None: no GGUF rows."""
 
 
-class FitsScreen(Screen[FitPick | None]):
-    """The ranked (model, quantization) table, its filter and its sort."""
+class FitsScreen(Screen[FitPick | GgufPick | None]):
+    """The ranked (model, quantization) table, its filter and its sort; under it, when
+    GGUF files are found, `fit`'s GGUF table (one row per quant file)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Back"),
@@ -88,6 +97,8 @@ class FitsScreen(Screen[FitPick | None]):
         self.descending = False
         self.shown: list[FitPick] = []
         """The rows on screen, top to bottom."""
+        self.gguf: tuple[GgufPick, ...] = ()
+        """The GGUF rows, ranked as `fit` ranks them."""
         self._repaint: Timer | None = None
 
     def compose(self) -> ComposeResult:
@@ -99,6 +110,13 @@ class FitsScreen(Screen[FitPick | None]):
                 compact=True,
             )
             yield FitTableView(FIT_COLUMNS, "VERDICT", id="fits-table")
+            # Shown once GGUF files answer (`fit`'s GGUF table): none, none on screen.
+            gguf_heading = Static("", id="fits-gguf-heading", markup=False)
+            gguf_heading.display = False
+            yield gguf_heading
+            gguf = FitTableView(GGUF_COLUMNS, "VERDICT", id="fits-gguf")
+            gguf.display = False
+            yield gguf
             yield Static("", id="fits-status", markup=False)
         yield KeyFooter()
 
@@ -108,7 +126,7 @@ class FitsScreen(Screen[FitPick | None]):
         box.border_subtitle = self.inputs.command
         self._paint()
         self.query_one(FitTableView).focus()
-        self.rows.start(self._catalog, self.inputs.question)
+        self.rows.start(self._catalog, self.inputs.question, self.inputs.gguf)
 
     def on_unmount(self) -> None:
         self.rows.stop()
@@ -128,6 +146,22 @@ class FitsScreen(Screen[FitPick | None]):
             self._paint()
         elif self._repaint is None:
             self._repaint = self.set_timer(REPAINT_S, self._paint)
+
+    def on_gguf_rows_read(self, message: GgufRowsRead) -> None:
+        from core.gguf_load.fit import GgufAsk
+
+        self.gguf = message.picks
+        ask = self.inputs.gguf
+        assert isinstance(ask, GgufAsk)  # the rows answer the view's question
+        heading = self.query_one("#fits-gguf-heading", Static)
+        heading.update(gguf_heading(ask))
+        table = self.query_one("#fits-gguf", FitTableView)
+        table.show(
+            [p.cells for p in self.gguf],
+            [p.row.answer is not None and bool(p.row.answer.fits) for p in self.gguf],
+            COLUMNS_GGUF,
+        )
+        heading.display = table.display = True
 
     def _visible(self) -> list[FitPick]:
         text = self.query_one("#fits-filter", Input).value
@@ -206,7 +240,10 @@ class FitsScreen(Screen[FitPick | None]):
 
     @on(FitTableView.Selected)
     def _picked(self, event: FitTableView.Selected) -> None:
-        if 0 <= event.index < len(self.shown):
+        if event.table is not None and event.table.id == "fits-gguf":
+            if 0 <= event.index < len(self.gguf) and self.gguf[event.index].row.answer:
+                self.dismiss(self.gguf[event.index])
+        elif 0 <= event.index < len(self.shown):
             self.dismiss(self.shown[event.index])
 
     def action_hub(self) -> None:

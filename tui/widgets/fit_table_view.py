@@ -67,11 +67,12 @@ class FitTableView(ScrollView, can_focus=True):
             self.column = column
 
     class Selected(Message):
-        """Enter on row `index`."""
+        """Enter on row `index` (of `table`: the Fits view holds two)."""
 
-        def __init__(self, index: int) -> None:
+        def __init__(self, index: int, table: FitTableView | None = None) -> None:
             super().__init__()
             self.index = index
+            self.table = table
 
     def __init__(
         self,
@@ -204,7 +205,7 @@ class FitTableView(ScrollView, can_focus=True):
     def action_select(self) -> None:
         """Open the row under the cursor."""
         if self.rows:
-            self.post_message(self.Selected(self.cursor))
+            self.post_message(self.Selected(self.cursor, self))
 
     def on_click(self, event: events.Click) -> None:
         offset = event.get_content_offset(self)

@@ -13,6 +13,8 @@ from core.estimate.estimate import QuantHint
 from core.units import format_bytes_short
 from tui.commands.shared.estimate_args import question_from_args
 from tui.commands.shared.gguf_args import llama_cpp_options
+from tui.render.gguf_fit_table import ctx_words as ctx_words
+from tui.render.gguf_fit_table import options_words as options_words
 
 if TYPE_CHECKING:
     from core.answer.device import Device
@@ -20,7 +22,6 @@ if TYPE_CHECKING:
     from core.catalog.gguf_source import GgufSource
     from core.gguf_load.answer import GgufAnswer
     from core.gguf_load.fit import GgufAsk, GgufFitRow
-    from core.load.llama_cpp import LlamaCppOptions
 
 
 @dataclass(frozen=True)
@@ -111,17 +112,6 @@ class GgufRows:
     notes: tuple[str, ...]
 
 
-def options_words(options: LlamaCppOptions) -> str:
-    """`-ngl all, K f16, V f16, --parallel 1, --ubatch-size 512, flash attention on`."""
-    ngl = "all" if options.n_gpu_layers < 0 else str(options.n_gpu_layers)
-    unified = ", --kv-unified" if options.kv_unified else ""
-    return (
-        f"-ngl {ngl}, K {options.cache_type_k.value}, V {options.cache_type_v.value}, "
-        f"--parallel {options.parallel}{unified}, --ubatch-size {options.ubatch_size}, "
-        f"flash attention {options.flash_attn.value}"
-    )
-
-
 def gguf_ask(args: argparse.Namespace, question: Question) -> tuple[GgufAsk, tuple[str, ...]]:
     """The question every GGUF row answers, from the flags and the one device."""
     from core.gguf_load.fit import GgufAsk
@@ -130,10 +120,3 @@ def gguf_ask(args: argparse.Namespace, question: Question) -> tuple[GgufAsk, tup
     available = question.device.available
     ask = GgufAsk(flags.options, args.max_tokens, available.bytes, available.unread)
     return ask, flags.notes
-
-
-def ctx_words(tokens: int | None) -> str:
-    """The context the GGUF rows are answered at, in words."""
-    if not tokens:
-        return "each model's trained context (llama.cpp's -c 0)"
-    return f"{tokens:,} tokens"
