@@ -521,6 +521,7 @@ class ExplorerScreen(FocusKeys):
             self._shown_model = self.state.model
         is_gguf = isinstance(result, LoadedGguf)
         if is_gguf != self.state.llama_cpp:
+            self.set_class(is_gguf, "-gguf")  # its command lines' panel grows (tcss)
             self.state = replace(self.state, llama_cpp=is_gguf)
             self.refresh_bindings()  # the footer: llama.cpp's keys, or mlxcel's
         if isinstance(result, FailedModel):
