@@ -168,7 +168,7 @@ def gguf_entries(catalog: Catalog) -> tuple[CatalogEntry, ...]:
     from core.catalog.entry import ORIGIN_GGUF
     from core.estimate.weights import WeightsSource
     from core.gguf.local import part_paths
-    from core.gguf_load.fit import local_gguf_files
+    from core.gguf_load.fit import local_gguf_files, name_quant
 
     found = []
     for f in local_gguf_files(catalog.models_dirs, catalog.hf_cache_dir):
@@ -180,7 +180,7 @@ def gguf_entries(catalog: Catalog) -> tuple[CatalogEntry, ...]:
             CatalogEntry(
                 name=f"{f.model}/{f.path.name}",
                 origin=ORIGIN_GGUF,
-                format_label="GGUF" if f.quant == "?" else f"GGUF {f.quant}",
+                format_label=f"GGUF {name_quant(f.path.name) or ''}".rstrip(),
                 weight_bytes=size,  # the list's size: the files on disk, header and all
                 # No estimate reads this entry (a pick reads the GGUF itself); the field
                 # wants a member and the list never shows it.

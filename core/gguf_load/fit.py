@@ -199,12 +199,21 @@ def local_gguf_files(models_dirs: Sequence[Path], hf_cache: Path | None) -> list
     return list(unique.values())
 
 
-def quant_label(name: str, model: GgufModel) -> str:
-    """The quant a row is named by: the file name's tag where it is one (`Q4_K_M`, as
-    `REPO:QUANT` picks it), else the type holding most of the tensors' bytes (`Q8_0`)."""
+def name_quant(name: str) -> str | None:
+    """The file name's quant tag (`Q4_K_M`, as `REPO:QUANT` picks it), None when its
+    last word is no quant (`golden-gemma3.gguf`)."""
     info = split_name(name)
     if info is not None and info.tag and _QUANT_TAG.match(info.tag):
         return info.tag
+    return None
+
+
+def quant_label(name: str, model: GgufModel) -> str:
+    """The quant a row is named by: the file name's tag where it is one (`Q4_K_M`, as
+    `REPO:QUANT` picks it), else the type holding most of the tensors' bytes (`Q8_0`)."""
+    tag = name_quant(name)
+    if tag is not None:
+        return tag
     counts: Counter[str] = Counter()
     for t in model.tensors:
         counts[t.type.name] += t.nbytes

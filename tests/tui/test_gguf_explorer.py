@@ -350,3 +350,14 @@ async def test_the_fits_view_lists_fits_gguf_rows_and_enter_opens_one(
         assert state.model == pick.row.file and state.gpu_layers == pick.gpu_layers
         view, _, _ = shown(app)
         assert view.fits is True  # at the most layers that fit, it fits
+
+
+def test_explore_takes_the_model_as_inspect_does(tmp_path: Path) -> None:
+    """`vramscope explore FILE.gguf`: the model as a positional, as `inspect FILE.gguf`."""
+    from tui.cli import build_parser
+    from tui.commands.shared.estimate_args import launch_options
+
+    args = build_parser().parse_args(["explore", "models/x-Q4_0.gguf"])
+    assert args.model_given == "models/x-Q4_0.gguf"
+    args.model = args.model_given  # what `explore` does before it builds the options
+    assert launch_options(args).model == "models/x-Q4_0.gguf"

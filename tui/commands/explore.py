@@ -22,12 +22,22 @@ def register(sub: Any) -> None:
         description="Open the memory-budget explorer: pick a model, move the sliders, "
         "watch every term of the estimate.",
     )
+    p.add_argument(
+        "model_given",
+        nargs="?",
+        default=None,
+        metavar="MODEL",
+        help="the model to open, as inspect takes it (the same as --model): a folder, a "
+        "profile name, a repo id, a .gguf file, a folder of GGUF files or REPO:QUANT",
+    )
     add_launch_flags(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the explorer until the user quits."""
+    if args.model_given is not None:  # `explore MODEL`, as `inspect MODEL`
+        args.model = args.model_given
     options = launch_options(args)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         print(

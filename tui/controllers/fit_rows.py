@@ -23,7 +23,7 @@ from tui.deps import AppDeps
 from tui.messages import FitPick, FitRowsRead, GgufPick, GgufRowsRead
 
 if TYPE_CHECKING:
-    from core.gguf_load.fit import GgufAsk
+    from core.gguf_load.fit import GgufAsk, GgufFile
 
 BATCH_S = 0.05
 """Rows are handed over at most this often (the first model's at once)."""
@@ -61,13 +61,21 @@ class FitRowsController:
     def _walk(self, catalog: Catalog | None, question: Question, gguf: GgufAsk | None) -> None:
         from core.answer.fit import QUANTIZATION_CHOICES, model_rows
         from core.fit.models import skipped_lines
+        from core.gguf_load.fit import local_gguf_files
         from tui.render.fit_table import table_row
 
         picks: list[FitPick] = []
         skipped: list[str] = []
         try:
             catalog = catalog or self._deps.build_catalog()
-            skipped.extend(skipped_lines(catalog))
+            files = local_gguf_files(catalog.models_dirs, catalog.hf_cache_dir) if gguf else []
+            # A folder of GGUF files the catalog skipped has its rows below, as in `fit`.
+            folders = {str(f.path.parent) for f in files}
+            skipped.extend(
+                line
+                for s, line in zip(catalog.skipped, skipped_lines(catalog), strict=True)
+                if s.location not in folders
+            )
             models = self._deps.fit_models(catalog)
             posted = False
             last = time.perf_counter()
@@ -86,21 +94,18 @@ class FitRowsController:
                 if picks and (not posted or now - last >= BATCH_S):
                     self._post(picks, skipped, False)
                     picks, skipped, posted, last = [], [], True, now
-            if gguf is not None and not self._stop.is_set():
-                self._gguf_rows(catalog, gguf)
+            if gguf is not None and files and not self._stop.is_set():
+                self._gguf_rows(files, gguf)
         except Exception as exc:  # a broken catalog must never take the app down
             skipped.append(f"cannot list models: {type(exc).__name__}: {exc}")
         self._post(picks, skipped, True)
 
-    def _gguf_rows(self, catalog: Catalog, ask: GgufAsk) -> None:
+    def _gguf_rows(self, files: list[GgufFile], ask: GgufAsk) -> None:
         """`fit`'s GGUF rows (`core.gguf_load.fit`): each file's header read and answered,
         ranked as `fit` ranks them."""
-        from core.gguf_load.fit import local_gguf_files, local_rows, rank_gguf_rows
+        from core.gguf_load.fit import local_rows, rank_gguf_rows
         from tui.render.gguf_fit_table import gguf_cells
 
-        files = local_gguf_files(catalog.models_dirs, catalog.hf_cache_dir)
-        if not files:
-            return
         rows = rank_gguf_rows(local_rows(files, ask))
         found = tuple(GgufPick(row, gguf_cells(row)) for row in rows)
         with contextlib.suppress(Exception):  # the app quit meanwhile: nobody to tell

@@ -47,6 +47,8 @@ from tui.widgets.key_footer import KeyFooter
 if TYPE_CHECKING:
     from core.gguf_load.fit import GgufAsk
 
+GGUF_ROWS_SHOWN = 12
+"""The GGUF table's most lines on screen (more scroll); the main table keeps the rest."""
 REPAINT_S = 0.25
 """Rows arriving after the first are painted at most this often."""
 
@@ -161,6 +163,7 @@ class FitsScreen(Screen[FitPick | GgufPick | None]):
             [p.row.answer is not None and bool(p.row.answer.fits) for p in self.gguf],
             COLUMNS_GGUF,
         )
+        table.styles.height = min(len(self.gguf) + 1, GGUF_ROWS_SHOWN)  # the header too
         heading.display = table.display = True
 
     def _visible(self) -> list[FitPick]:

@@ -184,7 +184,10 @@ class ModelList(Vertical):
         if isinstance(catalog, str):
             self.set_error(catalog)
         elif catalog is not None:
-            self.set_entries((*catalog.entries, *gguf), len(catalog.skipped))
+            # A folder of GGUF files the catalog skipped is listed in the GGUF group.
+            folders = {str(e.path.parent) for e in gguf if e.path is not None}
+            skipped = [s for s in catalog.skipped if s.location not in folders]
+            self.set_entries((*catalog.entries, *gguf), len(skipped))
             self.set_current(current)
 
     def set_error(self, text: str) -> None:

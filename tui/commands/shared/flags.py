@@ -189,8 +189,9 @@ def add_launch_flags(p: argparse.ArgumentParser) -> None:
         "-m",
         default=DEFAULT_MODEL,
         metavar="MODEL",
-        help="model to open: a folder, a profile name or a cached repo id "
-        f"(default {DEFAULT_MODEL})",
+        help="model to open: a folder, a profile name or a cached repo id; a GGUF (a .gguf "
+        f"file, a folder of them, REPO:QUANT) opens with llama.cpp's controls (default "
+        f"{DEFAULT_MODEL})",
     )
     add_estimate_flags(p)
     add_preset_flag(p)
