@@ -13,6 +13,8 @@ import contextlib
 import io
 import json
 import shlex
+from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,9 @@ from core.estimate.available import AvailableMemory
 from core.gguf_load.run import read_llama_command
 from core.load.llama_cpp import FlashAttn, KvCacheType
 from core.units import format_bytes_short
+from tests.factories import ROCM_MACHINE
 from tests.gguf_llama_models import write_model
+from tests.hub_server import FakeHub, sparse_from_folder
 from tests.tui.helpers import build_app, fixed_deps, handled, settle, type_keys, wait_for
 from tui.app import VramscopeApp
 from tui.cli import main
@@ -43,8 +47,6 @@ def app_on(model: Path | str, models_dir: Path | None = None, **options: Any) ->
     the folder the model list finds GGUF files in."""
     deps = fixed_deps(available=AvailableMemory(LIMIT, "test"))
     if models_dir is not None:
-        from dataclasses import replace
-
         deps = replace(deps, build_catalog=lambda: Catalog((), models_dirs=(models_dir,)))
     options.setdefault("max_tokens", 8192)
     return build_app(deps, model=str(model), memory_limit=LIMIT, **options)
@@ -361,3 +363,72 @@ def test_explore_takes_the_model_as_inspect_does(tmp_path: Path) -> None:
     assert args.model_given == "models/x-Q4_0.gguf"
     args.model = args.model_given  # what `explore` does before it builds the options
     assert launch_options(args).model == "models/x-Q4_0.gguf"
+
+
+HUB_REPO = "test-org/Tiny-GGUF"
+
+
+@pytest.fixture
+def gguf_hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeHub]:
+    """A local Hub serving a GGUF repo (three quants); HF_ENDPOINT points at it, caches
+    are this test's."""
+    from tests.gguf_models import write_model as write_quant
+
+    server = FakeHub().start()
+    folder = tmp_path / "published"
+    for quant in ("Q4_0", "Q8_0", "F16"):
+        write_quant(folder, "qwen3", weight_type=quant)
+    server.add(HUB_REPO, sparse_from_folder(folder))
+    monkeypatch.setenv("HF_ENDPOINT", server.url)
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-home" / "hub"))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+async def test_a_hub_quant_opens_from_its_header_with_an_hf_line(
+    gguf_hub: FakeHub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`explore REPO:QUANT`: the header by Range (never the weights), llama.cpp's load
+    as `inspect REPO:QUANT` gives it, and `llama-server -hf REPO:QUANT`."""
+    from tui.deps import builtin_deps
+
+    deps = builtin_deps(AvailableMemory(LIMIT, "test"), ROCM_MACHINE, hub=True)
+    app = build_app(deps, model=f"{HUB_REPO}:Q8_0", memory_limit=LIMIT, max_tokens=4096)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        assert app.explorer.state.llama_cpp
+        _, _, line = shown(app)
+        assert line.startswith(f"llama-server -hf {HUB_REPO}:Q8_0 -c 4096 ")
+        size = (tmp_path / "published" / "qwen3-Q8_0.gguf").stat().st_size
+        assert gguf_hub.bytes_sent < size  # the header, not the file
+        assert f"{HUB_REPO}:Q8_0" in app.explorer.query_one("#summary").text
+        assert_same_as_inspect(app, capsys)  # `inspect REPO:QUANT`, from the store now
+
+
+async def test_m_on_a_gguf_offers_llama_cpps_own_command_for_the_question(gemma3: Path) -> None:
+    """vramscope's engines measure safetensors models: `m` on a GGUF asks for your command
+    (as `M`), offering llama.cpp's own for the question on screen, one token long."""
+    from textual.widgets import Input
+
+    from tui.screens.command_screen import CommandScreen
+
+    app = app_on(gemma3)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("F", "m")
+        await wait_for(pilot, lambda: isinstance(app.screen, CommandScreen), "your command")
+        line = app.screen.query_one(Input).value
+        read = read_llama_command(shlex.split(line))
+        assert read is not None and read.program == "llama-completion"
+        # "all" layers is written as their count, 7 (as inspect's llama-server line).
+        asked = replace(llama_options(app.explorer.state), n_gpu_layers=7)
+        assert read.options == asked
+        assert read.options.flash_attn is FlashAttn.OFF
+        assert read.tokens == 8192 and read.model == str(gemma3)

@@ -10,6 +10,7 @@ and answer with `tui.messages`' typed messages, which this screen applies; `m` i
 from __future__ import annotations
 
 import asyncio
+import shlex
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -641,8 +642,17 @@ class ExplorerScreen(FocusKeys):
                 self.loader.read_history()
 
         named, why = command_model(self.loader.entry, state.model)
+        suggested = suggested_command(named, state.max_tokens)
+        gguf = self.loader.gguf
+        found = gguf.answer(state, self.available) if gguf and self.available else None
+        if found is not None and not isinstance(found, str):
+            # A GGUF: llama.cpp's own command for the question on screen, one token long
+            # (llama-server would run until stopped), its buffer lines held beside the load.
+            words = ["llama-completion", *shlex.split(found.command)[1:]]
+            suggested = shlex.join([*words, "-n", "1", "-p", "hi", "-no-cnv"])
+            why = ""
         screen = CommandScreen(
-            suggested_command(named, state.max_tokens),
+            suggested,
             model,
             state.max_tokens,
             state.kv_int8,
