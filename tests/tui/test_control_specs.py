@@ -228,6 +228,10 @@ async def test_every_palette_entry_of_a_control_sets_it() -> None:
         await settle(pilot)
         commands = {c.title: c for c in app.get_system_commands(app.screen)}
         for spec in CONTROLS:
+            if spec.gguf_only:  # llama.cpp's: a GGUF's palette (tests/tui/test_gguf_explorer.py)
+                assert not any(t.startswith(f"{spec.palette_name}") for t in commands)
+                assert not any(f"Go to {spec.palette_name} " in t for t in commands)
+                continue
             if spec.action is KeyAction.JUMP:
                 assert any(
                     t.startswith(f"Go to {spec.palette_name} ({spec.key})") for t in commands

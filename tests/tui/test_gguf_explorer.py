@@ -432,3 +432,29 @@ async def test_m_on_a_gguf_offers_llama_cpps_own_command_for_the_question(gemma3
         assert read.options == asked
         assert read.options.flash_attn is FlashAttn.OFF
         assert read.tokens == 8192 and read.model == str(gemma3)
+
+
+async def test_a_ggufs_palette_offers_llama_cpps_controls_and_each_sets_it(gemma3: Path) -> None:
+    from tui.model.control_specs import CONTROLS, KeyAction
+
+    app = app_on(gemma3)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        commands = {c.title: c for c in app.get_system_commands(app.screen)}
+        assert "Copy the llama-server command" in commands
+        assert "Copy the mlxcel command" not in commands
+        for spec in CONTROLS:
+            name = spec.palette_values or spec.palette_name
+            if spec.mlx_only:
+                assert not any(t.startswith(f"{name}: ") for t in commands), spec.id
+                continue
+            jump = f"Go to {spec.palette_name} ({spec.key})"
+            if spec.action is KeyAction.JUMP:
+                assert any(t.startswith(jump) for t in commands), spec.id
+            if not spec.gguf_only:
+                continue
+            for choice in spec.choices:
+                (title,) = (t for t in commands if t == f"{name}: {choice.label}")
+                commands[title].callback()
+                await handled(pilot)
+                assert spec.value(app.explorer.state) == choice.value, title

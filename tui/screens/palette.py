@@ -26,8 +26,12 @@ FILTER_JUMP = "Models: filter the list (/)"
 
 def control_commands(screen: ExplorerScreen) -> Iterator[SystemCommand]:
     """Each control's entries, from its descriptor: a jump to it (where it has a jump
-    key), and one entry per choice (a slider's: its common stops)."""
+    key), and one entry per choice (a slider's: its common stops); of the controls of the
+    model on screen (llama.cpp's on a GGUF, mlxcel's on a safetensors model)."""
+    state = screen.state
     for spec in keyed(KeyAction.JUMP):
+        if not spec.applies(state):
+            continue
         yield SystemCommand(
             f"Go to {spec.palette_name} ({spec.key}){spec.palette_note}",
             "move focus to the control",
@@ -37,6 +41,8 @@ def control_commands(screen: ExplorerScreen) -> Iterator[SystemCommand]:
         f"Go to {FILTER_JUMP}", "move focus to the control", partial(screen.action_jump, FILTER)
     )
     for spec in CONTROLS:
+        if not spec.applies(state):
+            continue
         name = spec.palette_values or spec.palette_name
         for choice in spec.choices:
             yield SystemCommand(
@@ -61,9 +67,16 @@ def explorer_commands(
         "vramscope inspect ...",
         partial(screen.action_copy, "vramscope"),
     )
-    yield SystemCommand(
-        "Copy the mlxcel command", "mlxcel inspect ...", partial(screen.action_copy, "mlxcel")
-    )
+    if screen.state.llama_cpp:  # a GGUF: the second line is llama-server's
+        yield SystemCommand(
+            "Copy the llama-server command",
+            "llama-server -m FILE ... (C)",
+            partial(screen.action_copy, "mlxcel"),
+        )
+    else:
+        yield SystemCommand(
+            "Copy the mlxcel command", "mlxcel inspect ...", partial(screen.action_copy, "mlxcel")
+        )
     yield SystemCommand(
         "Measure the model on screen (m)",
         "a real load in a child process: pp P + tg G at the context on screen",
