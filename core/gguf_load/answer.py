@@ -171,14 +171,17 @@ def answer_gguf(
     hub: bool,
     projector: str | None,
     arch: str,
+    context: GgufContext | None = None,
 ) -> GgufAnswer:
     """The answer for `plan` at `ctx` against `available_bytes` (`unread`: why it was
-    never read). `model_arg` is the file (`-m`) or, with `hub`, `REPO:QUANT` (`-hf`)."""
+    never read). `model_arg` is the file (`-m`) or, with `hub`, `REPO:QUANT` (`-hf`).
+    `context`: the largest context already found for this plan and memory (it does not
+    depend on `ctx`; the explorer's token slider asks again and again)."""
     load = plan.at(ctx.tokens)
     trained = plan.hparams.n_ctx_train
-    if unread is not None:
+    if context is None and unread is not None:
         context = GgufContext(None, False, trained, _trained_source(arch), unread)
-    else:
+    elif context is None:
         best = largest_context(plan, available_bytes, CONTEXT_CEILING)
         unbounded = best == CONTEXT_CEILING
         context = GgufContext(best, unbounded, trained, _trained_source(arch))

@@ -18,6 +18,7 @@ from core.parallel.sharding import ParallelKind
 from tests.factories import LLAMA, build_app, burst, peak
 from tests.tui.helpers import footer_line, handled, settle, type_keys, wait_for, widget_lines
 from tui.app import VramscopeApp, make_app
+from tui.model.control_specs import CONTROLS
 from tui.model.scales import MIN_TOKENS
 from tui.model.state import LaunchOptions
 from tui.render.chart import LABEL_WIDTH, point_columns, render_chart, sample_contexts
@@ -32,11 +33,16 @@ from tui.widgets.status_line import SummaryLine
 ISSUE_WORDS = ("devices", "tensor", "pipeline", "measure with", "overhead factor", "per device")
 
 
+GGUF_KEYS = {s.key for s in CONTROLS if s.gguf_only}
+
+
 def control_labels(app: VramscopeApp) -> list[str]:
-    """Every control's label as painted in the Controls panel, the split's TP/PP included."""
+    """Every control's label as painted in the Controls panel, the split's TP/PP included,
+    and llama.cpp's left out (shown on a GGUF only: tests/tui/test_gguf_explorer.py)."""
     controls = app.screen.query_one(Controls)
+    gguf = {s.label for s in CONTROLS if s.gguf_only}
     labels = [str(label.render()).strip() for label in controls.query(Label)]
-    return [*(label for label in labels if label), "TP/PP"]
+    return [*(label for label in labels if label and label not in gguf), "TP/PP"]
 
 
 def help_rows(app: VramscopeApp) -> list[str]:
@@ -80,6 +86,8 @@ async def test_help_lists_every_binding_and_every_control() -> None:
             assert isinstance(binding, Binding)
             if not binding.description:
                 continue  # Escape's second binding (from a text box) has the first's row
+            if binding.key in GGUF_KEYS:
+                continue  # llama.cpp's: a GGUF's help (tests/tui/test_control_specs.py)
             key = app.get_key_display(binding).casefold()
             word = binding.description.split()[0].casefold()
             assert any(

@@ -12,7 +12,12 @@ from tui.widgets.breakdown import Breakdown
 from tui.widgets.model_list import ModelList
 
 
-async def test_a_gguf_folder_is_named_with_why_and_the_list_skips_both(tmp_path: Path) -> None:
+async def test_a_gguf_folder_is_read_as_inspect_reads_it_and_listed_as_a_gguf_file(
+    tmp_path: Path,
+) -> None:
+    # A folder of GGUF files is llama.cpp's model (#40): read as `inspect DIR` reads it,
+    # here a header cut short, named in one line; the list shows its file in the GGUF
+    # group, and only the empty folder among the skipped.
     models = tmp_path / "models"
     (models / "empty").mkdir(parents=True)
     (models / "gguf").mkdir()
@@ -30,13 +35,11 @@ async def test_a_gguf_folder_is_named_with_why_and_the_list_skips_both(tmp_path:
         assert app.screen.query_one(Breakdown).view is None
         text = " ".join(breakdown_text(app).split())
         assert "Cannot read this model" in text
-        assert (
-            f"{models / 'gguf'}: GGUF files only (model.Q4_K_M.gguf): `vramscope inspect` "
-            "reads them (a file, the folder, or REPO:QUANT; docs/gguf.md); the rest of "
-            "vramscope reads safetensors models with a config.json"
-        ) in text
+        assert f"{models / 'gguf' / 'model.Q4_K_M.gguf'}: " in text
         assert "FITS" not in text and "any context" not in text
+        assert "model.Q4_K_M.gguf" in app.screen.query_one("#status").text
         listed = app.screen.query_one(ModelList)
         await wait_for(pilot, lambda: listed.loaded, "the model list")
-        assert not {"empty", "gguf"} & {e.name for e in listed.entries}
-        assert str(listed.border_subtitle).endswith(" · 2 skipped")
+        names = {e.name for e in listed.entries}
+        assert "gguf/model.Q4_K_M.gguf" in names and not {"empty", "gguf"} & names
+        assert str(listed.border_subtitle).endswith(" · 1 skipped")

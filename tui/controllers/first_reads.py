@@ -77,6 +77,9 @@ def names_gguf(name: str) -> bool:
 
 
 def _read_gguf(deps: AppDeps, name: str, started: float) -> LoadedGguf | FailedModel:
+    # The answer's code is imported here, on the worker: on the UI thread its first
+    # import held the first GGUF frame 0.1-0.2 s on this 2-core machine.
+    import core.gguf_load.answer  # noqa: F401
     from tui.gguf.question import GgufOnScreen
 
     hub = deps.read_hub is not None  # the command line's deps read the Hub, tests' may not

@@ -19,7 +19,7 @@ from tui.model.scales import ALL_GPU_LAYERS
 if TYPE_CHECKING:
     from core.catalog.gguf_source import GgufSource
     from core.estimate.available import AvailableMemory
-    from core.gguf_load.answer import GgufAnswer
+    from core.gguf_load.answer import GgufAnswer, GgufContext
     from core.gguf_load.fit import GgufAsk
     from core.load.llama_cpp import LlamaCppOptions, LlamaCppPlan
     from tui.model.state import ExplorerState
@@ -89,6 +89,8 @@ class GgufAnswers:
     model: GgufOnScreen
     _plans: dict[LlamaCppOptions, LlamaCppPlan | str] = field(default_factory=dict)
     _answers: dict[tuple[object, ...], GgufAnswer | str] = field(default_factory=dict)
+    _contexts: dict[tuple[object, ...], GgufContext] = field(default_factory=dict)
+    """The largest context by (options, memory): the token slider moves without it."""
 
     def answer(self, state: ExplorerState, available: AvailableMemory) -> GgufAnswer | str:
         """The answer to the state's question, or the one line why there is none."""
@@ -129,8 +131,9 @@ class GgufAnswers:
             return plan
         model = self.model
         arch = model.source.model.architecture
+        memory = (options, available.bytes, available.unread)
         try:
-            return answer_gguf(
+            found = answer_gguf(
                 plan,
                 ctx_size(tokens, plan, arch),
                 available.bytes,
@@ -139,9 +142,14 @@ class GgufAnswers:
                 hub=model.hub,
                 projector=model.projector,
                 arch=arch,
+                context=self._contexts.get(memory),
             )
         except VramscopeError as exc:
             return str(exc)
+        if len(self._contexts) >= KEPT:
+            self._contexts.clear()
+        self._contexts[memory] = found.context
+        return found
 
 
 def gguf_ask(state: ExplorerState, available: AvailableMemory) -> GgufAsk | None:
