@@ -67,7 +67,7 @@ from tui.model.state import (
     what_ifs_by_kind,
     with_memory,
 )
-from tui.model.views import build_views, screen_words
+from tui.model.views import ScreenWords, build_views, screen_words
 from tui.out_of_memory import exit_out_of_memory, is_out_of_memory
 from tui.screens.focus_keys import CYCLE_BINDINGS, FILTER, JUMP_BINDINGS, FocusKeys
 from tui.widgets.key_footer import KeyFooter
@@ -388,7 +388,9 @@ class ExplorerScreen(FocusKeys):
         chart.border_subtitle = words.chart_subtitle
         chart.show(views.chart if views else None)
 
-    def _recompute_gguf(self, answers: GgufAnswers, device: Device | None, words: Any) -> None:
+    def _recompute_gguf(
+        self, answers: GgufAnswers, device: Device | None, words: ScreenWords
+    ) -> None:
         """llama.cpp's load for the GGUF on screen: the answer to the state's question
         (kept per question: a key never reads the file again), its breakdown split
         between the device and the host, its summary, chart and command lines."""
