@@ -458,3 +458,31 @@ async def test_a_ggufs_palette_offers_llama_cpps_controls_and_each_sets_it(gemma
                 commands[title].callback()
                 await handled(pilot)
                 assert spec.value(app.explorer.state) == choice.value, title
+
+
+async def test_the_mouse_sets_llama_cpps_controls(gemma3: Path) -> None:
+    """A click on a cache type or flash attention picks it; a click on the layers slider's
+    ends gives 0 and all."""
+    from tui.widgets.segmented import Segmented
+    from tui.widgets.slider_field import SliderField
+
+    app = app_on(gemma3)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        k = app.explorer.query_one("#cache-k", Segmented)
+        await pilot.click(k, offset=(19, 0))  # " f32 " " f16 " " bf16 ", then " q8_0 "
+        await handled(pilot)
+        assert app.explorer.state.cache_type_k is KvCacheType.Q8_0
+        fa = app.explorer.query_one("#flash-attn", Segmented)
+        await pilot.click(fa, offset=(6, 0))  # " on ", then " off "
+        await handled(pilot)
+        assert app.explorer.state.flash_attn is FlashAttn.OFF
+        layers = app.explorer.query_one("#gpu-layers", SliderField).slider
+        await pilot.click(layers, offset=(0, 0))
+        await handled(pilot)
+        assert app.explorer.state.gpu_layers == 0
+        view, _, line = shown(app)
+        assert view.device_total is None and " -ngl 0 " in line  # llama.cpp on the host
+        await pilot.click(layers, offset=(layers.content_region.width - 1, 0))
+        await handled(pilot)
+        assert shown(app)[0].device_total is not None and " -ngl 7 " in shown(app)[2]
