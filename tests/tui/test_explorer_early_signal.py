@@ -177,11 +177,14 @@ def _problems(ended: list[Ended]) -> list[str]:
 
 
 def _starts(signum: int, step_ms: int) -> list[tuple[float, int, str]]:
+    """The issue's sweep (through a shell, every `step_ms` from 0 to 0.5 s), then the
+    same signal timed from the alternate screen's first byte (every 2 x `step_ms`) and
+    from the first frame (every 50 ms up to 0.3 s), where the terminal is in use.
+    Each start costs a whole interpreter and Textual: 0.4-0.6 s of processor time."""
     by_shell = [(n / 1000, signum, "shell") for n in range(0, 501, step_ms)]
-    from_start = [(n / 1000, signum, "start") for n in range(0, 501, 50)]
-    from_alt = [(n / 1000, signum, "alt") for n in range(0, 501, step_ms)]
-    from_frame = [(n / 1000, signum, "frame") for n in range(0, 301, 2 * step_ms)]
-    return by_shell + from_start + from_alt + from_frame
+    from_alt = [(n / 1000, signum, "alt") for n in range(0, 501, 2 * step_ms)]
+    from_frame = [(n / 1000, signum, "frame") for n in range(0, 301, 50)]
+    return by_shell + from_alt + from_frame
 
 
 def test_sigterm_at_every_10_ms_of_the_start_ends_143_with_the_terminal_restored(
@@ -190,8 +193,8 @@ def test_sigterm_at_every_10_ms_of_the_start_ends_143_with_the_terminal_restored
     ended = _sweep(tmp_path, _starts(signal.SIGTERM, 10))
     assert _problems(ended) == []
     # The sweep crossed the first frame, not only the start.
-    assert sum(e.frame_at is not None for e in ended) >= 16
+    assert sum(e.frame_at is not None for e in ended) >= 7
 
 
 def test_sighup_during_the_start_ends_129_with_the_terminal_restored(tmp_path: Path) -> None:
-    assert _problems(_sweep(tmp_path, _starts(signal.SIGHUP, 30))) == []
+    assert _problems(_sweep(tmp_path, _starts(signal.SIGHUP, 50))) == []
