@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual.widgets import Input
@@ -10,8 +11,15 @@ from textual.widgets import Input
 
 @pytest.fixture(autouse=True)
 def _no_cursor_blink(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A blinking cursor would make every snapshot with a focused box flaky."""
-    monkeypatch.setattr(Input, "_toggle_cursor", lambda self: None)
+    """A blinking cursor would make every snapshot with a focused box flaky: every box is
+    made with Input's public `cursor_blink` off (the cursor shows while it has focus)."""
+    made = Input.__init__
+
+    def still(self: Input, *args: Any, **kwargs: Any) -> None:
+        made(self, *args, **kwargs)
+        self.cursor_blink = False
+
+    monkeypatch.setattr(Input, "__init__", still)
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,7 @@ import shlex
 from pathlib import Path
 
 import pytest
-from textual.widgets import Select
+from textual.widgets import OptionList, Select
 
 from core.backend import Backend
 from core.device import reading
@@ -28,6 +28,12 @@ from tui.widgets.status_line import StatusLine
 
 DATA = Path(__file__).parents[1] / "core" / "device" / "data" / "gfx1151-apu"
 QWEN = "Qwen/Qwen2.5-7B-Instruct"
+
+
+def picker_labels(select: Select[str]) -> list[str]:
+    """What the memory picker lists, read off its drop-down (an OptionList)."""
+    options = select.query_one(OptionList)
+    return [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
 
 
 def apu_device() -> DeviceMemory:
@@ -53,7 +59,7 @@ async def test_picking_this_device_s_free_or_total(
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
         select = app.explorer.query_one("#memory Select", Select)
-        labels = [str(label) for label, _ in select._options]  # what the picker lists
+        labels = picker_labels(select)  # what the picker lists
         await pilot.press("a", "enter", *(["down"] * downs), "enter")
         await settle(pilot)
         shown = breakdown_bytes(app)
@@ -78,7 +84,7 @@ async def test_no_device_reading_says_so_in_the_picker() -> None:
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
         select = app.explorer.query_one("#memory Select", Select)
-        labels = [str(label) for label, _ in select._options]
+        labels = picker_labels(select)
         app.explorer.update(memory=app.explorer.state.memory.__class__("device-free"))
         await settle(pilot)
         shown = breakdown_bytes(app)

@@ -220,7 +220,7 @@ class RichPhases(PhaseView):
         self._progress: Progress | None = None
         self._tasks: dict[int, TaskID] = {}
 
-    def _display(self) -> Progress:
+    def _live_bars(self) -> Progress:
         if self._progress is None:
             from rich.console import Console
             from rich.progress import BarColumn, Progress, TextColumn
@@ -245,7 +245,7 @@ class RichPhases(PhaseView):
             self._progress.console.print(line, markup=False, highlight=False, soft_wrap=True)
 
     def started(self, phase: Phase) -> None:
-        progress = self._display()
+        progress = self._live_bars()
         self._tasks[id(phase)] = progress.add_task(
             phase.label, total=phase.total if phase.unit else None, count="", rate=""
         )
