@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import VerticalScroll
 from textual.reactive import reactive
 from textual.worker import Worker, WorkerState
 
@@ -71,6 +71,7 @@ from tui.model.views import ScreenWords, build_views, screen_words
 from tui.out_of_memory import exit_out_of_memory, is_out_of_memory
 from tui.screens.focus_keys import CYCLE_BINDINGS, FILTER, JUMP_BINDINGS, FocusKeys
 from tui.widgets.key_footer import KeyFooter
+from tui.widgets.repaint import KeptColumn, KeptRow
 from tui.widgets.status_line import StatusLine, SummaryLine
 
 if TYPE_CHECKING:
@@ -187,7 +188,7 @@ class ExplorerScreen(FocusKeys):
         self.add_layout_class()
         yield StatusLine(id="status")
         yield SummaryLine(id="summary")
-        yield Horizontal(id="body")
+        yield KeptRow(id="body")
         yield KeyFooter()
 
     def on_mount(self) -> None:
@@ -218,7 +219,7 @@ class ExplorerScreen(FocusKeys):
         from tui.widgets.ranks_panel import RanksPanel
 
         self.app.stylesheet.read(AFTER_FIRST_FRAME_CSS)  # parsed as the body is styled
-        estimate = Vertical(
+        estimate = KeptColumn(
             Breakdown(id="breakdown"),
             RanksPanel(id="ranks"),
             MeasuredPanel(id="measured"),
@@ -226,9 +227,7 @@ class ExplorerScreen(FocusKeys):
         )
         estimate.border_title = "Estimate"
         main = VerticalScroll(
-            Horizontal(
-                Controls(self.state, id="controls"), CommandLinesView(id="commands"), id="top"
-            ),
+            KeptRow(Controls(self.state, id="controls"), CommandLinesView(id="commands"), id="top"),
             estimate,
             ContextChart(id="chart"),
             CommandLinesView(id="commands-end"),  # narrow layouts: last, under the chart

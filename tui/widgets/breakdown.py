@@ -17,13 +17,12 @@ from rich.style import Style
 from rich.text import Text
 from textual.geometry import Region, Size
 from textual.strip import Strip
-from textual.widget import Widget
 
 from core.answer.verdict import amount_words, verdict_words
 from core.units import format_bytes_short
 from tui.model.rows import TERM_KEYS, BreakdownRow, EstimateView, LoadCell, LoadColumn, RowKey
 from tui.render.bars import bar, stacked_bar
-from tui.widgets.repaint import KeptStyles
+from tui.widgets.repaint import KeptLines, KeptStyles
 
 if TYPE_CHECKING:  # a GGUF's: its words are read when one is on screen
     from tui.gguf.words import GgufView
@@ -68,7 +67,7 @@ def _load_shape(view: EstimateView) -> tuple[object, ...] | None:
     return (load.disagrees, load.fits, load.load.notes, details, len(load.heading))
 
 
-class Breakdown(Widget):
+class Breakdown(KeptLines):
     """The breakdown table, or a loading line, or an error, in place."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {

@@ -5,9 +5,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.geometry import Region, Size
 from textual.strip import Strip
-from textual.widget import Widget
 
-from tui.widgets.repaint import KeptStyles
+from tui.widgets.repaint import KeptLines, KeptStyles
 
 LONG_WORD = 40
 """Folder paths longer than this are shown shortened; copying gives them whole."""
@@ -23,7 +22,7 @@ def shown(command: str) -> str:
     )
 
 
-class CommandLinesView(Widget):
+class CommandLinesView(KeptLines):
     """`vramscope inspect ...` and `mlxcel inspect ...`, one per paragraph.
 
     Drawn through the line API (a token key changes both lines: as a Static, the

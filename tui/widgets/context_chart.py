@@ -21,7 +21,6 @@ from typing import ClassVar
 from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
-from textual.widget import Widget
 
 from tui.model.chart_data import ChartData
 from tui.model.scales import MIN_TOKENS
@@ -34,10 +33,10 @@ from tui.render.chart import (
     sample_contexts,
     tick_line,
 )
-from tui.widgets.repaint import KeptStyles
+from tui.widgets.repaint import KeptLines, KeptStyles
 
 
-class ContextChart(Widget):
+class ContextChart(KeptLines):
     """Columns of the total from 256 tokens to the model's trained context."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {

@@ -15,10 +15,9 @@ from typing import TypeVar
 
 from textual import events, on
 from textual.app import ComposeResult
-from textual.containers import Horizontal
 from textual.message import Message
 from textual.widget import Widget
-from textual.widgets import Input, Label, Static
+from textual.widgets import Input, Static
 
 from tui.model.control_specs import (
     BY_ID,
@@ -33,6 +32,7 @@ from tui.model.control_specs import (
 from tui.model.state import ExplorerState, shown_quantization
 from tui.model.views import inflight_hint, tokens_hint
 from tui.widgets.memory_field import MemoryField
+from tui.widgets.repaint import KeptLabel, KeptLines, KeptRow, KeptStatic
 from tui.widgets.segmented import Segmented
 from tui.widgets.slider_field import SliderField
 
@@ -49,7 +49,7 @@ def _per_device_problem(state: ExplorerState) -> str:
     return per_device_problem(state)
 
 
-class Controls(Widget):
+class Controls(KeptLines):
     """Every control of `tui.model.control_specs.CONTROLS`, one row each, in its order."""
 
     DEFAULT_CSS = """
@@ -98,17 +98,17 @@ class Controls(Widget):
             elif first.kind is WidgetKind.MEMORY:
                 yield MemoryField(first.value(self.state), label=first.label, id=first.id)
             else:
-                line = Horizontal(id=first.row_id)
+                line = KeptRow(id=first.row_id)
                 line.display = self._shown(first, self.state)
                 with line:
                     for spec in row:
                         if spec is first:
-                            yield Label(spec.label, classes="field-label")
+                            yield KeptLabel(spec.label, classes="field-label")
                         else:
-                            yield Label("  ")
+                            yield KeptLabel("  ")
                         yield self._widget(spec)
                         if spec.hint:  # a hint, not a label
-                            yield Static("", id=f"{spec.id}-hint", markup=False)
+                            yield KeptStatic("", id=f"{spec.id}-hint", markup=False)
 
     def _slider(self, spec: ControlSpec) -> SliderField:
         assert spec.values is not None  # a slider reads its box through its ValueSpec

@@ -13,10 +13,8 @@ from typing import TYPE_CHECKING
 
 from textual import events, on
 from textual.app import ComposeResult
-from textual.containers import Horizontal
 from textual.message import Message
-from textual.widget import Widget
-from textual.widgets import Input, Label, Select, Static
+from textual.widgets import Input, Select, Static
 
 from core.display_text import clean_text
 from core.estimate.available import AvailableMemory
@@ -32,6 +30,7 @@ from tui.model.presets import (
     PRESETS_BY_KEY,
 )
 from tui.model.state import MemoryChoice
+from tui.widgets.repaint import KeptLabel, KeptLines, KeptRow, KeptStatic
 
 if TYPE_CHECKING:
     from core.device_memory import DeviceMemory
@@ -65,7 +64,7 @@ def _options(
     return options
 
 
-class MemoryField(Widget):
+class MemoryField(KeptLines):
     """Picker + size box; posts `Changed` with a `MemoryChoice`."""
 
     DEFAULT_CSS = """
@@ -103,13 +102,13 @@ class MemoryField(Widget):
         self._device_problem = ""
 
     def compose(self) -> ComposeResult:
-        with Horizontal():
-            yield Label(self.label, classes="field-label")
+        with KeptRow():
+            yield KeptLabel(self.label, classes="field-label")
             yield Select(
                 _options(None, None, ""), value=self.choice.key, allow_blank=False, compact=True
             )
             yield Input(self._size_text(), placeholder="size, e.g. 64GB", compact=True)
-        yield Static("", classes="field-hint", markup=False)
+        yield KeptStatic("", classes="field-hint", markup=False)
 
     def _size_text(self) -> str:
         if self.choice.key == CUSTOM:

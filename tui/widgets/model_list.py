@@ -35,6 +35,7 @@ from core.display_text import clean_text
 from core.units import format_bytes_short
 from tui.model.names import model_arg
 from tui.model.scales import short_tokens
+from tui.widgets.repaint import KeptLines
 
 NO_MODELS = (
     "No models found. Add a folder of models with --models-dir DIR (or "
@@ -108,7 +109,7 @@ def matches(entry: CatalogEntry, query: str) -> bool:
     return all(word in haystack for word in query.casefold().split())
 
 
-class ModelList(Vertical):
+class ModelList(Vertical, KeptLines):
     """Filter box + grouped list of catalog entries; posts `Picked`."""
 
     class Picked(Message):

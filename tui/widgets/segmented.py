@@ -16,12 +16,13 @@ from textual.binding import Binding, BindingType
 from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
-from textual.widget import Widget
+
+from tui.widgets.repaint import KeptLines
 
 _GAP = 1
 
 
-class Segmented(Widget, can_focus=True):
+class Segmented(KeptLines, can_focus=True):
     """Options side by side; the chosen one highlighted."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"segmented--option", "segmented--chosen"}

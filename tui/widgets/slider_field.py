@@ -21,15 +21,14 @@ from typing import ClassVar
 from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal
 from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import Reactive
-from textual.widget import Widget
-from textual.widgets import Input, Label, Static
+from textual.widgets import Input, Static
 
 from tui.model.scales import position_of
 from tui.model.values import ValueSpec
+from tui.widgets.repaint import KeptLabel, KeptLines, KeptRow, KeptStatic
 from tui.widgets.stop_slider import StopSlider
 
 _ENTRY_STARTS = "-+."
@@ -79,7 +78,7 @@ class ValueInput(Input):
             field.end_typing()
 
 
-class SliderField(Widget):
+class SliderField(KeptLines):
     """Label + slider + exact-value box (+ hint), posting `Changed` with the new value."""
 
     DEFAULT_CSS = """
@@ -135,11 +134,11 @@ class SliderField(Widget):
         """The parsed value or the reason, while typing."""
 
     def compose(self) -> ComposeResult:
-        with Horizontal():
-            yield Label(self.label, classes="field-label")
+        with KeptRow():
+            yield KeptLabel(self.label, classes="field-label")
             yield StopSlider(len(self.stops), position_of(self.value, self.stops), page=self.page)
             yield ValueInput(self.spec.fmt(self.value), compact=True, select_on_focus=True)
-        yield Static("", classes="field-hint", markup=False)
+        yield KeptStatic("", classes="field-hint", markup=False)
 
     def on_mount(self) -> None:
         self.slider.box_hook = self
