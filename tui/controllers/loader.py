@@ -143,6 +143,8 @@ class Loader:
         self._request = 0
         self._ticker: Timer | None = None
         self._held: list[Callable[[], object]] = []
+        self._held_limit: Timer | None = None
+        """Starts the held reads should the first frame never be written."""
         self._frame_out = False
         """True once the first frame is out (`start_held_reads`): reads asked for with
         `first` start at once from then on."""
@@ -224,7 +226,7 @@ class Loader:
         self._run("device", self._read_device, after_model=True)
         # Not after the next refresh: that came just before the first frame was written,
         # and four reads started then slowed its layout and render down.
-        self._screen.set_timer(HELD_LIMIT_S, self.start_held_reads)
+        self._held_limit = self._screen.set_timer(HELD_LIMIT_S, self.start_held_reads)
         return answered
 
     def _take_first_reads(self, reads: FirstReads) -> list[ModelRead | AvailableRead]:
@@ -246,8 +248,17 @@ class Loader:
         with contextlib.suppress(Exception):  # the app quit meanwhile: nobody to tell
             self._screen.post_message(message(future))
 
+    def frame_written(self) -> None:
+        """The first frame is out: the held reads wait for `start_held_reads`, no longer
+        for `HELD_LIMIT_S` (on a loaded machine that limit fell while the body was being
+        laid out, and the reads held its first frame back)."""
+        if self._held_limit is not None:
+            self._held_limit.stop()
+            self._held_limit = None
+
     def start_held_reads(self) -> None:
         """Start the reads `read_all` held back (once; later calls do nothing)."""
+        self.frame_written()
         if self._frame_out:
             return
         self._frame_out = True

@@ -205,10 +205,12 @@ class ExplorerScreen(FocusKeys):
 
     async def mount_body(self) -> None:
         """Mount the body (once; the app calls it when the first frame is out), show the
-        reads answered so far in it, then start the reads held for the first frame."""
+        reads answered so far in it, then, once the body's own first frame is out, start
+        the reads held for the first frame."""
         if self._body_begun:
             return
         self._body_begun = True
+        self.loader.frame_written()
         from tui.widgets.breakdown import Breakdown
         from tui.widgets.command_lines_view import CommandLinesView
         from tui.widgets.context_chart import ContextChart
@@ -249,7 +251,9 @@ class ExplorerScreen(FocusKeys):
         self.recompute()
         if self.focused is None and self.AUTO_FOCUS:
             self.set_focus(self.query_one(self.AUTO_FOCUS))
-        self.loader.start_held_reads()
+        # The held reads (the list, the history, ...) once the body's first frame is out:
+        # started with it, their threads took the interpreter from its layout and paint.
+        self.call_after_refresh(self.loader.start_held_reads)
         self.body_ready.set()
 
     def _show_reads(self, body: _Body) -> None:
