@@ -108,9 +108,11 @@ class KeyOrder:
 
     def _arm(self, waited_s: float) -> None:
         self._waited_s = waited_s
-        self._limit = self._app.set_timer(CHECK_S, self._check)
+        self._limit = self._app.set_timer(CHECK_S, self.check_held)
 
-    async def _check(self) -> None:
+    async def check_held(self) -> None:
+        """The hold's timer: lets the held keys go once what is out has answered, gone,
+        or been waited on for GIVE_UP_S."""
         self._limit = None
         out = self._out
         waited_s = self._waited_s + CHECK_S

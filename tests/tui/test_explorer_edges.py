@@ -191,7 +191,7 @@ async def test_a_hold_s_check_after_the_app_ended_drops_the_held_keys(
         assert order.taken == 1 and not order.idle
         app.exit()
     assert app.screen_stack == [] and not order.idle
-    await order._check()  # the timer's callback, as it came
+    await order.check_held()  # the timer's callback, as it came
     assert order.idle and order.taken == 1
 
 
