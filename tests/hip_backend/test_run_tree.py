@@ -21,6 +21,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -32,12 +33,30 @@ from tests.hip_backend.test_dies_with_parent import left_after_grace
 ROOT = Path(__file__).resolve().parents[2]
 ALLOCATED = 300_000_000
 PY = sys.executable
-ALLOCATE = f"{PY} -c 'x = b\"a\" * {ALLOCATED}; import time; time.sleep(1)'"
-# The issue's repro: the allocation in a double-forked process (a subshell that exits
-# at once, leaving its child to init), the command itself only sleeping.
-DOUBLE_FORK = f"({ALLOCATE} &); sleep 1.6"
-SETSID = f"setsid {ALLOCATE} & sleep 1.6"
-UNFORKED = f"{ALLOCATE}; sleep 0.5"
+# The allocation says when it is made (a file), and the command waits for that, then
+# a second: a fixed sleep raced the interpreter's start on a loaded machine (the run
+# ended, and its leftovers were killed, before the allocation was whole).
+ALLOCATE = (
+    f'{PY} -c \'import sys, time; x = b"a" * {ALLOCATED}; '
+    'open(sys.argv[1], "w").close(); time.sleep(2)\' {made}'
+)
+WAIT = "while [ ! -e {made} ]; do sleep 0.05; done; sleep 1"
+
+
+def double_fork(made: Path) -> str:
+    """The issue's repro: the allocation in a double-forked process (a subshell that
+    exits at once, leaving its child to init), the command itself only waiting."""
+    return f"({ALLOCATE} &); {WAIT}".format(made=made)
+
+
+def setsid(made: Path) -> str:
+    return f"setsid {ALLOCATE} & {WAIT}".format(made=made)
+
+
+def unforked(made: Path) -> str:
+    return ALLOCATE.format(made=made)
+
+
 # A command that leaves a `setsid` child and a double-forked one behind, writing
 # their pids (and its own) to the file it is given. Each carries that file's path (the
 # setsid one in its environment, the forked one in its command line), so that a test
@@ -119,23 +138,33 @@ def vramscope(*argv: str, env: dict[str, str] | None = None) -> subprocess.Popen
     )
 
 
-@pytest.mark.parametrize("shape", [DOUBLE_FORK, SETSID], ids=["double-fork", "setsid"])
+@pytest.mark.parametrize("shape", [double_fork, setsid], ids=["double-fork", "setsid"])
 def test_a_process_that_leaves_the_tree_is_sampled_within_2_percent(
-    shape: str, cgroup: bool
+    shape: Callable[[Path], str], cgroup: bool, tmp_path: Path
 ) -> None:
-    unforked = run_command(["sh", "-c", UNFORKED], 0.1, cgroup=cgroup)
-    forked = run_command(["sh", "-c", shape], 0.1, cgroup=cgroup)
-    assert forked.exit_status == 0 and unforked.exit_status == 0
+    alone = run_command(["sh", "-c", unforked(tmp_path / "alone")], 0.1, cgroup=cgroup)
+    forked = run_command(["sh", "-c", shape(tmp_path / "forked")], 0.1, cgroup=cgroup)
+    assert forked.exit_status == 0 and alone.exit_status == 0
     assert ("cgroup v2" in forked.followed_by) is cgroup, forked.followed_by
-    figure, baseline = forked.host_peak_bytes, unforked.host_peak_bytes
+    figure, baseline = forked.host_peak_bytes, alone.host_peak_bytes
     assert baseline > ALLOCATED
     assert abs(figure - baseline) <= 0.02 * baseline, (figure, baseline)
 
 
-def test_a_run_inside_the_command_is_followed_too(cgroup: bool) -> None:
+def test_a_run_inside_the_command_is_followed_too(cgroup: bool, tmp_path: Path) -> None:
     # `vramscope run` inside the command makes a tree of its own (its token, its cgroup
     # below this run's): the double-forked allocation in it is still this run's.
-    inner = [PY, "-m", "tui", "run", "--no-history", "--", "sh", "-c", DOUBLE_FORK]
+    inner = [
+        PY,
+        "-m",
+        "tui",
+        "run",
+        "--no-history",
+        "--",
+        "sh",
+        "-c",
+        double_fork(tmp_path / "made"),
+    ]
     outer = run_command(inner, 0.1, cgroup=cgroup)
     assert outer.exit_status == 0
     assert outer.peaks.host_hwm > ALLOCATED

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from core.catalog.entry import EntryOrigin
 from core.catalog.profiles import load_profile
 from core.catalog.resolve import build_catalog
 from core.paths import hub_store_dir
@@ -102,7 +103,7 @@ def test_answers_offline_afterwards_and_says_so(
     # The catalog lists it, marked hub, with no network at all.
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     entries = [e for e in build_catalog().entries if e.name == "test-org/qwen"]
-    assert [e.origin for e in entries] == ["hub"]
+    assert [e.origin for e in entries] == [EntryOrigin.HUB]
     assert entries[0].origin_label.startswith("hub @ main ")
 
 
