@@ -37,6 +37,11 @@ class CalibratedAnswer:
     """`inspect --calibrated`'s line, to the character (`core.calibration.report`)."""
     reason: str = ""
     """Why no calibration applies ("" when one does)."""
+    load_total_bytes: int | None = None
+    """vramscope's mlx-lm load with the calibration's transient scale and fixed part
+    (None: the calibration has no load fit, or the answer no mlx-lm load)."""
+    load_line: str = ""
+    """`inspect --calibrated`'s line for it, under `line` ("" without one)."""
 
     @property
     def fits(self) -> bool | None:
@@ -63,7 +68,14 @@ def calibrate_answer(
     answer: Answer, calibrations: Sequence[Calibration], engine: Engine | str | None = None
 ) -> CalibratedAnswer:
     """The calibration that applies to the answer's device, and its total."""
-    from core.calibration.report import calibrated_line, calibrated_total, no_calibration_line
+    from core.calibration.report import (
+        calibrated_line,
+        calibrated_load_line,
+        calibrated_load_total,
+        calibrated_total,
+        no_calibration_line,
+    )
+    from core.load.load import LoadEngine
 
     device = answer.question.device
     if not answer.single_device:
@@ -76,4 +88,14 @@ def calibrate_answer(
     est = answer.estimate
     total = calibrated_total(cal, est)
     verdict = Verdict.of_total(total, est.available_bytes, Scope.CALIBRATED)
-    return CalibratedAnswer(cal, total, verdict, calibrated_line(cal, est))
+    load = answer.load
+    if cal.load is None or load is None or load.engine is not LoadEngine.MLX_LM:
+        return CalibratedAnswer(cal, total, verdict, calibrated_line(cal, est))
+    return CalibratedAnswer(
+        cal,
+        total,
+        verdict,
+        calibrated_line(cal, est),
+        load_total_bytes=calibrated_load_total(cal.load, load),
+        load_line=calibrated_load_line(cal, load, est.available_bytes),
+    )

@@ -12,7 +12,8 @@ from functools import cache
 from pathlib import Path
 
 from core.backend import Backend
-from core.calibration.fit import fit_rows
+from core.calibration.fit import CalibrationRefused, fit_rows
+from core.calibration.load_fit import LoadFit, LoadRun, fit_load
 from core.calibration.record import Calibration
 from core.calibration.rows import CalibrationRow, row_from_estimate
 from core.measurement.engine import Engine
@@ -68,3 +69,48 @@ def builtin_calibration() -> Calibration:
         device=BUILTIN_DEVICE,
         origin="builtin",
     )
+
+
+BUILTIN_GEN_TOKENS = 128
+"""mlxcel's bench generated 128 tokens after `context - 128` prompt tokens."""
+
+
+@cache
+def builtin_load_runs() -> tuple[LoadRun, ...]:
+    """mlxcel's 18 published gfx1151 peaks with the load's terms from the built-in
+    profiles (their configs and tensor lists), in-flight reserve as each run's budget."""
+    from core.catalog.profiles import load_profile, profile_snapshot
+    from core.load.load import TermKind
+    from core.load.mlx_lm import MlxLmPlan, plan_mlx_lm
+
+    text = DATA_FILE.read_text("utf-8").splitlines()
+    records = list(csv.DictReader(ln for ln in text if not ln.startswith("#")))
+    out = []
+    for rec, row in zip(records, builtin_rows(), strict=True):
+        profile = load_profile(rec["model"])
+        tensors = list(profile.tensors) if profile.tensors is not None else None
+        inflight = int(rec["inflight_mib"]) << 20
+        plan = plan_mlx_lm(profile_snapshot(profile), tensors, inflight_bytes=inflight)
+        if not isinstance(plan, MlxLmPlan):
+            raise CalibrationRefused(f"{rec['model']}: no load: {plan.reason}")
+        context = int(rec["context"])
+        load = plan.at(context, context - BUILTIN_GEN_TOKENS)
+        transient = sum(t.bytes for t in load.terms if t.kind is TermKind.TRANSIENT)
+        out.append(
+            LoadRun(
+                model=rec["model"],
+                weights_bytes=load.weights_bytes,
+                kv_bytes=load.kv_bytes,
+                inflight_bytes=inflight,
+                transient_bytes=transient,
+                peak_bytes=peak_bound(int(rec["printed_peak_centi_gb"])),
+                mlxcel_total_bytes=row.terms.mlxcel_total_bytes,
+            )
+        )
+    return tuple(out)
+
+
+@cache
+def builtin_load_fit() -> LoadFit:
+    """The load refitted on mlxcel's 18 gfx1151 peaks, with its held-out figures."""
+    return fit_load(builtin_load_runs())

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from core.backend import Backend
 from core.calibration.fit import CalibrationRefused, fit_workloads
 from core.calibration.key import CalibrationKey
+from core.calibration.load_fit import LoadFit, fit_load_workloads
 from core.calibration.record import Calibration
 from core.calibration.rows import CalibrationRow, RunTerms, WorkloadRuns
 from core.calibration.targets import DEFAULT_TARGET
@@ -25,6 +26,8 @@ class GroupResult:
     refused: str | None = None
     warning: str | None = None
     """One line about a fit that was made but could not be cross-validated."""
+    load_refused: str | None = None
+    """Why the load was not calibrated beside the fit (None when it was, or no fit)."""
 
 
 def _same_device(value: str | None, wanted: str | None) -> bool:
@@ -65,6 +68,7 @@ def calibrate_groups(
         except CalibrationRefused as exc:
             out.append(GroupResult(key, runs, None, str(exc)))
             continue
+        load, load_refused = _load_fit(members)
         try:  # the reader's own checks: a fit it would refuse is never saved
             cal = Calibration.from_fit(
                 fit,
@@ -74,6 +78,7 @@ def calibrate_groups(
                 measured_on=key.measured_on,
                 fitted_at=fitted_at,
                 target=target,
+                load=load,
             ).checked()
         except ValueError as exc:
             refused = f"the fit is outside what a calibration file holds ({exc})"
@@ -81,8 +86,22 @@ def calibrate_groups(
             continue
         why = fit.not_cross_validated
         warning = f"{key.words}: {why}" if why is not None else None
-        out.append(GroupResult(key, runs, cal, warning=warning))
+        out.append(GroupResult(key, runs, cal, warning=warning, load_refused=load_refused))
     return out
+
+
+def _load_fit(members: Sequence[WorkloadRuns]) -> tuple[LoadFit | None, str | None]:
+    """The load calibrated on the group's runs (`load_fit`), or None and why not."""
+    lacking = sorted({w.terms.model for w in members if w.terms.load is None})
+    if lacking:
+        return None, (
+            f"no mlx-lm load for {', '.join(lacking)} (a load needs config.json and "
+            "safetensors headers)"
+        )
+    try:
+        return fit_load_workloads([(w.terms.load, w.peaks) for w in members if w.terms.load]), None
+    except CalibrationRefused as exc:
+        return None, str(exc)
 
 
 def key_words(key: CalibrationKey) -> str:

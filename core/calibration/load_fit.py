@@ -11,19 +11,35 @@ quarters from 0 to 4, the fixed part is the largest excess of a training peak ov
 scaled load (so every training run is covered), and the scale kept is the one whose
 training overshoot is least in sum. Held out, leave-one-model-out: each model's runs
 are predicted by a scale and fixed part fitted on the other models only.
+
+The same fit runs on mlxcel's 18 published peaks (`builtin.builtin_load_fit`) and on the
+user's own runs, per engine, backend and device (`vramscope calibrate`,
+`fit_load_workloads`: each workload's terms once, its peaks beside them).
 """
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
+from typing import TYPE_CHECKING
 
-from core.calibration.fit import CROSS_VALIDATION_MODELS, CalibrationRefused, Figures, figures
+from core.calibration.fit import (
+    CROSS_VALIDATION_MODELS,
+    CalibrationRefused,
+    Figures,
+    workload_figures,
+)
+from core.calibration.rows import LoadTerms
+
+if TYPE_CHECKING:
+    from core.load.load import EngineLoad
 
 SCALE_STEPS = tuple(range(0, 401, 25))
 """The transient's scales tried, in hundredths (0 to 4 in quarters)."""
+
+
+LoadWorkload = tuple[LoadTerms, Sequence[int]]
+"""A workload's load terms and its runs' peaks, ascending (never empty)."""
 
 
 @dataclass(frozen=True)
@@ -41,8 +57,15 @@ class LoadRun:
     """mlxcel's estimate of the same run, for the figures beside it."""
 
     @property
-    def load_bytes(self) -> int:
-        return self.weights_bytes + self.kv_bytes + self.inflight_bytes + self.transient_bytes
+    def terms(self) -> LoadTerms:
+        return LoadTerms(
+            self.model,
+            self.weights_bytes,
+            self.kv_bytes,
+            self.inflight_bytes,
+            self.transient_bytes,
+            self.mlxcel_total_bytes,
+        )
 
 
 @dataclass(frozen=True)
@@ -59,18 +82,39 @@ class LoadFit:
     held_out: Figures | None
     """Leave-one-model-out (None under 3 models)."""
 
+    @property
+    def runs(self) -> int:
+        """The runs it was fitted on."""
+        return self.training.rows
 
-def predict(run: LoadRun, scale_percent: int, fixed: int) -> int:
+    def total_bytes(self, terms: LoadTerms | LoadRun) -> int:
+        """The calibrated load of a workload whose load terms are given."""
+        return predict(terms, self.scale_percent, self.fixed_bytes)
+
+
+def predict(run: LoadTerms | LoadRun, scale_percent: int, fixed: int) -> int:
     scaled = -(-run.transient_bytes * scale_percent // 100)
     return max(0, run.weights_bytes + run.kv_bytes + run.inflight_bytes + scaled + fixed)
 
 
-def _fit(runs: Sequence[LoadRun]) -> tuple[int, int]:
-    """(scale, fixed) covering every run with the least summed overshoot."""
+_SUMMED_RUNS = 256
+"""Runs of a workload past which its overshoots are summed as estimate x sum(1 / peak):
+a 10^6-run file costs a division per workload and scale, not per run."""
+
+
+def _overshoot_sum(estimate: int, peaks: Sequence[int]) -> float:
+    if len(peaks) > _SUMMED_RUNS:
+        return estimate * sum(1 / p for p in peaks) - len(peaks)
+    return sum(estimate / p - 1 for p in peaks)
+
+
+def _fit(workloads: Sequence[LoadWorkload]) -> tuple[int, int]:
+    """(scale, fixed) covering every run with the least summed overshoot (the fixed part
+    depends on each workload's highest peak only)."""
     best: tuple[float, int, int] | None = None
     for scale in SCALE_STEPS:
-        fixed = max(r.peak_bytes - predict(r, scale, 0) for r in runs)
-        over = sum(predict(r, scale, fixed) / r.peak_bytes - 1 for r in runs)
+        fixed = max(peaks[-1] - predict(t, scale, 0) for t, peaks in workloads)
+        over = sum(_overshoot_sum(predict(t, scale, fixed), peaks) for t, peaks in workloads)
         if best is None or over < best[0]:
             best = (over, scale, fixed)
     assert best is not None
@@ -78,75 +122,44 @@ def _fit(runs: Sequence[LoadRun]) -> tuple[int, int]:
 
 
 def fit_load(runs: Sequence[LoadRun]) -> LoadFit:
+    """`fit_load_workloads` of runs given one by one (a workload each)."""
+    return fit_load_workloads([(r.terms, (r.peak_bytes,)) for r in runs])
+
+
+def fit_load_workloads(workloads: Sequence[LoadWorkload]) -> LoadFit:
     """Fit on every run and hold each model out once; CalibrationRefused with fewer
     than 2 models (no run could be predicted from another model's)."""
-    models = tuple(dict.fromkeys(r.model for r in runs))
+    models = tuple(dict.fromkeys(t.model for t, _ in workloads))
     if len(models) < 2:
         raise CalibrationRefused("the load's calibration needs runs of at least 2 models")
-    scale, fixed = _fit(runs)
-    peaks = [r.peak_bytes for r in runs]
+    scale, fixed = _fit(workloads)
     held_out = None
     if len(models) >= CROSS_VALIDATION_MODELS:
-        estimated, held_peaks = [], []
+        estimated: list[tuple[int, Sequence[int]]] = []
         for held in models:
-            s, f = _fit([r for r in runs if r.model != held])
-            for r in runs:
-                if r.model == held:
-                    estimated.append(predict(r, s, f))
-                    held_peaks.append(r.peak_bytes)
-        held_out = figures(estimated, held_peaks)
+            s, f = _fit([w for w in workloads if w[0].model != held])
+            estimated += [(predict(t, s, f), p) for t, p in workloads if t.model == held]
+        held_out = workload_figures(estimated)
     return LoadFit(
         scale_percent=scale,
         fixed_bytes=fixed,
         models=models,
-        training=figures([predict(r, scale, fixed) for r in runs], peaks),
-        uncalibrated=figures([r.load_bytes for r in runs], peaks),
-        mlxcel=figures([r.mlxcel_total_bytes for r in runs], peaks),
+        training=workload_figures((predict(t, scale, fixed), p) for t, p in workloads),
+        uncalibrated=workload_figures((t.load_bytes, p) for t, p in workloads),
+        mlxcel=workload_figures((t.mlxcel_total_bytes, p) for t, p in workloads),
         held_out=held_out,
     )
 
 
-BUILTIN_GEN_TOKENS = 128
-"""mlxcel's bench generated 128 tokens after `context - 128` prompt tokens."""
-
-
-@cache
-def builtin_load_runs() -> tuple[LoadRun, ...]:
-    """mlxcel's 18 published gfx1151 peaks with the load's terms from the built-in
-    profiles (their configs and tensor lists), in-flight reserve as each run's budget."""
-    from core.calibration.builtin import DATA_FILE, builtin_rows, peak_bound
-    from core.catalog.profiles import load_profile, profile_snapshot
+def terms_of_load(model: str, load: EngineLoad, mlxcel_total_bytes: int) -> LoadTerms:
+    """The terms the fit scales, from mlx-lm's load of one workload."""
     from core.load.load import TermKind
-    from core.load.mlx_lm import MlxLmPlan, plan_mlx_lm
 
-    text = DATA_FILE.read_text("utf-8").splitlines()
-    records = list(csv.DictReader(ln for ln in text if not ln.startswith("#")))
-    out = []
-    for rec, row in zip(records, builtin_rows(), strict=True):
-        profile = load_profile(rec["model"])
-        tensors = list(profile.tensors) if profile.tensors is not None else None
-        inflight = int(rec["inflight_mib"]) << 20
-        plan = plan_mlx_lm(profile_snapshot(profile), tensors, inflight_bytes=inflight)
-        if not isinstance(plan, MlxLmPlan):
-            raise CalibrationRefused(f"{rec['model']}: no load: {plan.reason}")
-        context = int(rec["context"])
-        load = plan.at(context, context - BUILTIN_GEN_TOKENS)
-        transient = sum(t.bytes for t in load.terms if t.kind is TermKind.TRANSIENT)
-        out.append(
-            LoadRun(
-                model=rec["model"],
-                weights_bytes=load.weights_bytes,
-                kv_bytes=load.kv_bytes,
-                inflight_bytes=inflight,
-                transient_bytes=transient,
-                peak_bytes=peak_bound(int(rec["printed_peak_centi_gb"])),
-                mlxcel_total_bytes=row.terms.mlxcel_total_bytes,
-            )
-        )
-    return tuple(out)
-
-
-@cache
-def builtin_load_fit() -> LoadFit:
-    """The load refitted on mlxcel's 18 gfx1151 peaks, with its held-out figures."""
-    return fit_load(builtin_load_runs())
+    return LoadTerms(
+        model,
+        load.weights_bytes,
+        load.kv_bytes,
+        load.bytes_of(TermKind.INFLIGHT),
+        load.bytes_of(TermKind.TRANSIENT),
+        mlxcel_total_bytes,
+    )

@@ -16,6 +16,7 @@ from core.calibration.fit import (
     predict,
 )
 from core.calibration.key import CalibrationKey
+from core.calibration.load_fit import LoadFit
 from core.calibration.targets import DEFAULT_TARGET, TARGET_NAMES, target_named, target_words
 from core.measurement.engine import ENGINE_NAMES, Engine
 
@@ -55,6 +56,9 @@ class Calibration:
     """mlxcel's estimate on the training runs (None in calibrations saved before)."""
     measured_on: Backend | None = None
     """The kind of device the runs ran on, where it is not `backend`."""
+    load: LoadFit | None = None
+    """vramscope's mlx-lm load calibrated on the same runs (`core.calibration.load_fit`);
+    None in calibrations saved before, or where a run's model had no load."""
 
     @classmethod
     def from_fit(
@@ -68,8 +72,10 @@ class Calibration:
         origin: str = "user",
         fitted_at: str = "",
         target: str = DEFAULT_TARGET,
+        load: LoadFit | None = None,
     ) -> Calibration:
-        """The calibration of a fit, for the key its rows share."""
+        """The calibration of a fit (and the load's, when fitted), for the key its rows
+        share."""
         return cls(
             backend=backend,
             engine=engine,
@@ -87,6 +93,7 @@ class Calibration:
             margin_chosen=True,
             mlxcel=fit.training_mlxcel,
             measured_on=measured_on if measured_on is not backend else None,
+            load=load,
         )
 
     @property
@@ -158,6 +165,7 @@ class Calibration:
                 if cv is not None
                 else None
             ),
+            "load": _load_dict(self.load) if self.load is not None else None,
             "origin": self.origin,
             "fitted_at": self.fitted_at,
         }
@@ -208,7 +216,63 @@ class Calibration:
             margin_chosen=margin == MARGIN_CHOSEN,
             mlxcel=_figures(mlxcel, "mlxcel") if mlxcel is not None else None,
             measured_on=measured_on if measured_on is not backend else None,
+            load=_load(d.get("load")),
         )
+
+
+LOAD_FORM = "W + KV + in-flight + ceil(transient x scale) + fixed"
+
+
+def _load_dict(fit: LoadFit) -> dict[str, Any]:
+    """The load's calibration, `load` beside the mlxcel-form keys (which never change)."""
+    return {
+        "form": LOAD_FORM,
+        "transient_scale_percent": fit.scale_percent,
+        "fixed_bytes": fit.fixed_bytes,
+        "runs": fit.runs,
+        "models": list(fit.models),
+        "covered_runs": fit.training.covered,
+        "load_as_is": _figures_dict(fit.uncalibrated),
+        "training": _figures_dict(fit.training),
+        "mlxcel": _figures_dict(fit.mlxcel),
+        "held_out": (
+            {
+                "method": "leave-one-model-out",
+                "folds": len(fit.models),
+                "vramscope": _figures_dict(fit.held_out),
+            }
+            if fit.held_out is not None
+            else None
+        ),
+    }
+
+
+def _load(value: Any) -> LoadFit | None:
+    """The load's calibration from untrusted JSON; absent (older files) or null: None."""
+    if value is None:
+        return None
+    d = _obj(value, "load")
+    if d.get("form") != LOAD_FORM:
+        raise ValueError(f"load.form: expected {LOAD_FORM!r}")
+    models = d.get("models")
+    if not isinstance(models, list) or not all(isinstance(m, str) for m in models):
+        raise ValueError("load.models: expected a list of names")
+    held = d.get("held_out")
+    return LoadFit(
+        scale_percent=_int(
+            d.get("transient_scale_percent"), "load.transient_scale_percent", 0, 10_000
+        ),
+        fixed_bytes=_int(d.get("fixed_bytes"), "load.fixed_bytes", -(2**63)),
+        models=tuple(models),
+        training=_figures(d.get("training"), "load.training"),
+        uncalibrated=_figures(d.get("load_as_is"), "load.load_as_is"),
+        mlxcel=_figures(d.get("mlxcel"), "load.mlxcel"),
+        held_out=(
+            _figures(_obj(held, "load.held_out").get("vramscope"), "load.held_out.vramscope")
+            if held is not None
+            else None
+        ),
+    )
 
 
 def _cross_validation(value: Any) -> CrossValidation | None:

@@ -5,15 +5,18 @@ Every figure here is vramscope's and says so; mlxcel's banner is never touched.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.calibration.fit import Figures
 from core.calibration.groups import GroupResult
-from core.calibration.load_fit import LoadFit
+from core.calibration.load_fit import LoadFit, terms_of_load
 from core.calibration.record import Calibration
 from core.display_text import clean_text
 from core.estimate.estimate import MemoryEstimate
 from core.units import format_bytes, format_bytes_short
+
+if TYPE_CHECKING:
+    from core.load.load import EngineLoad
 
 
 def percent(x: float) -> str:
@@ -69,6 +72,20 @@ def calibration_lines(cal: Calibration) -> list[str]:
     return lines
 
 
+def group_lines(result: GroupResult) -> list[str]:
+    """A fitted group: the mlxcel-form fit, then the load's beside it (or why none)."""
+    cal = result.calibration
+    assert cal is not None
+    lines = calibration_lines(cal)
+    if cal.load is not None:
+        lines += load_fit_lines(cal.load, f"{clean_text(cal.key.words)}, {cal.target_words}")
+    elif result.load_refused is not None:
+        lines.append(
+            clean_text(f"Load calibrated (vramscope, mlx-lm load): no, {result.load_refused}")
+        )
+    return lines
+
+
 def refused_line(result: GroupResult) -> str:
     """`Not calibrated: mlx on cpu AMD EPYC (4 runs): needs runs of at least 3 models, ...`."""
     return clean_text(f"Not calibrated: {result.key.words} ({runs(result.runs)}): {result.refused}")
@@ -112,6 +129,50 @@ def calibrated_line(cal: Calibration, est: MemoryEstimate) -> str:
         f"{format_bytes(total)}, {verdict}  ({_origin_words(cal)}; fitted to "
         f"{cal.target_words}; {held_out_words(cal)})"
     )
+
+
+def calibrated_load_total(fit: LoadFit, load: EngineLoad) -> int:
+    """vramscope's load calibrated: W + KV + in-flight + ceil(transient x scale) + fixed."""
+    return fit.total_bytes(terms_of_load("", load, 0))
+
+
+def load_held_out_words(fit: LoadFit) -> str:
+    """`held-out runs 6 of 6 covered, median overshoot +4.05%`, or that there are none."""
+    if fit.held_out is None:
+        return f"not cross-validated: runs of {len(fit.models)} models"
+    return (
+        f"held-out runs {fit.held_out.covered} of {fit.held_out.rows} covered, "
+        f"median overshoot {percent(fit.held_out.median_overshoot)}"
+    )
+
+
+def calibrated_load_line(cal: Calibration, load: EngineLoad, available: int) -> str:
+    """`Load calibrated (vramscope, 6 runs on cpu ...): 1.2 GiB, fits  (...)`: the load's
+    total with the calibration's transient scale and fixed part (`cal.load`)."""
+    fit = cal.load
+    assert fit is not None
+    total = calibrated_load_total(fit, load)
+    verdict = "fits" if total <= available else "does not fit"
+    return clean_text(
+        f"  Load calibrated (vramscope, {fit.runs} runs on {cal.device_words}): "
+        f"{format_bytes(total)}, {verdict}  (mlx-lm load {format_bytes(load.total_bytes)} "
+        f"with {fit.scale_percent / 100:.2f} x transient {_signed_bytes(fit.fixed_bytes)} "
+        f"fixed; {_origin_words(cal)}; fitted to {cal.target_words}; "
+        f"{load_held_out_words(fit)})"
+    )
+
+
+def calibrated_load_json(cal: Calibration, load: EngineLoad, available: int) -> dict[str, Any]:
+    """The `calibrated_load` object of `inspect --json`: the total and the fit it used."""
+    fit = cal.load
+    assert fit is not None
+    total = calibrated_load_total(fit, load)
+    return {
+        "total_bytes": total,
+        "fits": total <= available,
+        "load_bytes": load.total_bytes,
+        "calibration": cal.to_dict()["load"],
+    }
 
 
 def no_calibration_line(reason: str) -> str:

@@ -13,6 +13,24 @@ from core.measurement.engine import Engine
 
 
 @dataclass(frozen=True, slots=True)
+class LoadTerms:
+    """The load's terms for one workload (bytes), every run of it alike."""
+
+    model: str
+    weights_bytes: int
+    kv_bytes: int
+    inflight_bytes: int
+    transient_bytes: int
+    """The prefill transient, the in-flight reserve not included."""
+    mlxcel_total_bytes: int
+    """mlxcel's estimate of the same workload, for the figures beside it."""
+
+    @property
+    def load_bytes(self) -> int:
+        return self.weights_bytes + self.kv_bytes + self.inflight_bytes + self.transient_bytes
+
+
+@dataclass(frozen=True, slots=True)
 class RunTerms:
     """What a run's workload gives, shared by every run of the same workload (a 10^6-run
     file holds a few thousand of these, not a million)."""
@@ -40,6 +58,9 @@ class RunTerms:
     measured_on: Backend | None = None
     """The kind of device the run ran on, where it is not `backend` (a torch run on the
     CPU that emulated MLX-ROCm's queue is held against ROCm's formula)."""
+    load: LoadTerms | None = None
+    """vramscope's mlx-lm load of the same workload (`core.load`), for the load's own
+    calibration; None where the model has no load (a GGUF, no safetensors headers)."""
 
     @property
     def device_kind(self) -> Backend:

@@ -15,6 +15,7 @@ from core.backend import Backend
 from core.calibration.groups import GroupResult, calibrate_groups
 from core.calibration.record import Calibration
 from core.calibration.sources import (
+    TensorsOf,
     records_from_history,
     workloads_from_records,
     workloads_of_csv,
@@ -63,9 +64,12 @@ def calibrate(
     device: str | None = None,
     store_path: Path | None = None,
     include_failed: bool = False,
+    tensors_of: TensorsOf | None = None,
 ) -> CalibrateRun:
     """Fit the runs of `rows_file` (else the history) and save what fitted: only runs of
-    `engine`, measured on a device of kind `backend` named `device`, where given. A
+    `engine`, measured on a device of kind `backend` named `device`, where given (each
+    fit with vramscope's load calibrated beside it, its dimensions from `tensors_of`
+    where given, else from config.json). A
     history run that did not end well (a command's nonzero exit status) is left out,
     with one warning, unless `include_failed`.
 
@@ -80,7 +84,7 @@ def calibrate(
         source = clean_text(str(rows_file))
         # a line at a time, each run's peak kept in its workload's array: never the file
         # whole, nor an object per run
-        workloads = workloads_of_csv(rows_file, resolve, target)
+        workloads = workloads_of_csv(rows_file, resolve, target, tensors_of)
     else:
         store = history if history is not None else HistoryStore.default()
         read = store.read()
@@ -103,7 +107,9 @@ def calibrate(
                 f"{source}: left out {lacking} run(s) that did not record {what} "
                 "(older runs, or not the mlx engine)"
             )
-        workloads, skipped = workloads_from_records(records, resolve, skip_unresolved=True)
+        workloads, skipped = workloads_from_records(
+            records, resolve, skip_unresolved=True, tensors_of=tensors_of
+        )
         warnings.extend(skipped)
     if not workloads and rows_file is None and read.unreadable is not None:
         raise NothingToCalibrate(

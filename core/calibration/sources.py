@@ -2,15 +2,18 @@
 
 A CSV has the columns `model, context, inflight_mib, backend, peak_bytes` (the engine's
 own peak; `backend` is the formula the run is held against) and optional `engine, device,
-batch, kv_cache_mode, active_plus_cache_peak_bytes, os_peak_bytes`; lines starting with
-`#` are comments. The target (`calibrate --target`) picks which peak column is fitted.
+batch, kv_cache_mode, gen_tokens, active_plus_cache_peak_bytes, os_peak_bytes`
+(`gen_tokens`: how many of the context's tokens were generated, the rest the prompt;
+default 0, the whole context a prompt); lines starting with `#` are comments. The
+target (`calibrate --target`) picks which peak column is fitted.
 
 A record of the history is held against the formula `table` and `measure` hold it
 against (`core.measurement.comparison.held_against`): a torch run on the CPU that
 emulated MLX-ROCm's queue against ROCm's, with its budget. Models are resolved as
 `inspect` resolves them, and each row's terms are mlxcel's estimate for its workload
 with mlxcel's default factors (the environment is not read, so a calibration is the
-same wherever it is fitted).
+same wherever it is fitted). Beside them, each workload carries vramscope's mlx-lm load
+for its prompt and generated tokens (`core.load`), for the load's own calibration.
 """
 
 from __future__ import annotations
@@ -20,15 +23,16 @@ import io
 import os
 import re
 from array import array
-from collections.abc import Callable, Iterable, Iterator, MutableSequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, MutableSequence, Sequence
+from dataclasses import dataclass, replace
 from functools import partial
 from itertools import chain, filterfalse
 from operator import itemgetter
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import TYPE_CHECKING, BinaryIO, Protocol
 
 from core.backend import Backend
+from core.calibration.load_fit import terms_of_load
 from core.calibration.rows import (
     CalibrationRow,
     RunTerms,
@@ -48,12 +52,16 @@ from core.estimate.estimate import (
     estimate,
 )
 from core.estimate.snapshot import ModelSnapshot
+from core.load.mlx_lm import MlxLmPlan, plan_mlx_lm
 from core.measurement.comparison import device_backend
 from core.measurement.engine import ENGINE_NAMES, Engine
 from core.measurement.result import MeasuredPeak
 from core.numbers import decimal_to_int
 from core.regular_file import open_regular
 from core.units import U64_MAX
+
+if TYPE_CHECKING:
+    from core.load.dims import Tensor
 
 CSV_SIZE_CAP = 1 << 30
 """A runs file is read a line at a time: 1 GiB is some 16 million runs."""
@@ -63,6 +71,7 @@ OPTIONAL = (
     "device",
     "batch",
     "kv_cache_mode",
+    "gen_tokens",
     "active_plus_cache_peak_bytes",
     "os_peak_bytes",
 )
@@ -98,6 +107,8 @@ class RunRecord:
     kv_cache_mode: KvCacheMode = KvCacheMode.FP16
     measured_on: Backend | None = None
     """The kind of device the run ran on, where it is not `backend`."""
+    prompt: int | None = None
+    """The prompt's tokens of `context` (None: all of them)."""
 
 
 class _BadCell(Exception):
@@ -269,6 +280,8 @@ class RunCells:
     kv_cache_mode: KvCacheMode
     measured_on: Backend | None = None
     """Never read from a CSV: a CSV's runs are measured on their backend's kind."""
+    prompt: int | None = None
+    """The prompt's tokens of `context` (None: all of them)."""
 
 
 def _run_cells(cell: dict[str, str]) -> RunCells:
@@ -276,15 +289,19 @@ def _run_cells(cell: dict[str, str]) -> RunCells:
     if model is None:
         raise _BadCell("column 'model' is empty")
     batch_text = cell.get("batch", "").strip()
+    context = _int(cell.get("context", ""), "context", 1)
+    gen_text = cell.get("gen_tokens", "").strip()
+    gen = _int(gen_text, "gen_tokens", 0, context - 1) if gen_text else 0
     return RunCells(
         model=model,
-        context=_int(cell.get("context", ""), "context", 1),
+        context=context,
         inflight_mib=_int(cell.get("inflight_mib", ""), "inflight_mib", 0, MAX_INFLIGHT_MIB),
         backend=Backend.named(_choice_cell(cell.get("backend", ""), "backend", BACKEND_NAMES)),
         engine=_engine_cell(cell.get("engine", "")),
         device=_text(cell.get("device"), "device"),
         batch=_int(batch_text, "batch", 1) if batch_text else 1,
         kv_cache_mode=_mode_cell(cell.get("kv_cache_mode", "")),
+        prompt=context - gen if gen else None,
     )
 
 
@@ -309,6 +326,7 @@ def _record_sinks(out: list[RunRecord]) -> Callable[[RunCells, Where], PeakSink]
                     device=r.device,
                     batch=r.batch,
                     kv_cache_mode=r.kv_cache_mode,
+                    prompt=r.prompt,
                 )
             )
 
@@ -387,12 +405,16 @@ def read_csv(path: Path, target: str = DEFAULT_TARGET) -> list[RunRecord]:
 
 
 def workloads_of_csv(
-    path: Path, resolve: Callable[[str], ModelSnapshot], target: str = DEFAULT_TARGET
+    path: Path,
+    resolve: Callable[[str], ModelSnapshot],
+    target: str = DEFAULT_TARGET,
+    tensors_of: TensorsOf | None = None,
 ) -> list[WorkloadRuns]:
     """The runs of a CSV file gathered by workload, with mlxcel's terms for each, a line
     at a time (no object per run is kept: a peak is 8 bytes of its workload's array). An
     unresolvable model is an error naming the line of its first run."""
-    workloads = _Workloads(resolve, skip_unresolved=False)  # peaks in 8-byte arrays
+    # peaks in 8-byte arrays
+    workloads = _Workloads(resolve, skip_unresolved=False, tensors_of=tensors_of)
     read_csv_file(path, workloads.sink, target)
     return workloads.gathered()
 
@@ -426,6 +448,7 @@ def records_from_history(
                 device=p.arch or p.device_name or None,
                 kv_cache_mode=p.kv_cache_mode,
                 measured_on=kind,
+                prompt=max(1, p.prompt_tokens) if p.gen_tokens > 0 else None,
             )
         )
     return out, lacking
@@ -452,6 +475,12 @@ class _Run(Protocol):
     def kv_cache_mode(self) -> KvCacheMode: ...
     @property
     def measured_on(self) -> Backend | None: ...
+    @property
+    def prompt(self) -> int | None: ...
+
+
+TensorsOf = Callable[[str, ModelSnapshot], "Sequence[Tensor] | None"]
+"""A model's tensor list, for its load (as `inspect` reads it); None: none read."""
 
 
 def _peak_array() -> MutableSequence[int]:
@@ -468,8 +497,11 @@ class _Workloads:
         *,
         skip_unresolved: bool,
         new_peaks: Callable[[], MutableSequence[int]] = _peak_array,
+        tensors_of: TensorsOf | None = None,
     ) -> None:
         self.resolve = resolve
+        self.tensors_of = tensors_of
+        self.plans: dict[tuple[object, ...], MlxLmPlan | None] = {}
         self.skip_unresolved = skip_unresolved
         self.new_peaks = new_peaks
         self.snapshots: dict[str, ModelSnapshot | None] = {}
@@ -491,7 +523,7 @@ class _Workloads:
             return _DROPPED
         workload = (
             run.model, run.backend, run.inflight_mib, run.context, run.batch,
-            run.kv_cache_mode, run.engine, run.device, run.measured_on,
+            run.kv_cache_mode, run.engine, run.device, run.measured_on, run.prompt,
         )  # fmt: skip
         found = self.runs.get(workload)
         if found is None:
@@ -499,8 +531,9 @@ class _Workloads:
                 run.backend, AvailableMemory(0, "calibration"), inflight_mib=run.inflight_mib
             )
             wl = Workload(run.context, run.batch, run.kv_cache_mode.int8)
+            est = estimate(snap, wl, settings)
             terms = terms_from_estimate(
-                estimate(snap, wl, settings),
+                est,
                 model=run.model,
                 backend=run.backend,
                 inflight_mib=run.inflight_mib,
@@ -508,8 +541,24 @@ class _Workloads:
                 device=run.device,
                 measured_on=run.measured_on,
             )
+            plan = self._plan(run, snap, terms.inflight_bytes)
+            if plan is not None:
+                load = plan.at(run.context, run.prompt)
+                terms = replace(terms, load=terms_of_load(run.model, load, est.total_bytes))
             found = self.runs[workload] = (terms, self.new_peaks())
         return found[1]
+
+    def _plan(self, run: _Run, snap: ModelSnapshot, inflight: int) -> MlxLmPlan | None:
+        """mlx-lm's load plan of the run's model and cache, read once (None: no load)."""
+        key = (run.model, run.kv_cache_mode, run.batch, inflight)
+        if key not in self.plans:
+            tensors = self.tensors_of(run.model, snap) if self.tensors_of is not None else None
+            made = plan_mlx_lm(
+                snap, tensors, kv_int8=run.kv_cache_mode.int8, batch=run.batch,
+                inflight_bytes=inflight,
+            )  # fmt: skip
+            self.plans[key] = made if isinstance(made, MlxLmPlan) else None
+        return self.plans[key]
 
     def gathered(self) -> list[WorkloadRuns]:
         """The workloads, each one's peaks sorted (and the unsorted array let go at once,
@@ -535,11 +584,14 @@ def workloads_from_records(
     resolve: Callable[[str], ModelSnapshot],
     *,
     skip_unresolved: bool,
+    tensors_of: TensorsOf | None = None,
 ) -> tuple[list[WorkloadRuns], list[str]]:
     """Runs gathered by workload with mlxcel's terms; an unresolvable model is an error,
     or with `skip_unresolved` (the history) a warning and its runs left out."""
     # lists, not arrays: a hand-edited history's figure may be past 2^64 - 1
-    workloads = _Workloads(resolve, skip_unresolved=skip_unresolved, new_peaks=list)
+    workloads = _Workloads(
+        resolve, skip_unresolved=skip_unresolved, new_peaks=list, tensors_of=tensors_of
+    )
     for rec in records:
         workloads.sink(rec, partial(str, rec.where)).append(rec.peak_bytes)
     return workloads.gathered(), workloads.warnings

@@ -39,6 +39,7 @@ from tui.widgets.measured_panel import MeasuredPanel
 from tui.widgets.status_line import SummaryLine
 
 CALIBRATED = "Calibrated (vramscope"
+LOAD_CALIBRATED = "Load calibrated (vramscope"
 
 
 def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
@@ -67,10 +68,22 @@ def calibrated_on_screen(app: VramscopeApp) -> tuple[str, str]:
     """(the calibrated verdict's badge, its line with the wrapping undone)."""
     lines = breakdown_text(app).splitlines()
     start = next(i for i, ln in enumerate(lines) if CALIBRATED in ln)
-    end = next(i for i, ln in enumerate(lines) if ln.startswith("Verdict held against"))
+    end = next(
+        i
+        for i, ln in enumerate(lines)
+        if ln.startswith("Verdict held against") or LOAD_CALIBRATED in ln
+    )
     badge, _, first = lines[start].partition(CALIBRATED)
     text = " ".join([CALIBRATED + first, *(ln.strip() for ln in lines[start + 1 : end])])
     return badge.strip(), " ".join(text.split())
+
+
+def load_calibrated_on_screen(app: VramscopeApp) -> str:
+    """The calibrated load's line under the calibrated verdict, wrapping undone."""
+    lines = breakdown_text(app).splitlines()
+    start = next(i for i, ln in enumerate(lines) if LOAD_CALIBRATED in ln)
+    end = next(i for i, ln in enumerate(lines) if ln.startswith("Verdict held against"))
+    return " ".join(" ".join(ln.strip() for ln in lines[start:end]).split())
 
 
 def summary(app: VramscopeApp) -> str:
@@ -93,6 +106,7 @@ async def test_the_calibrated_verdict_is_inspect_s_and_v_holds_the_verdict_again
     room = (mlxcel + calibrated) // 2  # one verdict fits, the other does not
     shown = cli(capsys, "inspect", LLAMA, *workload, "--memory-limit", str(room), "--calibrated")
     (line,) = [ln.strip() for ln in shown.splitlines() if CALIBRATED in ln]
+    (load_line,) = [ln.strip() for ln in shown.splitlines() if LOAD_CALIBRATED in ln]
 
     card = DeviceMemory("card1 (AMD Radeon 8060S, gfx1151)", 96 << 30, 0, "test", 0.8)
     deps = fixed_deps(
@@ -107,6 +121,8 @@ async def test_the_calibrated_verdict_is_inspect_s_and_v_holds_the_verdict_again
         assert app.explorer.available is not None and app.explorer.available.bytes == room
         badge, text = calibrated_on_screen(app)
         assert text == " ".join(line.split())  # inspect's line, to the character
+        # and the load calibrated by the same calibration, inspect's line under it
+        assert load_calibrated_on_screen(app) == " ".join(load_line.split())
         assert "your calibration of" in text and "fitted to MLX's peak" in text
         cal_fits = calibrated <= room
         assert badge == ("FITS" if cal_fits else "DOES NOT FIT")

@@ -36,14 +36,17 @@ def register(sub: Any) -> None:
         "from the other models) to measured peaks, per engine, backend and device, with "
         "leave-one-model-out figures beside mlxcel's; saved for `inspect --calibrated`. "
         "Runs of 2 models are fitted with a warning that the fit could not be "
-        "cross-validated; runs of 1 are refused.",
+        "cross-validated; runs of 1 are refused. Beside it, vramscope's mlx-lm load is "
+        "calibrated on the same runs (its transient scaled, a fixed part added), held out "
+        "model by model the same way.",
     )
     p.add_argument(
         "--rows",
         type=Path,
         metavar="FILE.csv",
         help="runs to fit on: columns model, context, inflight_mib, backend, peak_bytes "
-        "(optional engine, device, batch, kv_cache_mode); default: the measurement history",
+        "(optional engine, device, batch, kv_cache_mode, gen_tokens: the context's "
+        "generated tokens, for the load's prefill); default: the measurement history",
     )
     p.add_argument(
         "--engine",
@@ -89,13 +92,19 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """`vramscope calibrate`: fit, save, print."""
     from core.backend import Backend
-    from core.calibration.report import calibration_lines, refused_json, refused_line
+    from core.calibration.report import group_lines, refused_json, refused_line
     from core.calibration.run import CannotSave, NothingToCalibrate, calibrate
     from core.catalog.resolve import resolve_model
     from core.display_text import clean_text
 
     def resolve(name: str) -> Any:
         return resolve_model(name, args.models_dir)
+
+    def tensors_of(name: str, snapshot: Any) -> Any:
+        # the load's dimensions as `inspect` reads them (headers or a profile's manifest)
+        from core.catalog.split_source import load_tensors
+
+        return load_tensors(name, snapshot, args.models_dir)
 
     if args.builtin:
         return show_builtin()
@@ -112,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
             backend=Backend.named(args.backend, "--backend") if args.backend is not None else None,
             device=args.device,
             include_failed=args.include_failed,
+            tensors_of=tensors_of,
         )
     except (NothingToCalibrate, CannotSave) as exc:
         print(f"vramscope: error: {exc}", file=sys.stderr)
@@ -133,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
             if r.calibration is None:
                 print(refused_line(r))
             else:
-                print("\n".join(calibration_lines(r.calibration)))
+                print("\n".join(group_lines(r)))
         if done.saved_to is not None:
             print(f"Saved {len(fitted)} calibration(s) to {clean_text(str(done.saved_to))}")
     if not fitted:
@@ -145,8 +155,7 @@ def run(args: argparse.Namespace) -> int:
 
 def show_builtin() -> int:
     """`vramscope calibrate --builtin`: the two built-in fits on mlxcel's gfx1151 peaks."""
-    from core.calibration.builtin import builtin_calibration
-    from core.calibration.load_fit import builtin_load_fit
+    from core.calibration.builtin import builtin_calibration, builtin_load_fit
     from core.calibration.report import calibration_lines, load_fit_lines
 
     print("\n".join(calibration_lines(builtin_calibration())))

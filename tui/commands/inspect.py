@@ -129,10 +129,15 @@ def run(args: argparse.Namespace) -> int:
         report = inspect_report(model, est, __version__)
         report |= answer_json(found)  # vramscope's, after mlxcel's keys
         if calibrated is not None:
-            from core.calibration.report import calibrated_json
+            from core.calibration.report import calibrated_json, calibrated_load_json
 
             cal = calibrated.calibration
             report["calibrated"] = calibrated_json(cal, est) if cal is not None else None
+            if cal is not None:  # the load calibrated, beside the mlxcel-form keys
+                load = found.load if calibrated.load_line else None
+                report["calibrated"]["load"] = (
+                    calibrated_load_json(cal, load, est.available_bytes) if load else None
+                )
             if calibrated.calibration is None:
                 warn([calibrated.line.strip()])
         print(to_json_pretty(report))
@@ -150,6 +155,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"vramscope {device.reading.line}")
     if calibrated is not None:
         print(calibrated.line)
+        if calibrated.load_line:
+            print(calibrated.load_line)
     if args.verbose:
         settings = found.question.settings
         sizing = mlxcel_sizing(model, settings, args.max_tokens, args.batch)

@@ -52,7 +52,7 @@ def _shape(view: EstimateView) -> tuple[object, ...]:
         len(view.inflight_limit),
         len(view.sizing),
         view.warnings,
-        len(view.calibrated.line) if view.calibrated else None,
+        (len(view.calibrated.line), len(view.calibrated.load_line)) if view.calibrated else None,
         _load_shape(view),
     )
 
@@ -459,6 +459,10 @@ class Breakdown(KeptLines):
         badge(cal_words, bool(cal.fits), on_cal)
         for i, piece in enumerate(textwrap.wrap(cal.line, max(20, width - lead))):
             out.append(("  " if i == 0 else " " * lead) + piece + "\n")
+        # the load calibrated by the same calibration, under it (no verdict badge: the
+        # verdict stays held against the total above)
+        for piece in textwrap.wrap(cal.load_line, max(20, width - lead)):
+            out.append(" " * lead + piece + "\n")
         held = "vramscope's calibrated total" if on_cal else "mlxcel's estimate"
         other = "mlxcel's" if on_cal else "the calibrated one"
         words = f"Verdict held against {held} (v: against {other})"

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from core.calibration.builtin import builtin_load_fit, builtin_load_runs
 from core.calibration.fit import CalibrationRefused
-from core.calibration.load_fit import LoadRun, builtin_load_fit, builtin_load_runs, fit_load
+from core.calibration.load_fit import LoadRun, fit_load
 
 GB = 10**9
 
