@@ -102,19 +102,33 @@ _SUMMED_RUNS = 256
 a 10^6-run file costs a division per workload and scale, not per run."""
 
 
-def _overshoot_sum(estimate: int, peaks: Sequence[int]) -> float:
-    if len(peaks) > _SUMMED_RUNS:
-        return estimate * sum(1 / p for p in peaks) - len(peaks)
-    return sum(estimate / p - 1 for p in peaks)
+@dataclass(frozen=True, slots=True)
+class _Runs:
+    """A workload's load terms and peaks, with what every scale's sum needs read once."""
+
+    terms: LoadTerms
+    peaks: Sequence[int]
+    inverse_sum: float | None
+    """sum(1 / peak) for a workload of many runs (None: each run is summed)."""
+
+    @classmethod
+    def of(cls, terms: LoadTerms, peaks: Sequence[int]) -> _Runs:
+        many = len(peaks) > _SUMMED_RUNS
+        return cls(terms, peaks, sum(1 / p for p in peaks) if many else None)
+
+    def overshoot_sum(self, estimate: int) -> float:
+        if self.inverse_sum is not None:
+            return estimate * self.inverse_sum - len(self.peaks)
+        return sum(estimate / p - 1 for p in self.peaks)
 
 
-def _fit(workloads: Sequence[LoadWorkload]) -> tuple[int, int]:
+def _fit(workloads: Sequence[_Runs]) -> tuple[int, int]:
     """(scale, fixed) covering every run with the least summed overshoot (the fixed part
     depends on each workload's highest peak only)."""
     best: tuple[float, int, int] | None = None
     for scale in SCALE_STEPS:
-        fixed = max(peaks[-1] - predict(t, scale, 0) for t, peaks in workloads)
-        over = sum(_overshoot_sum(predict(t, scale, fixed), peaks) for t, peaks in workloads)
+        fixed = max(w.peaks[-1] - predict(w.terms, scale, 0) for w in workloads)
+        over = sum(w.overshoot_sum(predict(w.terms, scale, fixed)) for w in workloads)
         if best is None or over < best[0]:
             best = (over, scale, fixed)
     assert best is not None
@@ -132,12 +146,13 @@ def fit_load_workloads(workloads: Sequence[LoadWorkload]) -> LoadFit:
     models = tuple(dict.fromkeys(t.model for t, _ in workloads))
     if len(models) < 2:
         raise CalibrationRefused("the load's calibration needs runs of at least 2 models")
-    scale, fixed = _fit(workloads)
+    prepared = [_Runs.of(t, p) for t, p in workloads]
+    scale, fixed = _fit(prepared)
     held_out = None
     if len(models) >= CROSS_VALIDATION_MODELS:
         estimated: list[tuple[int, Sequence[int]]] = []
         for held in models:
-            s, f = _fit([w for w in workloads if w[0].model != held])
+            s, f = _fit([w for w in prepared if w.terms.model != held])
             estimated += [(predict(t, s, f), p) for t, p in workloads if t.model == held]
         held_out = workload_figures(estimated)
     return LoadFit(

@@ -7,7 +7,7 @@ import pytest
 
 from core.calibration.builtin import builtin_load_fit, builtin_load_runs
 from core.calibration.fit import CalibrationRefused
-from core.calibration.load_fit import LoadRun, fit_load
+from core.calibration.load_fit import LoadRun, _Runs, fit_load, fit_load_workloads
 
 GB = 10**9
 
@@ -51,3 +51,33 @@ def test_the_builtin_gfx1151_peaks_refitted_against_the_load() -> None:
     assert fit.mlxcel.covered == 18
     assert fit.held_out.median_overshoot < fit.mlxcel.median_overshoot
     assert fit.held_out.worst_overshoot < fit.mlxcel.worst_overshoot
+
+
+def test_a_workload_of_many_runs_fits_as_its_runs_one_by_one() -> None:
+    # 300 runs a workload: past the count where the overshoots are summed through
+    # sum(1 / peak) rather than run by run; the fit and its figures are the same.
+    repeats = range(300)
+    runs = [
+        LoadRun(r.model, r.weights_bytes, r.kv_bytes, r.inflight_bytes, r.transient_bytes,
+                r.peak_bytes - k * 10**7, r.mlxcel_total_bytes)
+        for r in builtin_load_runs()
+        for k in repeats
+    ]  # fmt: skip
+    one_by_one = fit_load(runs)
+    gathered = fit_load_workloads(
+        [(r.terms, sorted(r.peak_bytes - k * 10**7 for k in repeats)) for r in builtin_load_runs()]
+    )
+    assert (gathered.scale_percent, gathered.fixed_bytes) == (
+        one_by_one.scale_percent,
+        one_by_one.fixed_bytes,
+    )
+    assert gathered.training == one_by_one.training
+    assert gathered.held_out == one_by_one.held_out
+    assert gathered.runs == len(runs) == 18 * 300
+    # and the summed overshoot it minimises is each run's, summed through sum(1 / peak)
+    r = builtin_load_runs()[0]
+    peaks = sorted(r.peak_bytes - k * 10**7 for k in repeats)
+    estimate = r.terms.load_bytes
+    assert _Runs.of(r.terms, peaks).overshoot_sum(estimate) == pytest.approx(
+        sum(estimate / p - 1 for p in peaks), rel=1e-12
+    )
