@@ -188,7 +188,7 @@ def recorded_peak(app: VramscopeApp) -> MeasuredPeak:
 
 
 async def test_r_after_m_recalibrates_from_the_history_with_the_new_run(
-    tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+    tiny_model: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     deps = fixed_deps(
         NO_GPU,  # a CPU machine, as this one: its reading names the CPU
@@ -245,3 +245,8 @@ async def test_r_after_m_recalibrates_from_the_history_with_the_new_run(
         mine = choose(cals, Backend.ROCM, Engine.TORCH, device).calibration
         assert mine is not None and mine.runs == 3 and mine.device_kind is Backend.CPU
         assert choose(cals, Backend.CPU, Engine.TORCH, device).calibration is None
+    # the load calibrated beside it, its dimensions read as `calibrate` reads them (out
+    # of the app, whose test run holds stdout)
+    assert mine.load is not None
+    doc = json.loads(cli(capsys, "calibrate", "--engine", "torch", "--json"))
+    assert [c["load"] for c in doc["calibrations"]] == [mine.to_dict()["load"]]

@@ -484,6 +484,7 @@ class Loader:
         from core import __version__
         from core.calibration.run import calibrate
         from core.measurement.comparison import device_backend
+        from tui.controllers.ranks import entry_tensors  # the load's dimensions, as shown
 
         deps = self.deps
         try:
@@ -498,6 +499,7 @@ class Loader:
                 backend=device_backend(peak.device_kind),
                 device=peak.arch or peak.device_name or None,
                 store_path=deps.calibration_store(),
+                tensors_of=lambda name, snap: entry_tensors(deps.resolve_entry(name), snap),
             )
         except VramscopeError as exc:
             return str(exc)
