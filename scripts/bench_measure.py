@@ -38,6 +38,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -372,6 +373,135 @@ def bench_fidelity(
     return lines
 
 
+MOE_SWEEP_BASE = {
+    "model_type": "qwen3_moe",
+    "hidden_size": 512,
+    "num_hidden_layers": 4,
+    "intermediate_size": 2048,
+    "num_experts_per_tok": 4,  # each top-k's variant sets its own
+    "decoder_sparse_step": 1,
+    "mlp_only_layers": [],
+    "norm_topk_prob": True,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 2,
+    "head_dim": 64,
+    "rms_norm_eps": 1e-6,
+    "vocab_size": 16384,
+    "rope_theta": 1000000.0,
+    "max_position_embeddings": 4096,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+    "quantization": {"group_size": 64, "bits": 4},
+}
+MOE_SWEEP_MODELS = {
+    # Small enough that MLX's CPU 4-bit gather_qmm runs the whole grid in minutes here
+    # (about 0.13 G multiply-adds a second on this shared CPU); two expert shapes.
+    "4-bit qwen3_moe 512x4, 32 experts of 128": {
+        **MOE_SWEEP_BASE,
+        "num_experts": 32,
+        "moe_intermediate_size": 128,
+    },
+    "4-bit qwen3_moe 256x4, 64 experts of 128": {
+        **MOE_SWEEP_BASE,
+        "hidden_size": 256,
+        "intermediate_size": 1024,
+        "num_experts": 64,
+        "moe_intermediate_size": 128,
+    },
+}
+
+
+def moe_variant(tmp: Path, name: str, config: dict, top_k: int) -> Path:
+    """The model folder of `name` routing `top_k` experts a token: one set of random
+    weights per model (written once), each top-k a folder of its own whose config.json
+    sets `num_experts_per_tok` and whose weights file is a hard link to the same one."""
+    base = tmp / name.replace(" ", "-").replace(",", "")
+    if not base.exists():
+        write_random_model(base, config)
+    folder = base.with_name(f"{base.name}-top{top_k}")
+    if not folder.exists():
+        folder.mkdir()
+        os.link(base / "model.safetensors", folder / "model.safetensors")
+        variant = {**config, "num_experts_per_tok": top_k}
+        (folder / "config.json").write_text(json.dumps(variant, indent=4, sort_keys=True))
+    return folder
+
+
+def _measure_pair(
+    folder: Path, prompt_tokens: int, gen_tokens: int, seconds: dict[Engine, float]
+) -> dict[Engine, MeasuredPeak]:
+    """The torch engine (`--emulate none`) and the mlx engine on one shape, each in a
+    child of its own through the launcher; each one's wall time goes into `seconds`."""
+    peaks: dict[Engine, MeasuredPeak] = {}
+    for engine in (Engine.TORCH, Engine.MLX):
+        start = time.perf_counter()
+        request = MeasureRequest(
+            str(folder),
+            prompt_tokens=prompt_tokens,
+            gen_tokens=gen_tokens,
+            device="cpu",
+            engine=engine,
+            emulate="none" if engine is Engine.TORCH else "auto",
+        )
+        outcome = peak_or_failure(measure(request, record_history=False))
+        assert isinstance(outcome, MeasuredPeak), outcome
+        peaks[engine] = outcome
+        seconds[engine] = time.perf_counter() - start
+    torch_fields = peaks[Engine.TORCH].fields
+    assert isinstance(torch_fields, TorchFields)
+    assert torch_fields.inflight_emulation is QueueEmulation.NONE, torch_fields
+    return peaks
+
+
+def bench_moe_sweep(
+    tmp: Path,
+    prompts: list[int],
+    top_ks: list[int],
+    gen_tokens: int,
+    only: str | None = None,
+) -> list[str]:
+    """#38's grid: every MoE of `MOE_SWEEP_MODELS` at each top-k and prompt length,
+    the torch engine with --emulate none against the mlx engine (mx.get_peak_memory),
+    like with like, as `bench_fidelity` does. Returns the Markdown lines it printed;
+    a ratio outside 0.95-1.05 is marked."""
+    lines = [
+        "| model | top-k | workload | torch engine (RSS rise) | MLX (mx.get_peak_memory) "
+        "| torch / MLX | peak - weights, torch / MLX | seconds, torch / MLX (load average) |",
+        "|---|---:|---|---:|---:|---:|---:|---:|",
+    ]
+    print(
+        f"#38 MoE sweep on the CPU, like with like (load average {os.getloadavg()[0]:.1f} "
+        "at the start; MB = 10^6 bytes)"
+    )
+    for line in lines:
+        print(f"  {line}")
+    for name, config in MOE_SWEEP_MODELS.items():
+        if only is not None and only not in name:
+            continue
+        for top_k in top_ks:
+            folder = moe_variant(tmp, name, config, top_k)
+            for prompt_tokens in prompts:
+                seconds: dict[Engine, float] = {}
+                peaks = _measure_pair(folder, prompt_tokens, gen_tokens, seconds)
+                ours, theirs = peaks[Engine.TORCH].peak_bytes, peaks[Engine.MLX].peak_bytes
+                held = (
+                    peaks[Engine.TORCH].weights_bytes or 0,
+                    peaks[Engine.MLX].weights_bytes or 0,
+                )
+                ratio = ours / theirs
+                mark = "" if 0.95 <= ratio <= 1.05 else " **outside**"
+                line = (
+                    f"| {name} | {top_k} | pp{prompt_tokens}/tg{gen_tokens} | "
+                    f"{ours / 1e6:.1f} MB | {theirs / 1e6:.1f} MB | {ratio:.3f}{mark} | "
+                    f"{(ours - held[0]) / 1e6:.1f} / {(theirs - held[1]) / 1e6:.1f} MB | "
+                    f"{seconds[Engine.TORCH]:.0f} / {seconds[Engine.MLX]:.0f} s "
+                    f"(load {os.getloadavg()[0]:.1f}) |"
+                )
+                lines.append(line)
+                print(f"  {line}", flush=True)
+    return lines
+
+
 def _torch_live_bytes(baseline: set[int]):  # -> TorchDispatchMode
     """A dispatch mode counting the bytes of tensor storages alive (torch's CPU
     allocator keeps no statistics): every op's output storage counts once, from the op
@@ -558,7 +688,9 @@ def parse_workloads(text: str) -> list[tuple[int, int]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--only", choices=("load", "e2e", "decode", "fidelity", "buffers", "mlx"))
+    parser.add_argument(
+        "--only", choices=("load", "e2e", "decode", "fidelity", "buffers", "mlx", "moe-sweep")
+    )
     parser.add_argument(
         "--workloads",
         default="128/32",
@@ -568,6 +700,11 @@ def main() -> int:
     parser.add_argument("--out", type=Path, help="write the MLX comparison's table here (Markdown)")
     parser.add_argument("--chunk", type=int, default=512, help="prefill tokens of --only buffers")
     parser.add_argument("--buffers-out", type=Path, help="write the buffers table here")
+    parser.add_argument(
+        "--prompts", default="128,256,512,1024", help="prompt lengths of --only moe-sweep"
+    )
+    parser.add_argument("--top-k", default="2,4,8", help="top-k values of --only moe-sweep")
+    parser.add_argument("--gen", type=int, default=16, help="decode tokens of --only moe-sweep")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="vramscope-bench-measure-") as tmp:
         if args.only in (None, "load"):
@@ -584,6 +721,16 @@ def main() -> int:
             lines = bench_buffers(Path(tmp), args.chunk, args.model)
             if args.buffers_out is not None:
                 args.buffers_out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        if args.only == "moe-sweep":  # not in the default run: many minutes
+            lines = bench_moe_sweep(
+                Path(tmp),
+                [int(p) for p in args.prompts.split(",")],
+                [int(k) for k in args.top_k.split(",")],
+                args.gen,
+                args.model,
+            )
+            if args.out is not None:
+                args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
         if args.only in (None, "mlx"):
             bench_end_to_end(Path(tmp), args.runs, engine=Engine.MLX, bf16=True)
             bench_end_to_end(Path(tmp), args.runs, engine=Engine.MLX)
