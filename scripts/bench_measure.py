@@ -548,10 +548,11 @@ def _torch_live_bytes(baseline: set[int]):  # -> TorchDispatchMode
     return LiveBytes()
 
 
-def _torch_buffers(folder: Path, prompt_tokens: int) -> dict[str, int]:
+def _torch_buffers(folder: Path, prompt_tokens: int, offset: int = 0) -> dict[str, int]:
     """The torch engine (`--emulate none`, nothing held for a queue) on one prefill
-    chunk of `prompt_tokens`: the most bytes alive over the weights in the whole
-    forward, and the most each kind of block adds over what was alive at its start."""
+    chunk of `prompt_tokens` after `offset` tokens already in the cache: the most bytes
+    the chunk adds over what was alive before it (the weights and the cache), and the
+    most each kind of block adds over what was alive at its start."""
     import torch
 
     from hip_backend.torch_engine import (
@@ -575,6 +576,7 @@ def _torch_buffers(folder: Path, prompt_tokens: int) -> dict[str, int]:
     queue = InflightQueue(0, LaggingEvent, emulate=False, block_lag=True)  # as the CPU child
     prompt = synthetic_prompt(resolved.arch.vocab_size, prompt_tokens, 0)
     tokens = torch.tensor([prompt], dtype=torch.long)
+    earlier = synthetic_prompt(resolved.arch.vocab_size, offset, 1)
     tracker = _torch_live_bytes(baseline)
     figures: dict[str, int] = {}
 
@@ -596,17 +598,25 @@ def _torch_buffers(folder: Path, prompt_tokens: int) -> dict[str, int]:
     decoder.swiglu_mlp = measured("MLP block", dense)  # also each routed expert's MLP
     try:
         with tracker:
-            logits = model.forward(tokens, model.new_cache(queue), queue)
+            cache = model.new_cache(queue)
+            if offset:
+                model.forward(torch.tensor([earlier], dtype=torch.long), cache, queue)
+                queue.sync()
+            figures.clear()
+            before = tracker.now
+            tracker.peak = before
+            logits = model.forward(tokens, cache, queue)
             del logits
+            chunk = tracker.peak - before
     finally:
         for name, method in originals.items():
             setattr(DecoderModel, name, method)
         decoder.swiglu_mlp = dense
-    figures["whole chunk (over the weights)"] = tracker.peak
+    figures["whole chunk (over the weights and cache)"] = chunk
     return figures
 
 
-def _mlx_buffers(folder: Path, prompt_tokens: int):  # -> Iterator[tuple[str, int]]
+def _mlx_buffers(folder: Path, prompt_tokens: int, offset: int = 0):  # -> Iterator
     """mlx-lm on the same chunk, each figure as it is measured: the first layer's
     attention and MLP (or MoE) block evaluated alone on a random input (the most each
     adds over what was alive at its start; MLX's CPU 4-bit MoE kernels are slow, so one
@@ -623,7 +633,8 @@ def _mlx_buffers(folder: Path, prompt_tokens: int):  # -> Iterator[tuple[str, in
     layer = model.model.layers[0]
     dtype = layer.input_layernorm.weight.dtype
     x = mx.random.normal((1, prompt_tokens, config["hidden_size"])).astype(dtype)
-    mx.eval(x)
+    before_x = mx.random.normal((1, offset, config["hidden_size"])).astype(dtype)
+    mx.eval(x, before_x)
 
     def added(run) -> int:  # bytes the call adds at most over what is alive before it
         mx.clear_cache()
@@ -634,41 +645,63 @@ def _mlx_buffers(folder: Path, prompt_tokens: int):  # -> Iterator[tuple[str, in
         return mx.get_peak_memory() - before
 
     cache = make_prompt_cache(model)
+    if offset:
+        mx.eval(layer.self_attn(before_x, mask="causal", cache=cache[0]))
+        mx.eval(cache[0].state)
     yield "attention block", added(lambda: layer.self_attn(x, mask="causal", cache=cache[0]))
     name = "MoE block" if config["model_type"] == "qwen3_moe" else "MLP block"
     yield name, added(lambda: layer.mlp(x))
     del cache
     prompt = synthetic_prompt(config["vocab_size"], prompt_tokens, 0)
     tokens = mx.array([prompt], dtype=mx.uint32)
+    cache = make_prompt_cache(model)
+    if offset:
+        earlier = synthetic_prompt(config["vocab_size"], offset, 1)
+        model(mx.array([earlier], dtype=mx.uint32), cache=cache)
+        mx.eval([c.state for c in cache])
     mx.clear_cache()
     mx.reset_peak_memory()
-    weights = mx.get_active_memory()
-    cache = make_prompt_cache(model)
+    before = mx.get_active_memory()
     model(tokens, cache=cache)
     mx.eval([c.state for c in cache])
-    yield "whole chunk (over the weights)", mx.get_peak_memory() - weights
+    yield "whole chunk (over the weights and cache)", mx.get_peak_memory() - before
 
 
-def bench_buffers(tmp: Path, prompt_tokens: int, only: str | None = None) -> list[str]:
+def bench_buffers(
+    tmp: Path,
+    prompt_tokens: int,
+    only: str | None = None,
+    offset: int = 0,
+    top_ks: list[int] | None = None,
+) -> list[str]:
     """Where the two engines' bytes go on one prefill chunk, counted by each one's own
     allocator-level counter (not the process's resident set): the torch engine with
-    --emulate none (its live tensor storages) against mlx-lm (mx.get_peak_memory)."""
+    --emulate none (its live tensor storages) against mlx-lm (mx.get_peak_memory).
+    `offset` tokens are in the cache before the chunk; the sweep's MoEs run at each of
+    `top_ks`."""
+    models = [
+        (name, config, tmp / name.replace(" ", "-").replace(",", ""))
+        for name, config in LIFETIME_MODELS.items()
+    ]
+    for name, config in MOE_SWEEP_MODELS.items():
+        for top_k in top_ks or []:
+            models.append((f"{name}, top-{top_k}", config, moe_variant(tmp, name, config, top_k)))
     lines = [
-        f"| model | what (one {prompt_tokens}-token prefill chunk, fresh cache) | torch engine, "
+        f"| model | what (one {prompt_tokens}-token prefill chunk at offset {offset}) "
+        "| torch engine, "
         "--emulate none (live tensor bytes) | MLX (mx.get_peak_memory) | torch / MLX |",
         "|---|---|---:|---:|---:|",
     ]
     print(f"buffers of one {prompt_tokens}-token prefill chunk on the CPU (MB = 10^6 bytes)")
     for line in lines:
         print(f"  {line}")
-    for name, config in LIFETIME_MODELS.items():
+    for name, config, folder in models:
         if only is not None and only not in name:
             continue
-        folder = tmp / name.replace(" ", "-").replace(",", "")
         if not folder.exists():
             write_random_model(folder, config)
-        ours = _torch_buffers(folder, prompt_tokens)
-        for what, b in _mlx_buffers(folder, prompt_tokens):
+        ours = _torch_buffers(folder, prompt_tokens, offset)
+        for what, b in _mlx_buffers(folder, prompt_tokens, offset):
             a = ours[what]
             line = f"| {name} | {what} | {a / 1e6:.1f} MB | {b / 1e6:.1f} MB | {a / b:.3f} |"
             lines.append(line)
@@ -703,9 +736,16 @@ def main() -> int:
     parser.add_argument(
         "--prompts", default="128,256,512,1024", help="prompt lengths of --only moe-sweep"
     )
-    parser.add_argument("--top-k", default="2,4,8", help="top-k values of --only moe-sweep")
+    parser.add_argument(
+        "--top-k", help="top-k values of --only moe-sweep (2,4,8) and of --only buffers"
+    )
+    parser.add_argument(
+        "--offset", type=int, default=0, help="tokens in the cache before --only buffers' chunk"
+    )
     parser.add_argument("--gen", type=int, default=16, help="decode tokens of --only moe-sweep")
     args = parser.parse_args()
+    args.top_k_given = args.top_k is not None
+    args.top_k = args.top_k or "2,4,8"
     with tempfile.TemporaryDirectory(prefix="vramscope-bench-measure-") as tmp:
         if args.only in (None, "load"):
             bench_load(Path(tmp), args.runs)
@@ -718,7 +758,8 @@ def main() -> int:
             if args.out is not None:
                 args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
         if args.only in (None, "buffers"):
-            lines = bench_buffers(Path(tmp), args.chunk, args.model)
+            top_ks = [int(k) for k in args.top_k.split(",")] if args.top_k_given else []
+            lines = bench_buffers(Path(tmp), args.chunk, args.model, args.offset, top_ks)
             if args.buffers_out is not None:
                 args.buffers_out.write_text("\n".join(lines) + "\n", encoding="utf-8")
         if args.only == "moe-sweep":  # not in the default run: many minutes

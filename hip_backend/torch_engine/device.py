@@ -282,6 +282,12 @@ def warm_up_kernels(device: torch.device) -> None:
         out.view(64, 32, 2)[..., 1] = packed >> 4
         out.view(64, 2, 32).mul_(w[:, :2, None]).add_(w[:, :2, None])
         torch.cat((k, torch.zeros_like(k)), dim=2)
+        # The unsorted gather of a MoE decode step (`decoder._gather`) and the embedding
+        # lookup of 4-bit rows: their first use pages in about 1 MB of torch's code.
+        for index in torch.unique(experts.reshape(-1)).tolist():
+            where = (experts.reshape(-1) == index).nonzero().squeeze(-1)
+            out[where] = y.reshape(-1, 64)[where // 2]
+        torch.where(order[:4, None] > 2, packed[order[:4]] >> 4, packed[order[:4]] & 15)
         # The fused quantized kernel, which also creates its CPU scratch buffers.
         words = torch.randint(0, 2**31 - 1, (64, 8), dtype=torch.int32, device=device)
         quantized_matmul(x[0], words, w[:, :1], w[:, :1], 4, 64)

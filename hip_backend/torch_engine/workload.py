@@ -40,6 +40,15 @@ def _tensor(ids: list[int], device: torch.device) -> torch.Tensor:
     return torch.tensor([ids], dtype=torch.long, device=device)
 
 
+def attention_shapes(prompt_tokens: int, chunk: int = PREFILL_CHUNK) -> list[tuple[int, int]]:
+    """`(queries, keys)` of each prefill chunk's attention that `run_pass` runs for a
+    prompt of `prompt_tokens`: chunk i sees its own tokens and every earlier one."""
+    return [
+        (min(chunk, prompt_tokens - start), min(start + chunk, prompt_tokens))
+        for start in range(0, prompt_tokens, chunk)
+    ]
+
+
 def run_pass(
     model: DecoderModel,
     queue: InflightQueue,
