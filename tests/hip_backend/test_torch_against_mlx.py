@@ -1,0 +1,102 @@
+"""The torch engine against real MLX on the CPU, like with like (#38).
+
+The torch engine stands in for MLX's allocation where MLX cannot run (ROCm). With its
+emulation of MLX-ROCm's in-flight queue off (`--emulate none`: MLX's CPU backend has
+none), its CPU peak (the resident-set rise over the load) must lie within 0.95-1.05 of
+MLX's own counter (`mx.get_peak_memory`) on the same model folder and workload, each
+engine in a child process of its own. Two shapes of the 4-bit MoE grid that
+`scripts/bench_measure.py --only moe-sweep` runs in full: the fewest routed tokens
+(top-2, pp128: the smallest transients, where the engine's own process overhead shows
+most) and the most in one prefill chunk (top-8, pp512). MLX's CPU 4-bit MoE kernels
+are slow: these take about a minute between them on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.measurement.engine import Engine
+from core.measurement.fields import QueueEmulation, TorchFields
+from core.measurement.request import MeasureRequest
+from core.measurement.result import MeasuredPeak
+from core.measurement.run import peak_or_failure
+from hip_backend import measure, write_random_model
+
+pytestmark = [pytest.mark.usefixtures("mlx_available"), pytest.mark.slow]
+
+BAND = (0.95, 1.05)
+
+MOE_CONFIG: dict[str, Any] = {
+    # The sweep's first model (scripts/bench_measure.py MOE_SWEEP_MODELS).
+    "model_type": "qwen3_moe",
+    "hidden_size": 512,
+    "num_hidden_layers": 4,
+    "intermediate_size": 2048,
+    "moe_intermediate_size": 128,
+    "num_experts": 32,
+    "num_experts_per_tok": 4,
+    "decoder_sparse_step": 1,
+    "mlp_only_layers": [],
+    "norm_topk_prob": True,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 2,
+    "head_dim": 64,
+    "rms_norm_eps": 1e-6,
+    "vocab_size": 16384,
+    "rope_theta": 1000000.0,
+    "max_position_embeddings": 4096,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+    "quantization": {"group_size": 64, "bits": 4},
+}
+
+
+@pytest.fixture(scope="module")
+def moe_weights(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One set of random 4-bit weights; each top-k links to it."""
+    return write_random_model(tmp_path_factory.mktemp("models") / "moe", MOE_CONFIG)
+
+
+def variant(weights: Path, dest: Path, top_k: int) -> Path:
+    """The same weights routing `top_k` experts a token."""
+    dest.mkdir()
+    (dest / "model.safetensors").hardlink_to(weights / "model.safetensors")
+    config = {**MOE_CONFIG, "num_experts_per_tok": top_k}
+    (dest / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    return dest
+
+
+def peak(folder: Path, engine: Engine, prompt_tokens: int) -> MeasuredPeak:
+    request = MeasureRequest(
+        str(folder),
+        prompt_tokens=prompt_tokens,
+        gen_tokens=8,
+        device="cpu",
+        engine=engine,
+        emulate="none" if engine is Engine.TORCH else "auto",
+    )
+    outcome = peak_or_failure(measure(request, record_history=False))
+    assert isinstance(outcome, MeasuredPeak), outcome
+    return outcome
+
+
+@pytest.mark.parametrize(("top_k", "prompt_tokens"), [(2, 128), (8, 512)])
+def test_the_torch_engine_holds_what_mlx_holds_on_a_4bit_moe(
+    moe_weights: Path, tmp_path: Path, top_k: int, prompt_tokens: int
+) -> None:
+    folder = variant(moe_weights, tmp_path / f"top{top_k}", top_k)
+    ours = peak(folder, Engine.TORCH, prompt_tokens)
+    theirs = peak(folder, Engine.MLX, prompt_tokens)
+    assert isinstance(ours.fields, TorchFields)
+    assert ours.fields.inflight_emulation is QueueEmulation.NONE
+    # Both hold the same weights to the byte: what differs is the pass's transients.
+    assert ours.weights_bytes == theirs.weights_bytes
+    ratio = ours.peak_bytes / theirs.peak_bytes
+    assert BAND[0] <= ratio <= BAND[1], (
+        f"top-{top_k} pp{prompt_tokens}: torch {ours.peak_bytes:,} B, "
+        f"MLX {theirs.peak_bytes:,} B, ratio {ratio:.3f}"
+    )
