@@ -36,6 +36,16 @@ QMV_MAX_ROWS = 8
 """Up to this many input rows a quantized linear makes no full-size copy. MLX picks its
 matrix-vector kernels below a small batch limit (4 to 18 rows depending on the device)."""
 
+NARROW_ROWS_PER_OUTPUT = 4
+"""MLX's CPU `quantized_matmul` allocates only its output. `quant.quantized_matmul`
+holds float32 copies of its input (the input and its shifted coefficients, about
+8 x rows x in bytes); a dequantized 16-bit weight is 2 x out x in bytes. Past `out / 4`
+rows the copy is the smaller, and a module on the CPU takes it, freed as soon as the
+GEMM has run: a 4-bit MoE router (32 outputs over 512 inputs, too few outputs for
+torch's int4 kernel; an 8-bit router never goes there) held about 2.6 MB of input copies
+at a 511-token chunk, against a 32 KB weight copy (`scripts/bench_measure.py --only
+buffers`)."""
+
 FEW_ROWS_KERNELS = ("fused", "sliced")
 few_rows_kernel = "fused"
 """How a quantized linear in MLX's layout runs on few rows: `fused`
@@ -156,12 +166,22 @@ class Linear:
         return self._fused(x) if self.quantized else F.linear(x, self.weight, self.bias)
 
     def _fused(self, x: torch.Tensor) -> torch.Tensor:
-        """`x @ W.T + b` straight from the packed words (no weight copy)."""
+        """`x @ W.T + b` straight from the packed words (no weight copy), or, for a
+        narrow module on the CPU, through the smaller transient of the two
+        (`NARROW_ROWS_PER_OUTPUT`)."""
+        import torch.nn.functional as F
+
         if self.int4 is not None:
             y = self.int4.matmul(x)
         else:
             assert self.scales is not None
             assert self.biases is not None
+            rows = x.numel() // max(1, x.shape[-1])
+            if x.device.type == "cpu" and NARROW_ROWS_PER_OUTPUT * rows > self.weight.shape[-2]:
+                weight = dequantize(
+                    self.weight, self.scales, self.biases, self.bits, self.group_size
+                )
+                return F.linear(x, weight, self.bias)
             y = quantized_matmul(
                 x, self.weight, self.scales, self.biases, self.bits, self.group_size
             )

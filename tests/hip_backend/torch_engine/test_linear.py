@@ -100,3 +100,39 @@ def test_a_cpu_run_without_emulation_makes_no_weight_copy_as_mlx_s_cpu_kernels(
         # at 32 rows every activation is far below the smallest weight copy
         assert (max(queue.sizes) >= smallest_copy) is not fuse, (fuse, max(queue.sizes))
     assert torch.allclose(logits[0].float(), logits[1].float(), rtol=0, atol=0.1)
+
+
+def test_a_narrow_module_on_many_rows_holds_no_float32_copy_of_its_input() -> None:
+    """A MoE router (32 outputs, too few for torch's int4 kernel) on a 511-token chunk:
+    MLX's CPU `quantized_matmul` adds only its output. The portable kernel would hold
+    float32 copies of the input (511 x 512 x 4 bytes each); the 32 KB dequantized weight
+    is the smaller transient, and no buffer of the call is larger than it."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    gen = torch.Generator().manual_seed(0)
+    out, rows = 32, 511
+    words = torch.randint(-(2**31), 2**31 - 1, (out, IN // 8), dtype=torch.int32, generator=gen)
+    scales = (torch.rand(out, IN // 64, generator=gen) * 0.01).to(torch.bfloat16)
+    biases = (-torch.rand(out, IN // 64, generator=gen) * 0.05).to(torch.bfloat16)
+    router = Linear(words, scales, biases, bits=4, group_size=64, no_copy=True)
+    x = torch.randn(1, rows, IN).to(torch.bfloat16)
+
+    inputs = {x.untyped_storage().data_ptr()}  # views of the input are not new buffers
+
+    class Largest(TorchDispatchMode):  # type: ignore[no-untyped-call]
+        largest = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            result = func(*args, **(kwargs or {}))
+            for t in result if isinstance(result, tuple | list) else [result]:
+                if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() not in inputs:
+                    Largest.largest = max(Largest.largest, t.untyped_storage().nbytes())
+            return result
+
+    with torch.no_grad():
+        reference = torch.nn.functional.linear(x, router.dense(InflightQueue(0, LaggingEvent)))
+        with Largest():  # type: ignore[no-untyped-call]
+            y = router(x, InflightQueue(0, LaggingEvent))
+    assert Largest.largest <= max(out * IN * 2, rows * out * 2)
+    assert rows * IN * 4 > 10 * Largest.largest  # the input's float32 copy, not made
+    assert torch.allclose(y.float(), reference.float(), rtol=0, atol=0.05)
