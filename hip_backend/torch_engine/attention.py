@@ -69,7 +69,7 @@ def mlx_fallback_attention(
     scaled = q * scale
     queue.op(scaled)
     grouped = scaled.view(batch, kv_heads, repeats, length, dim)
-    with _no_onednn(length == 1 and q.device.type == "cpu"):
+    with without_onednn(length == 1 and q.device.type == "cpu"):
         scores = torch.matmul(grouped, keys[:, :, None].transpose(-1, -2))
         queue.op(scores)
         del scaled, grouped  # MLX frees q * scale once the scores exist
@@ -85,7 +85,7 @@ def mlx_fallback_attention(
 
 
 @contextmanager
-def _no_onednn(active: bool) -> Iterator[None]:
+def without_onednn(active: bool) -> Iterator[None]:
     """torch's CPU 16-bit batched matmul goes through oneDNN, which caches a primitive,
     with its memory, for every new shape; each decode step has a new key length, so it
     grew the resident set by about 1 MiB a step (37 MB over 32 steps, measured), memory
