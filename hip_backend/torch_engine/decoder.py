@@ -228,7 +228,6 @@ def switch_glu(
     queue; an expert's slice is computed from its packed words (no dequantized copy,
     as `gather_qmm`) and written into its rows."""
     import torch
-    import torch.nn.functional as F
 
     tokens, top_k = experts.shape
     indices = experts.reshape(-1)
@@ -247,9 +246,8 @@ def switch_glu(
     # `scripts/bench_measure.py --only buffers`: 18.0 MB for mlx-lm's block at 512 tokens).
     x_up = _gather(moe.up_proj, xs, idx, rows, queue)
     x_gate = _gather(moe.gate_proj, xs, idx, rows, queue)
-    act = F.silu(x_gate)
-    act.mul_(x_up)  # mlx's compiled swiglu: one output
-    queue.op(act)
+    act = swiglu(x_gate, x_up)
+    queue.op(None)  # its output is the gate's buffer
     down = _gather(moe.down_proj, act, idx, None if rows is None else _pairs(idx), queue)
     if inv_order is not None:
         down = down[inv_order]  # `_scatter_unsort`
@@ -309,13 +307,22 @@ def rms_norm(
 
 def swiglu_mlp(mlp: DenseMlp, x: torch.Tensor, queue: InflightQueue) -> torch.Tensor:
     """`down(silu(gate(x)) * up(x))`."""
-    import torch.nn.functional as F
 
     gate = mlp.gate_proj(x, queue)
     up = mlp.up_proj(x, queue)
-    act = F.silu(gate) * up
-    queue.op(act)
+    act = swiglu(gate, up)
+    queue.op(None)  # its output is the gate's buffer
     return mlp.down_proj(act, queue)
+
+
+def swiglu(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
+    """`silu(gate) * up` written over `gate`: mlx-lm's `swiglu` is an `mx.compile`d
+    function, and the compiled kernel donates an input's buffer to its output (measured:
+    evaluating it over two fresh `[2048, 512]` BF16 inputs adds those two buffers to
+    `mx.get_peak_memory`, not a third)."""
+    import torch.nn.functional as F
+
+    return F.silu(gate, inplace=True).mul_(up)
 
 
 def causal_mask(length: int, offset: int, device: torch.device) -> torch.Tensor:

@@ -1,6 +1,7 @@
 """The MoE block holds what mlx-lm 0.32.2's `SwitchGLU` holds: from 64 (token, expert)
 pairs on, each token copied once per chosen expert (`[T*k, H]`), up and gate
-`[T*k, I]`, down `[T*k, H]` and its unsorted copy; below 64, no copy of the tokens.
+`[T*k, I]` (the activation written over the gate), down `[T*k, H]` and its unsorted
+copy; below 64, no copy of the tokens.
 Counted by the in-flight queue holding every op's outputs, and checked for values
 against each pair computed on its own."""
 
@@ -51,7 +52,9 @@ def test_switch_glu_holds_mlx_s_buffers(tokens: int, sorted_: bool) -> None:
     pairs = tokens * top_k
     assert (pairs >= 64) is sorted_
     f32, i64 = 4, 8
-    up_gate_down = pairs * INNER * f32 * 3 + pairs * H * f32  # up, gate, activation, down
+    # up, gate (the activation is written over the gate: mlx-lm's compiled swiglu
+    # donates an input's buffer), down
+    up_gate_down = pairs * INNER * f32 * 2 + pairs * H * f32
     if sorted_:
         # order, inv_order, sorted indices; the tokens once per pair; the unsorted copy
         expected = 3 * pairs * i64 + pairs * H * f32 + up_gate_down + pairs * H * f32
