@@ -28,11 +28,18 @@
 6. Buffers: one 512-token prefill chunk of the same models in-process, counted by
    each engine's own allocator-level counter (the torch engine's live tensor storages,
    through a dispatch mode; MLX's mx.get_peak_memory), for the whole chunk and per
-   attention and MoE block (`--buffers-out FILE.md`).
+   attention and MoE block (`--buffers-out FILE.md`; `--offset N` tokens in the cache
+   first; `--top-k 2,4,8` adds the sweep's MoEs at those top-k).
+7. The MoE sweep (#38; only with `--only moe-sweep`): two small 4-bit qwen3_moe models
+   (`MOE_SWEEP_MODELS`) at each top-k and prompt length, like with like as 5 (about 20
+   minutes here, nearly all MLX's CPU gather_qmm; docs/benchmark_results/
+   moe-topk-sweep-cpu-2026-12-07.md).
 
-    python scripts/bench_measure.py [--runs 5] [--only load|e2e|decode|fidelity|buffers|mlx]
+    python scripts/bench_measure.py [--runs 5]
+        [--only load|e2e|decode|fidelity|buffers|mlx|moe-sweep]
         [--workloads 128/32] [--model NAME] [--out FILE.md]
-        [--chunk 512] [--buffers-out FILE.md]
+        [--chunk 512] [--offset 0] [--buffers-out FILE.md]
+        [--prompts 128,256,512,1024] [--top-k 2,4,8] [--gen 16]
 """
 
 from __future__ import annotations
