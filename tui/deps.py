@@ -163,11 +163,12 @@ def read_gguf(name: str, hub: bool) -> GgufSource | None:
 def gguf_entries(catalog: Catalog) -> tuple[CatalogEntry, ...]:
     """The GGUF quant files where `fit` finds them (`core.gguf_load.fit`): the catalog's
     models folders (and the folders in them) and its Hugging Face cache, where
-    `llama-server -hf` downloads. Listed by name and size on disk: no header is read
-    until one is picked."""
+    `llama-server -hf` downloads. Listed by name, size on disk and the context length
+    the header's first 64 KiB name (`peek_context_length_of`); the rest of the header
+    is read when one is picked."""
     from core.catalog.entry import ORIGIN_GGUF
     from core.estimate.weights import WeightsSource
-    from core.gguf.local import part_paths
+    from core.gguf.local import part_paths, peek_context_length_of
     from core.gguf_load.fit import local_gguf_files, name_quant
 
     found = []
@@ -182,11 +183,9 @@ def gguf_entries(catalog: Catalog) -> tuple[CatalogEntry, ...]:
                 origin=ORIGIN_GGUF,
                 format_label=f"GGUF {name_quant(f.path.name) or ''}".rstrip(),
                 weight_bytes=size,  # the list's size: the files on disk, header and all
-                # No estimate reads this entry (a pick reads the GGUF itself); the field
-                # wants a member and the list never shows it.
-                weights_source=WeightsSource.SAFETENSORS_HEADER,
+                weights_source=WeightsSource.GGUF_FILE_SIZE,
                 kv_kind=None,
-                max_position_embeddings=None,
+                max_position_embeddings=peek_context_length_of(f.path),
                 weights_on_disk=True,
                 path=f.path,
             )

@@ -43,6 +43,9 @@ class WeightsSource(enum.Enum):
     SAFETENSORS_HEADER = ("safetensors_header", "safetensors header")
     ANALYTICAL_CONFIG = ("analytical_config", "analytical estimate from config.json")
     FALLBACK = ("fallback", "fallback (7 B params assumed)")
+    GGUF_FILE_SIZE = ("gguf_file_size", "GGUF file size on disk")
+    """vramscope's own, never mlxcel's: a GGUF row of the explorer's list, sized by its
+    files on disk (header and all) until it is picked and its tensor infos are read."""
 
     @property
     def json_label(self) -> str:

@@ -311,3 +311,63 @@ def _read_tensor_infos(
         offset = cur.unpack("<Q", f"{label}'s offset")
         tensors.append(GgufTensor(name, kind, shape, offset, nbytes))
     return tuple(tensors)
+
+
+PEEK_CAP = 64 * 1024
+"""The most a list row reads for its context length. llama.cpp's converter writes
+`general.*` and the architecture's keys first and the tokenizer last, so the length
+sits in the first few KiB; a file that puts it later shows no length until opened."""
+
+
+def peek_context_length(prefix: bytes, file_size: int, path: str) -> int | None:
+    """`{general.architecture}.context_length` when the metadata reaches it within
+    `prefix` (at most `PEEK_CAP` bytes); None otherwise, or for any fault (opening the
+    file reads it whole and names the fault). Imports nothing from gguf-py: the model
+    list builds its rows with it."""
+    cur = _Cursor(prefix, file_size, path, min(len(prefix), PEEK_CAP))
+    arch: str | None = None
+    lengths: dict[str, int] = {}
+    try:
+        _check_magic(cur)
+        cur.unpack("<Q", "the tensor count")
+        n_kv = cur.unpack("<Q", "the metadata count")
+        for i in range(min(n_kv, MAX_KEYS)):
+            key = cur.string(f"metadata key {i}")
+            code = cur.unpack("<I", f"{key!r}'s type")
+            value = _peek_value(cur, code, key)
+            if key == "general.architecture" and isinstance(value, str):
+                arch = value
+            elif key.endswith(".context_length") and type(value) is int and value > 0:
+                lengths[key.removesuffix(".context_length")] = value
+            if arch is not None and arch in lengths:
+                return lengths[arch]
+    except (GgufError, NeedMoreBytes, _NotPeeked):
+        return None
+    return None
+
+
+class _NotPeeked(Exception):
+    """A value the peek does not walk (an unknown type, an array of arrays)."""
+
+
+def _peek_value(cur: _Cursor, code: int, what: str) -> int | float | str | None:
+    """A scalar or string value; arrays are stepped over (None)."""
+    if code == _STRING:
+        return cur.string(what)
+    if code == _ARRAY:
+        item = cur.unpack("<I", what)
+        count = cur.unpack("<Q", what)
+        if item == _STRING:
+            cur.skip_strings(count, what)
+        elif item in _SCALARS:
+            cur.take(count * struct.calcsize(_SCALARS[item]), what)
+        else:
+            raise _NotPeeked
+        return None
+    if code not in _SCALARS:
+        raise _NotPeeked
+    fmt = _SCALARS[code]
+    raw = struct.unpack(fmt, cur.take(struct.calcsize(fmt), what))[0]
+    if code == _BOOL:
+        return None
+    return float(raw) if fmt in ("<f", "<d") else int(raw)

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from core.errors import GgufError, describe_os_error
-from core.gguf.header import HEADER_CAP, NeedMoreBytes, parse_header
+from core.gguf.header import HEADER_CAP, PEEK_CAP, NeedMoreBytes, parse_header, peek_context_length
 from core.gguf.pick import find_best_projector, is_model_file, pick, split_name
 from core.gguf.record import GgufFile, GgufModel, SplitInfo
 from core.regular_file import open_regular
@@ -139,3 +139,15 @@ def _read_parts(paths: list[Path], projector: Path | None, notes: list[str]) -> 
             f"projector: {projector.name} (llama.cpp's pick of the mmproj files beside it)"
         )
     return GgufModel(files, _split_info(files), projector_file, tuple(notes))
+
+
+def peek_context_length_of(path: Path) -> int | None:
+    """The trained context length the header's first `PEEK_CAP` bytes name, for a list
+    row (None when they do not, or the file cannot be read: opening it says why)."""
+    try:
+        with open_regular(path) as fh:
+            size = os.fstat(fh.fileno()).st_size
+            prefix = fh.read(min(size, PEEK_CAP))
+    except (OSError, GgufError):
+        return None
+    return peek_context_length(prefix, size, str(path))

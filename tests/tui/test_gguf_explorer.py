@@ -22,6 +22,7 @@ import pytest
 
 from core.catalog.entry import Catalog
 from core.estimate.available import AvailableMemory
+from core.estimate.weights import WeightsSource
 from core.gguf_load.run import read_llama_command
 from core.load.llama_cpp import FlashAttn, KvCacheType
 from core.units import format_bytes_short
@@ -215,6 +216,13 @@ async def test_gguf_files_are_listed_and_a_pick_opens_one(tmp_path: Path, gemma3
         prompts = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]  # type: ignore[attr-defined]
         assert any(p.startswith("GGUF files (llama.cpp)") for p in prompts)
         assert any("golden-llama.gguf" in p and "GGUF" in p and "7.1 MiB" in p for p in prompts)
+        # The context length the header names (8,192), read before the pick, and the
+        # size said to be the files on disk.
+        rows = [p for p in prompts if "golden-" in p]
+        assert len(rows) == 2 and all("8K ctx" in p for p in rows), rows
+        listed = app.explorer.loader.gguf_entries
+        assert {e.weights_source for e in listed} == {WeightsSource.GGUF_FILE_SIZE}
+        assert {e.max_position_embeddings for e in listed} == {8192}
         await type_keys(pilot, "/golden-llama\r")
         await wait_for(pilot, lambda: app.explorer.state.llama_cpp, "the GGUF picked")
         await settle(pilot)
@@ -486,3 +494,17 @@ async def test_the_mouse_sets_llama_cpps_controls(gemma3: Path) -> None:
         await pilot.click(layers, offset=(layers.content_region.width - 1, 0))
         await handled(pilot)
         assert shown(app)[0].device_total is not None and " -ngl 7 " in shown(app)[2]
+
+
+def test_a_gguf_row_without_a_peeked_length_says_it_is_read_on_open(tmp_path: Path) -> None:
+    from core.catalog.entry import ORIGIN_GGUF, CatalogEntry
+    from tui.widgets.model_list import entry_prompt
+
+    entry = CatalogEntry(
+        "m/x-Q4_0.gguf", ORIGIN_GGUF, "GGUF Q4_0", 1 << 30,
+        WeightsSource.GGUF_FILE_SIZE, None, None, True, tmp_path / "x-Q4_0.gguf",
+    )  # fmt: skip
+    assert str(entry_prompt(entry, False, 60)).endswith("1.00 GiB  ctx on open")
+    assert str(entry_prompt(replace(entry, max_position_embeddings=40_960), False, 60)).endswith(
+        "40K ctx"
+    )

@@ -68,7 +68,10 @@ def entry_prompt(entry: CatalogEntry, current: bool, width: int = 40) -> Text:
     first.append(repo, "bold" if current else "")
     first.truncate(width, overflow="ellipsis")
     ctx = entry.max_position_embeddings
-    ctx_label = f"{short_tokens(ctx)} ctx" if ctx else "ctx ?"
+    if ctx:
+        ctx_label = f"{short_tokens(ctx)} ctx"
+    else:  # a GGUF's header is read whole when picked; a folder's config said nothing
+        ctx_label = "ctx on open" if entry.origin == ORIGIN_GGUF else "ctx ?"
     size = format_bytes_short(entry.weight_bytes)
     detail = f"  {clean_text(entry.format_label):<15.15} {size:>10}  {ctx_label}"
     if entry.origin == ORIGIN_HUB:
