@@ -42,6 +42,22 @@ def holds_gguf(folder: Path) -> bool:
     return CONFIG_FILE not in names and any(n.endswith(".gguf") for n in names)
 
 
+def names_gguf(name: str) -> bool:
+    """Whether `read_gguf_source` would take `name` as a GGUF model, from its shape and
+    the folder's names alone (nothing read): a `.gguf` path, a folder of GGUF files, or
+    `REPO:QUANT`."""
+    path = _existing(name)
+    if path is not None:
+        return holds_gguf(path) if path.is_dir() else name.endswith(".gguf")
+    if ":" not in name:
+        return False
+    from core.gguf.pick import split_repo_tag
+    from core.hub.store import is_repo_id
+
+    repo, tag = split_repo_tag(name)
+    return bool(tag) and is_repo_id(repo)
+
+
 def read_gguf_source(
     name: str, hub: HubOptions | None = None, env: Mapping[str, str] | None = None
 ) -> GgufSource | None:

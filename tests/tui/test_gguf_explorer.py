@@ -34,6 +34,7 @@ from tui.app import VramscopeApp
 from tui.cli import main
 from tui.gguf.question import llama_options
 from tui.gguf.words import GgufView
+from tui.model.scales import ALL_GPU_LAYERS
 from tui.widgets.breakdown import Breakdown
 from tui.widgets.command_lines_view import CommandLinesView
 from tui.widgets.controls import Controls
@@ -508,3 +509,79 @@ def test_a_gguf_row_without_a_peeked_length_says_it_is_read_on_open(tmp_path: Pa
     assert str(entry_prompt(replace(entry, max_position_embeddings=40_960), False, 60)).endswith(
         "40K ctx"
     )
+
+
+def launched(*words: str) -> Any:
+    """`vramscope explore WORDS` as far as the app's options (the terminal is not asked)."""
+    from tui.cli import build_parser
+    from tui.commands.explore import llama_launch
+    from tui.commands.shared.estimate_args import launch_options
+
+    args = build_parser().parse_args(["explore", *words])
+    args.model = args.model_given
+    return llama_launch(args, launch_options(args))
+
+
+async def test_explore_opens_with_llama_cpps_flags_and_its_line_repeats_them(
+    gemma3: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`explore FILE.gguf` with llama.cpp's flags, as `inspect` takes them: the controls
+    start there, and the explorer's own `vramscope inspect` line answers the same."""
+    flags = ["--n-gpu-layers", "5", "--cache-type-k", "q8_0", "--cache-type-v", "q8_0"]
+    flags += ["--parallel", "2", "--flash-attn", "on", "--ctx-size", "4096"]
+    options = launched(str(gemma3), *flags)
+    deps = fixed_deps(available=AvailableMemory(LIMIT, "test"))
+    app = VramscopeApp(deps, replace(options, memory_limit=LIMIT))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        state = app.explorer.state
+        assert state.llama_cpp and state.gpu_layers == 5 and state.parallel == 2
+        assert (state.cache_type_k, state.cache_type_v) == (KvCacheType.Q8_0, KvCacheType.Q8_0)
+        assert state.flash_attn is FlashAttn.ON and state.max_tokens == 4096
+        _, line, llama_server = shown(app)
+        words = shlex.split(line)
+        for flag, value in zip(flags[::2], flags[1::2], strict=True):
+            if flag in ("--flash-attn",):
+                continue  # llama.cpp's default, left off the line
+            name = "--max-tokens" if flag == "--ctx-size" else flag
+            assert words[words.index(name) + 1] == value, (flag, line)
+        assert_same_as_inspect(app, capsys)
+        read = read_llama_command(shlex.split(llama_server))
+        assert read is not None and read.tokens == 4096
+        assert read.options == replace(
+            llama_options(state),
+            n_gpu_layers=5,
+            cache_type_k=KvCacheType.Q8_0,
+            cache_type_v=KvCacheType.Q8_0,
+            parallel=2,
+        )
+    # -1 and all are every layer: the slider's end.
+    assert launched(str(gemma3), "-ngl", "all").gpu_layers == ALL_GPU_LAYERS
+    assert launched(str(gemma3), "-ngl", "-1").gpu_layers == ALL_GPU_LAYERS
+
+
+@pytest.mark.parametrize(
+    ("flag", "why"),
+    [
+        (["--n-gpu-layers", "5"], "--n-gpu-layers: is llama.cpp's, for a GGUF model only"),
+        (["--flash-attn", "off"], "--flash-attn: is llama.cpp's, for a GGUF model only"),
+    ],
+)
+def test_explore_refuses_llama_cpps_flags_for_a_safetensors_model(
+    flag: list[str], why: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["explore", "mlx-community/Meta-Llama-3.1-8B-Instruct-4bit", *flag])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and why in err, err
+
+
+def test_explore_names_a_flag_it_has_no_control_for(
+    gemma3: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for flag in (["--kv-unified"], ["--swa-full"], ["--no-kv-offload"]):
+        code = main(["explore", str(gemma3), *flag])
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1 and flag[0] in err and "inspect" in err, err
+    code = main(["explore", str(gemma3), "--cache-type-k", "q9"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--cache-type-k" in err and err.count("\n") == 1, err

@@ -6,11 +6,16 @@ import argparse
 import contextlib
 import gc
 import sys
+from dataclasses import replace
 from typing import Any
 
+from core.errors import UsageError
 from tui.commands.registry import help_line
 from tui.commands.shared.estimate_args import launch_options
 from tui.commands.shared.flags import add_launch_flags
+from tui.commands.shared.gguf_args import add_llama_cpp_flags, given_flags, llama_cpp_options
+from tui.model.scales import ALL_GPU_LAYERS
+from tui.model.state import LaunchOptions
 from tui.out_of_memory import check_room_to_start
 
 
@@ -31,14 +36,45 @@ def register(sub: Any) -> None:
         "profile name, a repo id, a .gguf file, a folder of GGUF files or REPO:QUANT",
     )
     add_launch_flags(p)
+    add_llama_cpp_flags(p)
     p.set_defaults(func=run)
+
+
+NO_CONTROL = ("--ubatch-size", "--kv-unified", "--no-kv-offload", "--swa-full")
+"""llama.cpp's flags the explorer has no control for (`inspect` takes them)."""
+
+
+def llama_launch(args: argparse.Namespace, options: LaunchOptions) -> LaunchOptions:
+    """The options with llama.cpp's flags set, as `inspect` reads them for a GGUF; a
+    one-line UsageError for them on a model that is not a GGUF, as `inspect` gives."""
+    given = given_flags(args)
+    if not given:
+        return options
+    from core.catalog.gguf_source import names_gguf
+
+    if not names_gguf(options.model):
+        raise UsageError(given[0], "is llama.cpp's, for a GGUF model only")
+    for flag in given:
+        if flag in NO_CONTROL:
+            raise UsageError(
+                flag, "the explorer has no control for it; `vramscope inspect` takes it"
+            )
+    o = llama_cpp_options(args).options
+    return replace(
+        options,
+        gpu_layers=ALL_GPU_LAYERS if o.n_gpu_layers < 0 else o.n_gpu_layers,
+        cache_type_k=o.cache_type_k,
+        cache_type_v=o.cache_type_v,
+        parallel=o.parallel,
+        flash_attn=o.flash_attn,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the explorer until the user quits."""
     if args.model_given is not None:  # `explore MODEL`, as `inspect MODEL`
         args.model = args.model_given
-    options = launch_options(args)
+    options = llama_launch(args, launch_options(args))
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         print(
             "vramscope: error: the explorer needs a terminal; "

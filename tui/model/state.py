@@ -177,6 +177,13 @@ class LaunchOptions:
     """`--memory-limit free|total`: this device's free or total memory."""
     preset: str | None = None
     models_dirs: tuple[Path, ...] = ()
+    gpu_layers: int = ALL_GPU_LAYERS
+    """llama.cpp's flags for a GGUF (`explore FILE.gguf --n-gpu-layers 20 ...`): the
+    controls they set, as `ExplorerState`'s fields."""
+    cache_type_k: KvCacheType = KvCacheType.F16
+    cache_type_v: KvCacheType = KvCacheType.F16
+    parallel: int = 1
+    flash_attn: FlashAttn = FlashAttn.ON
 
 
 def initial_state(
@@ -208,6 +215,11 @@ def initial_state(
         backend=backend,
         memory=memory,
         backend_pinned=options.backend is not None,
+        gpu_layers=options.gpu_layers,
+        cache_type_k=options.cache_type_k,
+        cache_type_v=options.cache_type_v,
+        parallel=options.parallel,
+        flash_attn=options.flash_attn,
     )
     return state, resolved.warnings
 
