@@ -44,3 +44,12 @@ def write_model(folder: Path, arch: str) -> Path:
 def read_model(path: Path) -> GgufModel:
     """The model as vramscope reads it (`core.gguf`)."""
     return read_gguf_model(path)
+
+
+def write_quant(folder: Path, arch: str, weight_type: str) -> Path:
+    """The golden `arch` model with its matrices in `weight_type` (F16, Q8_0, Q4_0), as a
+    repo's quant file `<arch>-<weight_type>.gguf`: two of them are one model's quants."""
+    path = folder / f"{arch}-{weight_type}.gguf"
+    dims = {**_COMMON, **MODELS[arch], "weight_type": weight_type}
+    write_gguf(path, gguf_layout(arch, **dims))
+    return path
