@@ -130,6 +130,7 @@ async def test_each_llama_cpp_control_moves_the_load_as_inspect_says(
             (("V", "V", "V", "V"), "--cache-type-v", "kv_bytes"),  # ... q4_0 -> f32
             (("P", *"4", "enter"), "--parallel", "output_bytes"),
             (("F",), "--flash-attn", "compute_bytes"),
+            (("U", "right"), "--ubatch-size", "compute_bytes"),  # 512 -> 1024
             (("t", *"2048", "enter"), "--max-tokens", "kv_bytes"),
         ]
         for keys, flag, moved in steps:
@@ -147,7 +148,7 @@ async def test_each_llama_cpp_control_moves_the_load_as_inspect_says(
         assert state.gpu_layers == 5  # all, 7, 6, 5
         assert (state.cache_type_k, state.cache_type_v) == (KvCacheType.Q8_0, KvCacheType.F32)
         assert state.parallel == 4 and state.flash_attn is FlashAttn.OFF
-        assert state.max_tokens == 2048
+        assert state.max_tokens == 2048 and state.ubatch_size == 1024
 
 
 async def test_a_load_that_does_not_fit_names_the_largest_gpu_layers_and_context(
@@ -529,6 +530,7 @@ async def test_explore_opens_with_llama_cpps_flags_and_its_line_repeats_them(
     start there, and the explorer's own `vramscope inspect` line answers the same."""
     flags = ["--n-gpu-layers", "5", "--cache-type-k", "q8_0", "--cache-type-v", "q8_0"]
     flags += ["--parallel", "2", "--flash-attn", "on", "--ctx-size", "4096"]
+    flags += ["--ubatch-size", "1024"]
     options = launched(str(gemma3), *flags)
     deps = fixed_deps(available=AvailableMemory(LIMIT, "test"))
     app = VramscopeApp(deps, replace(options, memory_limit=LIMIT))
@@ -538,6 +540,7 @@ async def test_explore_opens_with_llama_cpps_flags_and_its_line_repeats_them(
         assert state.llama_cpp and state.gpu_layers == 5 and state.parallel == 2
         assert (state.cache_type_k, state.cache_type_v) == (KvCacheType.Q8_0, KvCacheType.Q8_0)
         assert state.flash_attn is FlashAttn.ON and state.max_tokens == 4096
+        assert state.ubatch_size == 1024
         _, line, llama_server = shown(app)
         words = shlex.split(line)
         for flag, value in zip(flags[::2], flags[1::2], strict=True):
@@ -554,6 +557,8 @@ async def test_explore_opens_with_llama_cpps_flags_and_its_line_repeats_them(
             cache_type_k=KvCacheType.Q8_0,
             cache_type_v=KvCacheType.Q8_0,
             parallel=2,
+            ubatch_size=1024,
+            batch_size=2048,
         )
     # -1 and all are every layer: the slider's end.
     assert launched(str(gemma3), "-ngl", "all").gpu_layers == ALL_GPU_LAYERS

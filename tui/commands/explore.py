@@ -40,7 +40,7 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-NO_CONTROL = ("--ubatch-size", "--kv-unified", "--no-kv-offload", "--swa-full")
+NO_CONTROL = ("--kv-unified", "--no-kv-offload", "--swa-full")
 """llama.cpp's flags the explorer has no control for (`inspect` takes them)."""
 
 
@@ -67,6 +67,7 @@ def llama_launch(args: argparse.Namespace, options: LaunchOptions) -> LaunchOpti
         cache_type_v=o.cache_type_v,
         parallel=o.parallel,
         flash_attn=o.flash_attn,
+        ubatch_size=o.ubatch_size,
     )
 
 

@@ -35,12 +35,16 @@ def llama_options(state: ExplorerState) -> LlamaCppOptions:
     from core.load.llama_cpp import LlamaCppOptions
 
     layers = -1 if state.gpu_layers >= ALL_GPU_LAYERS else state.gpu_layers
+    default = LlamaCppOptions()
     return LlamaCppOptions(
         n_gpu_layers=layers,
         cache_type_k=state.cache_type_k,
         cache_type_v=state.cache_type_v,
         parallel=state.parallel,
         flash_attn=state.flash_attn,
+        ubatch_size=state.ubatch_size,
+        # llama.cpp's n_batch is at least n_ubatch (as `inspect --ubatch-size` sets it)
+        batch_size=max(state.ubatch_size, default.batch_size),
     )
 
 

@@ -30,6 +30,7 @@ from tui.model.control_specs import (
     OVERHEAD_FACTOR,
     PARALLEL_SLOTS,
     QUANTIZE,
+    UBATCH_SIZE,
     ControlSpec,
     WidgetKind,
 )
@@ -40,7 +41,14 @@ WORKLOAD = (MAX_TOKENS, BATCH_SIZE, KV_DTYPE)
 """The controls whose flags `mlxcel inspect` takes too, in its order."""
 DEVICE_FLAGS = (BACKEND, INFLIGHT_MIB)
 """vramscope's flags of the device after them: the backend, then its in-flight budget."""
-LLAMA_CPP = (LAYERS_ON_GPU, CACHE_TYPE_K, CACHE_TYPE_V, PARALLEL_SLOTS, FLASH_ATTENTION)
+LLAMA_CPP = (
+    LAYERS_ON_GPU,
+    CACHE_TYPE_K,
+    CACHE_TYPE_V,
+    PARALLEL_SLOTS,
+    FLASH_ATTENTION,
+    UBATCH_SIZE,
+)
 """llama.cpp's flags, under their own long names, after the workload's (a GGUF only)."""
 ENVIRONMENT = (OVERHEAD_FACTOR,)
 """The controls both lines give by their environment variable."""

@@ -31,6 +31,7 @@ from tui.model.scales import (
     FACTOR_STOPS,
     INFLIGHT_STOPS,
     PARALLEL_STOPS,
+    UBATCH_STOPS,
     layer_stops,
     token_stops,
 )
@@ -42,6 +43,7 @@ from tui.model.values import (
     INFLIGHT,
     PARALLEL,
     TOKENS,
+    UBATCH,
     ValueSpec,
     format_gpu_layers,
 )
@@ -578,6 +580,24 @@ FLASH_ATTENTION = ControlSpec(
     choices=tuple(Choice(f, f.value, f.value) for f in FlashAttn),
     gguf_only=True,
 )
+UBATCH_SIZE = ControlSpec(
+    field="ubatch_size",
+    id="ubatch",
+    label="Ubatch",
+    kind=WidgetKind.SLIDER,
+    help="llama.cpp's --ubatch-size: tokens per physical batch, which size the compute buffer",
+    key="U",
+    action=KeyAction.JUMP,
+    key_help="jump to Ubatch (llama.cpp's --ubatch-size)",
+    flag=Flag("--ubatch-size"),
+    palette_note=": --ubatch-size",
+    tooltip="llama.cpp's --ubatch-size (default 512): the compute buffer is reserved for a "
+    "batch this size; --batch-size is kept at least as large",
+    stops=UBATCH_STOPS,
+    values=UBATCH,
+    page=2,
+    gguf_only=True,
+)
 
 CONTROLS: tuple[ControlSpec, ...] = (
     MAX_TOKENS,
@@ -586,6 +606,7 @@ CONTROLS: tuple[ControlSpec, ...] = (
     CACHE_TYPE_V,
     PARALLEL_SLOTS,
     FLASH_ATTENTION,
+    UBATCH_SIZE,
     INFLIGHT_MIB,
     BATCH_SIZE,
     KV_DTYPE,

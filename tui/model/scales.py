@@ -33,6 +33,8 @@ INFLIGHT_STOPS: tuple[int, ...] = (
 BATCH_STOPS: tuple[int, ...] = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 PARALLEL_STOPS: tuple[int, ...] = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 """llama.cpp's `--parallel` slots."""
+UBATCH_STOPS: tuple[int, ...] = (32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
+"""llama.cpp's `--ubatch-size` (default 512): the compute buffer is sized for it."""
 ALL_GPU_LAYERS = 1 << 20
 """The layers-on-GPU slider's last stop, "all": llama.cpp's `--n-gpu-layers -1` (past
 any model's `n_layer + 1`, so the knob sits at the end whatever the model)."""

@@ -127,6 +127,8 @@ class ExplorerState:
     """llama.cpp's `--parallel`: sequences (server slots) decoded at once."""
     flash_attn: FlashAttn = FlashAttn.ON
     """llama.cpp's `--flash-attn on|off`."""
+    ubatch_size: int = 512
+    """llama.cpp's `--ubatch-size`: the compute buffer is reserved for it."""
 
     def workload(self) -> Workload:
         """The estimate's workload."""
@@ -184,6 +186,7 @@ class LaunchOptions:
     cache_type_v: KvCacheType = KvCacheType.F16
     parallel: int = 1
     flash_attn: FlashAttn = FlashAttn.ON
+    ubatch_size: int = 512
 
 
 def initial_state(
@@ -220,6 +223,7 @@ def initial_state(
         cache_type_v=options.cache_type_v,
         parallel=options.parallel,
         flash_attn=options.flash_attn,
+        ubatch_size=options.ubatch_size,
     )
     return state, resolved.warnings
 

@@ -83,6 +83,18 @@ def format_gpu_layers(value: float) -> str:
     return "all" if value >= ALL_GPU_LAYERS else str(int(value))
 
 
+MAX_UBATCH = 65_536
+"""The largest `--ubatch-size` the control takes (llama.cpp's own default is 512)."""
+
+
+def read_ubatch(text: str) -> Reading:
+    """llama.cpp's `--ubatch-size`: tokens per physical batch, 1 to `MAX_UBATCH`."""
+    s = text.strip()
+    if not s.isascii() or not s.isdigit() or not 1 <= int(s) <= MAX_UBATCH:
+        return f"a whole number of tokens, 1 to {MAX_UBATCH:,}"
+    return int(s)
+
+
 def read_parallel(text: str) -> Reading:
     """llama.cpp's `--parallel` slots, 1 to 4096."""
     s = text.strip()
@@ -139,6 +151,7 @@ BATCH = ValueSpec(read_batch, format_int, "sequences")
 FACTOR = ValueSpec(read_factor, format_factor, "")
 GPU_LAYERS = ValueSpec(read_gpu_layers, format_gpu_layers, "layers")
 PARALLEL = ValueSpec(read_parallel, format_int, "slots")
+UBATCH = ValueSpec(read_ubatch, format_int, "tokens")
 
 
 def parse_tokens(text: str) -> float | None:
