@@ -326,6 +326,8 @@ async def test_the_fits_view_lists_fits_gguf_rows_and_enter_opens_one(
         await settle(pilot)
         await pilot.press("F")  # flash attention off: a flag the rows must follow
         await handled(pilot)
+        await pilot.press("U", "left", "escape")  # --ubatch-size 256: the compute buffer
+        await handled(pilot)
         await pilot.press("f")
         await wait_for(pilot, lambda: isinstance(app.screen, FitsScreen), "the Fits view")
         fits = app.screen
@@ -333,6 +335,7 @@ async def test_the_fits_view_lists_fits_gguf_rows_and_enter_opens_one(
         await wait_for(pilot, lambda: bool(fits.gguf) and fits.done, "the GGUF rows")
         command = shlex.split(fits.inputs.command)
         assert "--flash-attn" in command
+        assert command[command.index("--ubatch-size") + 1] == "256"
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = main([*command[1:], "--models-dir", str(models), "--json"])
