@@ -144,9 +144,17 @@ FROM_SNAPSHOTS = (
         SNAPSHOTS / "test_hub_fits_view" / "TestHubScopeSnapshots.test_hub_scope_80x24.svg",
         "The Hub scope at 80x24: the answer columns whole, every key in the footer.",
     ),
+    (
+        "explorer-gguf-160x48",
+        (160, 48),
+        SNAPSHOTS / "test_gguf_snapshots" / "TestGgufExplorer.test_gguf_partial_offload_160x48.svg",
+        "A GGUF under llama.cpp (a synthesized gemma3, 24 MiB): five of seven layers on the "
+        "device, q8_0 caches, two slots; the load split between the device and the host.",
+    ),
 )
-"""Shots of screens that need a Hub: the snapshot tests draw them against the suite's
-local Hub server (`make snapshot-update` redraws them); here they become PNGs."""
+"""Shots of screens that need a Hub or a GGUF file: the snapshot tests draw them against
+the suite's local Hub server and a synthesized GGUF (`make snapshot-update` redraws
+them); here they become PNGs."""
 
 PUBLISHED_PEAKS = ((640, 256, 518), (640, 1024, 614), (640, 4096, 923), (4096, 256, 602))
 PUBLISHED_PEAKS += ((4096, 4096, 1011), (4096, 1024, 695))
