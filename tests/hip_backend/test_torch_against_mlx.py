@@ -5,10 +5,10 @@ emulation of MLX-ROCm's in-flight queue off (`--emulate none`: MLX's CPU backend
 none), its CPU peak (the resident-set rise over the load) must lie within 0.95-1.05 of
 MLX's own counter (`mx.get_peak_memory`) on the same model folder and workload, each
 engine in a child process of its own. Two shapes of the 4-bit MoE grid that
-`scripts/bench_measure.py --only moe-sweep` runs in full: the fewest routed tokens
-(top-2, pp128: the smallest transients, where the engine's own process overhead shows
-most) and the most in one prefill chunk (top-8, pp512). MLX's CPU 4-bit MoE kernels
-are slow: these take about a minute between them on a quiet machine.
+`scripts/bench_measure.py --only moe-sweep` runs in full, at its two ends: the longest
+prompt with the fewest routed tokens per step (top-2, pp512) and the most experts per
+token (top-8, pp128). MLX's CPU 4-bit MoE kernels are slow: these take about 35 s
+between them on a quiet machine (top-8 at pp512 alone took a minute).
 """
 
 from __future__ import annotations
