@@ -351,22 +351,7 @@ def bench_fidelity(
         if not folder.exists():
             write_random_model(folder, config)
         for prompt_tokens, gen_tokens in workloads:
-            peaks: dict[Engine, MeasuredPeak] = {}
-            for engine in (Engine.TORCH, Engine.MLX):
-                request = MeasureRequest(
-                    str(folder),
-                    prompt_tokens=prompt_tokens,
-                    gen_tokens=gen_tokens,
-                    device="cpu",
-                    engine=engine,
-                    emulate="none" if engine is Engine.TORCH else "auto",
-                )
-                outcome = peak_or_failure(measure(request, record_history=False))
-                assert isinstance(outcome, MeasuredPeak), outcome
-                peaks[engine] = outcome
-            torch_fields = peaks[Engine.TORCH].fields
-            assert isinstance(torch_fields, TorchFields)
-            assert torch_fields.inflight_emulation is QueueEmulation.NONE, torch_fields
+            peaks = _measure_pair(folder, prompt_tokens, gen_tokens, {})
             ours, theirs = peaks[Engine.TORCH].peak_bytes, peaks[Engine.MLX].peak_bytes
             held = (peaks[Engine.TORCH].weights_bytes or 0, peaks[Engine.MLX].weights_bytes or 0)
             line = (

@@ -130,6 +130,22 @@ async def test_the_new_keys_set_devices_split_engine_and_reach_per_device() -> N
         assert state.device_memory == "24GB"
 
 
+def slow_s_on_the_slider(monkeypatch: pytest.MonkeyPatch, checks: int) -> None:
+    """`s` on the token slider takes `checks` of the key order's hold checks to be
+    handled: a process taken off the CPU, made sure of."""
+    from tui.key_order import CHECK_S
+    from tui.widgets.stop_slider import StopSlider
+
+    real = StopSlider.on_key
+
+    async def slow_s(slider: StopSlider, event: events.Key) -> None:
+        if event.key == "s":
+            await asyncio.sleep(CHECK_S * checks)
+        real(slider, event)
+
+    monkeypatch.setattr(StopSlider, "on_key", slow_s)
+
+
 async def test_a_key_held_up_past_the_limit_loses_none_of_the_keys_typed_after_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -138,17 +154,7 @@ async def test_a_key_held_up_past_the_limit_loses_none_of_the_keys_typed_after_i
     # `p` (a priority jump) put focus in the Per device box before `w` had bubbled up,
     # and Textual does not run a screen's printable binding under a focused text box:
     # `w` was lost. An answer now lets go only the key it follows (tui/key_order.py).
-    from tui.key_order import CHECK_S
-    from tui.widgets.stop_slider import StopSlider
-
-    real = StopSlider.on_key
-
-    async def slow_s(slider: StopSlider, event: events.Key) -> None:
-        if event.key == "s":
-            await asyncio.sleep(CHECK_S * 3)  # a process off the CPU, made sure of
-        real(slider, event)
-
-    monkeypatch.setattr(StopSlider, "on_key", slow_s)
+    slow_s_on_the_slider(monkeypatch, 3)
     app = build_app(preset="gfx1151")
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
@@ -167,17 +173,7 @@ async def test_a_hold_s_check_after_the_app_ended_drops_the_held_keys(
     # Under load, the hold's check (a timer armed while keys waited) ran after the app
     # had taken its screens down, and read `app.screen`: ScreenStackError, and the
     # app ended with an error. A check that comes then lets nothing go.
-    from tui.key_order import CHECK_S
-    from tui.widgets.stop_slider import StopSlider
-
-    real = StopSlider.on_key
-
-    async def slow_s(slider: StopSlider, event: events.Key) -> None:
-        if event.key == "s":
-            await asyncio.sleep(CHECK_S * 4)
-        real(slider, event)
-
-    monkeypatch.setattr(StopSlider, "on_key", slow_s)
+    slow_s_on_the_slider(monkeypatch, 4)
     app = build_app(preset="gfx1151")
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)

@@ -20,17 +20,12 @@ from tui.model.control_specs import (
     AVAILABLE,
     BACKEND,
     BATCH_SIZE,
-    CACHE_TYPE_K,
-    CACHE_TYPE_V,
-    FLASH_ATTENTION,
+    CONTROLS,
     INFLIGHT_MIB,
     KV_DTYPE,
-    LAYERS_ON_GPU,
     MAX_TOKENS,
     OVERHEAD_FACTOR,
-    PARALLEL_SLOTS,
     QUANTIZE,
-    UBATCH_SIZE,
     ControlSpec,
     WidgetKind,
 )
@@ -41,15 +36,9 @@ WORKLOAD = (MAX_TOKENS, BATCH_SIZE, KV_DTYPE)
 """The controls whose flags `mlxcel inspect` takes too, in its order."""
 DEVICE_FLAGS = (BACKEND, INFLIGHT_MIB)
 """vramscope's flags of the device after them: the backend, then its in-flight budget."""
-LLAMA_CPP = (
-    LAYERS_ON_GPU,
-    CACHE_TYPE_K,
-    CACHE_TYPE_V,
-    PARALLEL_SLOTS,
-    FLASH_ATTENTION,
-    UBATCH_SIZE,
-)
-"""llama.cpp's flags, under their own long names, after the workload's (a GGUF only)."""
+LLAMA_CPP = tuple(spec for spec in CONTROLS if spec.gguf_only)
+"""llama.cpp's flags, under their own long names, after the workload's (a GGUF only),
+in the controls' order."""
 ENVIRONMENT = (OVERHEAD_FACTOR,)
 """The controls both lines give by their environment variable."""
 _MEMORY_LIMIT = AVAILABLE.flag.name if AVAILABLE.flag else ""
