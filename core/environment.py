@@ -17,7 +17,12 @@ from core.estimate.activation import ACTIVATION_MULT_ENV, resolve_activation_mul
 from core.estimate.available import MEMORY_LIMIT_ENV, AvailableMemory
 from core.estimate.estimate import EstimateSettings
 from core.estimate.headroom import HEADROOM_FACTOR_ENV, resolve_headroom_factor
-from core.estimate.inflight import ROCM_MAX_INFLIGHT_ENV, InflightBudget, resolve_inflight_budget
+from core.estimate.inflight import (
+    ROCM_MAX_INFLIGHT_ENV,
+    InflightBudget,
+    InflightOrigin,
+    resolve_inflight_budget,
+)
 
 ENV_NAMES = (HEADROOM_FACTOR_ENV, ACTIVATION_MULT_ENV, MEMORY_LIMIT_ENV, ROCM_MAX_INFLIGHT_ENV)
 
@@ -59,7 +64,7 @@ def resolve_settings(
     factor = resolve_headroom_factor(env.get(HEADROOM_FACTOR_ENV))
     mult = resolve_activation_mult(env.get(ACTIVATION_MULT_ENV))
     if inflight_flag is not None:
-        inflight = resolve_inflight_budget(inflight_flag, "--inflight-mb")
+        inflight = resolve_inflight_budget(inflight_flag, InflightOrigin.FLAG)
     else:
         inflight = resolve_inflight_budget(env.get(ROCM_MAX_INFLIGHT_ENV))
     if available is None:

@@ -31,6 +31,7 @@ from core.estimate.inflight import (
     MAX_ACCEPTED_INFLIGHT_MB,
     ROCM_MAX_INFLIGHT_ENV,
     InflightBudget,
+    InflightOrigin,
     resolve_inflight_budget,
 )
 from core.estimate.snapshot import ModelSnapshot
@@ -110,10 +111,10 @@ def resolve_budget(inflight: str | int | None, env: dict[str, str | None]) -> In
     if inflight is None:
         return resolve_inflight_budget(env.get(ROCM_MAX_INFLIGHT_ENV))
     if isinstance(inflight, str):
-        return resolve_inflight_budget(inflight, "--inflight-mb")
+        return resolve_inflight_budget(inflight, InflightOrigin.FLAG)
     if isinstance(inflight, bool) or not 0 <= inflight <= MAX_ACCEPTED_INFLIGHT_MB:
         raise UsageError("--inflight-mb", f"{inflight!r} is not a MiB count the backend accepts")
-    return InflightBudget(inflight, "request", str(inflight))
+    return InflightBudget(inflight, InflightOrigin.REQUEST, str(inflight))
 
 
 def comparison_settings(

@@ -14,7 +14,7 @@ from pathlib import Path
 from core.backend import Backend
 from core.calibration.fit import CalibrationRefused, fit_rows
 from core.calibration.load_fit import LoadFit, LoadRun, fit_load
-from core.calibration.record import Calibration
+from core.calibration.record import Calibration, CalibrationOrigin
 from core.calibration.rows import CalibrationRow, row_from_estimate
 from core.measurement.engine import Engine
 
@@ -67,7 +67,7 @@ def builtin_calibration() -> Calibration:
         backend=Backend.ROCM,
         engine=BUILTIN_ENGINE,
         device=BUILTIN_DEVICE,
-        origin="builtin",
+        origin=CalibrationOrigin.BUILTIN,
     )
 
 

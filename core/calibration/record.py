@@ -18,12 +18,22 @@ from core.calibration.fit import (
 from core.calibration.key import CalibrationKey
 from core.calibration.load_fit import LoadFit
 from core.calibration.targets import DEFAULT_TARGET, TARGET_NAMES, target_named, target_words
+from core.kind import Kind
 from core.measurement.engine import ENGINE_NAMES, Engine
 
 MARGIN_CHOSEN = "leave-one-model-out"
 """The form's `margin` when it was chosen from the held-out misses (`fit.chosen_margin`)."""
 MARGIN_STATED = "stated"
 """The form's `margin` of calibrations saved before it was chosen: a stated 1%."""
+
+
+class CalibrationOrigin(Kind):
+    """Where a calibration came from; the word is what JSON says (a file's path for
+    `FILE`)."""
+
+    BUILTIN = "builtin"
+    USER = "user"
+    FILE = "file"
 
 
 @dataclass(frozen=True)
@@ -44,8 +54,11 @@ class Calibration:
     cross_validated: CrossValidation | None
     """None: fitted on runs of 2 models, which cannot be cross-validated."""
     target: str = DEFAULT_TARGET
-    origin: str = "user"
-    """`builtin`, `user` (the latest `vramscope calibrate`) or the file it was read from."""
+    origin: CalibrationOrigin = CalibrationOrigin.USER
+    """Built in, the user's own (the latest `vramscope calibrate`) or a file named with
+    `--calibration`."""
+    origin_file: str | None = None
+    """The file it was read from, for `CalibrationOrigin.FILE`."""
     fitted_at: str = ""
     kv_factor: int = KV_FACTOR
     margin_basis_points: int = MARGIN_BASIS_POINTS
@@ -69,7 +82,7 @@ class Calibration:
         engine: Engine | None,
         device: str | None,
         measured_on: Backend | None = None,
-        origin: str = "user",
+        origin: CalibrationOrigin = CalibrationOrigin.USER,
         fitted_at: str = "",
         target: str = DEFAULT_TARGET,
         load: LoadFit | None = None,
@@ -95,6 +108,13 @@ class Calibration:
             measured_on=measured_on if measured_on is not backend else None,
             load=load,
         )
+
+    @property
+    def origin_word(self) -> str:
+        """`builtin`, `user` or the file's path: JSON's `origin`, as it always read."""
+        if self.origin is CalibrationOrigin.FILE and self.origin_file:
+            return self.origin_file
+        return self.origin.value
 
     @property
     def key(self) -> CalibrationKey:
@@ -166,17 +186,19 @@ class Calibration:
                 else None
             ),
             "load": _load_dict(self.load) if self.load is not None else None,
-            "origin": self.origin,
+            "origin": self.origin_word,
             "fitted_at": self.fitted_at,
         }
 
     def checked(self) -> Calibration:
         """This calibration as the reader reads it back (ValueError naming the field the
         reader would refuse): the one validator, shared by the store's reader and writer."""
-        return Calibration.from_dict(self.to_dict(), self.origin)
+        return Calibration.from_dict(self.to_dict(), self.origin, self.origin_file)
 
     @classmethod
-    def from_dict(cls, data: Any, origin: str) -> Calibration:
+    def from_dict(
+        cls, data: Any, origin: CalibrationOrigin, origin_file: str | None = None
+    ) -> Calibration:
         """A checked calibration from untrusted JSON (any version's); ValueError naming
         the bad field."""
         d = _obj(data, "calibration")
@@ -208,6 +230,7 @@ class Calibration:
             cross_validated=_cross_validation(d.get("cross_validated")),
             target=target_named(str(target)),
             origin=origin,
+            origin_file=origin_file,
             fitted_at=_opt_str(d.get("fitted_at"), "fitted_at") or "",
             kv_factor=_int(form.get("kv_factor"), "form.kv_factor", 0, 16),
             margin_basis_points=_int(

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from core.calibration.fit import Figures
 from core.calibration.groups import GroupResult
 from core.calibration.load_fit import LoadFit, terms_of_load
-from core.calibration.record import Calibration
+from core.calibration.record import Calibration, CalibrationOrigin
 from core.display_text import clean_text
 from core.estimate.estimate import MemoryEstimate
 from core.units import format_bytes, format_bytes_short
@@ -185,11 +185,11 @@ def no_calibration_line(reason: str) -> str:
 
 
 def _origin_words(cal: Calibration) -> str:
-    if cal.origin == "builtin":
+    if cal.origin is CalibrationOrigin.BUILTIN:
         return "built-in, mlxcel's published peaks"
-    if cal.origin == "user":
+    if cal.origin is CalibrationOrigin.USER:
         return "your calibration" + (f" of {cal.fitted_at}" if cal.fitted_at else "")
-    return f"from {cal.origin}"
+    return f"from {cal.origin_word}"
 
 
 def calibrated_json(cal: Calibration, est: MemoryEstimate) -> dict[str, Any]:
@@ -208,7 +208,7 @@ def calibrated_json(cal: Calibration, est: MemoryEstimate) -> dict[str, Any]:
         "covered_runs": cal.covered_runs,
         "target": cal.target,
         "figure": d["figure"],
-        "origin": cal.origin,
+        "origin": cal.origin_word,
         "form": d["form"],
         "cross_validated": d["cross_validated"],
     }
@@ -232,7 +232,7 @@ def calibration_json(cal: Calibration) -> dict[str, Any]:
         "measured_on": d["measured_on"],
         "target": cal.target,
         "figure": d["figure"],
-        "origin": cal.origin,
+        "origin": cal.origin_word,
         "runs": cal.runs,
         "models": list(cal.models),
         "fixed_bytes": cal.fixed_bytes,

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from core.backend import Backend
-from core.calibration.record import Calibration
+from core.calibration.record import Calibration, CalibrationOrigin
 from core.measurement.engine import Engine
 
 
@@ -74,7 +74,7 @@ def _why_none(
     if not for_engine:
         return f"no calibration for {where}"
     devices = _devices_words(for_engine)  # each is for a named device, not this one
-    if all(c.origin == "builtin" for c in for_engine):
+    if all(c.origin is CalibrationOrigin.BUILTIN for c in for_engine):
         why = f"the built-in one is for {devices}"
     else:
         why = f"calibrated for {devices} only"
@@ -97,7 +97,7 @@ def choose(
 
     def rank(c: Calibration) -> tuple[bool, int, str]:
         specific = int(engine is not None and c.engine is not None) + int(c.device is not None)
-        return (c.origin != "builtin", specific, c.fitted_at)
+        return (c.origin is not CalibrationOrigin.BUILTIN, specific, c.fitted_at)
 
     return CalibrationChoice(max(found, key=rank))
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from core.atomic_write import atomic_write, locked
 from core.calibration.key import CalibrationKey
-from core.calibration.record import Calibration
+from core.calibration.record import Calibration, CalibrationOrigin
 from core.display_text import clean_text
 from core.errors import OversizedFileError, describe_os_error
 from core.kept_aside import kept_aside_line, set_aside
@@ -52,8 +52,9 @@ class StoreRead:
     """Why the file was ignored, without the path (None when it was read)."""
 
 
-def read_store(path: Path, origin: str = "user") -> StoreRead:
-    """Every calibration in `path`; a missing file is empty, a damaged one a warning."""
+def read_store(path: Path, origin: CalibrationOrigin = CalibrationOrigin.USER) -> StoreRead:
+    """Every calibration in `path`; a missing file is empty, a damaged one a warning.
+    `CalibrationOrigin.FILE` marks each with `path`."""
     try:
         raw = read_small_file(path, SIZE_CAP, "a calibration file is a few kB, so this is not one")
     except FileNotFoundError:
@@ -64,7 +65,8 @@ def read_store(path: Path, origin: str = "user") -> StoreRead:
         return _ignored(path, exc.problem)
     try:
         data: Any = decode_json(raw, CALIBRATION_FILE)
-        cals = _decode(data, origin)
+        where = str(path) if origin is CalibrationOrigin.FILE else None
+        cals = _decode(data, origin, where)
     except ValueError as exc:
         return _ignored(path, str(exc))
     return StoreRead(cals)
@@ -76,7 +78,7 @@ def _ignored(path: Path, why: str) -> StoreRead:
     return StoreRead((), (line,), why)
 
 
-def _decode(data: Any, origin: str) -> tuple[Calibration, ...]:
+def _decode(data: Any, origin: CalibrationOrigin, where: str | None) -> tuple[Calibration, ...]:
     if not isinstance(data, dict) or data.get("kind") != KIND:
         raise ValueError(f"not a {KIND} file")
     if data.get("schema") != SCHEMA_VERSION:
@@ -87,7 +89,7 @@ def _decode(data: Any, origin: str) -> tuple[Calibration, ...]:
     out = []
     for n, item in enumerate(items):
         try:
-            out.append(Calibration.from_dict(item, origin))
+            out.append(Calibration.from_dict(item, origin, where))
         except ValueError as exc:
             raise ValueError(f"calibrations[{n}].{exc}") from None
     return tuple(out)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from core.display_text import shorten
+from core.kind import Kind
 from core.numbers import decimal_to_int
 from core.units import MIB, U64_MAX
 
@@ -60,14 +61,23 @@ def rocm_inflight_reserve_bytes(raw: str | None) -> int:
     return (ROCM_DEFAULT_MAX_INFLIGHT_MB if mib is None else mib) * MIB
 
 
+class InflightOrigin(Kind):
+    """Where an in-flight budget came from; the word names the setting in warnings."""
+
+    DEFAULT = "default"
+    ENV = ROCM_MAX_INFLIGHT_ENV
+    FLAG = "--inflight-mb"
+    REQUEST = "request"
+    """A measurement's own request (`hip_backend`'s launcher)."""
+
+
 @dataclass(frozen=True)
 class InflightBudget:
     """A resolved in-flight budget and where it came from."""
 
     mib: int
     """Budget in MiB (0 = bound off, nothing reserved)."""
-    origin: str
-    """`default`, the environment variable name, or `--inflight-mb`."""
+    origin: InflightOrigin
     raw: str | None = None
     """The text as given, when it was given."""
     invalid: bool = False
@@ -88,10 +98,12 @@ class InflightBudget:
         )
 
 
-def resolve_inflight_budget(raw: str | None, origin: str = ROCM_MAX_INFLIGHT_ENV) -> InflightBudget:
+def resolve_inflight_budget(
+    raw: str | None, origin: InflightOrigin = InflightOrigin.ENV
+) -> InflightBudget:
     """Resolve a raw setting through the overlay's parser, noting a fallback."""
     if raw is None or raw == "":
-        return InflightBudget(ROCM_DEFAULT_MAX_INFLIGHT_MB, "default", raw)
+        return InflightBudget(ROCM_DEFAULT_MAX_INFLIGHT_MB, InflightOrigin.DEFAULT, raw)
     mib = parse_inflight_mb(raw)
     if mib is None:
         return InflightBudget(ROCM_DEFAULT_MAX_INFLIGHT_MB, origin, raw, invalid=True)

@@ -54,6 +54,7 @@ def wanted(args: argparse.Namespace) -> bool:
 
 def _candidates(choice: str | None) -> list[Any]:
     from core.calibration.builtin import builtin_calibration
+    from core.calibration.record import CalibrationOrigin
     from core.calibration.store import read_store
 
     if choice == "builtin":
@@ -62,7 +63,7 @@ def _candidates(choice: str | None) -> list[Any]:
         path = Path(choice)
         if not path.exists():
             raise UsageError("--calibration", f"{choice}: no such file (or say 'builtin')")
-        read = read_store(path, origin=str(path))
+        read = read_store(path, origin=CalibrationOrigin.FILE)
         if read.problem is not None:
             raise UsageError(
                 "--calibration", f"{choice}: not a usable calibration file ({read.problem})"

@@ -21,6 +21,7 @@ from core.calibration.fit import (
     row_prediction,
     workload_figures,
 )
+from core.calibration.record import CalibrationOrigin
 from core.calibration.rows import CalibrationRow
 from core.units import GIB, MIB
 
@@ -193,7 +194,7 @@ def test_the_builtin_calibration_survives_its_json_form() -> None:
     from core.calibration.record import Calibration
 
     cal = builtin_calibration()
-    again = Calibration.from_dict(cal.to_dict(), origin="builtin")
+    again = Calibration.from_dict(cal.to_dict(), origin=CalibrationOrigin.BUILTIN)
     assert again == cal
 
 

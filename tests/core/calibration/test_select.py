@@ -7,13 +7,13 @@ import dataclasses
 
 from core.backend import Backend
 from core.calibration.builtin import builtin_calibration
-from core.calibration.record import Calibration
+from core.calibration.record import Calibration, CalibrationOrigin
 from core.calibration.select import choose
 from core.measurement.engine import Engine
 
 
 def user_copy(**changes: object) -> Calibration:
-    return dataclasses.replace(builtin_calibration(), origin="user", **changes)  # type: ignore[arg-type]
+    return dataclasses.replace(builtin_calibration(), origin=CalibrationOrigin.USER, **changes)  # type: ignore[arg-type]
 
 
 def test_the_user_s_calibration_comes_before_the_builtin_one() -> None:

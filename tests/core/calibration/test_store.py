@@ -10,7 +10,7 @@ import pytest
 
 from core.backend import Backend
 from core.calibration.builtin import builtin_calibration
-from core.calibration.record import Calibration
+from core.calibration.record import Calibration, CalibrationOrigin
 from core.calibration.store import SIZE_CAP, merged, read_store, write_store
 from core.measurement.engine import Engine
 
@@ -18,7 +18,7 @@ from core.measurement.engine import Engine
 def user_copy(**changes: object) -> Calibration:
     import dataclasses
 
-    return dataclasses.replace(builtin_calibration(), origin="user", **changes)  # type: ignore[arg-type]
+    return dataclasses.replace(builtin_calibration(), origin=CalibrationOrigin.USER, **changes)  # type: ignore[arg-type]
 
 
 def test_a_saved_calibration_reads_back_equal(tmp_path: Path) -> None:

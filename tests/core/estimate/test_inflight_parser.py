@@ -6,6 +6,7 @@ import pytest
 
 from core.estimate.inflight import (
     MAX_ACCEPTED_INFLIGHT_MB,
+    InflightOrigin,
     parse_inflight_mb,
     resolve_inflight_budget,
     rocm_inflight_reserve_bytes,
@@ -72,7 +73,7 @@ def test_accepted_values_carry_no_warning(raw: str | None, mib: int) -> None:
 
 
 def test_flag_origin_is_named_in_the_warning() -> None:
-    budget = resolve_inflight_budget("lots", "--inflight-mb")
+    budget = resolve_inflight_budget("lots", InflightOrigin.FLAG)
     assert budget.warning() is not None
     assert '--inflight-mb="lots"' in (budget.warning() or "")
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from core.calibration.builtin import builtin_calibration
+from core.calibration.record import CalibrationOrigin
 from core.calibration.store import write_store
 from core.probes.cpuinfo import read_cpu_name
 from tests.core.helpers import GFX1151_LIMIT, LLAMA_4BIT, QWEN3_MOE_4BIT
@@ -116,7 +117,9 @@ def test_rocm_with_no_device_named_gets_no_gfx1151_calibration_and_says_why(
 def test_the_user_s_calibration_comes_first_and_a_file_can_be_named(
     tmp_path: Path, state_home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    mine = dataclasses.replace(builtin_calibration(), origin="user", fixed_bytes=0, fitted_at="t")
+    mine = dataclasses.replace(
+        builtin_calibration(), origin=CalibrationOrigin.USER, fixed_bytes=0, fitted_at="t"
+    )
     write_store(state_home / "vramscope" / "calibration.json", [mine], "test")
     rocm = [*ROCM_640, *GFX1151, "--json"]
     _, out, _ = run(capsys, "inspect", LLAMA_4BIT, *rocm, "--calibrated")
