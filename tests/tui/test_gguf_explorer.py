@@ -583,6 +583,22 @@ def test_explore_refuses_llama_cpps_flags_for_a_safetensors_model(
     assert code == 2 and err.count("\n") == 1 and why in err, err
 
 
+@pytest.mark.parametrize(
+    "flag",
+    [["--batch", "2"], ["--kv-cache-mode", "int8"], ["--quant", "int4"], ["--inflight-mb", "64"]],
+)
+def test_explore_refuses_mlxcels_flags_for_a_gguf(
+    flag: list[str], gemma3: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Each would do nothing to llama.cpp's load: one line naming it, never an explorer
+    # that silently dropped it. With llama.cpp's flags beside it, as alone.
+    for extra in ([], ["-ngl", "3"]):
+        code = main(["explore", str(gemma3), *flag, *extra])
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1, err
+        assert err.startswith(f"vramscope: error: {flag[0]}: is mlxcel's; for a GGUF"), err
+
+
 def test_explore_names_a_flag_it_has_no_control_for(
     gemma3: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

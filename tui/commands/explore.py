@@ -13,7 +13,13 @@ from core.errors import UsageError
 from tui.commands.registry import help_line
 from tui.commands.shared.estimate_args import launch_options
 from tui.commands.shared.flags import add_launch_flags
-from tui.commands.shared.gguf_args import add_llama_cpp_flags, given_flags, llama_cpp_options
+from tui.commands.shared.gguf_args import (
+    add_llama_cpp_flags,
+    given_flags,
+    llama_cpp_options,
+    mlxcel_flags_given,
+    refuse_mlxcel_flags,
+)
 from tui.model.scales import ALL_GPU_LAYERS
 from tui.model.state import LaunchOptions
 from tui.out_of_memory import check_room_to_start
@@ -46,13 +52,19 @@ NO_CONTROL = ("--kv-unified", "--no-kv-offload", "--swa-full")
 
 def llama_launch(args: argparse.Namespace, options: LaunchOptions) -> LaunchOptions:
     """The options with llama.cpp's flags set, as `inspect` reads them for a GGUF; a
-    one-line UsageError for them on a model that is not a GGUF, as `inspect` gives."""
+    one-line UsageError for them on a model that is not a GGUF, and for mlxcel's own
+    flags on a GGUF, as `inspect` gives."""
     given = given_flags(args)
-    if not given:
+    if not given and not mlxcel_flags_given(args):
         return options
     from core.catalog.gguf_source import names_gguf
 
-    if not names_gguf(options.model):
+    gguf = names_gguf(options.model)
+    if gguf:
+        refuse_mlxcel_flags(args)
+    if not given:
+        return options
+    if not gguf:
         raise UsageError(given[0], "is llama.cpp's, for a GGUF model only")
     for flag in given:
         if flag in NO_CONTROL:

@@ -8,7 +8,7 @@ from typing import Any
 
 from core import __version__
 from core.errors import UsageError
-from core.estimate.estimate import DEFAULT_CTX_LEN, KvCacheMode
+from core.estimate.estimate import DEFAULT_CTX_LEN
 from core.units import format_bytes_short
 from tui.commands._calibrated import add_calibration_flags, candidates, wanted
 from tui.commands._parallel import parallel_plan, run_parallel
@@ -21,7 +21,7 @@ from tui.commands.shared.flags import (
     add_preset_flag,
     hub_options,
 )
-from tui.commands.shared.gguf_args import add_llama_cpp_flags, given_flags
+from tui.commands.shared.gguf_args import add_llama_cpp_flags, given_flags, refuse_mlxcel_flags
 from tui.commands.shared.output import EXIT_ERROR, EXIT_FAILED, note, warn
 from tui.model.sizing import mlxcel_sizing, sizing_lines
 
@@ -181,14 +181,7 @@ def _read_gguf(args: argparse.Namespace) -> int | None:
         raise UsageError("--tp/--pp", "no split plan for a GGUF model (llama.cpp's load only)")
     if wanted(args):
         raise UsageError("--calibrated", "no calibrated estimate for a GGUF model (#40)")
-    for flag, given in (
-        ("--quant", args.quant.strip().lower() != "default"),
-        ("--batch", args.batch != 1),
-        ("--kv-cache-mode", KvCacheMode(args.kv_cache_mode).int8),
-    ):
-        if given:
-            raise UsageError(flag, "is mlxcel's; for a GGUF give llama.cpp's flags "
-                             "(--parallel, --cache-type-k/-v)")  # fmt: skip
+    refuse_mlxcel_flags(args)
     got = answer_for(args, found)
     note(got.notes)
     warn(got.warnings)

@@ -236,6 +236,9 @@ def test_an_unknown_architecture_keeps_the_reading_and_says_why_there_is_no_load
         (("--ubatch-size", "many"), "--ubatch-size: 'many' is not a whole number"),
         (("--flash-attn", "maybe"), "--flash-attn: 'maybe': choose on, off or auto"),
         (("--batch", "2"), "--batch: is mlxcel's"),
+        (("--kv-cache-mode", "int8"), "--kv-cache-mode: is mlxcel's"),
+        (("--quant", "int4"), "--quant: is mlxcel's"),
+        (("--inflight-mb", "64"), "--inflight-mb: is mlxcel's"),
         (("--tp", "2"), "--tp/--pp: no split plan for a GGUF model"),
     ],
 )

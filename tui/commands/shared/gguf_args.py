@@ -114,6 +114,30 @@ def given_flags(args: argparse.Namespace) -> list[str]:
     return [flag for dest, flag in FLAG_DESTS.items() if getattr(args, dest, None)]
 
 
+def mlxcel_flags_given(args: argparse.Namespace) -> list[str]:
+    """mlxcel's flags given away from their defaults (for refusing them on a GGUF, whose
+    load is llama.cpp's: it has no quantization label, batch, int8 KV mode or MLX
+    in-flight reserve)."""
+    quant = getattr(args, "quant", "default")
+    given = (
+        ("--quant", isinstance(quant, str) and quant.strip().lower() != "default"),
+        ("--batch", getattr(args, "batch", 1) != 1),
+        ("--kv-cache-mode", getattr(args, "kv_cache_mode", "fp16") != "fp16"),
+        ("--inflight-mb", getattr(args, "inflight_mb", None) is not None),
+    )
+    return [flag for flag, on in given if on]
+
+
+def refuse_mlxcel_flags(args: argparse.Namespace) -> None:
+    """A one-line UsageError for the first of mlxcel's flags given with a GGUF."""
+    given = mlxcel_flags_given(args)
+    if given:
+        raise UsageError(
+            given[0],
+            "is mlxcel's; for a GGUF give llama.cpp's flags (--parallel, --cache-type-k/-v)",
+        )
+
+
 def _int(flag: str, text: str, least: int) -> int:
     try:
         value = int(text.strip())
