@@ -194,22 +194,33 @@ def test_the_built_llama_cpp_under_run(tmp_path: Path) -> None:
     command = [str(binary), "-m", str(model), *FLAGS, "--no-repack", "-fit", "off"]
     command += ["-n", "1", "-p", "a", "-no-cnv", "--no-warmup", "-t", "1", "-v"]
     command += ["--log-file", str(log)]
-    ran = subprocess.run(
-        [sys.executable, "-m", "tui", "run", "--json", "--no-history", "--", *command],
-        cwd=Path(__file__).resolve().parents[2],
-        env=env_for(tmp_path),
-        capture_output=True,
-        timeout=300,
-    )
-    err = ran.stderr.decode(errors="replace")
-    assert ran.returncode == 0, err
-    # stdout is the command's too (its generated token), then run's document.
-    out = ran.stdout.decode(errors="replace")
-    start = out.rfind('{\n  "engine": "external"')
-    assert start >= 0, out[-2000:]
-    doc = json.loads(out[start:])["llama_cpp"]
-    assert doc["log_read"] is True
-    terms = {t["kind"]: t for t in doc["terms"]}
+    # llama.cpp's log thread can lose its last lines at exit, in its log file as on its
+    # stderr (test_llama_cpp_live's load_log; seen here once in 21 runs, the compute
+    # buffer's line): a run whose log lacks a buffer line is run again, at most four times.
+    for _ in range(4):
+        log.unlink(missing_ok=True)
+        ran = subprocess.run(
+            [sys.executable, "-m", "tui", "run", "--json", "--no-history", "--", *command],
+            cwd=Path(__file__).resolve().parents[2],
+            env=env_for(tmp_path),
+            capture_output=True,
+            timeout=300,
+        )
+        err = ran.stderr.decode(errors="replace")
+        assert ran.returncode == 0, err
+        # stdout is the command's too (its generated token), then run's document.
+        out = ran.stdout.decode(errors="replace")
+        start = out.rfind('{\n  "engine": "external"')
+        assert start >= 0, out[-2000:]
+        doc = json.loads(out[start:])["llama_cpp"]
+        assert doc["log_read"] is True
+        terms = {t["kind"]: t for t in doc["terms"]}
+        if all(
+            terms[k]["llama_cpp_bytes"] is not None for k in ("model", "kv", "output", "compute")
+        ):
+            break
+    else:
+        pytest.fail(f"llama.cpp's log file held no complete log in four runs: {doc}")
     for kind in ("model", "kv", "output"):
         t = terms[kind]
         assert abs(t["vramscope_bytes"] - t["llama_cpp_bytes"]) <= 2 * PRINTED_RESOLUTION_BYTES
