@@ -8,6 +8,7 @@ from the published figures, never stored as a bare number.
 from __future__ import annotations
 
 import csv
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
@@ -61,13 +62,14 @@ def builtin_rows() -> tuple[CalibrationRow, ...]:
 
 @cache
 def builtin_calibration() -> Calibration:
-    """gfx1151 ROCm, MLX's peak, 18 runs of 3 models."""
+    """gfx1151 ROCm, MLX's peak, 18 runs of 3 models; mlxcel's form and the load's."""
     return Calibration.from_fit(
         fit_rows(builtin_rows()),
         backend=Backend.ROCM,
         engine=BUILTIN_ENGINE,
         device=BUILTIN_DEVICE,
         origin=CalibrationOrigin.BUILTIN,
+        load=builtin_load_fit(),
     )
 
 
@@ -80,21 +82,27 @@ def builtin_load_runs() -> tuple[LoadRun, ...]:
     """mlxcel's 18 published gfx1151 peaks with the load's terms from the built-in
     profiles (their configs and tensor lists), in-flight reserve as each run's budget."""
     from core.catalog.profiles import load_profile, profile_snapshot
-    from core.load.load import TermKind
+    from core.load.load import LoadTerm, Origin, TermKind
     from core.load.mlx_lm import MlxLmPlan, plan_mlx_lm
 
     text = DATA_FILE.read_text("utf-8").splitlines()
     records = list(csv.DictReader(ln for ln in text if not ln.startswith("#")))
     out = []
+    plans: dict[str, MlxLmPlan] = {}  # one read of each model; the rows vary the reserve
     for rec, row in zip(records, builtin_rows(), strict=True):
-        profile = load_profile(rec["model"])
-        tensors = list(profile.tensors) if profile.tensors is not None else None
+        if rec["model"] not in plans:
+            profile = load_profile(rec["model"])
+            tensors = list(profile.tensors) if profile.tensors is not None else None
+            plan = plan_mlx_lm(profile_snapshot(profile), tensors)
+            if not isinstance(plan, MlxLmPlan):
+                raise CalibrationRefused(f"{rec['model']}: no load: {plan.reason}")
+            plans[rec["model"]] = plan
         inflight = int(rec["inflight_mib"]) << 20
-        plan = plan_mlx_lm(profile_snapshot(profile), tensors, inflight_bytes=inflight)
-        if not isinstance(plan, MlxLmPlan):
-            raise CalibrationRefused(f"{rec['model']}: no load: {plan.reason}")
+        reserve = LoadTerm(TermKind.INFLIGHT, inflight, Origin.SETTING) if inflight else None
         context = int(rec["context"])
-        load = plan.at(context, context - BUILTIN_GEN_TOKENS)
+        load = replace(plans[rec["model"]], inflight=reserve).at(
+            context, context - BUILTIN_GEN_TOKENS
+        )
         transient = sum(t.bytes for t in load.terms if t.kind is TermKind.TRANSIENT)
         out.append(
             LoadRun(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from core.calibration.builtin import builtin_calibration
+from core.calibration.builtin import builtin_calibration, builtin_load_fit
 from core.calibration.record import CalibrationOrigin
 from core.calibration.store import write_store
 from core.probes.cpuinfo import read_cpu_name
@@ -27,17 +27,25 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 
 @pytest.mark.parametrize("model", [LLAMA_4BIT, QWEN3_MOE_4BIT])
-def test_the_banner_is_mlxcel_s_byte_for_byte_with_one_line_added(
+def test_the_banner_is_mlxcel_s_byte_for_byte_with_the_calibrated_lines_added(
     capsys: pytest.CaptureFixture[str], model: str
 ) -> None:
     _, plain, _ = run(capsys, "inspect", model, *ROCM_640)
     code, out, err = run(capsys, "inspect", model, *ROCM_640, "--calibrated", *GFX1151)
     assert (code, err) == (0, "")
     assert out.startswith(plain)
-    (added,) = out[len(plain) :].splitlines()
+    added, load = out[len(plain) :].splitlines()
     assert added.startswith("  Calibrated (vramscope, 18 runs on gfx1151): ")
     assert "built-in, mlxcel's published peaks" in added
     assert "; fitted to MLX's peak (mx.get_peak_memory); held-out runs 18 of 18 covered" in added
+    # The built-in calibration carries the load's fit on the same 18 peaks, and its
+    # leave-one-model-out figure (as `vramscope calibrate --builtin` prints it).
+    fit = builtin_load_fit()
+    assert fit.held_out is not None
+    assert load.startswith("  Load calibrated (vramscope, 18 runs on gfx1151): ")
+    assert f"with {fit.scale_percent / 100:.2f} x transient" in load
+    assert "built-in, mlxcel's published peaks" in load
+    assert f"held-out runs {fit.held_out.covered} of 18 covered" in load
 
 
 def test_the_calibrated_total_is_the_builtin_form_for_the_workload(
