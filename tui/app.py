@@ -174,6 +174,8 @@ class VramscopeApp(App[None]):
     def on_mount(self) -> None:
         for line in self.env_warnings:
             self.notify(line, severity="warning", timeout=8)
+        for line in self.options.notes:
+            self.notify(line, timeout=8)
 
     def action_help(self) -> None:
         """Show the help screen (once)."""

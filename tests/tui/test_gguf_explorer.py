@@ -568,6 +568,30 @@ async def test_explore_opens_with_llama_cpps_flags_and_its_line_repeats_them(
     assert launched(str(gemma3), "-ngl", "-1").gpu_layers == ALL_GPU_LAYERS
 
 
+async def test_flash_attn_auto_opens_on_and_says_so(gemma3: Path) -> None:
+    """`--flash-attn auto` is counted as on, as `inspect` counts it, and the explorer
+    says so in a notification once it starts (inspect's own note)."""
+    options = launched(str(gemma3), "--flash-attn", "auto")
+    deps = fixed_deps(available=AvailableMemory(LIMIT, "test"))
+    app = VramscopeApp(deps, replace(options, memory_limit=LIMIT))
+    told: list[str] = []
+    real_notify = app.notify
+
+    def notify(message: str, **kw: Any) -> None:
+        told.append(message)
+        real_notify(message, **kw)
+
+    app.notify = notify  # type: ignore[method-assign]
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        assert app.explorer.state.flash_attn is FlashAttn.ON
+    assert [m for m in told if "--flash-attn auto" in m] == [
+        "--flash-attn auto counted as on: llama.cpp turns it on where the device supports "
+        "it (ROCm, Vulkan, CUDA, Metal and the CPU do)"
+    ], told
+    assert launched(str(gemma3), "--flash-attn", "on").notes == ()
+
+
 @pytest.mark.parametrize(
     ("flag", "why"),
     [

@@ -71,9 +71,11 @@ def llama_launch(args: argparse.Namespace, options: LaunchOptions) -> LaunchOpti
             raise UsageError(
                 flag, "the explorer has no control for it; `vramscope inspect` takes it"
             )
-    o = llama_cpp_options(args).options
+    read = llama_cpp_options(args)
+    o = read.options
     return replace(
         options,
+        notes=read.notes,
         gpu_layers=ALL_GPU_LAYERS if o.n_gpu_layers < 0 else o.n_gpu_layers,
         cache_type_k=o.cache_type_k,
         cache_type_v=o.cache_type_v,

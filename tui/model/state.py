@@ -187,6 +187,9 @@ class LaunchOptions:
     parallel: int = 1
     flash_attn: FlashAttn = FlashAttn.ON
     ubatch_size: int = 512
+    notes: tuple[str, ...] = ()
+    """What a flag's value was taken to mean (`--flash-attn auto` counted as on), as
+    `inspect` notes it; the explorer shows each once it starts."""
 
 
 def initial_state(
