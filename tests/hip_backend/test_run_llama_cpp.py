@@ -186,6 +186,19 @@ def test_without_buffer_lines_the_run_says_how_to_get_them(tmp_path: Path) -> No
     assert "Traceback" not in ran.stderr
 
 
+def run_vramscope(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[bytes]:
+    """`python -m tui ARGV` in its own home, asserted to exit 0."""
+    ran = subprocess.run(
+        [sys.executable, "-m", "tui", *argv],
+        cwd=Path(__file__).resolve().parents[2],
+        env=env_for(tmp_path),
+        capture_output=True,
+        timeout=300,
+    )
+    assert ran.returncode == 0, ran.stderr.decode(errors="replace")
+    return ran
+
+
 @pytest.mark.llama_cpp
 def test_the_built_llama_cpp_under_run(tmp_path: Path) -> None:
     binary = Path(os.environ["VRAMSCOPE_LLAMA_FIT_PARAMS"]).with_name("llama-completion")
@@ -199,15 +212,7 @@ def test_the_built_llama_cpp_under_run(tmp_path: Path) -> None:
     # buffer's line): a run whose log lacks a buffer line is run again, at most four times.
     for _ in range(4):
         log.unlink(missing_ok=True)
-        ran = subprocess.run(
-            [sys.executable, "-m", "tui", "run", "--json", "--no-history", "--", *command],
-            cwd=Path(__file__).resolve().parents[2],
-            env=env_for(tmp_path),
-            capture_output=True,
-            timeout=300,
-        )
-        err = ran.stderr.decode(errors="replace")
-        assert ran.returncode == 0, err
+        ran = run_vramscope(tmp_path, "run", "--json", "--no-history", "--", *command)
         # stdout is the command's too (its generated token), then run's document.
         out = ran.stdout.decode(errors="replace")
         start = out.rfind('{\n  "engine": "external"')
@@ -243,15 +248,8 @@ def test_the_built_llama_cpp_is_read_from_its_stderr_and_shown_beside_the_estima
     # load_log): a run without every buffer line is run again, at most four times.
     for _ in range(4):
         history.unlink(missing_ok=True)
-        ran = subprocess.run(
-            [sys.executable, "-m", "tui", "run", "--", *command],
-            cwd=Path(__file__).resolve().parents[2],
-            env=env_for(tmp_path),
-            capture_output=True,
-            timeout=300,
-        )
+        ran = run_vramscope(tmp_path, "run", "--", *command)
         err = ran.stderr.decode(errors="replace")
-        assert ran.returncode == 0, err
         printed = parse_llama_log(err)  # llama.cpp's own lines, passed through
         if printed.model and printed.kv_caches and printed.output and printed.compute:
             break
