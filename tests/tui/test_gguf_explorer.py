@@ -623,13 +623,41 @@ def test_explore_refuses_mlxcels_flags_for_a_gguf(
         assert err.startswith(f"vramscope: error: {flag[0]}: is mlxcel's; for a GGUF"), err
 
 
-def test_explore_names_a_flag_it_has_no_control_for(
+def test_explore_refuses_a_bad_llama_cpp_value(
     gemma3: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for flag in (["--kv-unified"], ["--swa-full"], ["--no-kv-offload"]):
-        code = main(["explore", str(gemma3), *flag])
-        err = capsys.readouterr().err
-        assert code == 2 and err.count("\n") == 1 and flag[0] in err and "inspect" in err, err
     code = main(["explore", str(gemma3), "--cache-type-k", "q9"])
     err = capsys.readouterr().err
     assert code == 2 and "--cache-type-k" in err and err.count("\n") == 1, err
+
+
+async def test_explore_opens_with_llama_cpps_switches_and_each_changes_the_load(
+    gemma3: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--kv-unified`, `--no-kv-offload` and `--swa-full` set their controls at launch, the
+    explorer's lines repeat them, and `inspect` answers the same; each key then turns its
+    switch back and the load follows `inspect` again."""
+    options = launched(str(gemma3), "-np", "2", "-ngl", "3", "--kv-unified", "--no-kv-offload",
+                       "--swa-full")  # fmt: skip
+    deps = fixed_deps(available=AvailableMemory(LIMIT, "test"))
+    app = VramscopeApp(deps, replace(options, memory_limit=LIMIT))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        state = app.explorer.state
+        assert (state.kv_unified, state.kv_offload, state.swa_full) == (True, False, True)
+        _, line, llama_server = shown(app)
+        for switch in ("--kv-unified", "--no-kv-offload", "--swa-full"):
+            assert switch in shlex.split(line) and switch in shlex.split(llama_server), switch
+        read = read_llama_command(shlex.split(llama_server))
+        assert read is not None and read.options == replace(llama_options(state), n_gpu_layers=3)
+        totals = {assert_same_as_inspect(app, capsys)["total_bytes"]}
+        for key, field in (("u", "kv_unified"), ("O", "kv_offload"), ("W", "swa_full")):
+            before = getattr(app.explorer.state, field)
+            await type_keys(pilot, key)
+            assert getattr(app.explorer.state, field) is not before, key
+            totals.add(assert_same_as_inspect(app, capsys)["total_bytes"])
+        _, line, _ = shown(app)
+        assert not {"--kv-unified", "--no-kv-offload", "--swa-full"} & set(shlex.split(line))
+    # Unified and split caches differ at -np 2 and a sliding window at --swa-full: each
+    # switch moved the total (the KV offload moves the device's share, not the total).
+    assert len(totals) >= 3, totals

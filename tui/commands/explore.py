@@ -46,10 +46,6 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-NO_CONTROL = ("--kv-unified", "--no-kv-offload", "--swa-full")
-"""llama.cpp's flags the explorer has no control for (`inspect` takes them)."""
-
-
 def llama_launch(args: argparse.Namespace, options: LaunchOptions) -> LaunchOptions:
     """The options with llama.cpp's flags set, as `inspect` reads them for a GGUF; a
     one-line UsageError for them on a model that is not a GGUF, and for mlxcel's own
@@ -66,11 +62,6 @@ def llama_launch(args: argparse.Namespace, options: LaunchOptions) -> LaunchOpti
         return options
     if not gguf:
         raise UsageError(given[0], "is llama.cpp's, for a GGUF model only")
-    for flag in given:
-        if flag in NO_CONTROL:
-            raise UsageError(
-                flag, "the explorer has no control for it; `vramscope inspect` takes it"
-            )
     read = llama_cpp_options(args)
     o = read.options
     return replace(
@@ -82,6 +73,9 @@ def llama_launch(args: argparse.Namespace, options: LaunchOptions) -> LaunchOpti
         parallel=o.parallel,
         flash_attn=o.flash_attn,
         ubatch_size=o.ubatch_size,
+        kv_unified=o.kv_unified,
+        kv_offload=o.kv_offload,
+        swa_full=o.swa_full,
     )
 
 

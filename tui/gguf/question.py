@@ -29,8 +29,8 @@ KEPT = 256
 
 
 def llama_options(state: ExplorerState) -> LlamaCppOptions:
-    """llama.cpp's flags from the state (`inspect`'s defaults for the rest: `-ub 512`,
-    `-b 2048`, no `--kv-unified`). Raises UsageError as llama.cpp refuses (a quantized V
+    """llama.cpp's flags from the state (`inspect`'s default for the rest: `-b 2048`).
+    Raises UsageError as llama.cpp refuses (a quantized V
     cache without flash attention)."""
     from core.load.llama_cpp import LlamaCppOptions
 
@@ -45,6 +45,9 @@ def llama_options(state: ExplorerState) -> LlamaCppOptions:
         ubatch_size=state.ubatch_size,
         # llama.cpp's n_batch is at least n_ubatch (as `inspect --ubatch-size` sets it)
         batch_size=max(state.ubatch_size, default.batch_size),
+        kv_unified=state.kv_unified,
+        kv_offload=state.kv_offload,
+        swa_full=state.swa_full,
     )
 
 

@@ -62,7 +62,7 @@ def _flags(specs: tuple[ControlSpec, ...], state: ExplorerState) -> list[str]:
     for spec in specs:
         word = written(spec, state)
         if word is not None and spec.flag is not None:
-            words += [spec.flag.name, word]
+            words += [spec.flag.name] if spec.flag.switch else [spec.flag.name, word]
     return words
 
 

@@ -101,6 +101,9 @@ class Flag:
     """Written at its default too."""
     word: Callable[[Any], str] = str
     """A slider value's word (`repr` for a float mlxcel parses)."""
+    switch: bool = False
+    """A switch: the flag alone, written where the value is not the default
+    (`--kv-unified`, `--no-kv-offload`)."""
 
 
 _DEFAULTS = ExplorerState()
@@ -599,6 +602,80 @@ UBATCH_SIZE = ControlSpec(
     gguf_only=True,
 )
 
+
+def _switch(flag: str, off: str, on: str, value_on: bool = True) -> tuple[Choice, ...]:
+    """A llama.cpp switch's two choices, llama.cpp's default first; `value_on` is the
+    field's value when the flag is given."""
+    return (
+        Choice(not value_on, off, off, palette_help=f"llama.cpp without {flag}"),
+        Choice(value_on, on, on, palette_help=f"llama.cpp's {flag}"),
+    )
+
+
+def _several_sequences(state: ExplorerState) -> bool:
+    return state.parallel > 1
+
+
+def _layers_on_device(state: ExplorerState) -> bool:
+    return state.gpu_layers > 0
+
+
+# llama.cpp's three switches of the cache's layout share a row, each choice in words.
+KV_UNIFIED = ControlSpec(
+    field="kv_unified",
+    id="kv-unified",
+    label="KV layout",
+    kind=WidgetKind.CHOICE,
+    help="llama.cpp's --kv-unified: one cache the slots share (--ctx-size cells in all), "
+    "or a stream of --ctx-size / --parallel cells per slot",
+    key="u",
+    action=KeyAction.CYCLE,
+    key_help="KV layout: a stream per slot ⇄ unified (llama.cpp's --kv-unified)",
+    flag=Flag("--kv-unified", switch=True),
+    palette="KV unified",
+    palette_help="llama.cpp's --kv-unified",
+    choices=_switch("--kv-unified", "per slot", "unified"),
+    row="kv-layout-row",
+    gguf_only=True,
+    active=_several_sequences,
+    inactive_why="one slot (--parallel 1): the same cache either way",
+)
+KV_OFFLOAD = ControlSpec(
+    field="kv_offload",
+    id="kv-offload",
+    label="KV offload",
+    kind=WidgetKind.CHOICE,
+    help="where llama.cpp keeps the offloaded layers' cache: on the device, or on the host "
+    "(--no-kv-offload)",
+    key="O",
+    action=KeyAction.CYCLE,
+    key_help="KV offload: the cache on the device ⇄ on the host (llama.cpp's --no-kv-offload)",
+    flag=Flag("--no-kv-offload", switch=True),
+    palette_help="llama.cpp's KV offload (host: --no-kv-offload)",
+    choices=_switch("--no-kv-offload", "device", "host", value_on=False),
+    row="kv-layout-row",
+    joins_row=True,
+    gguf_only=True,
+    active=_layers_on_device,
+    inactive_why="no layer on the GPU: the cache is on the host either way",
+)
+SWA_FULL = ControlSpec(
+    field="swa_full",
+    id="swa-full",
+    label="SWA full",
+    kind=WidgetKind.CHOICE,
+    help="llama.cpp's --swa-full: sliding-window layers hold the whole context, not a window",
+    key="W",
+    action=KeyAction.CYCLE,
+    key_help="SWA: a window ⇄ the whole context (llama.cpp's --swa-full)",
+    flag=Flag("--swa-full", switch=True),
+    palette_help="llama.cpp's --swa-full",
+    choices=_switch("--swa-full", "SWA window", "SWA full"),
+    row="kv-layout-row",
+    joins_row=True,
+    gguf_only=True,
+)
+
 CONTROLS: tuple[ControlSpec, ...] = (
     MAX_TOKENS,
     LAYERS_ON_GPU,
@@ -607,6 +684,9 @@ CONTROLS: tuple[ControlSpec, ...] = (
     PARALLEL_SLOTS,
     FLASH_ATTENTION,
     UBATCH_SIZE,
+    KV_UNIFIED,
+    KV_OFFLOAD,
+    SWA_FULL,
     INFLIGHT_MIB,
     BATCH_SIZE,
     KV_DTYPE,

@@ -129,6 +129,12 @@ class ExplorerState:
     """llama.cpp's `--flash-attn on|off`."""
     ubatch_size: int = 512
     """llama.cpp's `--ubatch-size`: the compute buffer is reserved for it."""
+    kv_unified: bool = False
+    """llama.cpp's `--kv-unified`: one cache the sequences share, `--ctx-size` cells in all."""
+    kv_offload: bool = True
+    """False: llama.cpp's `--no-kv-offload`, the whole KV cache on the host."""
+    swa_full: bool = False
+    """llama.cpp's `--swa-full`: sliding-window layers hold the whole context."""
 
     def workload(self) -> Workload:
         """The estimate's workload."""
@@ -187,6 +193,9 @@ class LaunchOptions:
     parallel: int = 1
     flash_attn: FlashAttn = FlashAttn.ON
     ubatch_size: int = 512
+    kv_unified: bool = False
+    kv_offload: bool = True
+    swa_full: bool = False
     notes: tuple[str, ...] = ()
     """What a flag's value was taken to mean (`--flash-attn auto` counted as on), as
     `inspect` notes it; the explorer shows each once it starts."""
@@ -227,6 +236,9 @@ def initial_state(
         parallel=options.parallel,
         flash_attn=options.flash_attn,
         ubatch_size=options.ubatch_size,
+        kv_unified=options.kv_unified,
+        kv_offload=options.kv_offload,
+        swa_full=options.swa_full,
     )
     return state, resolved.warnings
 
