@@ -369,3 +369,46 @@ def _assemble(
         device=device,
         weights_bytes=weights_bytes,
     )
+
+
+REHEARSAL_VOCAB = 256
+"""The rehearsal model's vocabulary (`rehearsal_arch`)."""
+
+
+def rehearsal_arch(arch: ArchSpec) -> ArchSpec:
+    """`arch` at a tiny width: the same family, layers, modules, experts, top-k, head
+    dim, dtypes and quantization, with one KV head (as many query heads as share one
+    in `arch`), every width one quantization group (at least 64) and a vocabulary of
+    `REHEARSAL_VOCAB`. Loading it and running a pass over it before the baseline
+    makes the load's and the pass's own process memory resident (code pages, lazily
+    built Python state, one Python object per module as the real model has) for
+    little time, while no byte of it is a tensor the real model holds."""
+    import dataclasses
+
+    quant = arch.quant
+    groups = [64]
+    if quant is not None:
+        groups += [p.group_size for p in (quant.default, *quant.overrides.values()) if p]
+    width = max(groups)
+    moe = arch.moe
+    if moe is not None:
+        moe = dataclasses.replace(moe, intermediate_size=width)
+    return dataclasses.replace(
+        arch,
+        hidden_size=width,
+        num_heads=max(1, arch.num_heads // max(1, arch.num_kv_heads)),
+        num_kv_heads=1,
+        intermediate_size=width,
+        vocab_size=REHEARSAL_VOCAB,
+        moe=moe,
+    )
+
+
+def build_rehearsal(arch: ArchSpec, device: torch.device, seed: int = 0) -> DecoderModel:
+    """The model of `rehearsal_arch(arch)`, with random weights."""
+    from hip_backend.model.layout import tensors_from_config
+    from hip_backend.model.manifest import synthetic_plan
+
+    tiny = rehearsal_arch(arch)
+    plan = synthetic_plan(tensors_from_config(tiny), "rehearsal before the baseline")
+    return build_model(tiny, plan, device, seed=seed)
