@@ -373,16 +373,18 @@ def _assemble(
 
 REHEARSAL_VOCAB = 256
 """The rehearsal model's vocabulary (`rehearsal_arch`)."""
+REHEARSAL_EXPERTS = 8
+"""The rehearsal model's experts (twice the top-k where that is more; `rehearsal_arch`)."""
 
 
 def rehearsal_arch(arch: ArchSpec) -> ArchSpec:
-    """`arch` at a tiny width: the same family, layers, modules, experts, top-k, head
-    dim, dtypes and quantization, with one KV head (as many query heads as share one
-    in `arch`), every width one quantization group (at least 64) and a vocabulary of
-    `REHEARSAL_VOCAB`. Loading it and running a pass over it before the baseline
-    makes the load's and the pass's own process memory resident (code pages, lazily
-    built Python state, one Python object per module as the real model has) for
-    little time, while no byte of it is a tensor the real model holds."""
+    """`arch` at a tiny width: the same family, layers, modules, top-k, head dim, dtypes
+    and quantization, with one KV head (as many query heads as share one in `arch`),
+    every width one quantization group (at least 64), `REHEARSAL_EXPERTS` experts and
+    a vocabulary of `REHEARSAL_VOCAB`. Loading it and running a pass over it before
+    the baseline makes the first load's and the first pass's own process memory
+    resident (code pages, lazily built state) in a few seconds, while no byte of it is
+    a tensor the real model holds (Qwen3-30B-A3B's 48 layers: 9.4 MB, 4.6 s here)."""
     import dataclasses
 
     quant = arch.quant
@@ -391,8 +393,9 @@ def rehearsal_arch(arch: ArchSpec) -> ArchSpec:
         groups += [p.group_size for p in (quant.default, *quant.overrides.values()) if p]
     width = max(groups)
     moe = arch.moe
-    if moe is not None:
-        moe = dataclasses.replace(moe, intermediate_size=width)
+    if moe is not None:  # each projection's experts are one stacked tensor, whatever E
+        experts = min(moe.num_experts, max(REHEARSAL_EXPERTS, 2 * moe.top_k))
+        moe = dataclasses.replace(moe, num_experts=experts, intermediate_size=width)
     return dataclasses.replace(
         arch,
         hidden_size=width,

@@ -82,9 +82,9 @@ base = current_rss(); _reset_hwm()
 model = build_model(resolved.arch, resolved.plan, torch.device("cpu"))
 print(json.dumps({"rise": current_rss() - base, "weights": model.weights_bytes,
                   "rehearsal": build_rehearsal(resolved.arch, torch.device("cpu")).weights_bytes,
-                  "same": [tiny.num_layers, tiny.moe.num_experts, tiny.moe.top_k, tiny.quant]
-                  == [resolved.arch.num_layers, resolved.arch.moe.num_experts,
-                      resolved.arch.moe.top_k, resolved.arch.quant]}))
+                  "same": [tiny.num_layers, tiny.moe.top_k, tiny.quant, tiny.family]
+                  == [resolved.arch.num_layers, resolved.arch.moe.top_k, resolved.arch.quant,
+                      resolved.arch.family]}))
 """
 
 
@@ -106,6 +106,6 @@ def test_the_rehearsal_before_the_baseline_hides_no_byte_of_the_real_load(
         capture_output=True, text=True, timeout=300, check=True, env=env,
     )  # fmt: skip
     found = json.loads(done.stdout.strip().splitlines()[-1])
-    assert found["same"]  # layers, experts, top-k and quantization as the real model's
+    assert found["same"]  # layers, top-k, quantization and family as the real model's
     assert found["rehearsal"] * 5 < found["weights"]  # 1.9 MB against 18.0 MB
     assert found["rise"] >= found["weights"], found
