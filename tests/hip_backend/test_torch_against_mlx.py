@@ -7,8 +7,10 @@ MLX's own counter (`mx.get_peak_memory`) on the same model folder and workload, 
 engine in a child process of its own. Two shapes of the 4-bit MoE grid that
 `scripts/bench_measure.py --only moe-sweep` runs in full, at its two ends: the longest
 prompt with the fewest routed tokens per step (top-2, pp512) and the most experts per
-token (top-8, pp128). MLX's CPU 4-bit MoE kernels are slow: these take about 35 s
-between them on a quiet machine (top-8 at pp512 alone took a minute).
+token (top-8, pp128); and the grid's smallest model (B) at the shape that read worst
+before the rehearsal (`child.rehearse`), top-2 pp256. MLX's CPU 4-bit MoE kernels are
+slow: the first two take about 35 s between them on a quiet machine (top-8 at pp512
+alone took a minute), the third about 17 s on this loaded one.
 """
 
 from __future__ import annotations
