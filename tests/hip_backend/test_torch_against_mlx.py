@@ -7,8 +7,8 @@ MLX's own counter (`mx.get_peak_memory`) on the same model folder and workload, 
 engine in a child process of its own. Two shapes of the 4-bit MoE grid that
 `scripts/bench_measure.py --only moe-sweep` runs in full, at its two ends: the longest
 prompt with the fewest routed tokens per step (top-2, pp512) and the most experts per
-token (top-8, pp128); and the grid's smallest model (B) at the shape that read worst
-before the rehearsal (`child.rehearse`), top-2 pp256. MLX's CPU 4-bit MoE kernels are
+token (top-8, pp128); and the grid's smallest model (B) at top-2 pp256, which read
+1.067-1.076 before the rehearsal (`child.rehearse`). MLX's CPU 4-bit MoE kernels are
 slow: the first two take about 35 s between them on a quiet machine (top-8 at pp512
 alone took a minute), the third about 17 s on this loaded one.
 """
@@ -117,9 +117,10 @@ def test_the_torch_engine_holds_what_mlx_holds_on_a_4bit_moe(
 def test_the_torch_engine_holds_what_mlx_holds_on_the_smallest_4bit_moe(
     tmp_path: Path,
 ) -> None:
-    # The grid's worst shape before the rehearsal (child.rehearse): 1.073. The first
-    # load and pass left 1.6 MB in the torch process that no tensor holds (code pages,
-    # lazily built state), 8% of these weights; MLX's counter sees buffers only.
+    # 1.067-1.076 before the rehearsal (child.rehearse), 1.040 after it. The first
+    # load and pass left 1.5-1.7 MB in the torch process that no tensor holds, 8% of
+    # these weights; MLX's counter sees buffers only. The rehearsal makes about half
+    # of it (code pages, state built on first use) resident before the baseline.
     weights = write_random_model(tmp_path / "small", SMALL_MOE_CONFIG)
     folder = variant(weights, tmp_path / "top2", 2, SMALL_MOE_CONFIG)
     ours = peak(folder, Engine.TORCH, 256)
