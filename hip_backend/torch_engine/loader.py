@@ -383,8 +383,9 @@ def rehearsal_arch(arch: ArchSpec) -> ArchSpec:
     every width one quantization group (at least 64), `REHEARSAL_EXPERTS` experts and
     a vocabulary of `REHEARSAL_VOCAB`. Loading it and running a pass over it before
     the baseline makes the first load's and the first pass's own process memory
-    resident (code pages, lazily built state) in a few seconds, while no byte of it is
-    a tensor the real model holds (Qwen3-30B-A3B's 48 layers: 9.4 MB, 4.6 s here)."""
+    resident (code pages, lazily built state) in seconds, while no byte of it is a
+    tensor the real model holds (Qwen3-30B-A3B-4bit's: 9.4 MB, 4.6-8.4 s on 2 busy
+    cores)."""
     import dataclasses
 
     quant = arch.quant
