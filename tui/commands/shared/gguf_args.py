@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from core.errors import UsageError
+from core.estimate.estimate import KvCacheMode
 
 if TYPE_CHECKING:
     from core.load.llama_cpp import LlamaCppOptions
@@ -122,7 +123,10 @@ def mlxcel_flags_given(args: argparse.Namespace) -> list[str]:
     given = (
         ("--quant", isinstance(quant, str) and quant.strip().lower() != "default"),
         ("--batch", getattr(args, "batch", 1) != 1),
-        ("--kv-cache-mode", getattr(args, "kv_cache_mode", "fp16") != "fp16"),
+        (
+            "--kv-cache-mode",
+            KvCacheMode.named(getattr(args, "kv_cache_mode", KvCacheMode.FP16)).int8,
+        ),
         ("--inflight-mb", getattr(args, "inflight_mb", None) is not None),
     )
     return [flag for flag, on in given if on]
