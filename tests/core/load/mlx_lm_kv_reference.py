@@ -12,12 +12,23 @@ are fed on generate_step's schedule without the model's forward); one JSON line 
 `sum(c.nbytes for c in cache)`, the cache classes and `mx.get_peak_memory()` over
 the case (reset before it; the weights stay counted). mlx-lm alone, nothing of
 vramscope, in a process of its own.
+
+    python -m tests.core.load.mlx_lm_kv_reference --many SPECS_JSON ROOT
+
+SPECS_JSON: {"name": SPEC, ...}. Each model in turn, written into ROOT/name, in this
+one process: mlx-lm's import (a second of processor time) is paid once, not once a
+family. The random seed is set again before each model is built, so each is written
+as a process of its own would write it. Every line carries `"family": name`; a family
+that fails gives one `{"family": name, "error": ...}` line and the others go on. The
+`peak_bytes` of a later family may hold the buffer cache of an earlier one: a test of
+the peaks starts a process per model (the first form).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,20 +55,38 @@ def write_model(spec: dict[str, Any], folder: Path) -> None:
 
 
 def main(argv: list[str]) -> None:
-    spec, folder = json.loads(argv[0]), Path(argv[1])
     sys.modules.setdefault("torch", None)  # type: ignore[arg-type]  # not needed, slow
+    import mlx.core as mx
+
+    mx.set_default_device(mx.cpu)
+    if argv[0] == "--many":
+        specs, root = json.loads(argv[1]), Path(argv[2])
+        for name, spec in specs.items():
+            try:
+                for line in measure(spec, root / name):
+                    print(json.dumps({"family": name, **line}), flush=True)
+            except Exception as exc:  # one family's failure is that family's test's
+                error = f"{type(exc).__name__}: {exc}"
+                print(json.dumps({"family": name, "error": error}), flush=True)
+            mx.clear_cache()
+        return
+    for line in measure(json.loads(argv[0]), Path(argv[1])):
+        print(json.dumps(line), flush=True)
+
+
+def measure(spec: dict[str, Any], folder: Path) -> Iterator[dict[str, Any]]:
+    """One model: written, read back by mlx-lm, and one line a case."""
     import mlx.core as mx
     from mlx_lm.generate import generate_step
     from mlx_lm.models.cache import make_prompt_cache
     from mlx_lm.utils import load_model
 
-    mx.set_default_device(mx.cpu)
     mx.random.seed(3)
     write_model(spec, folder)
     model, config = load_model(folder)
     vocab = int(spec["config"].get("vocab_size") or config.get("vocab_size") or 32)
     if spec.get("drive"):
-        drive(model, spec["cases"])
+        yield from drive(model, spec["cases"])
         return
     for prompt_tokens, generated, kv_bits, start in spec["cases"]:
         prompt = mx.array([(7 * i) % vocab for i in range(prompt_tokens)], dtype=mx.uint32)
@@ -74,17 +103,16 @@ def main(argv: list[str]) -> None:
         ):
             pass
         mx.eval([c.state for c in cache])
-        line = {
+        yield {
             "case": [prompt_tokens, generated, kv_bits, start],
             "kv_bytes": sum(c.nbytes for c in cache),
             "classes": sorted({type(c).__name__ for c in cache}),
             "layers": len(cache),
             "peak_bytes": mx.get_peak_memory(),
         }
-        print(json.dumps(line), flush=True)
 
 
-def drive(model: Any, cases: list[list[int]]) -> None:
+def drive(model: Any, cases: list[list[int]]) -> Iterator[dict[str, Any]]:
     """The caches alone, for a shape too large to run on a CPU: `make_prompt_cache`'s
     caches fed keys and values of each layer's shape on `generate_step`'s schedule
     (2,048-token chunks of the prompt but its last token, then one token a call)."""
@@ -105,8 +133,7 @@ def drive(model: Any, cases: list[list[int]]) -> None:
             for c in cache:
                 c.update_and_fetch(kv, kv)
             mx.eval([c.state for c in cache])
-        line = {"case": [prompt_tokens, generated], "kv_bytes": sum(c.nbytes for c in cache)}
-        print(json.dumps(line), flush=True)
+        yield {"case": [prompt_tokens, generated], "kv_bytes": sum(c.nbytes for c in cache)}
 
 
 if __name__ == "__main__":
