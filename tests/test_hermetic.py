@@ -29,6 +29,17 @@ SLICE = (
     "tests/tui/commands/test_catalog_cli.py",
 )
 
+LARGEST = "Qwen/Qwen3-Next-80B-A3B-Instruct"
+DESELECTED = (
+    f"tests/core/catalog/test_profiles.py::test_inspect_prints_the_same_bytes_for_profile_and_folder[{LARGEST}]",
+    f"tests/core/catalog/test_profiles.py::test_profile_reads_like_its_header_only_folder[{LARGEST}-headers]",
+    f"tests/core/catalog/test_profiles.py::test_profile_reads_like_its_header_only_folder[{LARGEST}-headers-no-index]",
+)  # fmt: skip
+"""Left to the suite's own run: the 75,000-tensor profile's folder read against its
+profile took 6.5 of the slice's 16 s of processor time, and it reads the home as every
+other profile's case does (they stay, the one whose name the used HF cache holds among
+them); the slice's run must report them deselected, so a renamed test is noticed."""
+
 
 @pytest.fixture(scope="module")
 def used_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -59,11 +70,13 @@ def test_a_slice_of_the_suite_passes_in_a_used_home_and_leaves_it_untouched(
     before = listing(used_home)
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider"]
     argv += ["-n", "0", "--basetemp", str(tmp_path / "basetemp"), *SLICE]
+    argv += [f"--deselect={node}" for node in DESELECTED]
     done = subprocess.run(
         argv, env=user_env(used_home), cwd=ROOT, capture_output=True, text=True, timeout=900
     )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert " passed" in done.stdout.splitlines()[-1]
+    assert f" {len(DESELECTED)} deselected" in done.stdout.splitlines()[-1]
     assert listing(used_home) == before
     assert not any(name.startswith(("XDG_", "HF_")) for name in user_env(used_home))
     assert os.environ["HOME"] != str(used_home)  # this run's own home is elsewhere
