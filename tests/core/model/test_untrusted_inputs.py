@@ -160,6 +160,8 @@ def test_integer_literals_are_typed_like_serde_json(literal: str, expected: Any)
         '{"v": ' + "[" * 127 + "]" * 127 + "}",
         '{"v": NaN}',
         "[" * 100_000,  # deeper than Python's own recursion limit
+        # 128 levels with strings full of brackets and escaped quotes between them
+        '{"a": "]]]}", "b": ' + '[{"k\\"[": ' * 63 + "[]" + "}]" * 63 + "}",
     ],
 )
 def test_json_serde_refuses_is_a_parse_failure(text: str) -> None:
@@ -173,6 +175,9 @@ def test_json_serde_refuses_is_a_parse_failure(text: str) -> None:
         "[" * 127 + "]" * 127,  # 127 levels: serde_json's deepest
         '{"v": "\\ud83d\\ude00"}',  # a surrogate pair is one character
         '{"v": "\\\\ud800"}',  # an escaped backslash, not an escape
+        # 127 levels, brackets in strings (escaped quotes too) not counted as levels
+        '{"a": "]]]}", "b": ' + '[{"k\\"[": ' * 63 + "1" + "}]" * 63 + "}",
+        '["' + "[" * 500 + '", {"v": [[1, -0, 18446744073709551615]]}]',
     ],
 )
 def test_json_serde_accepts(text: str) -> None:
