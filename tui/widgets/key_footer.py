@@ -12,6 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from textual import events
 from textual.app import ComposeResult
+from textual.compose import compose
 from textual.widget import Widget
 from textual.widgets import Footer
 
@@ -46,6 +47,14 @@ def _born(key: Widget, compact: bool) -> None:
     key.set_class(compact, "-compact", update=False)
 
 
+def _shown(widget: Widget) -> tuple[object, ...]:
+    """What a footer's widget shows: its type, classes, tooltip and, for a key, its text
+    (`-compact` aside: the keys on screen follow the footer's through Textual's binding,
+    and the palette's key takes it as it mounts)."""
+    text = (widget.key_display, widget.description) if isinstance(widget, FooterKeyLike) else ()
+    return (type(widget), widget.classes - {"-compact"}, widget.tooltip, *text)
+
+
 class KeyFooter(Footer):
     """The keys that fit whole, in binding order."""
 
@@ -68,6 +77,15 @@ class KeyFooter(Footer):
                     continue  # from here on the keys are in `?` and the palette only
                 _born(widget, compact)
             yield widget
+
+    async def recompose(self) -> None:
+        # Textual recomposes the footer whenever the screen's keys may have changed (focus
+        # moved, widgets mounted: four times while the explorer starts); mostly the same
+        # keys come back, and removing, mounting and styling them again took the time of
+        # the body's own frame. They are composed anew only when they differ.
+        if [_shown(key) for key in compose(self)] == [_shown(key) for key in self.children]:
+            return
+        await super().recompose()
 
     def on_resize(self, event: events.Resize) -> None:
         width = event.size.width
