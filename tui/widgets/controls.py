@@ -34,7 +34,7 @@ from tui.model.views import inflight_hint, tokens_hint
 from tui.widgets.memory_field import MemoryField
 from tui.widgets.repaint import KeptLabel, KeptLines, KeptRow, KeptStatic
 from tui.widgets.segmented import Segmented
-from tui.widgets.slider_field import SliderField
+from tui.widgets.slider_field import BoxInput, SliderField
 
 W = TypeVar("W", bound=Widget)
 
@@ -124,7 +124,7 @@ class Controls(KeptLines):
 
     def _widget(self, spec: ControlSpec) -> Widget:
         if spec.kind is WidgetKind.SIZES:
-            return Input(
+            return BoxInput(
                 spec.value(self.state),
                 placeholder=spec.placeholder,
                 compact=True,

@@ -31,6 +31,7 @@ from tui.model.presets import (
 )
 from tui.model.state import MemoryChoice
 from tui.widgets.repaint import KeptLabel, KeptLines, KeptRow, KeptStatic
+from tui.widgets.slider_field import BoxInput
 
 if TYPE_CHECKING:
     from core.device_memory import DeviceMemory
@@ -107,7 +108,7 @@ class MemoryField(KeptLines):
             yield Select(
                 _options(None, None, ""), value=self.choice.key, allow_blank=False, compact=True
             )
-            yield Input(self._size_text(), placeholder="size, e.g. 64GB", compact=True)
+            yield BoxInput(self._size_text(), placeholder="size, e.g. 64GB", compact=True)
         yield KeptStatic("", classes="field-hint", markup=False)
 
     def _size_text(self) -> str:

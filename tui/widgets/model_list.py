@@ -36,6 +36,7 @@ from core.units import format_bytes_short
 from tui.model.names import model_arg
 from tui.model.scales import short_tokens
 from tui.widgets.repaint import KeptLines
+from tui.widgets.slider_field import BoxInput
 
 NO_MODELS = (
     "No models found. Add a folder of models with --models-dir DIR (or "
@@ -145,7 +146,7 @@ class ModelList(Vertical, KeptLines):
         """The last Hub read that failed: its repo id and one-line reason."""
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder="/ filter models", id="model-filter", compact=True)
+        yield BoxInput(placeholder="/ filter models", id="model-filter", compact=True)
         yield OptionList(Option("Reading the catalog…", disabled=True), id="model-options")
 
     @property
