@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import re
 import shlex
+from typing import Any
+
+import pytest
 
 from core.answer.solve import largest_fitting_context
 from core.backend import Backend
@@ -309,3 +312,31 @@ async def test_memory_never_read_is_said_on_screen_not_turned_into_a_context() -
         assert "⚠ available memory was not read (/proc/meminfo cannot be read)" in text
         assert "Largest context that fits not answered: available memory was not read" in text
         assert "does not fit even with an empty context" not in text
+
+
+@pytest.mark.parametrize("options", [{"preset": "gfx1151"}, {"memory_limit": 48 * 2**30}])
+async def test_starting_changes_no_setting(
+    options: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The memory box and picker post their own values as they are made; read as typed,
+    # they turned a preset into a typed size and back while the body mounted.
+    from tui.screens.explorer_screen import ExplorerScreen
+
+    states: list[ExplorerState] = []
+    watch = ExplorerScreen.watch_state
+
+    def seen(screen: ExplorerScreen, old: ExplorerState, new: ExplorerState) -> None:
+        states.append(new)
+        watch(screen, old, new)
+
+    monkeypatch.setattr(ExplorerScreen, "watch_state", seen)
+    app = build_app(**options)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        start = app.explorer.state
+        assert states == []
+        await pilot.press("right")  # a key still changes the state, and is seen here
+        await settle(pilot)
+        assert [s.max_tokens for s in states] == [app.explorer.state.max_tokens]
+        assert app.explorer.state.max_tokens != start.max_tokens
+        assert app.explorer.state.memory == start.memory

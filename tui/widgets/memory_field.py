@@ -179,15 +179,22 @@ class MemoryField(KeptLines):
             size = read_byte_size(box.value, minimum=1)
             if isinstance(size, Refused):
                 return
-            self.choice = MemoryChoice(CUSTOM, size)
+            choice = MemoryChoice(CUSTOM, size)
         else:
-            self.choice = MemoryChoice(key)
+            choice = MemoryChoice(key)
+        if choice == self.choice:
+            return  # the picker's own value as it mounts (a pick always changes the value)
+        self.choice = choice
         self._show_size()
         self.post_message(self.Changed(self, self.choice))
 
     @on(Input.Changed)
     def _typed(self, event: Input.Changed) -> None:
         event.stop()
+        if not event.input.has_focus:
+            # A value set from code: the box posts one as it is made, and reading it as
+            # typed made the size a typed one for a moment (two recomputes at start-up).
+            return
         size = read_byte_size(event.value, minimum=1)
         event.input.set_class(isinstance(size, Refused), "-invalid")
         if isinstance(size, Refused):
