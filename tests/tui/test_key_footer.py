@@ -4,6 +4,8 @@ changed, and mounting them again cost the explorer's start a frame's worth of ti
 
 from __future__ import annotations
 
+import pytest
+from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.widget import Widget
@@ -64,3 +66,23 @@ async def test_the_footer_shows_the_focused_widgets_keys_and_keeps_them_when_unc
         await pilot.pause()
         assert ("y", "Why") in _keys(app)
         assert ("x", "Ex") not in _keys(app)
+
+
+@pytest.mark.parametrize("width", [100, 160])  # compact below 120 columns, spaced above
+async def test_each_key_is_as_wide_as_what_it_shows(width: int) -> None:
+    # The keys are given their width (Textual's `width: auto` rendered each key once
+    # more to find it): it must be the width of the text the key shows, no cut, no gap.
+    app = _Footed()
+    async with app.run_test(size=(width, 10)) as pilot:
+        app.set_focus(app.query_one("#one"))
+        await pilot.pause()
+        await pilot.pause()
+        footer = app.query_one(KeyFooter)
+        assert footer.compact == (width < 120)
+        keys = [k for k in footer.children if isinstance(k, FooterKeyLike)]
+        assert len(keys) >= 3
+        for key in keys:
+            assert isinstance(key, Widget)
+            shown = key.render()
+            assert isinstance(shown, Text)
+            assert shown.cell_len == key.size.width, shown.plain

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
+from rich.cells import cell_len
 from textual import events
 from textual.app import ComposeResult
 from textual.compose import compose
@@ -45,6 +46,12 @@ def _born(key: Widget, compact: bool) -> None:
     descriptor: Any = getattr(type(key), "compact")  # noqa: B009 (the class's reactive, not the value)
     key.set_reactive(descriptor, compact)
     key.set_class(compact, "-compact", update=False)
+    if isinstance(key, FooterKeyLike) and key.description and not key.has_class("-grouped"):
+        # Its width given, as Textual's `width: auto` would find it (the key and its
+        # description, padded: ` q Quit `, or `q Quit` compact) by rendering the key
+        # once more in every frame that lays the footer out.
+        text = cell_len(key.key_display) + cell_len(key.description)
+        key.styles.width = text + (1 if compact else 3)
 
 
 def _shown(widget: Widget) -> tuple[object, ...]:
@@ -65,11 +72,13 @@ class KeyFooter(Footer):
     def __init__(self) -> None:
         super().__init__()
         self._width = 0
+        self._composed_as: bool | None = None
+        """The footer's `compact` when its keys were last composed."""
 
     def compose(self) -> ComposeResult:
         width = self.size.width
         room = width - PALETTE_ROOM
-        compact = self.compact
+        compact = self._composed_as = self.compact
         for widget in super().compose():
             if isinstance(widget, FooterKeyLike) and not widget.has_class("-command-palette"):
                 room -= key_width(widget, compact)
@@ -83,8 +92,11 @@ class KeyFooter(Footer):
         # moved, widgets mounted: four times while the explorer starts); mostly the same
         # keys come back, and removing, mounting and styling them again took the time of
         # the body's own frame. They are composed anew only when they differ.
-        if [_shown(key) for key in compose(self)] == [_shown(key) for key in self.children]:
-            return
+        composed_as = self._composed_as
+        if composed_as == self.compact and [_shown(key) for key in compose(self)] == [
+            _shown(key) for key in self.children
+        ]:
+            return  # (the widths given to the keys depend on `compact` too)
         await super().recompose()
 
     def on_resize(self, event: events.Resize) -> None:
