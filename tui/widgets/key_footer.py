@@ -92,6 +92,8 @@ class KeyFooter(Footer):
         # moved, widgets mounted: four times while the explorer starts); mostly the same
         # keys come back, and removing, mounting and styling them again took the time of
         # the body's own frame. They are composed anew only when they differ.
+        if not self.is_attached:
+            return  # its screen is gone (Textual's own recompose checks the same)
         composed_as = self._composed_as
         if composed_as == self.compact and [_shown(key) for key in compose(self)] == [
             _shown(key) for key in self.children
