@@ -55,7 +55,7 @@ from tui.messages import (
     reading_text,
 )
 from tui.model.command_lines import fit_command
-from tui.model.control_specs import next_value
+from tui.model.control_specs import LAYERS_ON_GPU, next_value
 from tui.model.names import model_arg
 from tui.model.presets import DEVICE_KEYS
 from tui.model.scales import layer_stops, token_stops
@@ -251,9 +251,19 @@ class ExplorerScreen(FocusKeys):
         self.recompute()
         if self.focused is None and self.AUTO_FOCUS:
             self.set_focus(self.query_one(self.AUTO_FOCUS))
-        # The held reads (the list, the history, ...) once the body's first frame is out:
-        # started with it, their threads took the interpreter from its layout and paint.
-        self.call_after_refresh(self.loader.start_held_reads)
+        # Once the body's first frame is out: the rows it hides, then the held reads (the
+        # list, the history, ...); started with it, they took the interpreter from its
+        # layout and paint.
+        self.call_after_refresh(self._finish_body, self._body)
+
+    async def _finish_body(self, body: _Body) -> None:
+        """Mount the controls' hidden rows (`Controls.mount_later`), start the held reads,
+        and let the keys in."""
+        await body.controls.mount_later()
+        if self.loader.snapshot is not None or self.loader.gguf is not None:
+            self._set_model_stops(body)
+        self.recompute()
+        self.loader.start_held_reads()
         self.body_ready.set()
 
     def _show_reads(self, body: _Body) -> None:
@@ -441,7 +451,7 @@ class ExplorerScreen(FocusKeys):
         GGUF's layers."""
         loader = self.loader
         body.controls.field("tokens").set_stops(token_stops(loader.trained_context))
-        if loader.gguf is not None:
+        if loader.gguf is not None and body.controls.mounted(LAYERS_ON_GPU):
             stops = layer_stops(loader.gguf.model.layer_count)
             body.controls.field("gpu-layers").set_stops(stops)
 

@@ -79,6 +79,10 @@ class Controls(KeptLines):
         self._shown_state: ExplorerState | None = None
         """The state `show` last showed: a key changes one field, and setting the others
         again cost half a millisecond a key."""
+        self._later: frozenset[str] = frozenset()
+        """The controls of the rows hidden when the panel was made, not mounted until
+        `mount_later` (a third of the panel's widgets: llama.cpp's or mlxcel's, the
+        split's): styling them held up the first whole screen, where they do not show."""
 
     def _get(self, widget_id: str, kind: type[W]) -> W:
         """A row or control by id, found once: `show` runs on every key, and a query
@@ -89,26 +93,70 @@ class Controls(KeptLines):
         return found
 
     def compose(self) -> ComposeResult:
+        later: set[str] = set()
         for row in rows(CONTROLS):
             first = row[0]
-            if first.kind is WidgetKind.SLIDER:
-                slider = self._slider(first)
-                slider.display = self._shown(first, self.state)
-                yield slider
-            elif first.kind is WidgetKind.MEMORY:
-                yield MemoryField(first.value(self.state), label=first.label, id=first.id)
+            if first.kind is not WidgetKind.MEMORY and not self._shown(first, self.state):
+                later.update(spec.id for spec in row)
+                continue
+            yield self._row(row)
+        self._later = frozenset(later)
+
+    def _row(self, row: tuple[ControlSpec, ...]) -> Widget:
+        """One row of the panel, showing the state (hidden where the state hides it)."""
+        first = row[0]
+        if first.kind is WidgetKind.SLIDER:
+            slider = self._slider(first)
+            slider.display = self._shown(first, self.state)
+            return slider
+        if first.kind is WidgetKind.MEMORY:
+            return MemoryField(first.value(self.state), label=first.label, id=first.id)
+        parts: list[Widget] = []
+        for spec in row:
+            if spec is first:
+                parts.append(KeptLabel(spec.label, classes="field-label"))
             else:
-                line = KeptRow(id=first.row_id)
-                line.display = self._shown(first, self.state)
-                with line:
-                    for spec in row:
-                        if spec is first:
-                            yield KeptLabel(spec.label, classes="field-label")
-                        else:
-                            yield KeptLabel("  ")
-                        yield self._widget(spec)
-                        if spec.hint:  # a hint, not a label
-                            yield KeptStatic("", id=f"{spec.id}-hint", markup=False)
+                parts.append(KeptLabel("  "))
+            parts.append(self._widget(spec))
+            if spec.hint:  # a hint, not a label
+                parts.append(KeptStatic("", id=f"{spec.id}-hint", markup=False))
+        line = KeptRow(*parts, id=first.row_id)
+        line.display = self._shown(first, self.state)
+        return line
+
+    def mounted(self, spec: ControlSpec) -> bool:
+        """Whether the control is in the panel yet (see `mount_later`)."""
+        return spec.id not in self._later
+
+    async def mount_later(self) -> None:
+        """Mount the rows left out when the panel was made, each in its place, as the
+        state now has them; the screen calls this once its whole first screen is out."""
+        if not self._later:
+            return
+        waits = []
+        before: Widget | None = None
+        for row in rows(CONTROLS):
+            first = row[0]
+            if first.id not in self._later:
+                before = self._row_widget(first)
+                continue
+            widget = self._row(row)
+            if before is None:
+                waits.append(self.mount(widget, before=0))
+            else:
+                waits.append(self.mount(widget, after=before))
+            before = widget
+        for wait in waits:
+            await wait
+        self._later = frozenset()
+        self.show(self.state, every=True)
+
+    def _row_widget(self, first: ControlSpec) -> Widget:
+        if first.kind is WidgetKind.SLIDER:
+            return self.field(first.id)
+        if first.kind is WidgetKind.MEMORY:
+            return self._get(first.id, MemoryField)
+        return self._get(first.row_id, KeptRow)
 
     def _slider(self, spec: ControlSpec) -> SliderField:
         assert spec.values is not None  # a slider reads its box through its ValueSpec
@@ -147,6 +195,8 @@ class Controls(KeptLines):
         every one (no `Changed`; text being typed stays)."""
         before, self.state, self._shown_state = self._shown_state, state, state
         for spec in CONTROLS:
+            if spec.id in self._later:
+                continue  # made as the state is then, once mounted
             if (
                 not every
                 and before is not None
@@ -179,13 +229,17 @@ class Controls(KeptLines):
 
     def show_hints(self, state: ExplorerState, model_known: bool, trained: int | None) -> None:
         """The lines under the in-flight and token sliders."""
-        inflight = self.field(INFLIGHT_MIB.id)
-        inflight.disabled = not INFLIGHT_MIB.active(state)
-        inflight.set_hint(*inflight_hint(state))
-        self.field(MAX_TOKENS.id).set_hint(*tokens_hint(state, model_known, trained))
+        if self.mounted(INFLIGHT_MIB):
+            inflight = self.field(INFLIGHT_MIB.id)
+            inflight.disabled = not INFLIGHT_MIB.active(state)
+            inflight.set_hint(*inflight_hint(state))
+        if self.mounted(MAX_TOKENS):
+            self.field(MAX_TOKENS.id).set_hint(*tokens_hint(state, model_known, trained))
 
     def show_quantize(self, state: ExplorerState, what_ifs: dict[str, int | str]) -> None:
         """Offer "Quantize as" only where a what-if has a number (16/32-bit float weights)."""
+        if not self.mounted(QUANTIZE):
+            return
         offered = any(isinstance(v, int) for v in what_ifs.values())
         control = self._get(QUANTIZE.id, Segmented)
         control.disabled = not offered
@@ -211,7 +265,7 @@ class Controls(KeptLines):
     def focus_target(self, spec: ControlSpec) -> Widget | None:
         """Where a jump to `spec` puts focus: its slider, picker, box or choices (None while
         it is inactive or its row is hidden)."""
-        if not self._shown(spec, self.state):
+        if not self._shown(spec, self.state) or not self.mounted(spec):
             return None
         if spec.kind is WidgetKind.SLIDER:
             found = self.field(spec.id)
