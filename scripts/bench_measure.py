@@ -596,13 +596,12 @@ def _torch_buffers(folder: Path, prompt_tokens: int, offset: int = 0) -> dict[st
         with tracker:
             cache = model.new_cache(queue)
             if offset:
-                model.forward(torch.tensor([earlier], dtype=torch.long), cache, queue)
+                model.prefill(torch.tensor([earlier], dtype=torch.long), cache, queue)
                 queue.sync()
             figures.clear()
             before = tracker.now
             tracker.peak = before
-            logits = model.forward(tokens, cache, queue)
-            del logits
+            model.prefill(tokens, cache, queue)  # the caches only, as generate_step's chunks
             chunk = tracker.peak - before
     finally:
         for name, method in originals.items():

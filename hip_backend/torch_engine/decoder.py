@@ -141,6 +141,18 @@ class DecoderModel:
         head = self.lm_head if self.lm_head is not None else self.embed
         return head(h, queue)
 
+    def prefill(self, tokens: torch.Tensor, caches: list[KVCache], queue: InflightQueue) -> None:
+        """A prefill chunk as mlx-lm's `generate_step` runs it: it evaluates only the
+        caches (`mx.eval([c.state for c in prompt_cache])`), so MLX's lazy graph never
+        runs what no cache depends on: the last layer's queries, attention and MLP, the
+        final norm and the head. Only the last layer's keys and values are computed."""
+        h = self.embed.dense_rows(tokens, queue)
+        *body, (last, last_cache) = zip(self.blocks, caches, strict=True)
+        for block, cache in body:
+            h = self._block(block, h, cache, queue)
+        normed = rms_norm(h, last.input_norm, self.arch.rms_norm_eps, queue)
+        self._keys_values(last.attention, normed, last_cache, queue)
+
     def _block(
         self, block: Block, x: torch.Tensor, cache: KVCache, queue: InflightQueue
     ) -> torch.Tensor:
@@ -167,17 +179,12 @@ class DecoderModel:
         arch = self.arch
         batch, length, _ = x.shape
         q = attn.q_proj(x, queue).view(batch, length, arch.num_heads, arch.head_dim)
-        k = attn.k_proj(x, queue).view(batch, length, arch.num_kv_heads, arch.head_dim)
-        v = attn.v_proj(x, queue).view(batch, length, arch.num_kv_heads, arch.head_dim)
-        if attn.q_norm is not None and attn.k_norm is not None:
+        if attn.q_norm is not None:
             q = rms_norm(q, attn.q_norm, arch.rms_norm_eps, queue)
-            k = rms_norm(k, attn.k_norm, arch.rms_norm_eps, queue)
-        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
         offset = cache.offset
-        q = self.rope(q, offset)
-        k = self.rope(k, offset)
-        queue.op(q, k)
-        keys, values = cache.update(k, v)
+        q = self.rope(q.transpose(1, 2), offset)
+        queue.op(q)
+        keys, values = self._keys_values(attn, x, cache, queue)
         # Query i sees keys up to offset + i; a decode step sees every key.
         mask = causal_mask(length, offset, x.device) if length > 1 else None
         queue.op(mask)
@@ -186,6 +193,20 @@ class DecoderModel:
         merged = out.transpose(1, 2).reshape(batch, length, arch.num_heads * arch.head_dim)
         queue.op(merged if merged.data_ptr() != out.data_ptr() else None)  # a view costs nothing
         return attn.o_proj(merged, queue)
+
+    def _keys_values(
+        self, attn: Attention, x: torch.Tensor, cache: KVCache, queue: InflightQueue
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The chunk's keys and values into the cache; the cache's keys and values."""
+        arch = self.arch
+        batch, length, _ = x.shape
+        k = attn.k_proj(x, queue).view(batch, length, arch.num_kv_heads, arch.head_dim)
+        v = attn.v_proj(x, queue).view(batch, length, arch.num_kv_heads, arch.head_dim)
+        if attn.k_norm is not None:
+            k = rms_norm(k, attn.k_norm, arch.rms_norm_eps, queue)
+        k = self.rope(k.transpose(1, 2), cache.offset)
+        queue.op(k)
+        return cache.update(k, v.transpose(1, 2))
 
     def _moe(self, moe: MoeMlp, x: torch.Tensor, queue: InflightQueue) -> torch.Tensor:
         """mlx-lm's `Qwen3MoeSparseMoeBlock`: route, `switch_glu`, weight by the scores

@@ -2,9 +2,11 @@
 P prompt tokens and G greedy decode tokens (the constants and the prompt are both
 engines': hip_backend/model/bench.py).
 
-Prefill runs in chunks of at most 512 tokens, each followed by a host sync (mlx-lm
-evaluates the cache after every chunk); every decode step reads its token on the
-host. Those syncs are where the in-flight queue drains.
+Prefill runs as mlx-lm's `generate_step` does: chunks of at most 512 tokens that stop
+short of the last token, each computing only what the cache needs and followed by a host
+sync (mlx-lm evaluates the caches after every chunk), then the last token alone through
+the whole model for the first logits; every decode step reads its token on the host.
+Those syncs are where the in-flight queue drains.
 """
 
 from __future__ import annotations
@@ -40,13 +42,28 @@ def _tensor(ids: list[int], device: torch.device) -> torch.Tensor:
     return torch.tensor([ids], dtype=torch.long, device=device)
 
 
+def prefill_chunks(prompt_tokens: int, chunk: int = PREFILL_CHUNK) -> list[int]:
+    """The sizes of the prefill chunks before the last token, as mlx-lm's
+    `generate_step` cuts a prompt: while more than one token is left, the next
+    `min(chunk, left - 1)`; the last token then runs alone through the whole model."""
+    sizes = []
+    left = prompt_tokens
+    while left > 1:
+        sizes.append(min(chunk, left - 1))
+        left -= sizes[-1]
+    return sizes
+
+
 def attention_shapes(prompt_tokens: int, chunk: int = PREFILL_CHUNK) -> list[tuple[int, int]]:
     """`(queries, keys)` of each prefill chunk's attention that `run_pass` runs for a
-    prompt of `prompt_tokens`: chunk i sees its own tokens and every earlier one."""
-    return [
-        (min(chunk, prompt_tokens - start), min(start + chunk, prompt_tokens))
-        for start in range(0, prompt_tokens, chunk)
-    ]
+    prompt of `prompt_tokens`: chunk i sees its own tokens and every earlier one (the
+    last token's step is a single query, as a decode step)."""
+    shapes = []
+    start = 0
+    for size in prefill_chunks(prompt_tokens, chunk):
+        shapes.append((size, start + size))
+        start += size
+    return shapes
 
 
 def run_pass(
@@ -64,20 +81,22 @@ def run_pass(
         raise ValueError("the prompt needs at least one token")
     device = model.device
     caches = model.new_cache(queue)
-    chunks = [prompt[i : i + chunk] for i in range(0, len(prompt), chunk)]
     started = time.perf_counter()
-    logits = None
     # Progress in tokens (as mlx-lm's prompt callback counts), from 0 so that the
     # parent sees each phase start.
     if progress is not None:
         progress(f"{phase}prefill", 0, len(prompt))
     prefilled = 0
-    for piece in chunks:
-        logits = model.forward(_tensor(piece, device), caches, queue)
+    for size in prefill_chunks(len(prompt), chunk):
+        model.prefill(_tensor(prompt[prefilled : prefilled + size], device), caches, queue)
         queue.sync()
-        prefilled += len(piece)
+        prefilled += size
         if progress is not None:
             progress(f"{phase}prefill", prefilled, len(prompt))
+    logits = model.forward(_tensor(prompt[prefilled:], device), caches, queue)
+    queue.sync()
+    if progress is not None:
+        progress(f"{phase}prefill", len(prompt), len(prompt))
     assert logits is not None
     next_token = int(logits[0].argmax().item())
     synchronize(device)

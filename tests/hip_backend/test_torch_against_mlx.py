@@ -131,3 +131,102 @@ def test_the_torch_engine_holds_what_mlx_holds_on_the_smallest_4bit_moe(
         f"hidden 256, 64 experts, top-2 pp256: torch {ours.peak_bytes:,} B, "
         f"MLX {theirs.peak_bytes:,} B, ratio {ratio:.3f}"
     )
+
+
+TINY_LLAMA: dict[str, Any] = {
+    # BF16, unquantized: MLX's CPU runs it in well under a second.
+    "model_type": "llama",
+    "hidden_size": 64,
+    "num_hidden_layers": 2,
+    "intermediate_size": 128,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "rms_norm_eps": 1e-5,
+    "vocab_size": 256,
+    "rope_theta": 10000.0,
+    "max_position_embeddings": 512,
+    "tie_word_embeddings": True,
+    "torch_dtype": "bfloat16",
+}
+
+
+def test_the_torch_engine_prefills_in_mlx_lms_chunks(tmp_path: Path) -> None:
+    # mlx-lm's generate_step evaluates the caches only, in chunks that stop short of
+    # the last token, which then runs alone; the engine's chunks must be the same ones
+    # (a chunk's size sets its transients), as the prompt callback reports them.
+    import mlx.core as mx
+    import torch
+    from mlx_lm.generate import generate_step
+    from mlx_lm.models.cache import make_prompt_cache
+    from mlx_lm.utils import load_model
+
+    from hip_backend.torch_engine import (
+        InflightQueue,
+        LaggingEvent,
+        ModelSource,
+        build_model,
+        resolve_source,
+        run_pass,
+        synthetic_prompt,
+    )
+
+    folder = write_random_model(tmp_path / "tiny", TINY_LLAMA)
+    prompt = synthetic_prompt(TINY_LLAMA["vocab_size"], 40, 0)
+    theirs: list[int] = []
+    model, _ = load_model(folder, lazy=False, strict=True)
+    steps = generate_step(
+        mx.array(prompt, dtype=mx.uint32),
+        model,
+        max_tokens=1,
+        prompt_cache=make_prompt_cache(model),
+        prefill_step_size=16,
+        prompt_progress_callback=lambda done, _total: theirs.append(done),
+    )
+    for _ in steps:
+        pass
+    ours: list[int] = []
+
+    def progress(phase: str, done: int, _total: int) -> None:
+        if phase == "prefill":
+            ours.append(done)
+
+    resolved = resolve_source(ModelSource(folder=folder))
+    with torch.no_grad():
+        engine = build_model(resolved.arch, resolved.plan, torch.device("cpu"))
+        queue = InflightQueue(0, LaggingEvent, emulate=False, block_lag=True)
+        run_pass(engine, queue, prompt, 1, chunk=16, progress=progress)
+    assert theirs == [0, 16, 32, 39, 40]
+    assert ours == theirs
+
+
+def test_a_prefill_chunk_fills_the_caches_as_the_whole_model_does(tmp_path: Path) -> None:
+    # The chunk skips what no cache depends on (the last layer's queries, attention
+    # and MLP, the head), as MLX's lazy graph does; every layer's keys and values
+    # must still be the ones the whole model computes.
+    import torch
+
+    from hip_backend.torch_engine import (
+        InflightQueue,
+        LaggingEvent,
+        ModelSource,
+        build_model,
+        resolve_source,
+        synthetic_prompt,
+    )
+
+    folder = write_random_model(tmp_path / "tiny", TINY_LLAMA)
+    resolved = resolve_source(ModelSource(folder=folder))
+    tokens = torch.tensor([synthetic_prompt(TINY_LLAMA["vocab_size"], 24, 0)])
+    queue = InflightQueue(0, LaggingEvent, emulate=False, block_lag=True)
+    with torch.no_grad():
+        engine = build_model(resolved.arch, resolved.plan, torch.device("cpu"))
+        whole, chunked = engine.new_cache(queue), engine.new_cache(queue)
+        engine.forward(tokens, whole, queue)
+        engine.prefill(tokens, chunked, queue)
+        queue.sync()
+    for full, part in zip(whole, chunked, strict=True):
+        assert part.offset == full.offset == 24
+        assert part.keys is not None and part.values is not None
+        assert full.keys is not None and full.values is not None
+        assert torch.equal(part.keys[:, :, :24], full.keys[:, :, :24])
+        assert torch.equal(part.values[:, :, :24], full.values[:, :, :24])
