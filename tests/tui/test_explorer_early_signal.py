@@ -65,6 +65,10 @@ class Ended:
     frame_at: float | None = None
     """Seconds from the start to the first frame (None: never shown)."""
     shell: bool = False
+    anchor: str = "shell"
+    """What `after_s` was timed from (`start_and_signal`'s anchor)."""
+    sent: bool = True
+    """The signal went (False: its anchor never came within the minute)."""
 
 
 def _left_on(output: bytes) -> list[bytes]:
@@ -145,7 +149,11 @@ def start_and_signal(tmp_path: Path, after_s: float, signum: int, anchor: str) -
                     break
             elif sent and process.poll() is not None:
                 break
-        code: int | None = process.wait(10)
+        code: int | None
+        try:
+            code = process.wait(10)
+        except subprocess.TimeoutExpired:  # still running: a problem named below, not a crash
+            code = None
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
@@ -155,7 +163,7 @@ def start_and_signal(tmp_path: Path, after_s: float, signum: int, anchor: str) -
         said = output.rsplit(SHELL_STATUS, 1)
         code = int(said[1].split()[0]) if len(said) == 2 else None
         output = said[0]
-    return Ended(after_s, signum, code, output, alt_at, frame_at, shell)
+    return Ended(after_s, signum, code, output, alt_at, frame_at, shell, anchor, sent)
 
 
 def _sweep(tmp_path: Path, starts: list[tuple[float, int, str]]) -> list[Ended]:
@@ -170,8 +178,11 @@ def _problems(ended: list[Ended]) -> list[str]:
         wanted = 128 + e.signum if e.shell else -e.signum
         left = _left_on(e.output)
         if e.code != wanted or left or b"Traceback" in e.output or b"NoMatches" in e.output:
-            by = "shell " if e.shell else ""
-            said = f"{by}at {e.after_s:.2f} s: exit {e.code}, left on {left}"
+            when = f"{e.after_s:.2f} s after {e.anchor}" + ("" if e.sent else " (never sent)")
+            said = (
+                f"{when}: exit {e.code}, left on {left}, alternate screen at {e.alt_at}, "
+                f"first frame at {e.frame_at}"
+            )
             out.append(f"{said}: {e.output[-300:]!r}")
     return out
 
