@@ -64,6 +64,7 @@ from core.measurement.request import MeasureRequest  # noqa: E402
 from core.measurement.result import MeasuredPeak  # noqa: E402
 from core.measurement.run import peak_or_failure  # noqa: E402
 from hip_backend import measure, write_random_model  # noqa: E402
+from tests.hip_backend.moe_sweep_models import MOE_SWEEP_MODELS  # noqa: E402
 
 LOAD_MODEL = {
     # ~0.75 GB of 4-bit words, scales and biases plus a bf16 embedding.
@@ -363,44 +364,6 @@ def bench_fidelity(
             lines.append(line)
             print(f"  {line}", flush=True)
     return lines
-
-
-MOE_SWEEP_BASE = {
-    "model_type": "qwen3_moe",
-    "hidden_size": 512,
-    "num_hidden_layers": 4,
-    "intermediate_size": 2048,
-    "num_experts_per_tok": 4,  # each top-k's variant sets its own
-    "decoder_sparse_step": 1,
-    "mlp_only_layers": [],
-    "norm_topk_prob": True,
-    "num_attention_heads": 8,
-    "num_key_value_heads": 2,
-    "head_dim": 64,
-    "rms_norm_eps": 1e-6,
-    "vocab_size": 16384,
-    "rope_theta": 1000000.0,
-    "max_position_embeddings": 4096,
-    "tie_word_embeddings": False,
-    "torch_dtype": "bfloat16",
-    "quantization": {"group_size": 64, "bits": 4},
-}
-MOE_SWEEP_MODELS = {
-    # Small enough that MLX's CPU 4-bit gather_qmm runs the whole grid in minutes here
-    # (about 0.13 G multiply-adds a second on this shared CPU); two expert shapes.
-    "4-bit qwen3_moe 512x4, 32 experts of 128": {
-        **MOE_SWEEP_BASE,
-        "num_experts": 32,
-        "moe_intermediate_size": 128,
-    },
-    "4-bit qwen3_moe 256x4, 64 experts of 128": {
-        **MOE_SWEEP_BASE,
-        "hidden_size": 256,
-        "intermediate_size": 1024,
-        "num_experts": 64,
-        "moe_intermediate_size": 128,
-    },
-}
 
 
 def moe_variant(tmp: Path, name: str, config: dict, top_k: int) -> Path:

@@ -27,57 +27,24 @@ from core.measurement.request import MeasureRequest
 from core.measurement.result import MeasuredPeak
 from core.measurement.run import peak_or_failure
 from hip_backend import measure, write_random_model
+from tests.hip_backend.moe_sweep_models import MOE_A, MOE_B
 
 pytestmark = [pytest.mark.usefixtures("mlx_available"), pytest.mark.slow]
 
 BAND = (0.95, 1.05)
 
-MOE_CONFIG: dict[str, Any] = {
-    # The sweep's first model (scripts/bench_measure.py MOE_SWEEP_MODELS).
-    "model_type": "qwen3_moe",
-    "hidden_size": 512,
-    "num_hidden_layers": 4,
-    "intermediate_size": 2048,
-    "moe_intermediate_size": 128,
-    "num_experts": 32,
-    "num_experts_per_tok": 4,
-    "decoder_sparse_step": 1,
-    "mlp_only_layers": [],
-    "norm_topk_prob": True,
-    "num_attention_heads": 8,
-    "num_key_value_heads": 2,
-    "head_dim": 64,
-    "rms_norm_eps": 1e-6,
-    "vocab_size": 16384,
-    "rope_theta": 1000000.0,
-    "max_position_embeddings": 4096,
-    "tie_word_embeddings": False,
-    "torch_dtype": "bfloat16",
-    "quantization": {"group_size": 64, "bits": 4},
-}
-
-
-SMALL_MOE_CONFIG: dict[str, Any] = {
-    # The sweep's second model: the smallest weights of the grid (19.7 MB), where memory
-    # of the torch process that no tensor holds weighs most.
-    **MOE_CONFIG,
-    "hidden_size": 256,
-    "intermediate_size": 1024,
-    "num_experts": 64,
-}
-
 
 @pytest.fixture(scope="module")
 def moe_weights(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One set of random 4-bit weights; each top-k links to it."""
-    return write_random_model(tmp_path_factory.mktemp("models") / "moe", MOE_CONFIG)
+    return write_random_model(tmp_path_factory.mktemp("models") / "moe", MOE_A)
 
 
 def variant(weights: Path, dest: Path, top_k: int, base: dict[str, Any] | None = None) -> Path:
     """The same weights routing `top_k` experts a token."""
     dest.mkdir()
     (dest / "model.safetensors").hardlink_to(weights / "model.safetensors")
-    config = {**(base or MOE_CONFIG), "num_experts_per_tok": top_k}
+    config = {**(base or MOE_A), "num_experts_per_tok": top_k}
     (dest / "config.json").write_text(json.dumps(config), encoding="utf-8")
     return dest
 
@@ -121,8 +88,8 @@ def test_the_torch_engine_holds_what_mlx_holds_on_the_smallest_4bit_moe(
     # load and pass left 1.5-1.7 MB in the torch process that no tensor holds, 8% of
     # these weights; MLX's counter sees buffers only. The rehearsal makes about half
     # of it (code pages, state built on first use) resident before the baseline.
-    weights = write_random_model(tmp_path / "small", SMALL_MOE_CONFIG)
-    folder = variant(weights, tmp_path / "top2", 2, SMALL_MOE_CONFIG)
+    weights = write_random_model(tmp_path / "small", MOE_B)
+    folder = variant(weights, tmp_path / "top2", 2, MOE_B)
     ours = peak(folder, Engine.TORCH, 256)
     theirs = peak(folder, Engine.MLX, 256)
     assert ours.weights_bytes == theirs.weights_bytes

@@ -35,6 +35,7 @@ from tui.cli import main
 from tui.gguf.question import llama_options
 from tui.gguf.words import GgufView
 from tui.model.scales import ALL_GPU_LAYERS
+from tui.model.state import initial_state
 from tui.widgets.breakdown import Breakdown
 from tui.widgets.command_lines_view import CommandLinesView
 from tui.widgets.controls import Controls
@@ -564,8 +565,9 @@ async def test_explore_opens_with_llama_cpps_flags_and_its_line_repeats_them(
             batch_size=2048,
         )
     # -1 and all are every layer: the slider's end.
-    assert launched(str(gemma3), "-ngl", "all").gpu_layers == ALL_GPU_LAYERS
-    assert launched(str(gemma3), "-ngl", "-1").gpu_layers == ALL_GPU_LAYERS
+    for ngl in ("all", "-1"):
+        state, _ = initial_state(launched(str(gemma3), "-ngl", ngl), {}, ROCM_MACHINE)
+        assert state.gpu_layers == ALL_GPU_LAYERS, ngl
 
 
 async def test_flash_attn_auto_opens_on_and_says_so(gemma3: Path) -> None:

@@ -20,7 +20,6 @@ from tui.commands.shared.gguf_args import (
     mlxcel_flags_given,
     refuse_mlxcel_flags,
 )
-from tui.model.scales import ALL_GPU_LAYERS
 from tui.model.state import LaunchOptions
 from tui.out_of_memory import check_room_to_start
 
@@ -63,20 +62,7 @@ def llama_launch(args: argparse.Namespace, options: LaunchOptions) -> LaunchOpti
     if not gguf:
         raise UsageError(given[0], "is llama.cpp's, for a GGUF model only")
     read = llama_cpp_options(args)
-    o = read.options
-    return replace(
-        options,
-        notes=read.notes,
-        gpu_layers=ALL_GPU_LAYERS if o.n_gpu_layers < 0 else o.n_gpu_layers,
-        cache_type_k=o.cache_type_k,
-        cache_type_v=o.cache_type_v,
-        parallel=o.parallel,
-        flash_attn=o.flash_attn,
-        ubatch_size=o.ubatch_size,
-        kv_unified=o.kv_unified,
-        kv_offload=o.kv_offload,
-        swa_full=o.swa_full,
-    )
+    return replace(options, llama_cpp=read.options, notes=read.notes)
 
 
 def run(args: argparse.Namespace) -> int:

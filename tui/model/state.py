@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.answer.device import (
     Device,
@@ -42,6 +43,9 @@ from tui.model.presets import (
     PRESETS_BY_KEY,
 )
 from tui.model.scales import ALL_GPU_LAYERS
+
+if TYPE_CHECKING:  # not imported for the first frame: a GGUF's flags bring it
+    from core.load.llama_cpp import LlamaCppOptions
 
 QUANTIZE_AS = tuple(q.word for q in Quantization)
 """The "Quantize as" choices' words (`vramscope fit --quantizations`'): the keys of the
@@ -185,17 +189,10 @@ class LaunchOptions:
     """`--memory-limit free|total`: this device's free or total memory."""
     preset: str | None = None
     models_dirs: tuple[Path, ...] = ()
-    gpu_layers: int = ALL_GPU_LAYERS
-    """llama.cpp's flags for a GGUF (`explore FILE.gguf --n-gpu-layers 20 ...`): the
-    controls they set, as `ExplorerState`'s fields."""
-    cache_type_k: KvCacheType = KvCacheType.F16
-    cache_type_v: KvCacheType = KvCacheType.F16
-    parallel: int = 1
-    flash_attn: FlashAttn = FlashAttn.ON
-    ubatch_size: int = 512
-    kv_unified: bool = False
-    kv_offload: bool = True
-    swa_full: bool = False
+    llama_cpp: LlamaCppOptions | None = None
+    """llama.cpp's flags for a GGUF (`explore FILE.gguf --n-gpu-layers 20 ...`), as
+    `inspect` reads them; None: llama.cpp's defaults. They set the controls
+    (`ExplorerState`'s fields of the same names)."""
     notes: tuple[str, ...] = ()
     """What a flag's value was taken to mean (`--flash-attn auto` counted as on), as
     `inspect` notes it; the explorer shows each once it starts."""
@@ -230,17 +227,27 @@ def initial_state(
         backend=backend,
         memory=memory,
         backend_pinned=options.backend is not None,
-        gpu_layers=options.gpu_layers,
-        cache_type_k=options.cache_type_k,
-        cache_type_v=options.cache_type_v,
-        parallel=options.parallel,
-        flash_attn=options.flash_attn,
-        ubatch_size=options.ubatch_size,
-        kv_unified=options.kv_unified,
-        kv_offload=options.kv_offload,
-        swa_full=options.swa_full,
     )
+    if options.llama_cpp is not None:
+        state = with_llama_cpp(state, options.llama_cpp)
     return state, resolved.warnings
+
+
+def with_llama_cpp(state: ExplorerState, o: LlamaCppOptions) -> ExplorerState:
+    """The state with llama.cpp's flags on its controls (`-ngl -1`: the slider's end,
+    all); `tui.gguf.question.llama_options` reads them back."""
+    return replace(
+        state,
+        gpu_layers=ALL_GPU_LAYERS if o.n_gpu_layers < 0 else o.n_gpu_layers,
+        cache_type_k=o.cache_type_k,
+        cache_type_v=o.cache_type_v,
+        parallel=o.parallel,
+        flash_attn=o.flash_attn,
+        ubatch_size=o.ubatch_size,
+        kv_unified=o.kv_unified,
+        kv_offload=o.kv_offload,
+        swa_full=o.swa_full,
+    )
 
 
 def with_memory(state: ExplorerState, choice: MemoryChoice) -> ExplorerState:
