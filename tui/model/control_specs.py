@@ -620,7 +620,8 @@ def _layers_on_device(state: ExplorerState) -> bool:
     return state.gpu_layers > 0
 
 
-# llama.cpp's three switches of the cache's layout share a row, each choice in words.
+# llama.cpp's switches of the cache's layout share a row, each choice in words; the
+# sliding-window one has its own (three did not fit the controls' width at 160x48).
 KV_UNIFIED = ControlSpec(
     field="kv_unified",
     id="kv-unified",
@@ -662,7 +663,7 @@ KV_OFFLOAD = ControlSpec(
 SWA_FULL = ControlSpec(
     field="swa_full",
     id="swa-full",
-    label="SWA full",
+    label="SWA layers",
     kind=WidgetKind.CHOICE,
     help="llama.cpp's --swa-full: sliding-window layers hold the whole context, not a window",
     key="W",
@@ -670,9 +671,7 @@ SWA_FULL = ControlSpec(
     key_help="SWA: a window ⇄ the whole context (llama.cpp's --swa-full)",
     flag=Flag("--swa-full", switch=True),
     palette_help="llama.cpp's --swa-full",
-    choices=_switch("--swa-full", "SWA window", "SWA full"),
-    row="kv-layout-row",
-    joins_row=True,
+    choices=_switch("--swa-full", "window", "full"),
     gguf_only=True,
 )
 
