@@ -125,7 +125,9 @@ def test_the_command_lines_on_the_terminal_follow_each_token_change() -> None:
                 f"both command lines at {tokens} tokens",
             )
             box = commands_box(app.settle())
-            assert box == commands_box(screen)
+            # The same lines once still (the box may grow by an empty line meanwhile: a
+            # read landing late under load lengthens the controls beside it).
+            assert box.split() == commands_box(screen).split()
             for old in ("8192", "32768", "4096"):
                 if old != tokens:
                     assert f"--max-tokens {old}" not in box
