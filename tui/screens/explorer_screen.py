@@ -397,9 +397,11 @@ class ExplorerScreen(FocusKeys):
             self.ranks = RanksController(self.query_one(RanksPanel))
         if self.ranks is not None:
             self.ranks.show(plan if state.devices > 1 else None)
-        chart.border_title = words.chart_title(views.estimate if views else None)
-        chart.border_subtitle = words.chart_subtitle
-        chart.show(views.chart if views else None)
+        chart.show(
+            views.chart if views else None,
+            words.chart_title(views.estimate if views else None),
+            words.chart_subtitle,
+        )
 
     def _recompute_gguf(
         self, answers: GgufAnswers, device: Device | None, words: ScreenWords
@@ -431,20 +433,18 @@ class ExplorerScreen(FocusKeys):
             view.show(words.vramscope, second)
         body.measured.show(words.panel)
         chart, breakdown = body.chart, body.breakdown
+        title = "llama.cpp's load against context (log scale)"
         if found is None:
             breakdown.show_loading("Detecting available memory…")
-            chart.show(None)
+            chart.show(None, title)
         elif isinstance(found, str):
             breakdown.show_error(f"llama.cpp's load: {found}", heading="No llama.cpp load")
-            chart.show(None)
+            chart.show(None, title)
         else:
             breakdown.show_gguf(gguf_view(found))
-            chart.show(gguf_chart(found, trained))
-        chart.border_title = "llama.cpp's load against context (log scale)"
-        if found is not None and not isinstance(found, str):
             held = format_bytes_short(found.held_bytes)
-            chart.border_title += f" · ▲ {found.load.tokens:,} tokens: {held}"
-        chart.border_subtitle = ""
+            title += f" · ▲ {found.load.tokens:,} tokens: {held}"
+            chart.show(gguf_chart(found, trained), title)
 
     def _set_model_stops(self, body: _Body) -> None:
         """The token slider up to the model's trained context; the layers slider over the

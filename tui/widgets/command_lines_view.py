@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.geometry import Region, Size
 from textual.strip import Strip
 
-from tui.widgets.repaint import KeptLines, KeptStyles
+from tui.widgets.repaint import KeptStyles, SeenLines
 
 LONG_WORD = 40
 """Folder paths longer than this are shown shortened; copying gives them whole."""
@@ -22,7 +22,7 @@ def shown(command: str) -> str:
     )
 
 
-class CommandLinesView(KeptLines):
+class CommandLinesView(SeenLines):
     """`vramscope inspect ...` and `mlxcel inspect ...`, one per paragraph.
 
     Drawn through the line API (a token key changes both lines: as a Static, the
@@ -50,11 +50,14 @@ class CommandLinesView(KeptLines):
         repaint of the lines that changed (a token key changes one or two of eight)."""
         if (vramscope, mlxcel) == (self.vramscope, self.mlxcel):
             return
-        width = self.size.width
+        # Hidden in this layout (the screen shows one of its two panels): the next
+        # layout pass sizes it. Asked first: a hidden widget's size is a search.
+        width = self.size.width if self.display else 0
         before = self._lines(width) if width else []
         self.vramscope, self.mlxcel = vramscope, mlxcel
         self._wrapped = None
-        if not width:  # hidden in this layout: the next layout pass sizes it
+        if not width:
+            self._unseen_change = True  # drawn afresh once shown
             return
         lines = self._lines(width)
         if len(lines) != len(before):
@@ -62,7 +65,7 @@ class CommandLinesView(KeptLines):
             return
         changed = [y for y, (old, new) in enumerate(zip(before, lines, strict=True)) if old != new]
         if changed:
-            self.refresh(*(Region(0, y, width, 1) for y in changed))
+            self.repaint(*(Region(0, y, width, 1) for y in changed))
 
     def notify_style_update(self) -> None:
         self._kept.clear()

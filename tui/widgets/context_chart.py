@@ -33,10 +33,10 @@ from tui.render.chart import (
     sample_contexts,
     tick_line,
 )
-from tui.widgets.repaint import KeptLines, KeptStyles
+from tui.widgets.repaint import KeptStyles, SeenLines
 
 
-class ContextChart(KeptLines):
+class ContextChart(SeenLines):
     """Columns of the total from 256 tokens to the model's trained context."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
@@ -69,17 +69,27 @@ class ContextChart(KeptLines):
         """The bar rows and the axis, every column plain and every column marked, by
         what they depend on (`_marked_rows`)."""
         self._kept = KeptStyles(self)
+        self.titles: tuple[str, str] = ("", "")
+        """The border's title and subtitle: on the border once the chart is in view."""
+        self._titles_drawn: tuple[str, str] | None = None
 
     def notify_style_update(self) -> None:
         self._kept.clear()
         self._strips = self._rows = None  # they carry the old styles
         super().notify_style_update()
 
-    def show(self, data: ChartData | None) -> None:
-        """Plot new data (None clears the chart)."""
+    def show(self, data: ChartData | None, title: str = "", subtitle: str = "") -> None:
+        """Plot new data (None clears the chart) under a new title and subtitle; drawn
+        now if the chart is in view, else when it comes into view."""
         self.data = data
+        self.titles = (title, subtitle)
         self._strips = None
-        self.refresh()
+        self.repaint()
+
+    def when_seen(self) -> None:
+        if self._titles_drawn != self.titles:  # each set of a title repaints the widget
+            self._titles_drawn = self.titles
+            self.border_title, self.border_subtitle = self.titles
 
     def on_resize(self) -> None:
         # Any size change redraws the whole chart (range, columns, labels), not just its edge.
