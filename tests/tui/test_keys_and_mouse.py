@@ -67,8 +67,8 @@ async def test_tab_walks_the_controls_in_the_order_they_are_listed() -> None:
             "memory/BoxInput",
             "engine/Segmented",
             "model-filter/BoxInput",
-            "model-options/OptionList",
-            "main/VerticalScroll",
+            "model-options/KeptOptionList",
+            "main/KeptScroll",
             "tokens/StopSlider",
         ]
 

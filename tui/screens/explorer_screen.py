@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import VerticalScroll
 from textual.reactive import reactive
 from textual.worker import Worker, WorkerState
 
@@ -71,7 +70,7 @@ from tui.model.views import ScreenWords, build_views, screen_words
 from tui.out_of_memory import exit_out_of_memory, is_out_of_memory
 from tui.screens.focus_keys import CYCLE_BINDINGS, FILTER, JUMP_BINDINGS, FocusKeys
 from tui.widgets.key_footer import KeyFooter
-from tui.widgets.repaint import KeptColumn, KeptRow
+from tui.widgets.repaint import KeptColumn, KeptRow, KeptScroll
 from tui.widgets.status_line import StatusLine, SummaryLine
 
 if TYPE_CHECKING:
@@ -228,7 +227,7 @@ class ExplorerScreen(FocusKeys):
             id="estimate",
         )
         estimate.border_title = "Estimate"
-        main = VerticalScroll(
+        main = KeptScroll(
             KeptRow(Controls(self.state, id="controls"), CommandLinesView(id="commands"), id="top"),
             estimate,
             ContextChart(id="chart"),

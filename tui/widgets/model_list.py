@@ -113,6 +113,11 @@ def matches(entry: CatalogEntry, query: str) -> bool:
     return all(word in haystack for word in query.casefold().split())
 
 
+class KeptOptionList(OptionList, KeptLines):
+    """The rows (Textual's `OptionList`, and styled as one), their lines kept between
+    frames: a highlight, a hover, a scroll or new rows each refresh it."""
+
+
 class ModelList(Vertical, KeptLines):
     """Filter box + grouped list of catalog entries; posts `Picked`."""
 
@@ -147,7 +152,7 @@ class ModelList(Vertical, KeptLines):
 
     def compose(self) -> ComposeResult:
         yield BoxInput(placeholder="/ filter models", id="model-filter", compact=True)
-        yield OptionList(Option("Reading the catalog…", disabled=True), id="model-options")
+        yield KeptOptionList(Option("Reading the catalog…", disabled=True), id="model-options")
 
     @property
     def options(self) -> OptionList:

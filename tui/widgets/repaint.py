@@ -13,7 +13,7 @@ from typing import Self
 
 from rich.style import Style
 from rich.text import Text
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.dom import NoScreen
 from textual.errors import NoWidget
 from textual.geometry import Region
@@ -65,8 +65,10 @@ class KeptLines(Widget):
     frame's changes, and a token key changes the top line and the chart at the bottom:
     all the controls are rendered again unchanged, each walking its ancestors for its
     background (about 1.6 ms of a 13 ms key at 160x48). Not for a widget whose lines
-    move without a refresh: a scrolling one (Input is a ScrollView) or one with links,
-    which Textual restyles on hover.
+    change without a refresh, such as one with links, which Textual restyles on hover.
+    Textual's scrolling widgets do refresh: a ScrollView (an Input, an OptionList) on
+    every scroll of its own, and a scrolling container's own lines (its background)
+    do not move with its children.
     """
 
     _kept_lines: tuple[tuple[object, ...], list[Strip]] | None = None
@@ -145,6 +147,10 @@ class KeptRow(Horizontal, KeptLines):
 
 class KeptColumn(Vertical, KeptLines):
     """A box of widgets one above the other (Textual's `Vertical`, and styled as one)."""
+
+
+class KeptScroll(VerticalScroll, KeptLines):
+    """A scrolling column (Textual's `VerticalScroll`, and styled as one)."""
 
 
 class KeptLabel(Label, KeptLines):
