@@ -81,14 +81,27 @@ def largest_fitting_inflight(
     if not settings.backend.has_inflight_reserve:
         return None
 
+    def total(mib: int) -> int:
+        return estimate(model, workload, replace(settings, inflight_mib=mib)).total_bytes
+
     def fits(mib: int) -> bool:
-        return estimate(model, workload, replace(settings, inflight_mib=mib)).fits
+        return total(mib) <= available
 
     # The total holds the budget itself (mib x MiB, in a saturating sum), so no budget
     # above the available memory fits: the search ends there, not at 2^44 MiB. The
-    # answer is the same; the explorer's every key ran 46 estimates for it, now about 18.
-    above_available = settings.available.bytes // MIB + 1
-    return largest_fitting(fits, 0, min(MAX_ACCEPTED_INFLIGHT_MB, above_available))
+    # answer is the same; the explorer's every key ran 46 estimates for it, then 18.
+    available = settings.available.bytes
+    hi = min(MAX_ACCEPTED_INFLIGHT_MB, available // MIB + 1)
+    # The same sum gives the boundary outright, (available - total at 0) // MiB: three
+    # estimates check it (it fits, one MiB more does not). Where they do not agree (a
+    # saturated sum), the bisection answers, as before.
+    base = total(0)
+    if base > available:
+        return FitLimit(None)
+    guess = (available - base) // MIB
+    if guess < hi and fits(guess) and not fits(guess + 1):
+        return FitLimit(guess)
+    return largest_fitting(fits, 0, hi)
 
 
 # -- the largest context in about a dozen estimates (`largest_context`) ----------------
@@ -107,10 +120,29 @@ _PROBES = (1 << 16, 1 << 17)
 _FIRST_STEP = 256
 
 
+_last_context: tuple[ModelSnapshot, Workload, EstimateSettings, FitLimit] | None = None
+"""The last answer, by its model (the same object) and the inputs other than the context
+itself: the explorer's token keys ask the same question with another context each time."""
+
+
 def largest_context(
     model: ModelSnapshot, workload: Workload, settings: EstimateSettings
 ) -> FitLimit:
-    """`largest_fitting_context(model, workload, settings)`, in fewer estimates."""
+    """`largest_fitting_context(model, workload, settings)`, in fewer estimates (none
+    when only `workload.max_tokens` changed since the last call: it is searched over)."""
+    global _last_context
+    asked = replace(workload, max_tokens=0)
+    last = _last_context
+    if last is not None and last[0] is model and last[1] == asked and last[2] == settings:
+        return last[3]
+    found = _largest_context(model, workload, settings)
+    _last_context = (model, asked, settings, found)
+    return found
+
+
+def _largest_context(
+    model: ModelSnapshot, workload: Workload, settings: EstimateSettings
+) -> FitLimit:
     limit = CONTEXT_SEARCH_LIMIT
 
     def total(tokens: int) -> int:
