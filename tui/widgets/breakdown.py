@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Callable, Hashable
+from functools import lru_cache
 from typing import TYPE_CHECKING, ClassVar
 
-from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.geometry import Region, Size
@@ -67,6 +67,10 @@ def _load_shape(view: EstimateView) -> tuple[object, ...] | None:
     return (load.disagrees, load.fits, load.load.notes, details, len(load.heading))
 
 
+_Lines = list[tuple[object, Strip]]
+"""A block's lines: each with what it was drawn from (its words and styles)."""
+
+
 class Breakdown(KeptLines):
     """The breakdown table, or a loading line, or an error, in place."""
 
@@ -112,12 +116,14 @@ class Breakdown(KeptLines):
         """llama.cpp's load of a GGUF on screen, in place of mlxcel's table."""
         self._shape: tuple[object, ...] = ()
         self._cache: tuple[int, list[Strip]] | None = None
-        self._blocks: dict[Hashable, list[Strip]] = {}
+        self._blocks: dict[Hashable, _Lines] = {}
+        self._lines: dict[object, Strip] = {}
+        """The last view's lines by their words and styles (`_view_strips`)."""
         self._kept = KeptStyles(self)
 
     def notify_style_update(self) -> None:
         self._kept.clear()
-        self._cache, self._blocks = None, {}  # their lines carry the old styles
+        self._cache, self._blocks, self._lines = None, {}, {}  # they carry the old styles
         super().notify_style_update()
 
     @property
@@ -212,18 +218,28 @@ class Breakdown(KeptLines):
         token key changes three or four rows of eight, and rendering the whole table
         again was the largest part of a key's work (1.0 ms of 3.2)."""
         console, base = self.app.console, self._kept.base()
-        kept: dict[Hashable, list[Strip]] = {}
+        kept: dict[Hashable, _Lines] = {}
+        lines_before: dict[object, Strip] = self._lines
+        lines_now: dict[object, Strip] = {}
         out: list[Strip] = []
         for key, make in self._view_blocks(view, width):
-            strips = self._blocks.get(key) if key is not None else None
-            if strips is None:
+            block = self._blocks.get(key) if key is not None else None
+            if block is None:
                 text = make()  # an empty block (no header at narrow widths) has no line
-                segments = text.render(console) if text.plain else ()
-                strips = [Strip(line).apply_style(base) for line in Segment.split_lines(segments)]
+                block = []
+                # A block made again keeps the lines whose words and styles stayed (a
+                # row's notes, most of the verdict's lines): only the others are drawn.
+                for line in text.split("\n") if text.plain else ():
+                    line_key = (line.plain, tuple(line.spans))
+                    strip = lines_before.get(line_key)
+                    if strip is None:
+                        strip = Strip(list(line.render(console))).apply_style(base)
+                    block.append((line_key, strip))
             if key is not None:
-                kept[key] = strips
-            out += strips
-        self._blocks = kept  # this view's blocks only: it never grows
+                kept[key] = block
+            lines_now.update(block)
+            out += (strip for _, strip in block)
+        self._blocks, self._lines = kept, lines_now  # this view's only: they never grow
         return out
 
     def _message_lines(self, width: int) -> list[Text]:
@@ -457,16 +473,16 @@ class Breakdown(KeptLines):
         cal_words = verdict_words(cal.verdict)
         lead = len(cal_words) + 4
         badge(cal_words, bool(cal.fits), on_cal)
-        for i, piece in enumerate(textwrap.wrap(cal.line, max(20, width - lead))):
+        for i, piece in enumerate(_wrap(cal.line, max(20, width - lead))):
             out.append(("  " if i == 0 else " " * lead) + piece + "\n")
         # the load calibrated by the same calibration, under it (no verdict badge: the
         # verdict stays held against the total above)
-        for piece in textwrap.wrap(cal.load_line, max(20, width - lead)):
+        for piece in _wrap(cal.load_line, max(20, width - lead)):
             out.append(" " * lead + piece + "\n")
         held = "vramscope's calibrated total" if on_cal else "mlxcel's estimate"
         other = "mlxcel's" if on_cal else "the calibrated one"
         words = f"Verdict held against {held} (v: against {other})"
-        for piece in textwrap.wrap(words, max(20, width)):
+        for piece in _wrap(words, max(20, width)):
             out.append(piece + "\n", muted)
 
     def _load_verdict(self, out: Text, view: EstimateView, width: int, notes: bool) -> None:
@@ -480,7 +496,7 @@ class Breakdown(KeptLines):
         if load.disagrees:
             out.append(f" {verdict_words(v)} ", self._style("fits" if v.fits else "over"))
             out.append(f"  {load.heading}: {amount_words(v)}\n")
-            for piece in textwrap.wrap(load.disagreement, max(20, width)):
+            for piece in _wrap(load.disagreement, max(20, width)):
                 out.append(piece + "\n", muted)
         # Where they agree and mlxcel's line has no room for it, the load's total on the
         # Total row says it: no line of its own (the chart keeps its rows).
@@ -491,7 +507,7 @@ class Breakdown(KeptLines):
         if view.load is None or not notes:
             return
         for line in view.load.load.notes:
-            for piece in textwrap.wrap(line, max(20, width)):
+            for piece in _wrap(line, max(20, width)):
                 out.append(piece + "\n", self._style("muted"))
 
 
@@ -501,9 +517,20 @@ def _load_words(load: LoadColumn) -> str:
     return f"{load.heading}: {format_bytes_short(v.bytes)} {'free' if v.fits else 'over'}"
 
 
+@lru_cache(maxsize=256)
+def _wrap_cached(text: str, width: int) -> tuple[str, ...]:
+    return tuple(textwrap.wrap(text, width))
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    """`textwrap.wrap`, kept for the words a key leaves as they were (most notes): the
+    wrap was a tenth of the breakdown's work on a token key."""
+    return list(_wrap_cached(text, width))
+
+
 def _wrapped(text: str, width: int, style: Style) -> list[Text]:
     """Text wrapped at word boundaries to `width`, a Text per line."""
-    return [_styled(line, style) for line in textwrap.wrap(text, max(width, 20)) or [""]]
+    return [_styled(line, style) for line in _wrap(text, max(width, 20)) or [""]]
 
 
 _GGUF_STYLES = {"kv": "kv", "compute": "activation", "output": "overhead", "projector": "inflight"}
@@ -520,5 +547,5 @@ def _fit(note: str, width: int, wrap: bool) -> list[str]:
     if len(note) <= width:
         return [note]
     if wrap:
-        return textwrap.wrap(note, width) or [""]
+        return _wrap(note, width) or [""]
     return [note[: max(0, width - 1)] + "…"]
