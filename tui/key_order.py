@@ -13,6 +13,9 @@ behind the key: every queue is first in, first out, so the message reaches the a
 only after its key has been handled, wherever that was. A key typed alone, after the
 one before is done, goes at once.
 
+A widget that takes a key itself and stops it (a slider's arrows) may send the
+`KeyHandled` behind it straight to the app: no queue above it holds that key.
+
 Only the answer for the key out lets the next go: each `KeyHandled` carries its key's
 number. Time never lets a key go while the one before can still answer (its widget is
 still in the app): on a loaded machine `s` of `dswp24GB` once sat in the slider's queue

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from textual.app import App, ComposeResult
+from textual.binding import Binding
 from textual.color import Color
 from textual.widget import Widget
 from textual.widgets import Input
@@ -120,6 +122,29 @@ async def test_slider_keys_page_home_and_end() -> None:
         assert state().batch == 3
         await pilot.press("h", "right")
         assert state().headroom_factor == 1.25
+
+
+async def test_a_slider_key_moves_it_as_its_binding_does() -> None:
+    # The slider takes its own keys in `on_key` (not by bubbling up to the app's binding
+    # check): each key of its BINDINGS must do what the binding's action does.
+    class One(App[None]):
+        def compose(self) -> ComposeResult:
+            yield StopSlider(40, 20.0)
+
+    app = One()
+    async with app.run_test() as pilot:
+        slider = app.query_one(StopSlider)
+        slider.focus()
+        for binding in StopSlider.BINDINGS:
+            assert isinstance(binding, Binding)
+            for start in (0.0, 20.0, 39.0):
+                slider.set_position(start)
+                await app.run_action(binding.action, slider)
+                by_action = slider.position
+                slider.set_position(start)
+                await pilot.press(binding.key)
+                assert slider.position == by_action, binding.key
+        assert slider.position != 20.0  # the keys moved it
 
 
 async def test_mouse_click_and_drag_on_a_slider() -> None:

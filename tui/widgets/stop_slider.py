@@ -13,6 +13,7 @@ per key, not the knob's alone and then, a 60 Hz tick later, the rest.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import ClassVar, Protocol
 
 from rich.text import Text
@@ -21,6 +22,7 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.reactive import reactive
 
+from tui.key_order import KeyHandled
 from tui.widgets.repaint import OneLine
 
 
@@ -104,6 +106,8 @@ class StopSlider(OneLine, can_focus=True):
         """Where typed keys go (the owner's box): digits and pastes start typing."""
         self._unpainted = False
         """A user's move not painted yet: the owner's next `set_position` paints it."""
+        self._took_key = False
+        """The last key the slider had went no further (it moved the knob)."""
 
     def _clamp(self, position: float) -> float:
         return min(max(position, 0.0), float(self.count - 1))
@@ -182,6 +186,25 @@ class StopSlider(OneLine, can_focus=True):
         if hook is not None and hook.key_from_slider(event):
             event.stop()
             event.prevent_default()
+            return
+        # The slider's own keys move it here, as its bindings would: Textual runs a
+        # focused widget's binding only once the key has bubbled up to the app, through
+        # six containers' queues (a quarter of a token key's messages).
+        move = _MOVES.get(event.key)
+        self._took_key = move is not None
+        if move is not None:
+            event.stop()
+            event.prevent_default()
+            move(self)
+
+    def on_key_handled(self, message: KeyHandled) -> None:
+        # The app's key order posts this right behind each key. A key the slider took
+        # went no further, so no queue above holds it: the answer goes straight to the
+        # app instead of through the six containers (tui/key_order.py).
+        if self._took_key:
+            self._took_key = False
+            message.stop()
+            self.app.post_message(KeyHandled(message.number))
 
     def on_blur(self, event: events.Blur) -> None:
         if self.box_hook is not None:
@@ -206,3 +229,15 @@ class StopSlider(OneLine, can_focus=True):
     def on_mouse_up(self, event: events.MouseUp) -> None:
         if self.app.mouse_captured is self:
             self.release_mouse()
+
+
+_MOVES: dict[str, Callable[[StopSlider], None]] = {
+    "right": lambda slider: slider.action_step(1),
+    "left": lambda slider: slider.action_step(-1),
+    "pageup": lambda slider: slider.action_page(1),
+    "pagedown": lambda slider: slider.action_page(-1),
+    "home": lambda slider: slider.action_to_end(-1),
+    "end": lambda slider: slider.action_to_end(1),
+}
+"""What each of `StopSlider.BINDINGS` does (tests/tui/test_keys_and_mouse.py holds the two
+to the same keys and actions)."""
