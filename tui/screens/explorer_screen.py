@@ -317,6 +317,7 @@ class ExplorerScreen(FocusKeys):
     def on_controls_changed(self, message: Controls.Changed) -> None:
         # The change, not `message.state`: a key or a palette command may have changed
         # another field while the message was on its way, and that change must stay.
+        message.stop()  # nothing above the screen reads it
         new = message.edit(self.state)
         if new == self.state and self._body is not None:
             self._body.controls.show(new, every=True)  # no watch_state: the move is unshown

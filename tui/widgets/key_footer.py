@@ -17,6 +17,8 @@ from textual.compose import compose
 from textual.widget import Widget
 from textual.widgets import Footer
 
+from tui.widgets.repaint import KeptLines
+
 PALETTE_ROOM = 14
 """Columns the docked `▏^p palette` key takes, with its padding."""
 COMPACT_BELOW = 120
@@ -62,8 +64,9 @@ def _shown(widget: Widget) -> tuple[object, ...]:
     return (type(widget), widget.classes - {"-compact"}, widget.tooltip, *text)
 
 
-class KeyFooter(Footer):
-    """The keys that fit whole, in binding order."""
+class KeyFooter(Footer, KeptLines):
+    """The keys that fit whole, in binding order. Its own lines (the background behind
+    the keys) are kept between frames: every key repainted the footer row unchanged."""
 
     DEFAULT_CSS = """
     KeyFooter.-compact FooterKey.-command-palette { padding-right: 1; }
