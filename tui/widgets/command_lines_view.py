@@ -43,6 +43,8 @@ class CommandLinesView(SeenLines):
         self._kept = KeptStyles(self)
         self._wrapped: tuple[int, list[Strip]] | None = None
         """The lines drawn for a width (None: to draw again)."""
+        self._drawn: dict[object, Strip] = {}
+        """The last lines drawn, by their words and styles."""
         self.border_title = "Same estimate on the command line (c, C copy)"
 
     def show(self, vramscope: str, mlxcel: str) -> None:
@@ -69,7 +71,7 @@ class CommandLinesView(SeenLines):
 
     def notify_style_update(self) -> None:
         self._kept.clear()
-        self._wrapped = None  # they carry the old styles
+        self._wrapped, self._drawn = None, {}  # they carry the old styles
         super().notify_style_update()
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
@@ -91,9 +93,17 @@ class CommandLinesView(SeenLines):
             text.append("\n$ ", "dim")
             text.append(shown(self.mlxcel))
             console, base = self.app.console, self._kept.base()
-            wrapped = text.wrap(console, max(width, 1))
-            self._wrapped = (
-                width,
-                [Strip(line.render(console)).apply_style(base) for line in wrapped],
-            )
+            # A line whose words and styles stayed keeps its strip: a token key changes
+            # one or two lines of eight.
+            before: dict[object, Strip] = self._drawn
+            drawn: dict[object, Strip] = {}
+            strips = []
+            for line in text.wrap(console, max(width, 1)):
+                key = (line.plain, tuple(line.spans))
+                strip = before.get(key)
+                if strip is None:
+                    strip = Strip(line.render(console)).apply_style(base)
+                drawn[key] = strip
+                strips.append(strip)
+            self._wrapped, self._drawn = (width, strips), drawn
         return self._wrapped[1]
