@@ -146,6 +146,11 @@ def load_held_out_words(fit: LoadFit) -> str:
     )
 
 
+def load_fit_words(fit: LoadFit) -> str:
+    """`0.50 x transient + 459.1 MiB fixed`: what the load calibrated adds to the load."""
+    return f"{fit.scale_percent / 100:.2f} x transient {_signed_bytes(fit.fixed_bytes)} fixed"
+
+
 def calibrated_load_line(cal: Calibration, load: EngineLoad, available: int) -> str:
     """`Load calibrated (vramscope, 6 runs on cpu ...): 1.2 GiB, fits  (...)`: the load's
     total with the calibration's transient scale and fixed part (`cal.load`)."""
@@ -156,8 +161,7 @@ def calibrated_load_line(cal: Calibration, load: EngineLoad, available: int) -> 
     return clean_text(
         f"  Load calibrated (vramscope, {fit.runs} runs on {cal.device_words}): "
         f"{format_bytes(total)}, {verdict}  (mlx-lm load {format_bytes(load.total_bytes)} "
-        f"with {fit.scale_percent / 100:.2f} x transient {_signed_bytes(fit.fixed_bytes)} "
-        f"fixed; {_origin_words(cal)}; fitted to {cal.target_words}; "
+        f"with {load_fit_words(fit)}; {_origin_words(cal)}; fitted to {cal.target_words}; "
         f"{load_held_out_words(fit)})"
     )
 

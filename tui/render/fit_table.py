@@ -9,7 +9,7 @@ from core.answer.fit import WHAT_IF_FORMULA, FitRow, rank_key
 from core.answer.question import Question
 from core.answer.verdict import Scope, Verdict, verdict_words
 from core.calibration.record import Calibration
-from core.calibration.report import calibration_words
+from core.calibration.report import calibration_words, load_fit_words
 from core.display_text import clean_text
 from core.units import format_bytes_short
 from tui.render.table_columns import TableColumn
@@ -40,6 +40,7 @@ LOAD_NOTE = (
     "TOTAL and MLXCEL: mlxcel's."
 )
 CALIBRATED_COLUMN = "CALIBRATED (vramscope)"
+LOAD_CALIBRATED_COLUMN = "LOAD CALIBRATED (vramscope)"
 
 
 @dataclass(frozen=True)
@@ -61,12 +62,36 @@ class CalibratedColumn:
             return "none"
         return f"{format_bytes_short(cal.total_bytes)} {verdict_words(cal.verdict)}"
 
+    @property
+    def has_load(self) -> bool:
+        """Whether the calibration carries a fit of the mlx-lm load (its own column)."""
+        return self.calibration is not None and self.calibration.load is not None
+
+    def load_cell(self, row: FitRow) -> str:
+        """`7.45 GiB FITS`: the row's mlx-lm load with the calibration's transient scale
+        and fixed part (`inspect --calibrated`'s `Load calibrated` line), or `none`."""
+        cal = row.found.calibrated if row.found is not None else None
+        if cal is None or cal.load_total_bytes is None:
+            return "none"
+        fits = cal.load_total_bytes <= self.available_bytes
+        return f"{format_bytes_short(cal.load_total_bytes)} {'FITS' if fits else 'DOES NOT FIT'}"
+
     def note(self) -> str:
         """What the column is, under the table."""
         if self.calibration is None:
             why = self.reason or f"no calibration for {self.backend}"
             return f"CALIBRATED: {why}; mlxcel's estimate only (vramscope calibrate fits one)"
         return f"CALIBRATED: {calibration_words(self.calibration)}; not mlxcel's figure."
+
+    def load_note(self) -> str:
+        """What the load's column is, under the table."""
+        fit = self.calibration.load if self.calibration is not None else None
+        if fit is None:
+            return ""
+        return (
+            f"LOAD CALIBRATED: LOAD (the mlx-lm load) with {load_fit_words(fit)}, fitted on"
+            " the same runs; none where a row has no mlx-lm load; not mlxcel's figure."
+        )
 
 
 def fit_heading(question: Question) -> list[str]:
@@ -180,6 +205,9 @@ def fit_text(
         if calibrated is not None:  # before FROM, which stays last and unpadded
             cells = [CALIBRATED_COLUMN, *(calibrated.cell(r) for r in ranked)]
             table = [(*t[:-1], c, t[-1]) for t, c in zip(table, cells, strict=True)]
+            if calibrated.has_load:
+                cells = [LOAD_CALIBRATED_COLUMN, *(calibrated.load_cell(r) for r in ranked)]
+                table = [(*t[:-1], c, t[-1]) for t, c in zip(table, cells, strict=True)]
         lines.extend(format_table(table))
     else:
         lines.append("no rows")
@@ -210,6 +238,8 @@ def fit_text(
         )
     if calibrated is not None:
         lines.append(clean_text(calibrated.note()))
+        if calibrated.has_load:
+            lines.append(clean_text(calibrated.load_note()))
     if missing:
         lines.append("")
         lines.append("Not computed:")

@@ -261,7 +261,7 @@ def test_calibrated_column_is_inspect_s_calibrated_total_row_by_row(
     assert doc["inputs"]["calibration"]["target"] == "peak"
     rows = doc["rows"]
     assert len(rows) == len(list_profile_ids())
-    verdicts = set()
+    verdicts, load_verdicts = set(), set()
     for row in rows:
         code, out, err = run(capsys, "inspect", row["model"], *flags, "--json", "--calibrated")
         assert (code, err) == (0, ""), row["model"]
@@ -269,21 +269,32 @@ def test_calibrated_column_is_inspect_s_calibrated_total_row_by_row(
         assert row["calibrated_total_bytes"] == calibrated["total_bytes"], row["model"]
         assert row["calibrated_fits"] is calibrated["fits"], row["model"]
         verdicts.add(row["calibrated_fits"])
+        # The mlx-lm load calibrated (the built-in calibration carries a load fit).
+        load = calibrated["load"]
+        assert load is not None, row["model"]
+        assert row["calibrated_load_total_bytes"] == load["total_bytes"], row["model"]
+        assert row["calibrated_load_fits"] is load["fits"], row["model"]
+        load_verdicts.add(row["calibrated_load_fits"])
         # mlxcel's total and verdict stay beside it, inspect's to the byte.
         assert (row["total_bytes"], row["fits"]) == (
             json.loads(out)["total_bytes"],
             json.loads(out)["fits"],
         )
-    assert verdicts == {True, False}
+    assert verdicts == load_verdicts == {True, False}
     code, text, _ = run(capsys, "fit", *flags, "--quantizations", "stored", "--calibrated")
     lines = text.splitlines()
     header = next(ln for ln in lines if ln.startswith("MODEL "))
     assert "CALIBRATED (vramscope)" in header
+    at, load_at = header.index(" CALIBRATED"), header.index("LOAD CALIBRATED")
     for row in rows:
         (line,) = [ln for ln in lines if ln.startswith(row["model"] + " ")]
         words = "FITS" if row["calibrated_fits"] else "DOES NOT FIT"
-        assert f" {words} " in line[header.index("CALIBRATED") :]
+        assert f" {words} " in line[at:load_at]
+        load = format_bytes_short(row["calibrated_load_total_bytes"])
+        words = "FITS" if row["calibrated_load_fits"] else "DOES NOT FIT"
+        assert line[load_at:].startswith(f"{load} {words} ")
     assert any(ln.startswith("CALIBRATED: vramscope, 18 runs on gfx1151") for ln in lines)
+    assert any(ln.startswith("LOAD CALIBRATED: LOAD (the mlx-lm load) with 0.50 x") for ln in lines)
 
 
 def test_calibrated_rows_without_a_calibration_say_so(
@@ -294,7 +305,10 @@ def test_calibrated_rows_without_a_calibration_say_so(
     assert doc["inputs"]["calibration"] is None
     assert {r["calibrated_total_bytes"] for r in doc["rows"]} == {None}
     assert {r["calibrated_fits"] for r in doc["rows"]} == {None}
+    assert {r["calibrated_load_total_bytes"] for r in doc["rows"]} == {None}
+    assert {r["calibrated_load_fits"] for r in doc["rows"]} == {None}
     code, text, _ = run(capsys, "fit", *flags, "--calibrated")
+    assert "LOAD CALIBRATED" not in text
     assert code == 0
     # This machine's CPU is the device named (its runs' calibration would be for it).
     cpu = read_cpu_name()
