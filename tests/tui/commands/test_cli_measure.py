@@ -1,49 +1,130 @@
-"""`vramscope measure` and `vramscope table` as a user runs them (real processes)."""
+"""`vramscope measure` and `vramscope table` as a user runs them (real processes: the
+command, its measuring child, a pseudo-terminal for the live display): the result on
+stdout, the progress on stderr.
+
+Tests that read the same kind of run share one, made once for the module in a home of
+its own (`plain_measure`, `json_measure`, `table_run`): each is a CLI process and a
+torch child (2-3 s of processor time), and the tests check different things of it.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import pty
+import re
+import select
 import subprocess
 import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from core.measurement.history import HistoryStore
+from core.measurement.history import HISTORY_FILE, HistoryStore
+from tests.conftest import ESTIMATOR_ENV, HUB_ENV, OWN_FOLDERS
 
 ROOT = Path(__file__).resolve().parents[3]
 FAST = ["--prompt-tokens", "8", "--gen-tokens", "2", "--warmup-tokens", "0", "--device", "cpu"]
+WORKLOAD = ["--prompt-tokens", "24", "--gen-tokens", "3", "--warmup-tokens", "2"]
+WORKLOAD += ["--device", "cpu"]
+RUN = [*WORKLOAD, "--no-history"]
+PHASES = ["engine start (torch)", "load", "warm-up prefill", "warm-up decode", "prefill", "decode"]
+PHASE_LINE = re.compile(r"^vramscope: (.+?): (started|done in (\d+\.\d\d) s(?: \((.*)\))?)$")
 
 
-def vramscope(*args: str) -> subprocess.CompletedProcess[str]:
+def vramscope(*args: str, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "tui", *args],
         capture_output=True,
         text=True,
         cwd=ROOT,
         timeout=300,
+        env=None if env is None else dict(env),
     )
 
 
-def test_measure_prints_estimate_and_peak_side_by_side(tiny_llama: Path) -> None:
+def phase_lines(stderr: str) -> list[tuple[str, str, str]]:
+    """(phase, 'started' | 'done', figures) for each phase line, in order."""
+    out = []
+    for line in stderr.splitlines():
+        m = PHASE_LINE.match(line)
+        if m:
+            out.append((m[1], "started" if m[2] == "started" else "done", m[4] or ""))
+    return out
+
+
+@dataclass(frozen=True)
+class Ran:
+    """One module-scoped run: what the command did, and the home it ran in."""
+
+    done: subprocess.CompletedProcess[str]
+    home: Path
+
+    def history(self) -> HistoryStore:
+        return HistoryStore(self.home / OWN_FOLDERS["XDG_STATE_HOME"] / "vramscope" / HISTORY_FILE)
+
+
+def run_in_own_home(home: Path, *args: str) -> Ran:
+    """`vramscope ARGS` in `home`, laid out as tests/conftest.py's `_own_home` lays out a
+    test's: a module fixture is made before any test's own home, in this process's."""
+    env = {k: v for k, v in os.environ.items() if k not in (*ESTIMATOR_ENV, *HUB_ENV)}
+    env |= {"HOME": str(home), "HF_HUB_OFFLINE": "1"}
+    env |= {name: str(home / below) for name, below in OWN_FOLDERS.items()}
+    return Ran(vramscope(*args, env=env), home)
+
+
+@pytest.fixture(scope="module")
+def plain_measure(tiny_llama: Path, tmp_path_factory: pytest.TempPathFactory) -> Ran:
+    """`measure` as most run it: text on stdout, a line per phase on stderr (a pipe),
+    the result kept in the history."""
     pytest.importorskip("torch")
-    done = vramscope("measure", str(tiny_llama), *FAST, "--inflight-mb", "64")
+    home = tmp_path_factory.mktemp("plain-home")
+    return run_in_own_home(home, "measure", str(tiny_llama), *WORKLOAD, "--inflight-mb", "64")
+
+
+@pytest.fixture(scope="module")
+def json_measure(tiny_llama: Path, tmp_path_factory: pytest.TempPathFactory) -> Ran:
+    """`measure --json --check --no-history` at the default in-flight budget."""
+    pytest.importorskip("torch")
+    home = tmp_path_factory.mktemp("json-home")
+    return run_in_own_home(home, "measure", str(tiny_llama), *RUN, "--json", "--check")
+
+
+TABLE = ["--contexts", "24", "--budgets", "16,0", "--gen-tokens", "4", "--warmup-tokens", "0"]
+TABLE += ["--device", "cpu"]
+
+
+@pytest.fixture(scope="module")
+def table_run(tiny_llama: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Ran, Path]:
+    """`table` of two runs (budgets 16 and 0 MiB at 24 tokens) written to `--out`."""
+    pytest.importorskip("torch")
+    root = tmp_path_factory.mktemp("table")
+    home, out = root / "home", root / "results" / "table.md"
+    home.mkdir()
+    out.parent.mkdir()  # --out never makes a missing folder (test_cli_messages.py)
+    return run_in_own_home(home, "table", str(tiny_llama), *TABLE, "--out", str(out)), out
+
+
+def test_measure_prints_estimate_and_peak_side_by_side(plain_measure: Ran) -> None:
+    done = plain_measure.done
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     estimate = next(line for line in lines if line.startswith("Estimate:"))
     peak = next(line for line in lines if line.startswith("Measured peak:"))
     margin = next(line for line in lines if line.startswith("Margin:"))
-    assert "at 10 tokens" in estimate  # P + G
+    assert "at 27 tokens" in estimate  # P + G
     assert "bytes" in peak
     assert "covered" in margin
     assert "in-flight budget 64 MiB" in done.stdout
     assert "\r" not in done.stderr  # no progress bar when stderr is not a terminal
-    assert len(HistoryStore.default().read().results) == 1
+    assert len(plain_measure.history().read().results) == 1
 
 
-def test_measure_json_carries_the_margin(tiny_llama: Path) -> None:
-    pytest.importorskip("torch")
-    done = vramscope("measure", str(tiny_llama), *FAST, "--json", "--no-history")
+def test_measure_json_carries_the_margin(json_measure: Ran) -> None:
+    done = json_measure.done
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     measured = doc["measured"]
@@ -51,7 +132,7 @@ def test_measure_json_carries_the_margin(tiny_llama: Path) -> None:
     assert doc["margin"]["bytes"] == doc["estimate_bytes"] - measured["peak_bytes"]
     assert doc["margin"]["covered"] is True
     assert measured["inflight_mib"] == 1024  # the default budget
-    assert HistoryStore.default().read().results == []
+    assert json_measure.history().read().results == []
 
 
 def test_a_failed_measurement_is_one_line_and_exit_2(tiny_llama: Path) -> None:
@@ -91,26 +172,11 @@ def test_usage_errors_are_one_line_and_exit_2(
     assert "Traceback" not in done.stderr
 
 
-def test_table_writes_the_estimate_against_peak_table(tiny_llama: Path, tmp_path: Path) -> None:
-    pytest.importorskip("torch")
-    out = tmp_path / "results" / "table.md"
-    out.parent.mkdir()  # --out never makes a missing folder (test_cli_messages.py)
-    done = vramscope(
-        "table",
-        str(tiny_llama),
-        "--contexts",
-        "24",
-        "--budgets",
-        "16,0",
-        "--gen-tokens",
-        "4",
-        "--warmup-tokens",
-        "0",
-        "--device",
-        "cpu",
-        "--out",
-        str(out),
-    )
+def test_table_writes_the_estimate_against_peak_table(
+    tiny_llama: Path, table_run: tuple[Ran, Path]
+) -> None:
+    ran, out = table_run
+    done = ran.done
     assert done.returncode == 0, done.stderr
     text = out.read_text()
     assert text == done.stdout
@@ -125,13 +191,173 @@ def test_table_writes_the_estimate_against_peak_table(tiny_llama: Path, tmp_path
     assert "[2/2]" in done.stderr
 
 
-def test_measure_check_exits_1_exactly_when_the_estimate_does_not_cover(tiny_llama: Path) -> None:
+def test_measure_check_exits_1_exactly_when_the_estimate_does_not_cover(
+    tiny_llama: Path, json_measure: Ran
+) -> None:
     # Budget 0 and no headroom factor: the estimate falls below this CPU peak; the
-    # default workload is covered. The exit code follows the printed verdict.
-    for extra in ([], ["--inflight-mb", "0"]):
-        proc = vramscope(
-            "measure", str(tiny_llama), "--device", "cpu", "--prompt-tokens", "32",
-            "--gen-tokens", "4", "--json", "--check", "--no-history", *extra,
-        )  # fmt: skip
+    # default budget's is covered. The exit code follows the printed verdict.
+    budget_off = vramscope(
+        "measure", str(tiny_llama), *RUN, "--json", "--check", "--inflight-mb", "0"
+    )
+    for proc in (json_measure.done, budget_off):
         covered = json.loads(proc.stdout)["margin"]["covered"]
         assert proc.returncode == (0 if covered else 1), proc.stderr
+
+
+# -- progress on stderr ---------------------------------------------------------------
+
+
+def test_without_a_terminal_each_phase_starts_and_ends_on_its_own_line(
+    plain_measure: Ran,
+) -> None:
+    done = plain_measure.done
+    assert done.returncode == 0, done.stderr
+    lines = phase_lines(done.stderr)
+    # Every phase once, started before it is done, in the order the run goes through them.
+    assert [p for p, what, _ in lines if what == "started"] == PHASES
+    assert [p for p, what, _ in lines if what == "done"] == PHASES
+    for phase in PHASES:
+        assert lines.index((phase, "started", "")) < next(
+            i for i, (p, what, _) in enumerate(lines) if p == phase and what == "done"
+        )
+    figures = {p: f for p, what, f in lines if what == "done"}
+    assert figures["prefill"].startswith("24/24 tokens, ")  # P, counted in tokens
+    assert figures["decode"].startswith("3/3 tokens, ")  # G
+    assert figures["warm-up decode"].startswith("2/2 tokens, ")
+    assert re.fullmatch(r"3/3 tokens, [\d,]+\.\d tokens/s", figures["decode"])
+    assert re.fullmatch(r"\d+/\d+ tensors", figures["load"])
+    assert "\x1b" not in done.stderr and "\r" not in done.stderr  # no live display
+    assert "started" not in done.stdout  # stdout is the result only
+    assert "Measured peak:" in done.stdout
+
+
+def test_the_mlx_engine_counts_prompt_tokens_and_times_its_load(tiny_llama: Path) -> None:
+    done = vramscope("measure", str(tiny_llama), *RUN, "--engine", "mlx")
+    assert done.returncode == 0, done.stderr
+    lines = phase_lines(done.stderr)
+    names = ["engine start (mlx)", *PHASES[1:]]
+    assert [p for p, what, _ in lines if what == "started"] == names
+    figures = {p: f for p, what, f in lines if what == "done"}
+    assert figures["load"] == ""  # mlx-lm's load reports no count: its seconds only
+    assert figures["prefill"].startswith("24/24 tokens, ")
+    assert figures["decode"].startswith("3/3 tokens, ")
+
+
+def test_quiet_shows_no_progress_and_json_stdout_stays_json(
+    tiny_llama: Path, json_measure: Ran
+) -> None:
+    pytest.importorskip("torch")
+    quiet = vramscope("measure", str(tiny_llama), *RUN, "--quiet")
+    assert quiet.returncode == 0, quiet.stderr
+    assert quiet.stderr == ""  # no phase lines, no notices (this run has no warnings)
+    assert "Measured peak:" in quiet.stdout
+
+    as_json = json_measure.done
+    assert as_json.returncode == 0, as_json.stderr
+    doc = json.loads(as_json.stdout)  # the whole of stdout parses
+    assert doc["measured"]["prompt_tokens"] == 24
+    assert [p for p, what, _ in phase_lines(as_json.stderr) if what == "done"] == PHASES
+
+    both = vramscope("measure", str(tiny_llama), *RUN, "--json", "--quiet")
+    assert both.returncode == 0, both.stderr
+    assert json.loads(both.stdout)["measured"]["gen_tokens"] == 3
+    assert both.stderr == ""
+
+
+def test_a_run_that_stops_says_where(tiny_llama: Path) -> None:
+    # Half a second is less than the child takes to start (Python, torch, kernels).
+    done = vramscope("measure", str(tiny_llama), *RUN, "--timeout", "0.5")
+    assert done.returncode == 2
+    lines = done.stderr.splitlines()
+    stop = next(i for i, line in enumerate(lines) if "stopped after" in line)
+    assert re.fullmatch(
+        r"vramscope: engine start \(torch\): stopped after \d+\.\d\d s", lines[stop]
+    )
+    assert "measurement failed (timed out)" in lines[stop + 1]
+    assert not any("done in" in line for line in lines)
+
+
+def test_table_shows_each_runs_phases_after_its_count(
+    tiny_llama: Path, table_run: tuple[Ran, Path], tmp_path: Path
+) -> None:
+    done = table_run[0].done
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("vramscope: [1/2] "))
+    second = next(i for i, line in enumerate(lines) if line.startswith("vramscope: [2/2] "))
+    # Each count names its run (both prompts are 20 tokens: the budget tells them apart).
+    assert lines[first].endswith(" at 24 tokens, 16 MiB, torch"), lines[first]
+    assert lines[second].endswith(" at 24 tokens, 0 MiB, torch"), lines[second]
+    for start, end in ((first, second), (second, len(lines))):
+        run = phase_lines("\n".join(lines[start:end]))
+        assert [p for p, what, _ in run if what == "done"] == [
+            "engine start (torch)",
+            "load",
+            "warm-up prefill",  # the warm-up decode has 0 tokens: no phase
+            "prefill",
+            "decode",
+        ]
+        prefill = dict((p, f) for p, w, f in run if w == "done")["prefill"]
+        assert prefill.startswith("20/20 tokens")  # the context less the decode's 4
+    assert "| Model | Engine | Context |" in done.stdout
+
+    out = tmp_path / "table.md"
+    quiet = vramscope("table", str(tiny_llama), *TABLE, "--out", str(out), "--quiet")
+    assert quiet.returncode == 0, quiet.stderr
+    assert quiet.stderr == ""
+    assert quiet.stdout.count("\n") == done.stdout.count("\n")  # the same table
+
+
+def run_on_a_terminal(args: list[str], timeout: float = 240) -> tuple[int, str, str]:
+    """Run `vramscope ARGS` with stderr on a pseudo-terminal (stdout a pipe): the exit
+    status, what the terminal received and stdout."""
+    leader, follower = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    env.update(TERM="xterm-256color", COLUMNS="120", LINES="40")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tui", *args],
+        stdout=subprocess.PIPE,
+        stderr=follower,
+        cwd=ROOT,
+        env=env,
+    )
+    os.close(follower)
+    received = bytearray()
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([leader], [], [], 0.5)
+            if ready:
+                try:
+                    data = os.read(leader, 65536)
+                except OSError:  # EIO: the last writer closed the terminal
+                    break
+                if not data:
+                    break
+                received += data
+            elif process.poll() is not None:
+                break
+        assert process.stdout is not None
+        stdout = process.stdout.read().decode()
+        return process.wait(timeout=30), received.decode("utf-8", "replace"), stdout
+    finally:
+        os.close(leader)
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_on_a_terminal_a_live_display_shows_each_phase(tiny_llama: Path) -> None:
+    pytest.importorskip("torch")
+    status, screen, stdout = run_on_a_terminal(["measure", str(tiny_llama), *RUN])
+    assert status == 0, screen
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen)
+    last_frame = plain.split("engine start (torch)")[-1]  # the display's final repaint
+    assert "━" in last_frame  # rich's bars
+    for words in ("load", "warm-up prefill", "warm-up decode", "24/24 tokens", "3/3 tokens"):
+        assert words in last_frame, words
+    decode = next(line for line in last_frame.splitlines() if line.startswith("decode"))
+    assert re.search(r"3/3 tokens\s+[\d,]+\.\d tokens/s\s+\d+\.\d s", decode), decode
+    assert "\x1b[" in screen  # drawn in place, with colour
+    assert "started" not in plain  # not the line-per-phase form
+    assert "Measured peak:" in stdout and "\x1b" not in stdout  # stdout untouched
