@@ -3,7 +3,7 @@ command, its measuring child, a pseudo-terminal for the live display): the resul
 stdout, the progress on stderr.
 
 Tests that read the same kind of run share one, made once for the module in a home of
-its own (`plain_measure`, `json_measure`, `table_run`): each is a CLI process and a
+its own (`terminal_measure`, `json_measure`, `table_run`): each is a CLI process and a
 torch child (2-3 s of processor time), and the tests check different things of it.
 """
 
@@ -64,25 +64,47 @@ class Ran:
     home: Path
 
     def history(self) -> HistoryStore:
-        return HistoryStore(self.home / OWN_FOLDERS["XDG_STATE_HOME"] / "vramscope" / HISTORY_FILE)
+        return history_in(self.home)
+
+
+def history_in(home: Path) -> HistoryStore:
+    """The history a run in `home` (`own_home_env`) keeps."""
+    return HistoryStore(home / OWN_FOLDERS["XDG_STATE_HOME"] / "vramscope" / HISTORY_FILE)
+
+
+def own_home_env(home: Path) -> dict[str, str]:
+    """This process's environment with `home` laid out as tests/conftest.py's
+    `_own_home` lays out a test's: a module fixture is made before any test's own home,
+    in this process's."""
+    env = {k: v for k, v in os.environ.items() if k not in (*ESTIMATOR_ENV, *HUB_ENV)}
+    env |= {"HOME": str(home), "HF_HUB_OFFLINE": "1"}
+    return env | {name: str(home / below) for name, below in OWN_FOLDERS.items()}
 
 
 def run_in_own_home(home: Path, *args: str) -> Ran:
-    """`vramscope ARGS` in `home`, laid out as tests/conftest.py's `_own_home` lays out a
-    test's: a module fixture is made before any test's own home, in this process's."""
-    env = {k: v for k, v in os.environ.items() if k not in (*ESTIMATOR_ENV, *HUB_ENV)}
-    env |= {"HOME": str(home), "HF_HUB_OFFLINE": "1"}
-    env |= {name: str(home / below) for name, below in OWN_FOLDERS.items()}
-    return Ran(vramscope(*args, env=env), home)
+    """`vramscope ARGS` in `home` (`own_home_env`)."""
+    return Ran(vramscope(*args, env=own_home_env(home)), home)
+
+
+@dataclass(frozen=True)
+class OnATerminal:
+    """A run with stderr on a pseudo-terminal: its status, what the terminal received,
+    stdout, and the home it ran in."""
+
+    status: int
+    screen: str
+    stdout: str
+    home: Path
 
 
 @pytest.fixture(scope="module")
-def plain_measure(tiny_llama: Path, tmp_path_factory: pytest.TempPathFactory) -> Ran:
-    """`measure` as most run it: text on stdout, a line per phase on stderr (a pipe),
-    the result kept in the history."""
+def terminal_measure(tiny_llama: Path, tmp_path_factory: pytest.TempPathFactory) -> OnATerminal:
+    """`measure` as a user types it: stderr on a terminal (the live display), the result
+    in text on stdout and kept in the history."""
     pytest.importorskip("torch")
-    home = tmp_path_factory.mktemp("plain-home")
-    return run_in_own_home(home, "measure", str(tiny_llama), *WORKLOAD, "--inflight-mb", "64")
+    home = tmp_path_factory.mktemp("terminal-home")
+    args = ["measure", str(tiny_llama), *WORKLOAD, "--inflight-mb", "64"]
+    return OnATerminal(*run_on_a_terminal(args, env=own_home_env(home)), home)
 
 
 @pytest.fixture(scope="module")
@@ -108,9 +130,9 @@ def table_run(tiny_llama: Path, tmp_path_factory: pytest.TempPathFactory) -> tup
     return run_in_own_home(home, "table", str(tiny_llama), *TABLE, "--out", str(out)), out
 
 
-def test_measure_prints_estimate_and_peak_side_by_side(plain_measure: Ran) -> None:
-    done = plain_measure.done
-    assert done.returncode == 0, done.stderr
+def test_measure_prints_estimate_and_peak_side_by_side(terminal_measure: OnATerminal) -> None:
+    done = terminal_measure
+    assert done.status == 0, done.screen
     lines = done.stdout.splitlines()
     estimate = next(line for line in lines if line.startswith("Estimate:"))
     peak = next(line for line in lines if line.startswith("Measured peak:"))
@@ -119,8 +141,7 @@ def test_measure_prints_estimate_and_peak_side_by_side(plain_measure: Ran) -> No
     assert "bytes" in peak
     assert "covered" in margin
     assert "in-flight budget 64 MiB" in done.stdout
-    assert "\r" not in done.stderr  # no progress bar when stderr is not a terminal
-    assert len(plain_measure.history().read().results) == 1
+    assert len(history_in(done.home).read().results) == 1
 
 
 def test_measure_json_carries_the_margin(json_measure: Ran) -> None:
@@ -208,9 +229,9 @@ def test_measure_check_exits_1_exactly_when_the_estimate_does_not_cover(
 
 
 def test_without_a_terminal_each_phase_starts_and_ends_on_its_own_line(
-    plain_measure: Ran,
+    json_measure: Ran,
 ) -> None:
-    done = plain_measure.done
+    done = json_measure.done  # the view follows stderr alone, whatever stdout carries
     assert done.returncode == 0, done.stderr
     lines = phase_lines(done.stderr)
     # Every phase once, started before it is done, in the order the run goes through them.
@@ -228,7 +249,7 @@ def test_without_a_terminal_each_phase_starts_and_ends_on_its_own_line(
     assert re.fullmatch(r"\d+/\d+ tensors", figures["load"])
     assert "\x1b" not in done.stderr and "\r" not in done.stderr  # no live display
     assert "started" not in done.stdout  # stdout is the result only
-    assert "Measured peak:" in done.stdout
+    assert json.loads(done.stdout)["measured"]["gen_tokens"] == 3
 
 
 def test_the_mlx_engine_counts_prompt_tokens_and_times_its_load(tiny_llama: Path) -> None:
@@ -308,11 +329,13 @@ def test_table_shows_each_runs_phases_after_its_count(
     assert quiet.stdout.count("\n") == done.stdout.count("\n")  # the same table
 
 
-def run_on_a_terminal(args: list[str], timeout: float = 240) -> tuple[int, str, str]:
+def run_on_a_terminal(
+    args: list[str], env: Mapping[str, str], timeout: float = 240
+) -> tuple[int, str, str]:
     """Run `vramscope ARGS` with stderr on a pseudo-terminal (stdout a pipe): the exit
     status, what the terminal received and stdout."""
     leader, follower = pty.openpty()
-    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    env = {k: v for k, v in env.items() if k != "NO_COLOR"}
     env.update(TERM="xterm-256color", COLUMNS="120", LINES="40")
     process = subprocess.Popen(
         [sys.executable, "-m", "tui", *args],
@@ -347,9 +370,12 @@ def run_on_a_terminal(args: list[str], timeout: float = 240) -> tuple[int, str, 
             process.wait()
 
 
-def test_on_a_terminal_a_live_display_shows_each_phase(tiny_llama: Path) -> None:
-    pytest.importorskip("torch")
-    status, screen, stdout = run_on_a_terminal(["measure", str(tiny_llama), *RUN])
+def test_on_a_terminal_a_live_display_shows_each_phase(terminal_measure: OnATerminal) -> None:
+    status, screen, stdout = (
+        terminal_measure.status,
+        terminal_measure.screen,
+        terminal_measure.stdout,
+    )
     assert status == 0, screen
     plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen)
     last_frame = plain.split("engine start (torch)")[-1]  # the display's final repaint
