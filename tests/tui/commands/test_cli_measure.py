@@ -3,8 +3,9 @@ command, its measuring child, a pseudo-terminal for the live display): the resul
 stdout, the progress on stderr.
 
 Tests that read the same kind of run share one, made once for the module in a home of
-its own (`terminal_measure`, `json_measure`, `table_run`): each is a CLI process and a
-torch child (2-3 s of processor time), and the tests check different things of it.
+its own (`terminal_measure`, `json_measure`, `table_run`): each is a CLI process and
+its torch children (2-3 s of processor time a child), and the tests check different
+things of it.
 """
 
 from __future__ import annotations
