@@ -1,10 +1,11 @@
 """The `mlx` engine end to end: real child processes running mlx-lm on the CPU.
 
 Each model is written by mlx-lm inside the test, measured through the launcher (or
-the `vramscope` command) and, at the same time in a process of its own, by an
-independent mlx-lm run of the same workload (tests/hip_backend/mlx_engine/mlx_peak_reference.py).
-The engine's peak must lie within 10% of that run's and never below the bytes of
-the loaded weights. Workloads are short: MLX's CPU 4-bit kernels are slow.
+the `vramscope` command) and, at the same time in a process apart from the engine's,
+by an independent mlx-lm run of the same workload (the module's runs in one process,
+each on its own: tests/hip_backend/mlx_engine/mlx_peak_reference.py). The engine's peak
+must lie within 10% of that run's and never below the bytes of the loaded weights.
+Workloads are short: MLX's CPU 4-bit kernels are slow.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 
@@ -81,43 +83,63 @@ class Reference:
     weights_bytes: int
 
 
-class ReferenceRun:
-    """mlx-lm alone, in its own process, started now and read later.
+REFERENCE_RUNS: list[tuple[str, int | None]] = [
+    *((name, None) for name in MODELS),
+    ("qwen3_moe-4bit", 8),  # mlx-lm's quantized KV cache
+]
+"""Every (model, KV bits) a test here holds the engine against."""
 
-    A folder and KV setting run once per worker: the workload is fixed, so a second
-    test asking for the same reference gets the first run's figures (two MLX runs of
-    2.5 s of CPU each fewer)."""
 
-    _read: ClassVar[dict[tuple[Path, int | None], Reference]] = {}
+class References:
+    """mlx-lm alone, every run of REFERENCE_RUNS in one process of its own
+    (tests/hip_backend/mlx_engine/mlx_peak_reference.py: each run's peak on its own, no
+    earlier run's buffers held), started with the module's first test that needs it, so
+    that it runs beside the engines' children, and read when a test first asks for a run.
+    One process, not one a run: mlx-lm's import took 1.2 s of processor time in each of 9.
+    """
 
-    def __init__(self, folder: Path, kv_bits: int | None = None) -> None:
-        self.key = (folder, kv_bits)
-        self.process: subprocess.Popen[str] | None = None
-        if self.key in self._read:
-            return
+    def __init__(self, root: Path) -> None:
+        self._specs = {
+            (name, bits): f"{root / name}@{bits}" if bits else str(root / name)
+            for name, bits in REFERENCE_RUNS
+        }
         self.process = subprocess.Popen(
             [
                 sys.executable,
                 "-m",
                 "tests.hip_backend.mlx_engine.mlx_peak_reference",
-                str(folder),
                 *map(str, (PROMPT, GEN, WARMUP)),
-                *([str(kv_bits)] if kv_bits else []),
+                *self._specs.values(),
             ],
             cwd=ROOT,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
+        self._read: dict[str, Reference] | None = None
 
-    def result(self) -> Reference:
-        if self.process is None:
-            return self._read[self.key]
-        out, err = self.process.communicate(timeout=300)
-        assert self.process.returncode == 0, err
-        data = json.loads(out.strip().splitlines()[-1])
-        self._read[self.key] = Reference(int(data["peak_bytes"]), int(data["weights_bytes"]))
-        return self._read[self.key]
+    def of(self, name: str, kv_bits: int | None = None) -> Reference:
+        if self._read is None:
+            out, err = self.process.communicate(timeout=600)
+            assert self.process.returncode == 0, err
+            lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+            self._read = {
+                line["run"]: Reference(int(line["peak_bytes"]), int(line["weights_bytes"]))
+                for line in lines
+            }
+        return self._read[self._specs[(name, kv_bits)]]
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.communicate()
+
+
+@pytest.fixture(scope="module")
+def references(mlx_model_dir: Path) -> Iterator[References]:
+    runs = References(mlx_model_dir)
+    yield runs
+    runs.stop()
 
 
 def request(folder: Path | str, **kw: Any) -> MeasureRequest:
@@ -181,9 +203,10 @@ def measured_via_cli_text(folder: Path) -> MeasuredPeak:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(MODELS))
-def test_the_mlx_peak_is_mlx_lm_s_own(name: str, mlx_model_dir: Path) -> None:
+def test_the_mlx_peak_is_mlx_lm_s_own(
+    name: str, mlx_model_dir: Path, references: References
+) -> None:
     folder = mlx_model_dir / name
-    reference = ReferenceRun(folder)  # runs beside the engine's child: separate processes
     if name == "llama-bf16":
         peak = measured_via_cli_json(folder)
     elif name == "gemma2-f16":
@@ -193,7 +216,7 @@ def test_the_mlx_peak_is_mlx_lm_s_own(name: str, mlx_model_dir: Path) -> None:
         assert isinstance(outcome, MeasuredPeak), outcome
         peak = outcome
         assert HistoryStore.default().read().results == [peak]
-    ref = reference.result()
+    ref = references.of(name)
 
     assert peak.engine is Engine.MLX
     assert peak.peak_kind == "MLX peak (mx.get_peak_memory), cpu"
@@ -217,10 +240,9 @@ def test_the_mlx_peak_is_mlx_lm_s_own(name: str, mlx_model_dir: Path) -> None:
     [("qwen3_moe-4bit", "headers"), ("llama-bf16", "config")],
 )
 def test_models_without_weights_are_measured_with_random_arrays_of_their_shapes(
-    name: str, shape_source: str, mlx_model_dir: Path, tmp_path: Path
+    name: str, shape_source: str, mlx_model_dir: Path, references: References, tmp_path: Path
 ) -> None:
     real = mlx_model_dir / name
-    reference = ReferenceRun(real)
     if shape_source == "headers":
         req = request(real, synthetic=True)  # names, dtypes and shapes from the headers
     else:
@@ -231,7 +253,7 @@ def test_models_without_weights_are_measured_with_random_arrays_of_their_shapes(
     rec = Recorder()
     handle = start_run(req, rec, record_history=False)
     peak = peak_or_failure(handle.wait(300))
-    ref = reference.result()
+    ref = references.of(name)
     assert isinstance(peak, MeasuredPeak), peak
     assert peak.synthetic_weights
     assert any(
@@ -381,11 +403,12 @@ def test_mlx_variables_reach_the_child_unchanged(
 
 
 @pytest.mark.slow
-def test_an_int8_kv_cache_is_mlx_lm_s_quantized_cache(mlx_model_dir: Path) -> None:
+def test_an_int8_kv_cache_is_mlx_lm_s_quantized_cache(
+    mlx_model_dir: Path, references: References
+) -> None:
     folder = mlx_model_dir / "qwen3_moe-4bit"
-    reference = ReferenceRun(folder, kv_bits=8)
     peak = peak_or_failure(measure(request(folder, kv_int8=True), record_history=False))
-    ref = reference.result()
+    ref = references.of("qwen3_moe-4bit", kv_bits=8)
     assert isinstance(peak, MeasuredPeak), peak
     assert peak.kv_cache_mode is KvCacheMode.INT8
     assert abs(peak.peak_bytes - ref.peak_bytes) <= TOLERANCE * ref.peak_bytes, (peak, ref)
