@@ -53,15 +53,31 @@ def request(folder: Path) -> MeasureRequest:
 
 
 @pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Three models written by mlx-lm: a bf16 llama, a 4-bit llama of half its width
+    (MLX's CPU 4-bit prefill is slow: 520 tokens of the full-width one took 12 s of
+    processor time, of this one 5 s) and an f16 gemma-2."""
+    root = tmp_path_factory.mktemp("footprint-models")
+    narrow = {**LLAMA_CONFIG, "hidden_size": 128, "intermediate_size": 256}
+    return {
+        "llama-bf16": write_mlx_model(
+            root / "llama-bf16", {**LLAMA_CONFIG, "torch_dtype": "bfloat16"}, bits=None
+        ),
+        "llama-4bit": write_mlx_model(root / "llama-4bit", narrow, bits=4),
+        "gemma2-f16": write_mlx_model(root / "gemma2-f16", GEMMA2_CONFIG, bits=None),
+    }
+
+
+@pytest.fixture(scope="module")
 def cli_run(
-    tmp_path_factory: pytest.TempPathFactory, tiny_llama: Path
+    tmp_path_factory: pytest.TempPathFactory, models: dict[str, Path]
 ) -> tuple[subprocess.CompletedProcess[str], Path]:
-    """`measure --json` of the 4-bit llama, once, and the history it wrote: the first of
-    `three_runs` too (a 520-token MLX prefill on the CPU takes 13 s: measured once)."""
+    """`measure --json` of the bf16 llama, once, and the history it wrote: the first of
+    `three_runs` too."""
     state = tmp_path_factory.mktemp("footprint-state")
     done = vramscope(
         "measure",
-        str(tiny_llama),
+        str(models["llama-bf16"]),
         f"--prompt-tokens={PROMPT}",
         f"--gen-tokens={GEN}",
         f"--warmup-tokens={WARMUP}",
@@ -75,23 +91,15 @@ def cli_run(
 
 @pytest.fixture(scope="module")
 def three_runs(
-    tmp_path_factory: pytest.TempPathFactory,
-    cli_run: tuple[subprocess.CompletedProcess[str], Path],
+    models: dict[str, Path], cli_run: tuple[subprocess.CompletedProcess[str], Path]
 ) -> list[MeasuredPeak]:
-    """Three models measured once each by the real mlx engine: the 4-bit llama through
-    the command (`cli_run`), the others kept out of any history."""
+    """The three models measured once each by the real mlx engine: the bf16 llama
+    through the command (`cli_run`), the others kept out of any history."""
     done, _ = cli_run
     assert done.returncode == 0, done.stderr
-    root = tmp_path_factory.mktemp("footprint-models")
-    folders = [
-        write_mlx_model(
-            root / "llama-bf16", {**LLAMA_CONFIG, "torch_dtype": "bfloat16"}, bits=None
-        ),
-        write_mlx_model(root / "gemma2-f16", GEMMA2_CONFIG, bits=None),
-    ]
     out = [MeasuredPeak.from_dict(json.loads(done.stdout)["measured"])]
-    for folder in folders:
-        outcome = peak_or_failure(measure(request(folder), record_history=False))
+    for name in ("llama-4bit", "gemma2-f16"):
+        outcome = peak_or_failure(measure(request(models[name]), record_history=False))
         assert isinstance(outcome, MeasuredPeak), outcome
         out.append(outcome)
     return out
@@ -120,10 +128,10 @@ def test_a_run_records_mlx_s_peak_its_active_plus_cache_and_the_os_peak(
     assert (record.active_plus_cache_peak_bytes, record.os_peak_bytes) == (held, os_peak)
 
 
-def test_the_text_report_names_each_figure(tiny_llama: Path) -> None:
+def test_the_text_report_names_each_figure(models: dict[str, Path]) -> None:
     done = vramscope(
-        "measure", str(tiny_llama), "--prompt-tokens=16", "--gen-tokens=4", "--device=cpu",
-        "--engine=mlx",
+        "measure", str(models["llama-bf16"]), "--prompt-tokens=16", "--gen-tokens=4",
+        "--device=cpu", "--engine=mlx",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     (record,) = HistoryStore.default().read().results
@@ -222,7 +230,7 @@ def test_a_gpu_run_never_reports_the_host_s_vmhwm_as_its_os_peak() -> None:
 def test_the_order_of_the_three_figures_holds_for_every_model(
     three_runs: list[MeasuredPeak],
 ) -> None:
-    # A 4-bit llama, a bf16 llama and an f16 gemma-2: the same order each time.
+    # A bf16 llama, a 4-bit llama and an f16 gemma-2: the same order each time.
     for run in three_runs:
         held, os_peak = run.active_plus_cache_peak_bytes, run.os_peak_bytes
         assert held is not None and os_peak is not None, run.model
