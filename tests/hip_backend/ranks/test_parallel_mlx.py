@@ -12,6 +12,7 @@ import json
 import os
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -204,21 +205,53 @@ def test_cancel_leaves_no_rank_running(qwen2_fp16: Path) -> None:
     assert handle.pgid is not None and group_members(handle.pgid) == []
 
 
-@pytest.mark.slow
-def test_two_pp_ranks_through_the_cli_one_row_per_rank_recorded_each(
+@dataclass(frozen=True)
+class CliRun:
+    """What one `vramscope measure` printed, its exit status and the history it wrote."""
+
+    code: int
+    out: str
+    err: str
+    history: list[str]
+    hostfile: Path
+
+
+_PP_RUNS: dict[Path, CliRun] = {}
+
+
+@pytest.fixture
+def pp_run_placed_by_a_hostfile(
     qwen2_fp16: Path,
-    single_peak: MeasuredPeak,
+    tmp_path_factory: pytest.TempPathFactory,
     capsys: pytest.CaptureFixture[str],
     state_home: Path,
-) -> None:
-    from tui.cli import main
+) -> CliRun:
+    """`measure --engine mlx --pp 2 --hostfile HOSTS --json` through the CLI, run once
+    for the module (its first test's own home) and read by each test of it: a two-rank
+    load took 11 s of processor time a run. MLX's own hostfile (two 127.0.0.1 hosts)
+    places the ranks; a split without one is `start_run`'s, above."""
+    if qwen2_fp16 not in _PP_RUNS:
+        from tui.cli import main
 
-    code = main(["measure", str(qwen2_fp16), "--engine", "mlx", "--pp", "2", "--device", "cpu",
-                 "--prompt-tokens", "32", "--gen-tokens", "4", "--warmup-tokens", "0",
-                 "--timeout", str(TIMEOUT_S), "--json"])  # fmt: skip
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    doc = json.loads(out)
+        hostfile = loopback_hostfile(tmp_path_factory.mktemp("hosts"))
+        code = main(["measure", str(qwen2_fp16), "--engine", "mlx", "--pp", "2",
+                     "--device", "cpu", "--hostfile", str(hostfile), "--prompt-tokens", "32",
+                     "--gen-tokens", "4", "--warmup-tokens", "0", "--timeout", str(TIMEOUT_S),
+                     "--json"])  # fmt: skip
+        out, err = capsys.readouterr()
+        history = state_home / "vramscope" / "measurements.jsonl"
+        lines = history.read_text().splitlines() if history.exists() else []
+        _PP_RUNS[qwen2_fp16] = CliRun(code, out, err, lines, hostfile)
+    return _PP_RUNS[qwen2_fp16]
+
+
+@pytest.mark.slow
+def test_two_pp_ranks_through_the_cli_one_row_per_rank_recorded_each(
+    qwen2_fp16: Path, single_peak: MeasuredPeak, pp_run_placed_by_a_hostfile: CliRun
+) -> None:
+    run = pp_run_placed_by_a_hostfile
+    assert run.code == 0, run.err
+    doc = json.loads(run.out)
     assert doc["parallel"] == {"kind": "pp", "ranks": 2}
     assert [r["rank"] for r in doc["ranks"]] == [0, 1]
     plan = prepare_parallel(request(qwen2_fp16), ParallelPlan(ParallelKind.PIPELINE, 2))
@@ -233,8 +266,7 @@ def test_two_pp_ranks_through_the_cli_one_row_per_rank_recorded_each(
     # Embeddings, final norm and LM head are on both stages.
     kept = sum(e["measured"]["weights_bytes"] for e in doc["ranks"])
     assert kept > (single_peak.weights_bytes or 0)
-    history = (state_home / "vramscope" / "measurements.jsonl").read_text().splitlines()
-    assert [json.loads(line)["result"]["extra"]["rank"] for line in history] == [0, 1]
+    assert [json.loads(line)["result"]["extra"]["rank"] for line in run.history] == [0, 1]
 
 
 def test_measure_cli_refusals(qwen2_fp16: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -271,26 +303,19 @@ def loopback_hostfile(tmp_path: Path, ranks: int = 2) -> Path:
 
 
 @pytest.mark.slow
-def test_two_tp_ranks_placed_by_a_loopback_hostfile(
-    qwen2_fp16: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_ranks_placed_by_a_loopback_hostfile(
+    qwen2_fp16: Path, pp_run_placed_by_a_hostfile: CliRun
 ) -> None:
     """MLX's own hostfile (two 127.0.0.1 hosts) places the ranks: mlx.launch's ring
     backend runs them locally, and each rank is measured as without a hostfile."""
-    from tui.cli import main
-
-    hostfile = loopback_hostfile(tmp_path)
-    code = main(["measure", str(qwen2_fp16), "--engine", "mlx", "--tp", "2", "--device", "cpu",
-                 "--hostfile", str(hostfile), "--prompt-tokens", "32", "--gen-tokens", "4",
-                 "--warmup-tokens", "0", "--timeout", str(TIMEOUT_S), "--json",
-                 "--no-history"])  # fmt: skip
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    doc = json.loads(out)
+    run = pp_run_placed_by_a_hostfile
+    assert run.code == 0, run.err
+    doc = json.loads(run.out)
     assert doc["launcher"] == (
-        f"mlx.launch --backend ring --hostfile {hostfile} (hosts: 127.0.0.1)"
+        f"mlx.launch --backend ring --hostfile {run.hostfile} (hosts: 127.0.0.1)"
     )
-    assert doc["parallel"] == {"kind": "tp", "ranks": 2}
-    plan = prepare_parallel(request(qwen2_fp16), ParallelPlan(ParallelKind.TENSOR, 2))
+    assert doc["parallel"] == {"kind": "pp", "ranks": 2}
+    plan = prepare_parallel(request(qwen2_fp16), ParallelPlan(ParallelKind.PIPELINE, 2))
     assert [r["rank"] for r in doc["ranks"]] == [0, 1]
     for entry, est in zip(doc["ranks"], plan.estimate.ranks, strict=True):
         assert entry["estimate_bytes"] == est.peak_bytes
