@@ -18,19 +18,27 @@ vramscope, in a process of its own.
 SPECS_JSON: {"name": SPEC, ...}. Each model in turn, written into ROOT/name, in this
 one process: mlx-lm's import (a second of processor time) is paid once, not once a
 family. The random seed is set again before each model is built, so each is written
-as a process of its own would write it. Every line carries `"family": name`; a family
-that fails gives one `{"family": name, "error": ...}` line and the others go on. The
-`peak_bytes` of a later family may hold the buffer cache of an earlier one: a test of
-the peaks starts a process per model (the first form).
+as a process of its own would write it. Before each model every array of the ones
+before it has been freed (MLX's active memory back within STRAY_BYTES of what it was
+before the first, or that family fails) and MLX's buffer cache is emptied, so its
+`peak_bytes` holds nothing of theirs: the four peaks of tests/core/load/test_load_peaks.py
+read so were within 1.4% of a process of their own (0.8% between two of those). Every
+line carries `"family": name`; a family that fails gives one
+`{"family": name, "error": ...}` line and the others go on.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+STRAY_BYTES = 4096
+"""What the models before one may leave held: mlx-lm keeps a few scalars of its first
+calls (up to 62 bytes seen), not buffers that could move a peak by a measurable part."""
 
 
 def write_model(spec: dict[str, Any], folder: Path) -> None:
@@ -61,8 +69,16 @@ def main(argv: list[str]) -> None:
     mx.set_default_device(mx.cpu)
     if argv[0] == "--many":
         specs, root = json.loads(argv[1]), Path(argv[2])
+        mx.synchronize()
+        before = mx.get_active_memory()
         for name, spec in specs.items():
+            gc.collect()  # the model before this one, and whatever held it
+            mx.synchronize()
+            mx.clear_cache()
+            left = mx.get_active_memory() - before
             try:
+                if left > STRAY_BYTES:
+                    raise RuntimeError(f"{left} bytes of the models before it still held")
                 for line in measure(spec, root / name):
                     print(json.dumps({"family": name, **line}), flush=True)
             except Exception as exc:  # one family's failure is that family's test's

@@ -315,14 +315,24 @@ FAMILIES: dict[str, dict[str, Any]] = {
 }
 
 
-def mlx_lm_caches(spec: dict[str, Any], folder: Path) -> list[dict[str, Any]]:
-    child = [sys.executable, "-m", "tests.core.load.mlx_lm_kv_reference"]
+def mlx_lm_many(specs: dict[str, Any], root: Path) -> dict[str, Any]:
+    """Every model of `specs` through mlx-lm in one child, each on its own: by name, its
+    lines (or its error)."""
+    child = [sys.executable, "-m", "tests.core.load.mlx_lm_kv_reference", "--many"]
     done = subprocess.run(
-        [*child, json.dumps(spec), str(folder)],
-        capture_output=True, text=True, timeout=600, check=False,
+        [*child, json.dumps(specs), str(root)],
+        capture_output=True, text=True, timeout=900, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
-    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    by_name: dict[str, Any] = {}
+    for text in done.stdout.splitlines():
+        if text.startswith("{"):
+            line = json.loads(text)
+            if "error" in line:
+                by_name[line["family"]] = line["error"]
+            else:
+                by_name.setdefault(line["family"], []).append(line)
+    return by_name
 
 
 def vramscope_plan(folder: Path, kv_int8: bool, start: int) -> MlxLmPlan:
@@ -337,21 +347,7 @@ def mlx_lm_families(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dic
     """Every family through mlx-lm in one child: its folders and, by family, its lines
     (or its error)."""
     root = tmp_path_factory.mktemp("mlx-lm-kv")
-    child = [sys.executable, "-m", "tests.core.load.mlx_lm_kv_reference", "--many"]
-    done = subprocess.run(
-        [*child, json.dumps(FAMILIES), str(root)],
-        capture_output=True, text=True, timeout=900, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    by_family: dict[str, Any] = {}
-    for text in done.stdout.splitlines():
-        if text.startswith("{"):
-            line = json.loads(text)
-            if "error" in line:
-                by_family[line["family"]] = line["error"]
-            else:
-                by_family.setdefault(line["family"], []).append(line)
-    return root, by_family
+    return root, mlx_lm_many(FAMILIES, root)
 
 
 @pytest.mark.parametrize("name", sorted(FAMILIES))
