@@ -22,7 +22,9 @@ as a process of its own would write it. Before each model every array of the one
 before it has been freed (MLX's active memory back within STRAY_BYTES of what it was
 before the first, or that family fails) and MLX's buffer cache is emptied, so its
 `peak_bytes` holds nothing of theirs: the four peaks of tests/core/load/test_load_peaks.py
-read so were within 1.4% of a process of their own (0.8% between two of those). Every
+read so were within 0.4% of a process of their own (0.8% between two of those), in
+its order; a model's peak can still move with the one run before it (gemma3_text's
+read 1.4% higher after qwen3's than first). Every
 line carries `"family": name`; a family that fails gives one
 `{"family": name, "error": ...}` line and the others go on.
 """

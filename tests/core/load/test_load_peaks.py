@@ -24,6 +24,17 @@ from tests.core.load.test_mlx_lm_kv_exact import mlx_lm_many, vramscope_plan
 pytestmark = [pytest.mark.child_process, pytest.mark.slow]
 
 SHAPES: dict[str, dict[str, Any]] = {
+    # First in the child: the tightest margin (4.4%). Run after qwen3's its peak read 1.4%
+    # higher (53.49 MB); run first, what a process of its own reads (52.76 MB).
+    # The module's defaults: 4 heads of 256 over 320, 1 KV head; sliding layers of 128
+    # get an array mask.
+    "gemma3_text": {
+        "config": {
+            "model_type": "gemma3_text", "hidden_size": 320, "num_hidden_layers": 7,
+            "intermediate_size": 1280, "vocab_size": 4000, "sliding_window": 128,
+        },
+        "cases": [[480, 2, None, 5000]],
+    },
     # 16 heads of 128 over a hidden size of 512: the queries are 4x as wide.
     "qwen3-wide-queries": {
         "config": {
@@ -34,15 +45,6 @@ SHAPES: dict[str, dict[str, Any]] = {
             "tie_word_embeddings": False,
         },
         "cases": [[300, 4, None, 5000]],
-    },
-    # The module's defaults: 4 heads of 256 over 320, 1 KV head; sliding layers of 128
-    # get an array mask.
-    "gemma3_text": {
-        "config": {
-            "model_type": "gemma3_text", "hidden_size": 320, "num_hidden_layers": 7,
-            "intermediate_size": 1280, "vocab_size": 4000, "sliding_window": 128,
-        },
-        "cases": [[480, 2, None, 5000]],
     },
     "gpt_oss": {
         "config": {
