@@ -24,6 +24,7 @@ import pytest
 from core.catalog.model_dir import read_model_dir
 from core.load.mlx_lm import MlxLmPlan, plan_mlx_lm
 from core.model.tensor_list import folder_tensors
+from tests.used_home import ROOT, user_env
 
 pytestmark = [pytest.mark.child_process, pytest.mark.slow]
 
@@ -316,12 +317,14 @@ FAMILIES: dict[str, dict[str, Any]] = {
 
 
 def mlx_lm_many(specs: dict[str, Any], root: Path) -> dict[str, Any]:
-    """Every model of `specs` through mlx-lm in one child, each on its own: by name, its
-    lines (or its error)."""
+    """Every model of `specs` through mlx-lm in one child, each on its own, in ROOT/name:
+    by name, its lines (or its error). The child has a home of its own under ROOT (a
+    module's fixture starts it, before any test's own home is set up)."""
     child = [sys.executable, "-m", "tests.core.load.mlx_lm_kv_reference", "--many"]
     done = subprocess.run(
         [*child, json.dumps(specs), str(root)],
         capture_output=True, text=True, timeout=900, check=False,
+        cwd=ROOT, env=user_env(root / ".home", HF_HUB_OFFLINE="1"),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     by_name: dict[str, Any] = {}

@@ -41,6 +41,7 @@ from tests.hip_backend.mlx_models import (
     write_mlx_model,
 )
 from tests.hip_backend.test_failures import Recorder, failure_of
+from tests.used_home import user_env
 
 pytestmark = pytest.mark.usefixtures("mlx_available")
 
@@ -98,7 +99,7 @@ class References:
     One process, not one a run: mlx-lm's import took 1.2 s of processor time in each of 9.
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, home: Path) -> None:
         self._specs = {
             (name, bits): f"{root / name}@{bits}" if bits else str(root / name)
             for name, bits in REFERENCE_RUNS
@@ -112,6 +113,7 @@ class References:
                 *self._specs.values(),
             ],
             cwd=ROOT,
+            env=user_env(home, HF_HUB_OFFLINE="1"),  # set up before any test's own home
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -136,8 +138,10 @@ class References:
 
 
 @pytest.fixture(scope="module")
-def references(mlx_model_dir: Path) -> Iterator[References]:
-    runs = References(mlx_model_dir)
+def references(
+    mlx_model_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[References]:
+    runs = References(mlx_model_dir, tmp_path_factory.mktemp("references-home"))
     yield runs
     runs.stop()
 
