@@ -5,7 +5,6 @@ their trip through the history and `measure --json`, and `calibrate --target` on
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ from core.measurement.result import MeasuredPeak
 from core.measurement.run import peak_or_failure
 from hip_backend import measure
 from tests.hip_backend.mlx_models import GEMMA2_CONFIG, LLAMA_CONFIG, write_mlx_model
+from tests.used_home import user_env
 
 pytestmark = pytest.mark.usefixtures("mlx_available")
 
@@ -29,8 +29,10 @@ PROMPT, GEN, WARMUP = 520, 4, 4
 NEW_FIELDS = ("active_plus_cache_peak_bytes", "os_peak_bytes", "os_peak_source")
 
 
-def vramscope(*args: str, state: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = None if state is None else {**os.environ, "XDG_STATE_HOME": str(state)}
+def vramscope(*args: str, home: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """The command, in the test's own home, or in `home` with nothing else of this
+    process's environment (a module's fixture is set up before the test's own home)."""
+    env = None if home is None else user_env(home, HF_HUB_OFFLINE="1")
     return subprocess.run(
         [sys.executable, "-m", "tui", *args],
         capture_output=True,
@@ -74,7 +76,7 @@ def cli_run(
 ) -> tuple[subprocess.CompletedProcess[str], Path]:
     """`measure --json` of the bf16 llama, once, and the history it wrote: the first of
     `three_runs` too."""
-    state = tmp_path_factory.mktemp("footprint-state")
+    home = tmp_path_factory.mktemp("footprint-home")
     done = vramscope(
         "measure",
         str(models["llama-bf16"]),
@@ -84,9 +86,9 @@ def cli_run(
         "--device=cpu",
         "--engine=mlx",
         "--json",
-        state=state,
+        home=home,
     )
-    return done, state / "vramscope" / HISTORY_FILE
+    return done, home / ".local" / "state" / "vramscope" / HISTORY_FILE
 
 
 @pytest.fixture(scope="module")
