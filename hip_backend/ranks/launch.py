@@ -178,9 +178,6 @@ def mlx_launch_command(
         "--env",
         f"PYTHONPATH={PROJECT_ROOT}",
         f"--env={PARENT_ENV}={parent_token()}",  # each rank dies with this process
-        # MLX keeps its compiled CPU kernels under TMPDIR: the ranks use the caller's, not
-        # the run's scratch folder (a g++ build of each kernel in every rank of every run).
-        f"--env=TMPDIR={tempfile.gettempdir()}",
         *[f"--env={k}={v}" for k, v in CHILD_MALLOC_ENV.items()],
         "--",
         "-m",
