@@ -258,6 +258,25 @@ async def test_at_60x20_the_summary_keeps_the_models_own_name() -> None:
         assert text.endswith("…/Meta-Llama-3.1-8B-Instruct-4bit")
 
 
+async def test_the_filter_box_names_the_model_only_where_its_name_fits() -> None:
+    # Narrow, the model list folds to its filter box, which names the model on screen;
+    # made wide, the box is 42 columns and says what it is for (it showed a cut
+    # "/ filter ·" after a resize from 80x24); made narrow again, it names the model.
+    named = "/ filter · mlx-community/Meta-Llama-3.1-8B-Instruct-4bit"
+    app = build_app(preset="gfx1151")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        box = app.screen.query_one("#model-filter", Input)
+        assert box.placeholder == named
+        await pilot.resize_terminal(160, 48)
+        await settle(pilot)
+        assert box.placeholder == "/ filter models"
+        assert widget_lines(box)[0].startswith("/ filter models")
+        await pilot.resize_terminal(80, 24)
+        await settle(pilot)
+        assert box.placeholder == named
+
+
 async def test_the_breakdown_kept_between_keys_is_the_one_made_anew() -> None:
     # A key re-renders only the blocks of the breakdown whose words or widths changed
     # (tui/widgets/breakdown.py); after each change its lines must be a fresh render's,

@@ -209,11 +209,18 @@ class ModelList(Vertical, KeptLines):
     def set_current(self, name: str) -> None:
         """Mark the model on screen."""
         self.current = name
-        box = self.filter_box
-        placeholder = f"/ filter · {name}"
-        box.placeholder = placeholder if len(placeholder) <= box.size.width else "/ filter models"
+        self._fit_placeholder()
         if self.loaded:
             self._refill()
+
+    def _fit_placeholder(self) -> None:
+        """The filter box names the model on screen where its name fits the box (the
+        folded list of narrow screens), else says what the box is for."""
+        box = self.filter_box
+        placeholder = f"/ filter · {self.current}"
+        fitted = placeholder if len(placeholder) <= box.size.width else "/ filter models"
+        if box.placeholder != fitted:
+            box.placeholder = fitted
 
     def hub_started(self, repo_id: str) -> None:
         """A Hub read of `repo_id` is in flight: its row says so."""
@@ -240,6 +247,10 @@ class ModelList(Vertical, KeptLines):
         return rows
 
     def on_resize(self, event: events.Resize) -> None:
+        # The box's width changed with the list's (a narrow screen made wide): a name
+        # that fitted the folded list's box is cut short in the wide list's.
+        if self.current:
+            self._fit_placeholder()
         width = self.options.scrollable_content_region.width
         if width and width != self._width and self.loaded:
             self._refill()
