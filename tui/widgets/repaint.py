@@ -102,10 +102,11 @@ class SeenLines(KeptLines):
 
     At 160x48 and 80x24 the chart (and the command lines under it) sit below the fold,
     and a token key changed them. Textual's compositor takes a repainted widget that is
-    not on screen for a new one and lays out the whole screen again to find it: a
-    fifth of a key's processor time. Off view, `repaint` notes the change instead; when
-    the compositor next draws the widget (scrolled or laid out into view), its lines
-    are drawn afresh first (`when_seen`, then a refresh, in `render_lines`).
+    not on screen for a new one and lays out the whole screen again to find it: an
+    eighth of a key's processor time under cProfile. Off view, `repaint` notes the
+    change instead; when the compositor next draws the widget (scrolled or laid out
+    into view), its lines are drawn afresh first (`when_seen`, then a refresh, in
+    `render_lines`).
     """
 
     _unseen_change = False
