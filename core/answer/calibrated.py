@@ -42,6 +42,8 @@ class CalibratedAnswer:
     (None: the calibration has no load fit, or the answer no mlx-lm load)."""
     load_line: str = ""
     """`inspect --calibrated`'s line for it, under `line` ("" without one)."""
+    load_verdict: Verdict = NO_VERDICT
+    """The load calibrated against the available memory (no verdict without it)."""
 
     @property
     def fits(self) -> bool | None:
@@ -91,11 +93,13 @@ def calibrate_answer(
     load = answer.load
     if cal.load is None or load is None or load.engine is not LoadEngine.MLX_LM:
         return CalibratedAnswer(cal, total, verdict, calibrated_line(cal, est))
+    load_total = calibrated_load_total(cal.load, load)
     return CalibratedAnswer(
         cal,
         total,
         verdict,
         calibrated_line(cal, est),
-        load_total_bytes=calibrated_load_total(cal.load, load),
+        load_total_bytes=load_total,
         load_line=calibrated_load_line(cal, load, est.available_bytes),
+        load_verdict=Verdict.of_total(load_total, est.available_bytes, Scope.CALIBRATED),
     )

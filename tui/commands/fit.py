@@ -228,9 +228,6 @@ def _row_json(row: FitRow, column: Any) -> dict[str, Any]:
     out["calibrated_fits"] = cal.fits if cal is not None else None
     # The mlx-lm load calibrated (the calibration's load fit), as `inspect --json
     # --calibrated` gives it under `calibrated.load`; null where there is none.
-    load_total = cal.load_total_bytes if cal is not None else None
-    out["calibrated_load_total_bytes"] = load_total
-    out["calibrated_load_fits"] = (
-        load_total <= column.available_bytes if load_total is not None else None
-    )
+    out["calibrated_load_total_bytes"] = cal.load_total_bytes if cal is not None else None
+    out["calibrated_load_fits"] = cal.load_verdict.fits if cal is not None else None
     return out

@@ -73,8 +73,7 @@ class CalibratedColumn:
         cal = row.found.calibrated if row.found is not None else None
         if cal is None or cal.load_total_bytes is None:
             return "none"
-        fits = cal.load_total_bytes <= self.available_bytes
-        return f"{format_bytes_short(cal.load_total_bytes)} {'FITS' if fits else 'DOES NOT FIT'}"
+        return f"{format_bytes_short(cal.load_total_bytes)} {verdict_words(cal.load_verdict)}"
 
     def note(self) -> str:
         """What the column is, under the table."""

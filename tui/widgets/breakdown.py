@@ -22,7 +22,7 @@ from core.answer.verdict import amount_words, verdict_words
 from core.units import format_bytes_short
 from tui.model.rows import TERM_KEYS, BreakdownRow, EstimateView, LoadCell, LoadColumn, RowKey
 from tui.render.bars import bar, stacked_bar
-from tui.widgets.repaint import KeptLines, KeptStyles
+from tui.widgets.repaint import KeptLines, KeptStyles, line_strip
 
 if TYPE_CHECKING:  # a GGUF's: its words are read when one is on screen
     from tui.gguf.words import GgufView
@@ -230,11 +230,7 @@ class Breakdown(KeptLines):
                 # A block made again keeps the lines whose words and styles stayed (a
                 # row's notes, most of the verdict's lines): only the others are drawn.
                 for line in text.split("\n") if text.plain else ():
-                    line_key = (line.plain, tuple(line.spans))
-                    strip = lines_before.get(line_key)
-                    if strip is None:
-                        strip = Strip(list(line.render(console))).apply_style(base)
-                    block.append((line_key, strip))
+                    block.append(line_strip(line, lines_before, console, base))
             if key is not None:
                 kept[key] = block
             lines_now.update(block)

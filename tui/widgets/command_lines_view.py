@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.geometry import Region, Size
 from textual.strip import Strip
 
-from tui.widgets.repaint import KeptStyles, SeenLines
+from tui.widgets.repaint import KeptStyles, SeenLines, line_strip
 
 LONG_WORD = 40
 """Folder paths longer than this are shown shortened; copying gives them whole."""
@@ -99,10 +99,7 @@ class CommandLinesView(SeenLines):
             drawn: dict[object, Strip] = {}
             strips = []
             for line in text.wrap(console, max(width, 1)):
-                key = (line.plain, tuple(line.spans))
-                strip = before.get(key)
-                if strip is None:
-                    strip = Strip(line.render(console)).apply_style(base)
+                key, strip = line_strip(line, before, console, base)
                 drawn[key] = strip
                 strips.append(strip)
             self._wrapped, self._drawn = (width, strips), drawn

@@ -9,8 +9,10 @@ styles change (`KeptStyles`), so a repaint costs a quarter of that."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Self
 
+from rich.console import Console
 from rich.style import Style
 from rich.text import Text
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -20,6 +22,18 @@ from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Label, Static
+
+
+def line_strip(
+    line: Text, before: Mapping[object, Strip], console: Console, base: Style
+) -> tuple[object, Strip]:
+    """A line's strip and what it is drawn from (its words and styles): the strip drawn
+    from the same before, else drawn now. A key changes few of a panel's lines."""
+    key = (line.plain, tuple(line.spans))
+    strip = before.get(key)
+    if strip is None:
+        strip = Strip(list(line.render(console))).apply_style(base)
+    return key, strip
 
 
 class KeptStyles:

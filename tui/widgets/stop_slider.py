@@ -13,11 +13,11 @@ per key, not the knob's alone and then, a 60 Hz tick later, the rest.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import ClassVar, Protocol
 
 from rich.text import Text
 from textual import events
+from textual.actions import parse as parse_action
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.reactive import reactive
@@ -195,7 +195,8 @@ class StopSlider(OneLine, can_focus=True):
         if move is not None:
             event.stop()
             event.prevent_default()
-            move(self)
+            name, arguments = move
+            getattr(self, f"action_{name}")(*arguments)
 
     def on_key_handled(self, message: KeyHandled) -> None:
         # The app's key order posts this right behind each key. A key the slider took
@@ -231,13 +232,7 @@ class StopSlider(OneLine, can_focus=True):
             self.release_mouse()
 
 
-_MOVES: dict[str, Callable[[StopSlider], None]] = {
-    "right": lambda slider: slider.action_step(1),
-    "left": lambda slider: slider.action_step(-1),
-    "pageup": lambda slider: slider.action_page(1),
-    "pagedown": lambda slider: slider.action_page(-1),
-    "home": lambda slider: slider.action_to_end(-1),
-    "end": lambda slider: slider.action_to_end(1),
+_MOVES: dict[str, tuple[str, tuple[object, ...]]] = {
+    b.key: parse_action(b.action)[1:] for b in StopSlider.BINDINGS if isinstance(b, Binding)
 }
-"""What each of `StopSlider.BINDINGS` does (tests/tui/test_keys_and_mouse.py holds the two
-to the same keys and actions)."""
+"""Each of `StopSlider.BINDINGS`' keys: its action's name and arguments (`step`, (1,))."""
