@@ -38,28 +38,26 @@ run: $(RUN_STAMP)
 # (collection alone: 23.6 s of CPU per worker, against 12.6 s without the prefix).
 PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/pytest
 
-# The whole suite in two runs: everything but the tmux tests on three workers, a test
-# file per worker (its module fixtures, such as a measured sweep, are then made once),
-# then the tmux tests alone, so that no other worker loads the machine while they read
-# the terminal against a deadline. Three workers on two cores: on two, a fifth of the
-# cores' time went idle while tests waited on children, Pilot pauses and deadlines.
-# The files go out in tests/conftest.py's order (slow and child-process files first),
-# not xdist's (most tests first), which left the one-test files that take a minute last.
-# The serial run goes on when the first failed; make fails if either did.
-# Lint and mypy (38 s on a fresh clone, mypy on one core) run beside the parallel run,
-# niced: they take the time its workers leave idle instead of holding a core alone
-# before it. Their output is kept and printed after the parallel run, and they are
-# waited for before the serial run, which has the machine to itself; make fails if they
-# failed.
+# The whole suite in one run on three workers, a test file per worker (its module
+# fixtures, such as a measured sweep, are then made once). Three workers on two cores: on
+# two, a fifth of the cores' time went idle while tests waited on children, Pilot pauses
+# and deadlines. The files go out in tests/conftest.py's order (slow and child-process
+# files first), not xdist's (most tests first), which left the one-test files that take a
+# minute last. The tmux tests run beside the others: they once ran alone afterwards (36 s
+# with one core idle), blamed on load, when the cause was xdist's COLUMNS=80 LINES=24
+# reaching the app (tests/tui/tmux_driver.py drops them).
+# Lint and mypy (25 s of processor on a fresh clone, mypy on one core) run beside the tests, niced:
+# they take the time the workers leave idle instead of holding a core alone before them.
+# Their output is kept and printed after the tests; make fails if they failed.
 test: $(DEV_STAMP)
 	@checks_log=$$(mktemp); \
 	echo "lint and types: beside the tests, reported after them"; \
 	nice -n 10 $(MAKE) -k --no-print-directory lint typecheck >$$checks_log 2>&1 & checks=$$!; \
-	$(PYTEST) -q -n 3 --dist loadfile --no-loadscope-reorder -m "not serial"; status=$$?; \
+	$(PYTEST) -q -n 3 --dist loadfile --no-loadscope-reorder; status=$$?; \
 	wait $$checks; checked=$$?; \
 	echo "-- lint and types:"; cat $$checks_log; rm -f $$checks_log; \
 	if [ $$checked -ne 0 ]; then echo "make test: lint or types failed (above)"; fi; \
-	$(PYTEST) -q -m serial && [ $$status -eq 0 ] && [ $$checked -eq 0 ]
+	[ $$status -eq 0 ] && [ $$checked -eq 0 ]
 
 # Unit and Pilot tests only: no snapshots, no child processes (the full suite is `make test`).
 # Three workers on two cores: the Pilot tests wait for the app to idle between keys.

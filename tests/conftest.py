@@ -116,28 +116,6 @@ def _source_spawns(function: Callable[..., Any]) -> bool:
     return bool(_SPAWNS.search(source))
 
 
-# `make test` runs these alone after the rest (which runs on two workers): the tmux tests
-# read a real terminal against a deadline, and one flaked with other workers busy; the
-# Hub list test must see a read in flight within the fake Hub's 0.4 s delay.
-_SERIAL_FILES = ("tests/tui/test_tmux.py", "tests/tui/test_hub_in_list.py")
-"""Run alone after the parallel part: timing under load, and every tmux test (a file
-named `test_tmux.py` or `*_tmux.py`): a loaded tmux server handed the app 80x24 first."""
-
-
-def _serial(path: str) -> bool:
-    return path.endswith(_SERIAL_FILES) or path.endswith("_tmux.py")
-
-
-def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """`-m serial` alone (make test's second run) reads only the serial files: collecting
-    the whole suite to deselect all but eleven tests took 7 s of CPU and wall."""
-    if config.getoption("markexpr", "") != "serial" or collection_path.suffix != ".py":
-        return None
-    if not collection_path.name.startswith("test_"):
-        return None
-    return not _serial(collection_path.as_posix())
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # The opt-in llama.cpp tests run only where `make test-llama` names its build.
     tool = os.environ.get("VRAMSCOPE_LLAMA_FIT_PARAMS", "")
@@ -147,8 +125,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             config.hook.pytest_deselected(items=skipped)
             items[:] = [i for i in items if not i.get_closest_marker("llama_cpp")]
     for item in items:
-        if _serial(Path(str(item.fspath)).as_posix()):
-            item.add_marker(pytest.mark.serial)
         if "snap_compare" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.snapshot)
         if _spawns_a_process(item):

@@ -101,7 +101,10 @@ def tmux_vramscope(
         f"do sleep 0.05; i=$((i+1)); done; exec {app_command}"
     )
     full_env = {**os.environ, "TERM": "xterm-256color", **(env or {})}
-    full_env.pop("TMUX", None)
+    # Textual takes COLUMNS and LINES over the terminal's own size, and pytest-xdist's
+    # workers export COLUMNS=80 LINES=24: under -n the app drew at 80x24 in a 160x48 pane.
+    for variable in ("TMUX", "COLUMNS", "LINES"):
+        full_env.pop(variable, None)
     session = ["new-session", "-d", "-s", name, "-x", str(width), "-y", str(height)]
     subprocess.run(
         ["tmux", "-L", name, "-f", os.devnull, *session, "-c", str(ROOT), "sh", "-c", command],
