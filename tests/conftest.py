@@ -85,7 +85,9 @@ def _own_home(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPath
     monkeypatch.setenv("HOME", str(home))
     for name, below in OWN_FOLDERS.items():
         monkeypatch.setenv(name, str(home / below))
-    for name in (*ESTIMATOR_ENV, *HUB_ENV):
+    # pytest-xdist's workers export COLUMNS=80 LINES=24, which Textual and Rich take over
+    # a terminal's own size: a child on a pty of another size drew at 80x24 under -n only.
+    for name in (*ESTIMATOR_ENV, *HUB_ENV, "COLUMNS", "LINES"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     return home
