@@ -31,6 +31,12 @@ from tui.headless import wait_until_settled
 from tui.widgets.breakdown import Breakdown
 
 
+def displayed(node: Widget, selector: str) -> bool:
+    """Whether a widget under `node` matching `selector` is there and displayed: a
+    control's row that the state has never shown is not mounted at all."""
+    return any(widget.display for widget in node.query(selector))
+
+
 async def settle(pilot: Pilot[Any]) -> None:
     """Wait until the background reads are done and the screen repainted."""
     await wait_until_settled(pilot)

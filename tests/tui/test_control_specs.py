@@ -200,13 +200,39 @@ async def test_every_key_reaches_its_control() -> None:
 
 
 async def test_the_panel_shows_every_control_from_its_descriptor() -> None:
+    """Every control from its descriptor, in its order. The rows the state shows are
+    there from the start; the others (a split's, llama.cpp's) are mounted when the state
+    first shows them, each in its descriptor's place."""
     app = build_app(preset="gfx1151")
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
         controls = app.screen.query_one(Controls)
-        labels = [str(label.render()).strip() for label in controls.query(Label)]
-        own_label = [s.label for s in CONTROLS if not s.joins_row]
-        assert [label for label in labels if label] == own_label
+
+        def labels() -> list[str]:
+            shown = (str(label.render()).strip() for label in controls.query(Label))
+            return [label for label in shown if label]
+
+        def own_labels(state: ExplorerState) -> list[str]:
+            return [
+                s.label
+                for s in CONTROLS
+                if not s.joins_row and (not s.split_only or state.devices > 1) and s.applies(state)
+            ]
+
+        assert labels() == own_labels(app.explorer.state)
+        # One device: the split's rows are out, and its jump says why.
+        assert not controls.mounted(DEVICES) and not app.screen.query(f"#{DEVICES.row}")
+        await type_keys(pilot, PER_DEVICE.key)
+        assert not isinstance(app.screen.focused, Input)
+        await type_keys(pilot, "\x1b")
+        app.explorer.update(devices=2)
+        await settle(pilot)
+        assert labels() == own_labels(app.explorer.state)
+        assert app.screen.query_one(f"#{DEVICES.row}").display
+        app.explorer.update(llama_cpp=True)  # as a GGUF's read sets it
+        await settle(pilot)
+        assert labels() == [s.label for s in CONTROLS if not s.joins_row]  # mlxcel's stay, hidden
+        assert all(controls.mounted(spec) for spec in CONTROLS)
         for spec in CONTROLS:
             widget = app.screen.query_one(f"#{spec.id}")
             if spec.kind is WidgetKind.SLIDER:
@@ -216,10 +242,6 @@ async def test_the_panel_shows_every_control_from_its_descriptor() -> None:
                 assert widget.options == tuple(c.label for c in spec.choices)
             elif spec.kind is WidgetKind.SIZES:
                 assert isinstance(widget, Input)
-        # One device: the split's rows are hidden, and its jump says why.
-        assert not app.screen.query_one(f"#{DEVICES.row}").display
-        await type_keys(pilot, PER_DEVICE.key)
-        assert not isinstance(app.screen.focused, Input)
 
 
 async def test_every_palette_entry_of_a_control_sets_it() -> None:

@@ -6,7 +6,15 @@ from typing import Any
 
 from core.catalog.profiles import load_profile, profile_snapshot
 from core.parallel.sharding import ParallelKind
-from tests.tui.helpers import LLAMA, build_app, settle, settle_then, type_keys, widget_lines
+from tests.tui.helpers import (
+    LLAMA,
+    build_app,
+    displayed,
+    settle,
+    settle_then,
+    type_keys,
+    widget_lines,
+)
 from tui.widgets.command_lines_view import CommandLinesView
 from tui.widgets.controls import Controls
 from tui.widgets.ranks_panel import RanksPanel
@@ -20,11 +28,11 @@ async def test_d_splits_over_two_devices_one_column_per_rank() -> None:
         await settle(pilot)
         panel = app.screen.query_one(RanksPanel)
         assert not panel.display  # one device: nothing shown
-        assert not app.screen.query_one("#devices-row").display
+        assert not displayed(app.screen, "#devices-row")
         await pilot.press("d")
         await settle(pilot)
         assert app.screen.state.devices == 2
-        assert panel.display and app.screen.query_one("#devices-row").display
+        assert panel.display and displayed(app.screen, "#devices-row")
         text = "\n".join(widget_lines(panel))
         assert "Rank 0" in text and "Rank 1" in text
         assert "PLAN FITS: all 2 ranks" in text

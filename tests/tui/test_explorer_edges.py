@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 from textual import events
 from textual.binding import Binding
-from textual.widgets import Input, Label, OptionList, Static
+from textual.widgets import Input, OptionList, Static
 
 from core.backend import Backend
 from core.measurement.engine import Engine
@@ -26,7 +26,6 @@ from tui.screens.explorer_screen import ExplorerScreen
 from tui.screens.help_screen import HelpScreen
 from tui.widgets.breakdown import Breakdown
 from tui.widgets.context_chart import ContextChart
-from tui.widgets.controls import Controls
 from tui.widgets.measured_panel import MeasuredPanel
 from tui.widgets.status_line import SummaryLine
 
@@ -36,13 +35,12 @@ ISSUE_WORDS = ("devices", "tensor", "pipeline", "measure with", "overhead factor
 GGUF_KEYS = {s.key for s in CONTROLS if s.gguf_only}
 
 
-def control_labels(app: VramscopeApp) -> list[str]:
-    """Every control's label as painted in the Controls panel, the split's TP/PP included,
-    and llama.cpp's left out (shown on a GGUF only: tests/tui/test_gguf_explorer.py)."""
-    controls = app.screen.query_one(Controls)
-    gguf = {s.label for s in CONTROLS if s.gguf_only}
-    labels = [str(label.render()).strip() for label in controls.query(Label)]
-    return [*(label for label in labels if label and label not in gguf), "TP/PP"]
+def control_labels() -> list[str]:
+    """Every control's label, the split's TP/PP included, and llama.cpp's left out (shown
+    on a GGUF only: tests/tui/test_gguf_explorer.py). Its descriptor's: a row the state
+    does not show is not in the panel yet, and tests/tui/test_control_specs.py holds the
+    panel's painted labels to the descriptors'."""
+    return [*(s.label for s in CONTROLS if not s.joins_row and not s.gguf_only), "TP/PP"]
 
 
 def help_rows(app: VramscopeApp) -> list[str]:
@@ -76,7 +74,7 @@ async def test_help_lists_every_binding_and_every_control() -> None:
     app = build_app(preset="gfx1151")
     async with app.run_test(size=(160, 60)) as pilot:
         await settle(pilot)
-        labels = control_labels(app)
+        labels = control_labels()
         assert {"Overhead factor", "Devices", "Per device", "Measure with"} <= set(labels)
         await pilot.press("question_mark")
         await handled(pilot)
@@ -102,7 +100,7 @@ async def test_the_palette_finds_every_control_by_its_words() -> None:
     app = build_app(preset="gfx1151")
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
-        for words in (*ISSUE_WORDS, *(label.casefold() for label in control_labels(app))):
+        for words in (*ISSUE_WORDS, *(label.casefold() for label in control_labels())):
             hits = await palette_hits(app, pilot, words)
             first = hits[0].split("\n")[0].casefold()
             assert all(w in first for w in words.split("/")[0].split()), (words, hits[:3])

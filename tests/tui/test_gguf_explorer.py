@@ -29,17 +29,26 @@ from core.units import format_bytes_short
 from tests.factories import ROCM_MACHINE
 from tests.gguf_llama_models import write_model
 from tests.hub_server import FakeHub, sparse_from_folder
-from tests.tui.helpers import build_app, fixed_deps, handled, settle, type_keys, wait_for
+from tests.tui.helpers import (
+    build_app,
+    displayed,
+    fixed_deps,
+    handled,
+    settle,
+    type_keys,
+    wait_for,
+)
 from tui.app import VramscopeApp
 from tui.cli import main
 from tui.gguf.question import llama_options
 from tui.gguf.words import GgufView
-from tui.model.scales import ALL_GPU_LAYERS
+from tui.model.scales import ALL_GPU_LAYERS, layer_stops
 from tui.model.state import initial_state
 from tui.widgets.breakdown import Breakdown
 from tui.widgets.command_lines_view import CommandLinesView
 from tui.widgets.controls import Controls
 from tui.widgets.model_list import ModelList
+from tui.widgets.slider_field import SliderField
 
 LIMIT = 24 << 20
 """The available memory the explorer is given (a typed size: its line says it)."""
@@ -192,19 +201,19 @@ async def test_mlxcels_controls_give_way_to_llama_cpps_and_come_back(gemma3: Pat
         await settle(pilot)
         controls = app.explorer.query_one(Controls)
 
-        def displayed(widget_id: str) -> bool:
-            return bool(controls.query_one(f"#{widget_id}").display)
+        def shown(widget_id: str) -> bool:
+            return displayed(controls, f"#{widget_id}")
 
-        assert displayed("gpu-layers") and displayed("parallel") and displayed("cache-k-row")
-        assert not displayed("inflight") and not displayed("batch") and not displayed("kv-row")
+        assert shown("gpu-layers") and shown("parallel") and shown("cache-k-row")
+        assert not shown("inflight") and not shown("batch") and not shown("kv-row")
         await type_keys(pilot, "b")  # mlxcel's Batch: idle on a GGUF
         assert app.explorer.state.batch == 1
         # A safetensors model: mlxcel's controls are back, llama.cpp's gone.
         await type_keys(pilot, "/Qwen2.5-7B-Instruct-4bit\r")
         await wait_for(pilot, lambda: not app.explorer.state.llama_cpp, "the MLX model")
         await settle(pilot)
-        assert displayed("inflight") and displayed("batch") and displayed("kv-row")
-        assert not displayed("gpu-layers") and not displayed("cache-k-row")
+        assert shown("inflight") and shown("batch") and shown("kv-row")
+        assert not shown("gpu-layers") and not shown("cache-k-row")
         assert app.explorer.query_one(Breakdown).view is not None  # mlxcel's table
 
 
@@ -226,12 +235,20 @@ async def test_gguf_files_are_listed_and_a_pick_opens_one(tmp_path: Path, gemma3
         listed = app.explorer.loader.gguf_entries
         assert {e.weights_source for e in listed} == {WeightsSource.GGUF_FILE_SIZE}
         assert {e.max_position_embeddings for e in listed} == {8192}
+        assert not displayed(app.explorer, "#gpu-layers")
         await type_keys(pilot, "/golden-llama\r")
         await wait_for(pilot, lambda: app.explorer.state.llama_cpp, "the GGUF picked")
         await settle(pilot)
         view, _, line = shown(app)
         assert str(models / "llama-GGUF" / "golden-llama.gguf") in line
         assert view.rows[0].kind == "weights"
+        # llama.cpp's rows came with it (an MLX model's session never mounts them), the
+        # layers slider over this GGUF's layers and the output layer.
+        gguf = app.explorer.loader.gguf
+        assert gguf is not None
+        layers = app.explorer.query_one("#gpu-layers", SliderField)
+        assert layers.display and layers.stops == layer_stops(gguf.model.layer_count)
+        assert len(layers.stops) > 3
 
 
 async def test_a_bad_gguf_is_one_line_and_the_model_on_screen_stays(

@@ -323,6 +323,13 @@ class ExplorerScreen(FocusKeys):
             self._body.controls.show(new, every=True)  # no watch_state: the move is unshown
         self.state = new
 
+    def on_controls_rows_mounted(self, message: Controls.RowsMounted) -> None:
+        message.stop()
+        if self._body is not None and (
+            self.loader.snapshot is not None or self.loader.gguf is not None
+        ):
+            self._set_model_stops(self._body)  # the layers slider arrives with a GGUF
+
     def watch_state(self, old: ExplorerState, new: ExplorerState) -> None:
         if self._body is not None:
             self._body.controls.show(new)

@@ -16,7 +16,7 @@ from typing import TypeVar
 from textual import events, on
 from textual.app import ComposeResult
 from textual.message import Message
-from textual.widget import Widget
+from textual.widget import AwaitMount, Widget
 from textual.widgets import Input, Static
 
 from tui.model.control_specs import (
@@ -80,9 +80,13 @@ class Controls(KeptLines):
         """The state `show` last showed: a key changes one field, and setting the others
         again cost half a millisecond a key."""
         self._later: frozenset[str] = frozenset()
-        """The controls of the rows hidden when the panel was made, not mounted until
-        `mount_later` (a third of the panel's widgets: llama.cpp's or mlxcel's, the
-        split's): styling them held up the first whole screen, where they do not show."""
+        """The controls of the rows hidden when the panel was made, not mounted until the
+        state shows them (`show`): a third of the panel's widgets (llama.cpp's or mlxcel's,
+        the split's). Mounted hidden once the first screen was out, they cost every start
+        a layout of 43 widgets that most sessions never show (~100 ms of processor)."""
+        self._pending: frozenset[str] = frozenset()
+        """Rows being mounted: not `mounted` until their widgets are in."""
+        self._mounting: list[AwaitMount] = []
 
     def _get(self, widget_id: str, kind: type[W]) -> W:
         """A row or control by id, found once: `show` runs on every key, and a query
@@ -125,20 +129,30 @@ class Controls(KeptLines):
         return line
 
     def mounted(self, spec: ControlSpec) -> bool:
-        """Whether the control is in the panel yet (see `mount_later`)."""
-        return spec.id not in self._later
+        """Whether the control is in the panel yet (see `_later`)."""
+        return spec.id not in self._later and spec.id not in self._pending
 
-    async def mount_later(self) -> None:
-        """Mount the rows left out when the panel was made, each in its place, as the
-        state now has them; the screen calls this once its whole first screen is out."""
-        if not self._later:
+    class RowsMounted(Message):
+        """Rows the state came to show are in the panel (the screen gives them what the
+        state does not hold: the GGUF's layer count)."""
+
+    def _mount_shown(self) -> None:
+        """Mount the rows left out that the state now shows, each in its place and as the
+        state has them; the others stay out until it shows them."""
+        if not self._later or not any(
+            self._shown(BY_ID[spec_id], self.state) for spec_id in self._later
+        ):
             return
-        waits = []
+        waits: list[AwaitMount] = []
+        mounting: set[str] = set()
         before: Widget | None = None
         for row in rows(CONTROLS):
             first = row[0]
             if first.id not in self._later:
-                before = self._row_widget(first)
+                if first.id not in self._pending:
+                    before = self._row_widget(first)
+                continue
+            if not self._shown(first, self.state):
                 continue
             widget = self._row(row)
             if before is None:
@@ -146,10 +160,26 @@ class Controls(KeptLines):
             else:
                 waits.append(self.mount(widget, after=before))
             before = widget
+            mounting.update(spec.id for spec in row)
+        self._later -= mounting
+        self._pending |= mounting
+        self._mounting.extend(waits)
+        self.call_next(self._rows_in, waits, frozenset(mounting))
+
+    async def _rows_in(self, waits: list[AwaitMount], ids: frozenset[str]) -> None:
         for wait in waits:
             await wait
-        self._later = frozenset()
+        self._pending -= ids
         self.show(self.state, every=True)
+        self.post_message(self.RowsMounted())
+
+    async def mount_later(self) -> None:
+        """Mount the left-out rows the state shows and wait until every row being mounted
+        is in; the screen calls this once its whole first screen is out."""
+        self._mount_shown()
+        waits, self._mounting = self._mounting, []
+        for wait in waits:
+            await wait
 
     def _row_widget(self, first: ControlSpec) -> Widget:
         if first.kind is WidgetKind.SLIDER:
@@ -194,9 +224,10 @@ class Controls(KeptLines):
         """Show `state` in the controls whose value it changed since the last call, or in
         every one (no `Changed`; text being typed stays)."""
         before, self.state, self._shown_state = self._shown_state, state, state
+        self._mount_shown()
         for spec in CONTROLS:
-            if spec.id in self._later:
-                continue  # made as the state is then, once mounted
+            if spec.id in self._later or spec.id in self._pending:
+                continue  # made as the state is then; shown again once mounted
             if (
                 not every
                 and before is not None
