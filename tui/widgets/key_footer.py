@@ -13,7 +13,6 @@ from typing import Any, Protocol, runtime_checkable
 from rich.cells import cell_len
 from textual import events
 from textual.app import ComposeResult
-from textual.compose import compose
 from textual.widget import Widget
 from textual.widgets import Footer
 
@@ -56,14 +55,6 @@ def _born(key: Widget, compact: bool) -> None:
         key.styles.width = text + (1 if compact else 3)
 
 
-def _shown(widget: Widget) -> tuple[object, ...]:
-    """What a footer's widget shows: its type, classes, tooltip and, for a key, its text
-    (`-compact` aside: the keys on screen follow the footer's through Textual's binding,
-    and the palette's key takes it as it mounts)."""
-    text = (widget.key_display, widget.description) if isinstance(widget, FooterKeyLike) else ()
-    return (type(widget), widget.classes - {"-compact"}, widget.tooltip, *text)
-
-
 class KeyFooter(Footer, KeptLines):
     """The keys that fit whole, in binding order. Its own lines (the background behind
     the keys) are kept between frames: every key repainted the footer row unchanged."""
@@ -75,33 +66,53 @@ class KeyFooter(Footer, KeptLines):
     def __init__(self) -> None:
         super().__init__()
         self._width = 0
-        self._composed_as: bool | None = None
-        """The footer's `compact` when its keys were last composed."""
+        self._composed_from: tuple[object, ...] | None = None
+        """What the keys on screen were composed from (`_made_from`); None before any."""
+
+    def _made_from(self) -> tuple[object, ...]:
+        """Everything Textual's `Footer.compose` and this one make the keys from: the
+        bindings of the keys shown (each key, its display, words, action, group, whether
+        it is enabled, its tooltip), the footer's width, `compact` and palette switch."""
+        get_display = self.app.get_key_display
+        palette = self.app.COMMAND_PALETTE_BINDING
+        return (
+            self.size.width,
+            self.compact,
+            self.show_command_palette,
+            *(
+                (b.key, get_display(b), b.description, b.action, b.group, on, tip)
+                for key, (_, b, on, tip) in self.screen.active_bindings.items()
+                if b.show or key == palette  # the palette's key is shown, whatever its own
+            ),
+        )
 
     def compose(self) -> ComposeResult:
         width = self.size.width
         room = width - PALETTE_ROOM
-        compact = self._composed_as = self.compact
+        compact = self.compact
+        made_from = self._made_from()
+        composed = False
         for widget in super().compose():
+            composed = True
             if isinstance(widget, FooterKeyLike) and not widget.has_class("-command-palette"):
                 room -= key_width(widget, compact)
                 if width and room < 0:
                     continue  # from here on the keys are in `?` and the palette only
                 _born(widget, compact)
             yield widget
+        # Textual's footer composes nothing until the screen's bindings are ready.
+        self._composed_from = made_from if composed else None
 
     async def recompose(self) -> None:
         # Textual recomposes the footer whenever the screen's keys may have changed (focus
-        # moved, widgets mounted: four times while the explorer starts); mostly the same
+        # moved, widgets mounted: five times while the explorer starts); mostly the same
         # keys come back, and removing, mounting and styling them again took the time of
-        # the body's own frame. They are composed anew only when they differ.
+        # the body's own frame. They are composed anew only when what they are made from
+        # changed: comparing keys composed anew with those on screen cost 8% of a start.
         if not self.is_attached:
             return  # its screen is gone (Textual's own recompose checks the same)
-        composed_as = self._composed_as
-        if composed_as == self.compact and [_shown(key) for key in compose(self)] == [
-            _shown(key) for key in self.children
-        ]:
-            return  # (the widths given to the keys depend on `compact` too)
+        if self._composed_from is not None and self._composed_from == self._made_from():
+            return
         await super().recompose()
 
     def on_resize(self, event: events.Resize) -> None:
