@@ -155,6 +155,15 @@ def test_measure_prints_estimate_and_peak_side_by_side(terminal_measure: OnATerm
     assert len(history_in(done.home).read().results) == 1
 
 
+def test_the_text_names_the_attention_beside_the_engine(
+    terminal_measure: OnATerminal, json_measure: Ran
+) -> None:
+    # The CPU's default: MLX's unfused attention, named in the result and in a notice.
+    engine = next(line for line in terminal_measure.stdout.splitlines() if "Engine:" in line)
+    assert "MLX's unfused attention" in engine
+    assert "vramscope: attention: MLX's unfused fallback" in json_measure.done.stderr
+
+
 def test_measure_json_carries_the_margin(json_measure: Ran) -> None:
     done = json_measure.done
     assert done.returncode == 0, done.stderr
