@@ -282,14 +282,11 @@ def test_the_mlx_engine_counts_prompt_tokens_and_times_its_load(tiny_llama: Path
 
 
 def test_quiet_shows_no_progress_and_json_stdout_stays_json(
-    tiny_llama: Path, json_measure: Ran, quiet_json_measure: subprocess.CompletedProcess[str]
+    json_measure: Ran, quiet_json_measure: subprocess.CompletedProcess[str]
 ) -> None:
-    pytest.importorskip("torch")
-    quiet = vramscope("measure", str(tiny_llama), *RUN, "--quiet")
-    assert quiet.returncode == 0, quiet.stderr
-    assert quiet.stderr == ""  # no phase lines, no notices (this run has no warnings)
-    assert "Measured peak:" in quiet.stdout
-
+    # --quiet turns the progress view and the notices off whatever stdout carries
+    # (tui/commands/measure.py): the text result is read from the other runs, and
+    # table's --quiet is read in text (test_table_shows_each_runs_phases_after_its_count).
     as_json = json_measure.done
     assert as_json.returncode == 0, as_json.stderr
     doc = json.loads(as_json.stdout)  # the whole of stdout parses
@@ -298,7 +295,7 @@ def test_quiet_shows_no_progress_and_json_stdout_stays_json(
 
     both = quiet_json_measure  # --check and budget 0 too: its status is the verdict's
     assert json.loads(both.stdout)["measured"]["gen_tokens"] == 3
-    assert both.stderr == ""
+    assert both.stderr == ""  # no phase lines, no notices (the attention's; no warnings)
 
 
 def test_a_run_that_stops_says_where(tiny_llama: Path) -> None:
