@@ -228,7 +228,8 @@ class Forked:
     pid: int
 
     def send_signal(self, sig: int) -> None:
-        os.kill(self.pid, sig)
+        if self.poll() is None:  # as Popen: never a pid the warmed one has reaped
+            os.kill(self.pid, sig)
 
     def poll(self) -> int | None:
         return self.warm.code(self.ident)
