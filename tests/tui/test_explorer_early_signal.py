@@ -134,6 +134,10 @@ class WarmExplorer:
         requests_read, self._requests = os.pipe()
         self._events, events_write = os.pipe()
         master, slave = os.openpty()  # its own terminal, as a start's interpreter has
+        # Made before any test's own home (a module fixture): without the terminal size
+        # xdist's workers export (tests/conftest.py drops it for each test, and so for
+        # each start's environment).
+        warm_env = {k: v for k, v in explorer_env(home).items() if k not in ("COLUMNS", "LINES")}
         self._process = subprocess.Popen(
             [sys.executable, str(WARM_SCRIPT), str(requests_read), str(events_write)],
             cwd=ROOT,
@@ -141,7 +145,7 @@ class WarmExplorer:
             stdout=slave,
             stderr=slave,
             start_new_session=True,
-            env=explorer_env(home),
+            env=warm_env,
             pass_fds=(requests_read, events_write),
         )
         for fd in (requests_read, events_write, slave):
