@@ -197,8 +197,10 @@ def test_torch_kernel_flags_are_refused_for_the_mlx_engine(
 
 @pytest.mark.slow
 def test_the_chosen_kernels_are_run_and_named(tiny_llama: Path) -> None:
-    """`--attention torch-sdpa --fuse-bf16 on` on the CPU: the JSON says what ran and the
-    text names the attention beside the engine."""
+    """`--attention torch-sdpa --fuse-bf16 on` on the CPU: the JSON says what ran. (The
+    text naming the attention beside the engine is read from the module-scoped runs of
+    tests/tui/commands/test_cli_measure.py: a run of its own here was one torch child
+    more.)"""
     args = ["measure", str(tiny_llama), "--device", "cpu", "--prompt-tokens", "16"]
     args += ["--gen-tokens", "2", "--warmup-tokens", "1", "--no-history"]
     done = vramscope(*args, "--attention", "torch-sdpa", "--fuse-bf16", "on", "--json")
@@ -207,8 +209,4 @@ def test_the_chosen_kernels_are_run_and_named(tiny_llama: Path) -> None:
     assert extra["attention"] == "torch-sdpa"
     assert extra["fused_bf16_modules"] == 0  # tiny_llama's scales are F16: nothing to fuse
     assert set(extra["sdpa_backend"]) == {"first_chunk", "later_chunk", "decode"}
-    text = vramscope(*args)
-    assert text.returncode == 0, text.stderr
-    engine = next(line for line in text.stdout.splitlines() if line.startswith("Engine:"))
-    assert "MLX's unfused attention" in engine
-    assert "attention: MLX's unfused fallback" in text.stderr
+    assert "attention: torch's fused SDPA (no score matrix)" in done.stderr

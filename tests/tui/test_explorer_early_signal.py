@@ -16,13 +16,23 @@ the alternate screen to 0.5 s on, and every 50 ms for 0.3 s from the first frame
 body's mount, where `NoMatches` came from). The two signals take turns at those
 instants (SIGTERM at the first, third, ..., SIGHUP at the second, fourth, ...): both
 take the one stop path (`tui/process_exit.py`'s STOP_SIGNALS, the terminal driver's
-handler), and each of those starts costs most of a second of processor time.
+handler).
+
+The starts timed from the screen and the frame are forked by a warmed interpreter
+(tests/tui/warm_explorer.py), which has imported what `explore` imports before it
+builds the app: each runs the command's entry point from the top (its handlers, the
+app built and run, the body's code imported after the first frame) on its own pty in a
+session of its own, and `waitpid` reads its status. A fresh interpreter spent 0.4 s of
+processor time on those imports, before the instants these sweeps are about, in each
+of 33 starts; the interpreter's start-up and imports are the shell sweep's, which
+starts a fresh `python -m tui explore` every time.
 """
 
 from __future__ import annotations
 
 import errno
 import fcntl
+import json
 import os
 import select
 import signal
@@ -30,10 +40,13 @@ import struct
 import subprocess
 import sys
 import termios
+import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import pytest
 
@@ -45,6 +58,7 @@ MODES = (b"1049", b"1000", b"1003", b"1015", b"1006", b"2004", b"1004")
 """The alternate screen, the mouse modes, bracketed paste, focus reporting."""
 AT_ONCE = 3
 FIRST_FRAME = b"Available"
+WARM_SCRIPT = Path(__file__).with_name("warm_explorer.py")
 SHELL_STATUS = b"shell-status "
 SHELL = 'after="$1"; shift; exec 3<&0; "$@" <&3 3<&- & pid=$!; sleep "$after"; \
 kill -s "$SIG" "$pid"; wait "$pid"; echo "shell-status $?"'
@@ -84,13 +98,8 @@ def _left_on(output: bytes) -> list[bytes]:
     return left
 
 
-def start_and_signal(tmp_path: Path, after_s: float, signum: int, anchor: str) -> Ended:
-    """Start the explorer, signal it `after_s` after `anchor` ("shell": a shell starts
-    it and signals it, "start", "alt": it entered the alternate screen, "frame": its
-    first frame), and read what it writes until it ends."""
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
-    home = tmp_path / f"{signum}-{int(after_s * 1000)}-{anchor}"
+def explorer_env(home: Path) -> dict[str, str]:
+    """The environment of a start whose home is `home`."""
     env = {
         **os.environ,
         "TERM": "xterm-256color",
@@ -101,20 +110,170 @@ def start_and_signal(tmp_path: Path, after_s: float, signum: int, anchor: str) -
         "HF_HUB_OFFLINE": "1",
     }
     env.pop("TMUX", None)
+    return env
+
+
+class Started(Protocol):
+    """A started explorer: a `Popen`, or a `Forked` start of the warmed interpreter."""
+
+    @property
+    def pid(self) -> int: ...
+
+    def send_signal(self, sig: int) -> None: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
+class WarmExplorer:
+    """tests/tui/warm_explorer.py, running: it has imported what `explore` imports before
+    it builds the app, and forks a start of the command for each `start`."""
+
+    def __init__(self, home: Path) -> None:
+        requests_read, self._requests = os.pipe()
+        self._events, events_write = os.pipe()
+        master, slave = os.openpty()  # its own terminal, as a start's interpreter has
+        # Made before any test's own home (a module fixture): without the terminal size
+        # xdist's workers export (tests/conftest.py drops it for each test, and so for
+        # each start's environment).
+        warm_env = {k: v for k, v in explorer_env(home).items() if k not in ("COLUMNS", "LINES")}
+        self._process = subprocess.Popen(
+            [sys.executable, str(WARM_SCRIPT), str(requests_read), str(events_write)],
+            cwd=ROOT,
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            start_new_session=True,
+            env=warm_env,
+            pass_fds=(requests_read, events_write),
+        )
+        for fd in (requests_read, events_write, slave):
+            os.close(fd)
+        self._master = master
+        self.said = b""
+        """What the warmed interpreter wrote itself (nothing, unless it failed)."""
+        self._lock = threading.Lock()
+        self._changed = threading.Condition()
+        self._pids: dict[int, int] = {}
+        self._codes: dict[int, int] = {}
+        self._next = 0
+        self._gone = False
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        pending = b""
+        watched = [self._events, self._master]
+        while True:
+            ready, _, _ = select.select(watched, [], [])
+            if self._master in ready:
+                try:
+                    said = os.read(self._master, 65536)
+                except OSError:  # EIO: it has ended
+                    said = b""
+                self.said += said
+                if not said:
+                    watched.remove(self._master)
+            if self._events not in ready:
+                continue
+            data = os.read(self._events, 65536)
+            if not data:
+                with self._changed:
+                    self._gone = True
+                    self._changed.notify_all()
+                return
+            pending += data
+            while b"\n" in pending:
+                line, pending = pending.split(b"\n", 1)
+                what, ident, number = line.decode().split()
+                with self._changed:
+                    into = self._pids if what == "started" else self._codes
+                    into[int(ident)] = int(number)
+                    self._changed.notify_all()
+
+    def start(self, tty: str, env: dict[str, str]) -> Forked:
+        """Fork a start on the terminal `tty` with `env`; back once it holds the terminal."""
+        with self._lock:
+            ident, self._next = self._next, self._next + 1
+            request = {"id": ident, "tty": tty, "cwd": str(ROOT), "env": env}
+            os.write(self._requests, json.dumps(request).encode() + b"\n")
+        if not self._wait_for(self._pids, ident, 60):
+            raise RuntimeError(f"the warmed interpreter started nothing: {self.said[-2000:]!r}")
+        return Forked(self, ident, self._pids[ident])
+
+    def _wait_for(self, into: dict[int, int], ident: int, timeout: float | None) -> bool:
+        with self._changed:
+            self._changed.wait_for(lambda: ident in into or self._gone, timeout)
+            return ident in into
+
+    def wait_ended(self, ident: int, timeout: float | None) -> bool:
+        """Whether the start `ident` has ended, waiting up to `timeout` for it."""
+        return self._wait_for(self._codes, ident, timeout)
+
+    def code(self, ident: int) -> int | None:
+        with self._changed:
+            return self._codes.get(ident)
+
+    def close(self) -> None:
+        os.close(self._requests)
+        self._process.wait(30)
+        self._reader.join(30)
+        os.close(self._events)
+        os.close(self._master)
+
+
+@dataclass(frozen=True)
+class Forked:
+    """A start forked by the warmed interpreter, which reads its status (`waitpid`)."""
+
+    warm: WarmExplorer
+    ident: int
+    pid: int
+
+    def send_signal(self, sig: int) -> None:
+        if self.poll() is None:  # as Popen: never a pid the warmed one has reaped
+            os.kill(self.pid, sig)
+
+    def poll(self) -> int | None:
+        return self.warm.code(self.ident)
+
+    def wait(self, timeout: float | None = None) -> int:
+        if not self.warm.wait_ended(self.ident, timeout):
+            raise subprocess.TimeoutExpired(f"explorer {self.pid}", timeout or 0.0)
+        code = self.warm.code(self.ident)
+        assert code is not None
+        return code
+
+
+def start_and_signal(
+    tmp_path: Path, after_s: float, signum: int, anchor: str, warm: WarmExplorer | None = None
+) -> Ended:
+    """Start the explorer, signal it `after_s` after `anchor` ("shell": a shell starts
+    it and signals it, "start", "alt": it entered the alternate screen, "frame": its
+    first frame), and read what it writes until it ends. With `warm`, a start not
+    through a shell is forked by the warmed interpreter (`WarmExplorer`)."""
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    env = explorer_env(tmp_path / f"{signum}-{int(after_s * 1000)}-{anchor}")
     explorer = [sys.executable, "-m", "tui", "explore"]
     shell = anchor == "shell"
+    process: Started
     if shell:
         env["SIG"] = signal.Signals(signum).name.removeprefix("SIG")
         explorer = ["sh", "-c", SHELL, "sh", f"{after_s:.3f}", *explorer]
-    process = subprocess.Popen(
-        explorer,
-        cwd=ROOT,
-        stdin=slave,
-        stdout=slave,
-        stderr=slave,
-        start_new_session=True,
-        env=env,
-    )
+    if warm is not None and not shell:
+        process = warm.start(os.ttyname(slave), env)
+    else:
+        process = subprocess.Popen(
+            explorer,
+            cwd=ROOT,
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            start_new_session=True,
+            env=env,
+        )
     os.close(slave)
     output = b""
     started = time.monotonic()
@@ -169,9 +328,19 @@ def start_and_signal(tmp_path: Path, after_s: float, signum: int, anchor: str) -
     return Ended(after_s, signum, code, output, alt_at, frame_at, shell, anchor, sent)
 
 
-def _sweep(tmp_path: Path, starts: list[tuple[float, int, str]]) -> list[Ended]:
+def _sweep(tmp_path: Path, starts: list[tuple[float, int, str]], warm: WarmExplorer) -> list[Ended]:
     with ThreadPoolExecutor(AT_ONCE) as pool:
-        return list(pool.map(lambda s: start_and_signal(tmp_path, *s), starts))
+        return list(pool.map(lambda s: start_and_signal(tmp_path, s[0], s[1], s[2], warm), starts))
+
+
+@pytest.fixture(scope="module")
+def warm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WarmExplorer]:
+    """One warmed interpreter for the module's sweeps (each test's starts are its own)."""
+    warmed = WarmExplorer(tmp_path_factory.mktemp("warm-home"))
+    try:
+        yield warmed
+    finally:
+        warmed.close()
 
 
 def _problems(ended: list[Ended]) -> list[str]:
@@ -224,14 +393,16 @@ def test_the_two_signals_take_every_instant_from_the_screen_and_the_frame() -> N
 
 
 def test_sigterm_at_every_10_ms_of_the_start_ends_143_with_the_terminal_restored(
-    tmp_path: Path,
+    tmp_path: Path, warm: WarmExplorer
 ) -> None:
     starts = _starts(signal.SIGTERM, 10)
-    ended = _sweep(tmp_path, starts)
+    ended = _sweep(tmp_path, starts, warm)
     assert _problems(ended) == []
     # The sweep crossed the first frame, not only the start.
     assert sum(e.frame_at is not None for e in ended) >= sum(s[2] == "frame" for s in starts)
 
 
-def test_sighup_during_the_start_ends_129_with_the_terminal_restored(tmp_path: Path) -> None:
-    assert _problems(_sweep(tmp_path, _starts(signal.SIGHUP, 50))) == []
+def test_sighup_during_the_start_ends_129_with_the_terminal_restored(
+    tmp_path: Path, warm: WarmExplorer
+) -> None:
+    assert _problems(_sweep(tmp_path, _starts(signal.SIGHUP, 50), warm)) == []

@@ -1,8 +1,9 @@
 """A calibration covers shapes it was not fitted on (issue #25, item 5), with real MLX on
 this CPU in child processes: `vramscope table --engine mlx` measures three tiny bf16/f16
-models into one history and a fourth, larger model into another; `vramscope calibrate`
-fits the three; `vramscope inspect --calibrated` (on this CPU, which names itself) then
-estimates the fourth model's shapes, and each estimate covers the peak MLX measured for it.
+models into one history (at 288 tokens) and a fourth, larger model into another (at 160
+and 288 tokens); `vramscope calibrate` fits the three; `vramscope inspect --calibrated`
+(on this CPU, which names itself) then estimates the fourth model's shapes, and each
+estimate covers the peak MLX measured for it.
 
 With the old fixed 1% margin the larger held-out model's runs were under their peaks
 (by 5 to 8% on the machine this was written on): the fixed part fitted on smaller models
@@ -61,10 +62,10 @@ def vramscope(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def measure(state: Path, folders: list[Path]) -> None:
+def measure(state: Path, folders: list[Path], contexts: tuple[int, ...]) -> None:
     done = vramscope(
         state, "table", *map(str, folders), "--engine", "mlx", "--device", "cpu",
-        "--contexts", ",".join(map(str, CONTEXTS)), "--budgets", "0",
+        "--contexts", ",".join(map(str, contexts)), "--budgets", "0",
         "--gen-tokens", str(GEN), "--warmup-tokens", "4", "--quiet",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -82,13 +83,17 @@ def test_the_calibrated_estimate_covers_a_model_it_was_not_fitted_on(tmp_path: P
     wide = {**llama, "hidden_size": 384, "intermediate_size": 1024, "num_hidden_layers": 3}
     held_out = write_mlx_model(tmp_path / "llama-wide-bf16", wide, bits=None)
     fitted_on, kept_apart = tmp_path / "fitted-on", tmp_path / "held-out"
-    measure(fitted_on, training)
-    measure(kept_apart, [held_out])
+    # The training runs at the larger context only (each is an MLX child, 2 s of
+    # processor time): the held-out model's calibrated estimates came out the same, to
+    # 0.1%, as with the training runs at both contexts (over its peaks by 26.7% at 160
+    # tokens and 3.7% at 288 on the machine this was written on).
+    measure(fitted_on, training, CONTEXTS[-1:])
+    measure(kept_apart, [held_out], CONTEXTS)
 
     done = vramscope(fitted_on, "calibrate", "--json")
     assert done.returncode == 0, done.stderr
     (cal,) = json.loads(done.stdout)["calibrations"]
-    assert (cal["engine"], cal["backend"], cal["runs"], len(cal["models"])) == ("mlx", "cpu", 6, 3)
+    assert (cal["engine"], cal["backend"], cal["runs"], len(cal["models"])) == ("mlx", "cpu", 3, 3)
     assert cal["figure"] == "MLX's peak (mx.get_peak_memory)"
     assert cal["form"]["margin"] == "leave-one-model-out"
     assert cal["cross_validated"]["folds"] == 3

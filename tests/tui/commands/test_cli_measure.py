@@ -26,6 +26,7 @@ import pytest
 
 from core.measurement.history import HISTORY_FILE, HistoryStore
 from tests.conftest import ESTIMATOR_ENV, HUB_ENV, OWN_FOLDERS
+from tui.cli import main
 
 ROOT = Path(__file__).resolve().parents[3]
 FAST = ["--prompt-tokens", "8", "--gen-tokens", "2", "--warmup-tokens", "0", "--device", "cpu"]
@@ -116,6 +117,16 @@ def json_measure(tiny_llama: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     return run_in_own_home(home, "measure", str(tiny_llama), *RUN, "--json", "--check")
 
 
+@pytest.fixture(scope="module")
+def quiet_json_measure(tiny_llama: Path) -> subprocess.CompletedProcess[str]:
+    """`measure --json --quiet --check` with the in-flight budget off: the check's other
+    side, and what --quiet leaves of a --json run."""
+    pytest.importorskip("torch")
+    return vramscope(
+        "measure", str(tiny_llama), *RUN, "--json", "--quiet", "--check", "--inflight-mb", "0"
+    )
+
+
 TABLE = ["--contexts", "24", "--budgets", "16,0", "--gen-tokens", "4", "--warmup-tokens", "0"]
 TABLE += ["--device", "cpu"]
 
@@ -143,6 +154,15 @@ def test_measure_prints_estimate_and_peak_side_by_side(terminal_measure: OnATerm
     assert "covered" in margin
     assert "in-flight budget 64 MiB" in done.stdout
     assert len(history_in(done.home).read().results) == 1
+
+
+def test_the_text_names_the_attention_beside_the_engine(
+    terminal_measure: OnATerminal, json_measure: Ran
+) -> None:
+    # The CPU's default: MLX's unfused attention, named in the result and in a notice.
+    engine = next(line for line in terminal_measure.stdout.splitlines() if "Engine:" in line)
+    assert "MLX's unfused attention" in engine
+    assert "vramscope: attention: MLX's unfused fallback" in json_measure.done.stderr
 
 
 def test_measure_json_carries_the_margin(json_measure: Ran) -> None:
@@ -184,14 +204,24 @@ def test_a_failed_measurement_is_one_line_and_exit_2(tiny_llama: Path) -> None:
     ],
 )
 def test_usage_errors_are_one_line_and_exit_2(
-    args: list[str], words: str, tiny_llama: Path
+    args: list[str], words: str, tiny_llama: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # The command's entry point in this process (`python -m tui` exits with what it
+    # returns or raises): each is refused before any child, and a process apiece cost
+    # 0.2-0.4 s of processor time. test_a_failed_measurement_is_one_line_and_exit_2 and
+    # the runs above are whole processes.
     args = [str(tiny_llama) if a == "x" else a for a in args]
-    done = vramscope(*args)
-    assert done.returncode == 2
-    assert len(done.stderr.strip().splitlines()) == 1
-    assert words in done.stderr
-    assert "Traceback" not in done.stderr
+    code: int | str | None
+    try:
+        code = main(args)
+    except SystemExit as exc:  # argparse's refusal
+        code = exc.code
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert out == ""
+    assert len(err.strip().splitlines()) == 1
+    assert words in err
+    assert "Traceback" not in err
 
 
 def test_table_writes_the_estimate_against_peak_table(
@@ -214,14 +244,11 @@ def test_table_writes_the_estimate_against_peak_table(
 
 
 def test_measure_check_exits_1_exactly_when_the_estimate_does_not_cover(
-    tiny_llama: Path, json_measure: Ran
+    json_measure: Ran, quiet_json_measure: subprocess.CompletedProcess[str]
 ) -> None:
     # Budget 0 and no headroom factor: the estimate falls below this CPU peak; the
     # default budget's is covered. The exit code follows the printed verdict.
-    budget_off = vramscope(
-        "measure", str(tiny_llama), *RUN, "--json", "--check", "--inflight-mb", "0"
-    )
-    for proc in (json_measure.done, budget_off):
+    for proc in (json_measure.done, quiet_json_measure):
         covered = json.loads(proc.stdout)["margin"]["covered"]
         assert proc.returncode == (0 if covered else 1), proc.stderr
 
@@ -266,24 +293,20 @@ def test_the_mlx_engine_counts_prompt_tokens_and_times_its_load(tiny_llama: Path
 
 
 def test_quiet_shows_no_progress_and_json_stdout_stays_json(
-    tiny_llama: Path, json_measure: Ran
+    json_measure: Ran, quiet_json_measure: subprocess.CompletedProcess[str]
 ) -> None:
-    pytest.importorskip("torch")
-    quiet = vramscope("measure", str(tiny_llama), *RUN, "--quiet")
-    assert quiet.returncode == 0, quiet.stderr
-    assert quiet.stderr == ""  # no phase lines, no notices (this run has no warnings)
-    assert "Measured peak:" in quiet.stdout
-
+    # --quiet turns the progress view and the notices off whatever stdout carries
+    # (tui/commands/measure.py): the text result is read from the other runs, and
+    # table's --quiet is read in text (test_table_shows_each_runs_phases_after_its_count).
     as_json = json_measure.done
     assert as_json.returncode == 0, as_json.stderr
     doc = json.loads(as_json.stdout)  # the whole of stdout parses
     assert doc["measured"]["prompt_tokens"] == 24
     assert [p for p, what, _ in phase_lines(as_json.stderr) if what == "done"] == PHASES
 
-    both = vramscope("measure", str(tiny_llama), *RUN, "--json", "--quiet")
-    assert both.returncode == 0, both.stderr
+    both = quiet_json_measure  # --check and budget 0 too: its status is the verdict's
     assert json.loads(both.stdout)["measured"]["gen_tokens"] == 3
-    assert both.stderr == ""
+    assert both.stderr == ""  # no phase lines, no notices (the attention's; no warnings)
 
 
 def test_a_run_that_stops_says_where(tiny_llama: Path) -> None:
@@ -323,11 +346,16 @@ def test_table_shows_each_runs_phases_after_its_count(
         assert prefill.startswith("20/20 tokens")  # the context less the decode's 4
     assert "| Model | Engine | Context |" in done.stdout
 
+    # --quiet: no count, no phase, the table still on stdout (one run of the two is
+    # enough to show it: each run's child is 2-3 s of processor time).
     out = tmp_path / "table.md"
-    quiet = vramscope("table", str(tiny_llama), *TABLE, "--out", str(out), "--quiet")
+    one_run = [*TABLE[:3], "16", *TABLE[4:]]
+    quiet = vramscope("table", str(tiny_llama), *one_run, "--out", str(out), "--quiet")
     assert quiet.returncode == 0, quiet.stderr
     assert quiet.stderr == ""
-    assert quiet.stdout.count("\n") == done.stdout.count("\n")  # the same table
+    header = done.stdout.split(f"| {tiny_llama} |")[0]
+    assert quiet.stdout.startswith(header)  # the same table, of its one run
+    assert quiet.stdout.count(f"| {tiny_llama} |") == 1
 
 
 def run_on_a_terminal(
