@@ -58,6 +58,10 @@ HUB_ENV = (
 )
 """The caller's Hub settings: a test that needs one sets its own (tests/hub_server.py)."""
 
+TERMINAL_ENV = ("COLUMNS", "LINES")
+"""pytest-xdist's workers export COLUMNS=80 LINES=24, which Textual and Rich take over a
+terminal's own size: a child on a pty of another size drew at 80x24 under -n only."""
+
 OWN_FOLDERS = {
     "XDG_CACHE_HOME": ".cache",
     "XDG_STATE_HOME": ".local/state",
@@ -85,9 +89,7 @@ def _own_home(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPath
     monkeypatch.setenv("HOME", str(home))
     for name, below in OWN_FOLDERS.items():
         monkeypatch.setenv(name, str(home / below))
-    # pytest-xdist's workers export COLUMNS=80 LINES=24, which Textual and Rich take over
-    # a terminal's own size: a child on a pty of another size drew at 80x24 under -n only.
-    for name in (*ESTIMATOR_ENV, *HUB_ENV, "COLUMNS", "LINES"):
+    for name in (*ESTIMATOR_ENV, *HUB_ENV, *TERMINAL_ENV):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     return home

@@ -50,6 +50,7 @@ from typing import Protocol
 
 import pytest
 
+from tests.conftest import TERMINAL_ENV
 from tests.tui.commands.test_cli_measure import ROOT
 
 pytestmark = pytest.mark.slow
@@ -137,7 +138,7 @@ class WarmExplorer:
         # Made before any test's own home (a module fixture): without the terminal size
         # xdist's workers export (tests/conftest.py drops it for each test, and so for
         # each start's environment).
-        warm_env = {k: v for k, v in explorer_env(home).items() if k not in ("COLUMNS", "LINES")}
+        warm_env = {k: v for k, v in explorer_env(home).items() if k not in TERMINAL_ENV}
         self._process = subprocess.Popen(
             [sys.executable, str(WARM_SCRIPT), str(requests_read), str(events_write)],
             cwd=ROOT,

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import TERMINAL_ENV
+
 ROOT = Path(__file__).resolve().parents[2]
 WAIT_S = 60.0
 """Longest wait for the screen to show something; a limit against hangs, not a timing."""
@@ -103,7 +105,7 @@ def tmux_vramscope(
     full_env = {**os.environ, "TERM": "xterm-256color", **(env or {})}
     # Textual takes COLUMNS and LINES over the terminal's own size, and pytest-xdist's
     # workers export COLUMNS=80 LINES=24: under -n the app drew at 80x24 in a 160x48 pane.
-    for variable in ("TMUX", "COLUMNS", "LINES"):
+    for variable in ("TMUX", *TERMINAL_ENV):
         full_env.pop(variable, None)
     session = ["new-session", "-d", "-s", name, "-x", str(width), "-y", str(height)]
     subprocess.run(

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from core.measurement.history import HISTORY_FILE, HistoryStore
-from tests.conftest import ESTIMATOR_ENV, HUB_ENV, OWN_FOLDERS
+from tests.conftest import ESTIMATOR_ENV, HUB_ENV, OWN_FOLDERS, TERMINAL_ENV
 from tui.cli import main
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -78,7 +78,8 @@ def own_home_env(home: Path) -> dict[str, str]:
     """This process's environment with `home` laid out as tests/conftest.py's
     `_own_home` lays out a test's: a module fixture is made before any test's own home,
     in this process's."""
-    env = {k: v for k, v in os.environ.items() if k not in (*ESTIMATOR_ENV, *HUB_ENV)}
+    dropped = (*ESTIMATOR_ENV, *HUB_ENV, *TERMINAL_ENV)
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
     env |= {"HOME": str(home), "HF_HUB_OFFLINE": "1"}
     return env | {name: str(home / below) for name, below in OWN_FOLDERS.items()}
 
