@@ -29,7 +29,15 @@ from tests.used_home import ROOT, user_env
 pytestmark = [pytest.mark.child_process, pytest.mark.slow]
 
 W = 300  # the sliding window of the tiny sliding models: not a multiple of 256
-STEP_EDGES = [(255, 0), (256, 0), (257, 0), (1, 300), (200, 57)]
+STEP_EDGES = [(255, 0), (256, 0), (257, 0), (200, 57)]
+"""mlx-lm's 256-slot step, reached by the prompt and crossed by decoding."""
+DECODE_FILL = [(1, W)]
+"""A cache filled by single-token steps alone, from a one-token prompt past the step and
+the window: in llama (`KVCache`) and llama-sliding (`RotatingKVCache` beside it), the two
+classes every family's attention caches here are. The other twelve leave it out: their
+300 decode steps took 13.7 s of the module's 37 s of processor time (a step costs the
+model's ops, not the cache's), and each still crosses the step by decoding (200, 57),
+and its window by decoding where it has one (WINDOW_EDGES)."""
 WINDOW_EDGES = [(W - 1, 0), (W, 0), (W + 1, 0), (W - 1, 2), (W, 1), (W + 1, 3), (2 * W, 0)]
 CHUNK_EDGES = [(2049, 0), (2050, 1), (2051, 2), (2600, 5)]
 INT8_FROM_START = [(300, 10, 8, 0), (257, 0, 8, 0)]
@@ -52,7 +60,8 @@ FAMILIES: dict[str, dict[str, Any]] = {
     # One head of 64 (the int8 cache's group) over a hidden size of 64, in llama and
     # llama-sliding: their prompts of 2,049-5,001 tokens spent most of the module's
     # processor time in the CPU's attention with two heads over 128 (10 s of 44 s), and
-    # neither the steps, the windows nor the chunks depend on the head count.
+    # neither the steps, the windows nor the chunks depend on the head count. The chunk
+    # edges run in llama-sliding, whose full-attention layer is llama's `KVCache`.
     "llama": {
         "config": {
             "model_type": "llama",
@@ -61,7 +70,7 @@ FAMILIES: dict[str, dict[str, Any]] = {
             "num_attention_heads": 1,
             **DENSE,
         },
-        "cases": cases(STEP_EDGES, CHUNK_EDGES, INT8_FROM_START, INT8_DEFAULT),
+        "cases": cases(STEP_EDGES, DECODE_FILL, INT8_FROM_START, INT8_DEFAULT),
     },
     "llama-4bit": {
         "config": {
@@ -85,7 +94,7 @@ FAMILIES: dict[str, dict[str, Any]] = {
             "layer_types": ["sliding_attention", "full_attention", "sliding_attention"],
             **DENSE,
         },
-        "cases": cases(STEP_EDGES, WINDOW_EDGES, CHUNK_EDGES),
+        "cases": cases(STEP_EDGES, DECODE_FILL, WINDOW_EDGES, CHUNK_EDGES),
     },
     "mistral": {
         "config": {
