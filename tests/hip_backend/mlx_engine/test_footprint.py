@@ -57,10 +57,16 @@ def request(folder: Path) -> MeasureRequest:
 @pytest.fixture(scope="module")
 def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Three models written by mlx-lm: a bf16 llama, a 4-bit llama of half its width
-    (MLX's CPU 4-bit prefill is slow: 520 tokens of the full-width one took 12 s of
-    processor time, of this one 5 s) and an f16 gemma-2."""
+    with bf16 scales and an f16 gemma-2. MLX's CPU 4-bit matmul is slow, in f16 most
+    (0.03 G multiply-adds a second here, bf16 0.13, f32 1.2): 520 tokens of the
+    full-width f16 one took 12 s of processor time, of the narrow f16 one 5 s."""
     root = tmp_path_factory.mktemp("footprint-models")
-    narrow = {**LLAMA_CONFIG, "hidden_size": 128, "intermediate_size": 256}
+    narrow = {
+        **LLAMA_CONFIG,
+        "hidden_size": 128,
+        "intermediate_size": 256,
+        "torch_dtype": "bfloat16",
+    }
     return {
         "llama-bf16": write_mlx_model(
             root / "llama-bf16", {**LLAMA_CONFIG, "torch_dtype": "bfloat16"}, bits=None
