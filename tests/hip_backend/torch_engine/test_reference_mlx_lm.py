@@ -78,8 +78,9 @@ def engine_run(path: Path, prompt: list[int], tokens: list[int]) -> list[Any]:
 
 
 def well_conditioned(case: Case, tmp_path: Path) -> tuple[Path, Reference]:
-    """The first seed whose mlx-lm run has no near-ties (see the module docstring)."""
-    for seed in range(SEEDS):
+    """The first seed from the case's own whose mlx-lm run has no near-ties (see the
+    module docstring)."""
+    for seed in range(case.first_seed, case.first_seed + SEEDS):
         path = write_mlx_model(tmp_path / f"seed{seed}", case.config, seed=seed, **case.write)
         ref = mlx_lm_reference(path, PROMPT, STEPS, dequantized_f32=case.dequantized)
         if ref.min_margin >= case.margin and ref.route_gap >= case.margin:
@@ -99,6 +100,9 @@ class Case:
     margin: float = 0.01
     """Smallest top-1 margin and routing gap accepted in the reference run: a few
     times the engine's own rounding noise (about 0.005 in F16, 0.02 in BF16)."""
+    first_seed: int = 0
+    """Where the search for a well-conditioned seed starts. It is still checked: a seed
+    whose reference run has a near-tie is passed over."""
 
 
 BF16_INT4_TOLERANCE = 0.05
@@ -110,7 +114,11 @@ MOE_F16 = {**QWEN3_MOE_CONFIG, "torch_dtype": "float16"}
 WIDE_ROUTER = {"router_scale": 8.0}
 CASES = {
     "llama-4bit-f16-llama3-rope": Case(LLAMA_CONFIG),
-    "llama-4bit-f16-as-written": Case(LLAMA_CONFIG, dequantized=False, tolerance=0.05, margin=0.05),
+    # Seeds 0-2 had a top-1 margin under 0.05; each reference run through MLX's CPU F16
+    # 4-bit kernel took 0.9 s of processor time.
+    "llama-4bit-f16-as-written": Case(
+        LLAMA_CONFIG, dequantized=False, tolerance=0.05, margin=0.05, first_seed=3
+    ),
     "qwen3_moe-4bit-f16-8bit-router": Case(MOE_F16, WIDE_ROUTER),
     "qwen3_moe-4bit-bf16-8bit-router": Case(
         QWEN3_MOE_CONFIG, WIDE_ROUTER, tolerance=BF16_INT4_TOLERANCE, margin=0.04
