@@ -9,8 +9,11 @@ engine in a child process of its own. Two shapes of the 4-bit MoE grid that
 prompt with the fewest routed tokens per step (top-2, pp512) and the most experts per
 token (top-8, pp128); and the grid's smallest model (B) at top-2 pp256, which read
 1.067-1.076 before the rehearsal (`child.rehearse`). MLX's CPU 4-bit MoE kernels are
-slow: the first two take about 35 s between them on a quiet machine (top-8 at pp512
-alone took a minute), the third about 17 s on this loaded one.
+slow (0.13 G multiply-adds a second in bf16): with 8 generated tokens and the default
+warm-up the first two took about 35 s between them on a quiet machine (top-8 at pp512
+alone took a minute), the third about 17 s on this loaded one; the prompt's
+multiply-adds are most of it (at top-2 pp512 its attention projections more than its
+experts).
 """
 
 from __future__ import annotations
