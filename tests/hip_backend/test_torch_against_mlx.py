@@ -41,7 +41,8 @@ to 0.001% with the default warm-up (20 tokens) and 8 generated tokens as with th
 the torch engine's within its run-to-run spread (1.5% on model B: 1.015-1.029 with
 those, 1.013-1.028 with these), and the KV cache holds as many 256-slot steps either
 way. A decode step of model A on MLX's CPU 4-bit kernels costs about 0.1 s: the
-module's children took 51 s of processor time with those, 38 s with these."""
+module took 43.5-47.6 s of processor time with those, 37.8-40.6 s with these (paired
+runs)."""
 
 
 @pytest.fixture(scope="module")

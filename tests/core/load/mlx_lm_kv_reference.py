@@ -140,7 +140,8 @@ def drive(model: Any, cases: list[list[int]]) -> Iterator[dict[str, Any]]:
     from a `copy.deepcopy` of those caches (as mlx-lm's own prompt-cache reuse does),
     the last case from the caches themselves. An MLX array is never changed in place
     while another holds its buffer, so no case sees another's steps. gemma3's two 32k
-    cases share 15 of their 16 chunks (their child: 13 -> 8 s of processor time)."""
+    cases share 15 of their 16 chunks (their test: 11.2 -> 7.9-8.3 s of processor time
+    in paired runs)."""
     import mlx.core as mx
     from mlx_lm.models.cache import make_prompt_cache
 
