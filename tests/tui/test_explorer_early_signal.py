@@ -247,6 +247,27 @@ class Forked:
         return code
 
 
+DRAIN_S = 1.0
+"""After a start has ended, how long to wait for more of its output before taking what
+came as all of it: a limit against a terminal nobody closes, not a timing."""
+
+
+def drained(master: int) -> bytes:
+    """What is still to come from the terminal of a start that has ended, up to its
+    close (EIO: every slave descriptor is closed) or DRAIN_S of silence."""
+    out = b""
+    while select.select([master], [], [], DRAIN_S)[0]:
+        try:
+            data = os.read(master, 65536)
+        except OSError as exc:
+            assert exc.errno == errno.EIO
+            break
+        if not data:
+            break
+        out += data
+    return out
+
+
 def start_and_signal(
     tmp_path: Path, after_s: float, signum: int, anchor: str, warm: WarmExplorer | None = None
 ) -> Ended:
@@ -311,6 +332,11 @@ def start_and_signal(
                 if not data:
                     break
             elif sent and process.poll() is not None:
+                # Ended; but a pty hands the last writes on to its master later (the
+                # kernel's flip buffer): under load a shell's status line came after
+                # the shell had exited, and was lost. Read on until the terminal says
+                # it is closed, or nothing more comes.
+                output += drained(master)
                 break
         code: int | None
         try:
