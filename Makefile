@@ -38,10 +38,11 @@ run: $(RUN_STAMP)
 # (collection alone: 23.6 s of CPU per worker, against 12.6 s without the prefix).
 PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/pytest
 
-# The whole suite in one run on three workers, a test file per worker (its module
-# fixtures, such as a measured sweep, are then made once). Three workers on two cores: on
+# The whole suite in one run on four workers, a test file per worker (its module
+# fixtures, such as a measured sweep, are then made once). Four workers on two cores: on
 # two, a fifth of the cores' time went idle while tests waited on children, Pilot pauses
-# and deadlines. The files go out in tests/conftest.py's order (slow and child-process
+# and deadlines; on three the cores were still busy only 1.73 of 2 on average (a fresh
+# clone: 633 s of processor in 365 s), on four 1.85. The files go out in tests/conftest.py's order (slow and child-process
 # files first), not xdist's (most tests first), which left the one-test files that take a
 # minute last. The tmux tests run beside the others: they once ran alone afterwards (36 s
 # with one core idle), blamed on load, when the cause was xdist's COLUMNS=80 LINES=24
@@ -53,7 +54,7 @@ test: $(DEV_STAMP)
 	@checks_log=$$(mktemp); \
 	echo "lint and types: beside the tests, reported after them"; \
 	nice -n 10 $(MAKE) -k --no-print-directory lint typecheck >$$checks_log 2>&1 & checks=$$!; \
-	$(PYTEST) -q -n 3 --dist loadfile --no-loadscope-reorder; status=$$?; \
+	$(PYTEST) -q -n 4 --dist loadfile --no-loadscope-reorder; status=$$?; \
 	wait $$checks; checked=$$?; \
 	echo "-- lint and types:"; cat $$checks_log; rm -f $$checks_log; \
 	if [ $$checked -ne 0 ]; then echo "make test: lint or types failed (above)"; fi; \
