@@ -41,15 +41,15 @@ PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/pytest
 # The whole suite in one run on four workers, a test file per worker (its module
 # fixtures, such as a measured sweep, are then made once). Four workers on two cores: on
 # two, a fifth of the cores' time went idle while tests waited on children, Pilot pauses
-# and deadlines; on three the cores were still busy only 1.73 of 2 on average (a fresh
-# clone: 633 s of processor in 365 s), on four 1.85. The files go out in tests/conftest.py's order (slow and child-process
-# files first), not xdist's (most tests first), which left the one-test files that take a
-# minute last. The tmux tests run beside the others: they once ran alone afterwards (36 s
-# with one core idle), blamed on load, when the cause was xdist's COLUMNS=80 LINES=24
-# reaching the app (tests/tui/tmux_driver.py drops them).
-# Lint and mypy (25 s of processor on a fresh clone, mypy on one core) run beside the tests, niced:
-# they take the time the workers leave idle instead of holding a core alone before them.
-# Their output is kept and printed after the tests; make fails if they failed.
+# and deadlines; on three the cores were busy 1.73 of 2 on average (a fresh clone: 633 s
+# of processor in 365 s), on four 1.85. The files go out in tests/conftest.py's order
+# (slow and child-process files first), not xdist's (most tests first), which left the
+# one-test files that take a minute last. The tmux tests run beside the others: they once
+# ran alone afterwards (36 s with a core idle), blamed on load, when the cause was
+# xdist's COLUMNS=80 LINES=24 reaching the app (tests/conftest.py's TERMINAL_ENV).
+# Lint and mypy (25 s of processor on a fresh clone, mypy on one core) run beside the
+# tests, niced: they take the time the workers leave idle instead of holding a core alone
+# before them. Their output is kept and printed after the tests; make fails if they did.
 test: $(DEV_STAMP)
 	@checks_log=$$(mktemp); \
 	echo "lint and types: beside the tests, reported after them"; \

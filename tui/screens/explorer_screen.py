@@ -256,9 +256,9 @@ class ExplorerScreen(FocusKeys):
         self.call_after_refresh(self._finish_body, self._body)
 
     async def _finish_body(self, body: _Body) -> None:
-        """Mount the controls' hidden rows (`Controls.mount_later`), start the held reads,
-        and let the keys in."""
-        await body.controls.mount_later()
+        """Wait for any control row being mounted (`Controls.rows_in`), start the held
+        reads, and let the keys in."""
+        await body.controls.rows_in()
         if self.loader.snapshot is not None or self.loader.gguf is not None:
             self._set_model_stops(body)
         self.recompute()

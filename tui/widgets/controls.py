@@ -87,6 +87,7 @@ class Controls(KeptLines):
         self._pending: frozenset[str] = frozenset()
         """Rows being mounted: not `mounted` until their widgets are in."""
         self._mounting: list[AwaitMount] = []
+        """The mounts of the rows in `_pending`, for `rows_in` to wait on."""
 
     def _get(self, widget_id: str, kind: type[W]) -> W:
         """A row or control by id, found once: `show` runs on every key, and a query
@@ -170,15 +171,14 @@ class Controls(KeptLines):
         for wait in waits:
             await wait
         self._pending -= ids
+        self._mounting = [wait for wait in self._mounting if wait not in waits]
         self.show(self.state, every=True)
         self.post_message(self.RowsMounted())
 
-    async def mount_later(self) -> None:
-        """Mount the left-out rows the state shows and wait until every row being mounted
-        is in; the screen calls this once its whole first screen is out."""
-        self._mount_shown()
-        waits, self._mounting = self._mounting, []
-        for wait in waits:
+    async def rows_in(self) -> None:
+        """Wait until every row being mounted is in (`show` mounts a row as the state
+        first shows it); the screen waits on this before it lets the keys in."""
+        for wait in list(self._mounting):
             await wait
 
     def _row_widget(self, first: ControlSpec) -> Widget:
