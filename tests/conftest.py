@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from core.catalog.profiles import load_profile
+from tests.installed import need
 from tests.model_writers import write_skeleton
 
 # A suite started in the background of a shell without job control (`make test &` in
@@ -198,9 +199,9 @@ def model_dir(tmp_path: Path) -> Callable[..., Path]:
 
 @pytest.fixture(scope="session")
 def mlx_available() -> None:
-    """Skip when mlx / mlx-lm are not installed (they are in the test extra)."""
-    pytest.importorskip("mlx.core")
-    pytest.importorskip("mlx_lm")
+    """Skip when mlx / mlx-lm are not installed (they are in the test extra). Found, not
+    imported: most of its users run MLX in a child process (tests/installed.py)."""
+    need("mlx", "mlx_lm")
 
 
 @pytest.fixture(scope="session")

@@ -11,6 +11,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+
+def import_mlx_lm() -> None:
+    """mlx and mlx-lm, imported as the engine's child imports them (torch hidden while
+    mlx-lm's transformers loads, `hip_backend.mlx_engine.loader`). With torch visible,
+    transformers imported it too: writing the tiny Llama took 2.3-2.6 s of a fresh
+    worker's processor time, against 1.2-1.5 s."""
+    from hip_backend.mlx_engine.loader import import_mlx
+
+    import_mlx()
+
+
 LLAMA_CONFIG: dict[str, Any] = {
     "model_type": "llama",
     "hidden_size": 256,
@@ -68,6 +79,7 @@ def write_mlx_model(
 ) -> Path:
     """Write a random mlx-lm model (quantized unless `bits` is None, in `mode`: affine,
     mxfp4, nvfp4, ...) to `dest`."""
+    import_mlx_lm()
     import mlx.core as mx
     from mlx.utils import tree_map
     from mlx_lm.utils import _get_classes, quantize_model, save_config, save_model
@@ -121,6 +133,7 @@ def write_random_quantized_model(
     scales and biases of a freshly initialised layer. Much faster than quantizing
     a random float model when the model has hundreds of millions of weights.
     """
+    import_mlx_lm()
     import json
     import math
 
@@ -177,6 +190,7 @@ def mlx_lm_reference(
     path: Path, prompt: list[int], steps: int, *, dequantized_f32: bool = False
 ) -> Reference:
     """Run mlx-lm on the model as written (or dequantized to float32) greedily."""
+    import_mlx_lm()
     import math
 
     import mlx.core as mx

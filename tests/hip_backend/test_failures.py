@@ -21,6 +21,7 @@ from core.measurement.request import MeasureRequest
 from core.measurement.result import FailureKind, MeasurementFailure
 from core.measurement.run import MeasuredRun, RunEnded, RunEvent
 from hip_backend import measure, start_run
+from tests.installed import need
 
 MeasureEvent = RunEvent
 
@@ -111,7 +112,7 @@ def test_tensors_that_do_not_match_the_config_are_a_bad_model(
 
 @pytest.mark.parametrize("synthetic", [False, True], ids=["mapping-weights", "allocating"])
 def test_running_out_of_memory(sweep_model: Path, synthetic: bool) -> None:
-    pytest.importorskip("torch")
+    need("torch")
     capped = request(sweep_model, host_memory_cap_bytes=64 * MIB, synthetic=synthetic)
     failure_of(measure(capped, record_history=False), FailureKind.OUT_OF_MEMORY)
 
@@ -133,7 +134,7 @@ def test_a_fifo_weight_file_is_a_bad_model_not_synthetic_weights(
 def test_a_memory_cap_too_small_to_start_is_out_of_memory(tiny_llama: Path, cap_bytes: int) -> None:
     # Under a 1 MB cap libgomp cannot map its worker threads' stacks: that is the cap
     # refusing memory, not an internal error.
-    pytest.importorskip("torch")
+    need("torch")
     capped = request(tiny_llama, host_memory_cap_bytes=cap_bytes)
     failure = failure_of(measure(capped, record_history=False), FailureKind.OUT_OF_MEMORY)
     assert "internal error" not in failure.message

@@ -14,13 +14,18 @@ from core.measurement.request import MeasureRequest
 from core.measurement.result import MeasuredPeak
 from core.measurement.run import peak_or_failure
 from hip_backend import measure
+from tests.installed import Later, needs
 
-torch = pytest.importorskip("torch")
+torch = Later("torch")
 
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="no ROCm or CUDA device"),
-]
+pytestmark = [pytest.mark.gpu, needs("torch")]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def a_gpu() -> None:
+    """Asked when the module's first test runs, not at collection (torch's import)."""
+    if not torch.cuda.is_available():
+        pytest.skip("no ROCm or CUDA device")
 
 
 def gpu_run(

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("torch")
+from tests.installed import needs
+
+pytestmark = needs("torch")  # for the check's child
 
 ROOT = Path(__file__).resolve().parents[2]
 

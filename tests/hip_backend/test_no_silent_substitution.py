@@ -18,6 +18,7 @@ from core.measurement.request import MeasureRequest
 from core.measurement.result import FailureKind, MeasurementFailure
 from hip_backend import measure
 from hip_backend.child import _is_oom
+from tests.installed import need
 
 from .mlx_models import LLAMA_CONFIG, write_mlx_model
 from .test_history import peak
@@ -37,8 +38,7 @@ def failure(outcome: object, kind: FailureKind) -> MeasurementFailure:
 
 @pytest.fixture(scope="module")
 def tiny_bf16(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    pytest.importorskip("mlx.core")
-    pytest.importorskip("mlx_lm")
+    need("mlx", "mlx_lm")
     dest = tmp_path_factory.mktemp("models") / "tiny-bf16"
     return write_mlx_model(dest, dict(LLAMA_CONFIG, torch_dtype="bfloat16"), bits=None)
 

@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 from textual.widgets import Input
 
+from tests.installed import need
+
 
 @pytest.fixture(autouse=True)
 def _no_cursor_blink(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -41,8 +43,7 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     if not is_available():
         pytest.skip("torch is not installed: no real measurement")
-    pytest.importorskip("mlx.core")
-    pytest.importorskip("mlx_lm")
+    need("mlx", "mlx_lm")
     from tests.hip_backend.mlx_models import LLAMA_CONFIG, write_mlx_model
 
     return write_mlx_model(tmp_path_factory.mktemp("models") / "tiny-llama-4bit", LLAMA_CONFIG)

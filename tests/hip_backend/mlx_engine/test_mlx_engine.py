@@ -41,6 +41,7 @@ from tests.hip_backend.mlx_models import (
     write_mlx_model,
 )
 from tests.hip_backend.test_failures import Recorder, failure_of
+from tests.installed import need
 from tests.used_home import user_env
 
 pytestmark = pytest.mark.usefixtures("mlx_available")
@@ -348,7 +349,7 @@ def test_an_mlx_run_past_its_time_limit(tiny_llama: Path) -> None:
 
 @pytest.mark.slow
 def test_table_puts_both_engines_beside_the_estimate(mlx_model_dir: Path, tmp_path: Path) -> None:
-    pytest.importorskip("torch")
+    need("torch")
     folder = mlx_model_dir / "llama-bf16"
     out = tmp_path / "both.md"
     done = vramscope(

@@ -28,6 +28,7 @@ from core.parallel.sharding import ParallelKind
 from hip_backend import start_run
 from hip_backend.ranks.launch import ParallelHandle, prepare_parallel, run_parallel, run_single
 from tests.hip_backend.mlx_models import write_mlx_model
+from tests.installed import need
 
 # Weight-dominated so that the estimate's terms, sized for real models, apply: 8 layers
 # of 4-head attention and a 1024-wide MLP in fp16 (16.8 MB), 32 prompt tokens.
@@ -50,8 +51,7 @@ TIMEOUT_S = 240.0  # generous: the machine running CI may be busy; a hang still 
 
 @pytest.fixture(scope="module")
 def qwen2_fp16(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    pytest.importorskip("mlx.core")
-    pytest.importorskip("mlx_lm")
+    need("mlx", "mlx_lm")
     return write_mlx_model(
         tmp_path_factory.mktemp("models") / "qwen2-fp16", QWEN2_CONFIG, bits=None
     )

@@ -8,20 +8,21 @@ from pathlib import Path
 import pytest
 
 from core.backend import Backend
-
-torch = pytest.importorskip("torch")
-mx = pytest.importorskip("mlx.core")
-np = pytest.importorskip("numpy")
-
-from hip_backend.torch_engine.attention import (  # noqa: E402
+from hip_backend.torch_engine.attention import (
     FUSED,
     MLX_FALLBACK,
     attention_kind,
     fused_attention,
     mlx_fallback_attention,
 )
-from hip_backend.torch_engine.decoder import causal_mask  # noqa: E402
-from hip_backend.torch_engine.inflight import InflightQueue, LaggingEvent  # noqa: E402
+from hip_backend.torch_engine.decoder import causal_mask
+from hip_backend.torch_engine.inflight import InflightQueue, LaggingEvent
+from tests.installed import Later, needs
+
+torch = Later("torch")
+mx = Later("mlx.core")
+np = Later("numpy")
+pytestmark = needs("torch", "mlx", "numpy")
 
 B, H, HKV, D = 1, 8, 2, 64
 

@@ -12,19 +12,22 @@ from typing import Any
 
 import pytest
 
-torch = pytest.importorskip("torch")
-mx = pytest.importorskip("mlx.core")
-np = pytest.importorskip("numpy")
+from hip_backend.model.random_weights import write_random_model
+from hip_backend.model.source import ModelSource, resolve_source
+from hip_backend.torch_engine import int4_cpu, weights
+from hip_backend.torch_engine.inflight import InflightQueue, LaggingEvent
+from hip_backend.torch_engine.loader import build_model
+from hip_backend.torch_engine.weights import Linear
+from tests.hip_backend.torch_engine.test_quant import quantized
+from tests.installed import Later, needs
 
-from hip_backend.model.random_weights import write_random_model  # noqa: E402
-from hip_backend.model.source import ModelSource, resolve_source  # noqa: E402
-from hip_backend.torch_engine import int4_cpu, weights  # noqa: E402
-from hip_backend.torch_engine.inflight import InflightQueue, LaggingEvent  # noqa: E402
-from hip_backend.torch_engine.loader import build_model  # noqa: E402
-from hip_backend.torch_engine.weights import Linear  # noqa: E402
-from tests.hip_backend.torch_engine.test_quant import quantized  # noqa: E402
+torch = Later("torch")
+mx = Later("mlx.core")
+np = Later("numpy")
+pytestmark = needs("torch", "mlx", "numpy")
 
-DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16}
+DTYPES = ("bfloat16", "float16")
+"""Names of torch dtypes (`getattr(torch, name)`: torch is imported by the first test)."""
 
 
 def mlx_linear(rows: int, cols: int, dtype_name: str, group: int = 64) -> tuple[Linear, Any]:
@@ -104,7 +107,7 @@ def test_each_vector_unit_this_cpu_has_gets_its_own_layout_proven(capability: st
     assert report["rows_error"] <= 1e-5
 
 
-@pytest.mark.parametrize("dtype_name", sorted(DTYPES))
+@pytest.mark.parametrize("dtype_name", DTYPES)
 @pytest.mark.parametrize("group", [32, 64, 128])
 def test_the_rewrite_keeps_the_weights_and_their_bytes(dtype_name: str, group: int) -> None:
     lin, ref = mlx_linear(192, 512, dtype_name, group)
@@ -120,7 +123,7 @@ def test_the_rewrite_keeps_the_weights_and_their_bytes(dtype_name: str, group: i
     dense = converted.dense(InflightQueue(0, LaggingEvent))
     # The only difference from mx.dequantize: the zero point `bias + 8 * scale`
     # rounded once to the scales' dtype (half an ulp of it), then the usual rounding.
-    eps = torch.finfo(DTYPES[dtype_name]).eps
+    eps = torch.finfo(getattr(torch, dtype_name)).eps
     bound = 2 * eps * float(ref.abs().max()) + eps * float(lin.biases.abs().max())
     assert float((dense.float() - ref.float()).abs().max()) <= bound
 

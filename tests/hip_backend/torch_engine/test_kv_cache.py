@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
+from hip_backend.torch_engine.inflight import InflightQueue, LaggingEvent
+from hip_backend.torch_engine.kv_cache import KV_STEP, KVCache
+from tests.installed import Later, needs
 
-torch = pytest.importorskip("torch")
-
-from hip_backend.torch_engine.inflight import InflightQueue, LaggingEvent  # noqa: E402
-from hip_backend.torch_engine.kv_cache import KV_STEP, KVCache  # noqa: E402
+torch = Later("torch")
+pytestmark = needs("torch")
 
 
 def kv(length: int, start: float = 0.0) -> tuple[Any, Any]:

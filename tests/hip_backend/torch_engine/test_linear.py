@@ -7,11 +7,13 @@ from typing import Any
 
 import pytest
 
-torch = pytest.importorskip("torch")
+from hip_backend.torch_engine.inflight import InflightQueue, LaggingEvent
+from hip_backend.torch_engine.weights import QMV_MAX_ROWS, Linear
+from tests.hip_backend.mlx_models import LLAMA_CONFIG
+from tests.installed import Later, needs
 
-from hip_backend.torch_engine.inflight import InflightQueue, LaggingEvent  # noqa: E402
-from hip_backend.torch_engine.weights import QMV_MAX_ROWS, Linear  # noqa: E402
-from tests.hip_backend.mlx_models import LLAMA_CONFIG  # noqa: E402
+torch = Later("torch")
+pytestmark = needs("torch")
 
 OUT, IN = 768, 512
 

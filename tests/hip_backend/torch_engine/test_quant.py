@@ -6,13 +6,13 @@ from typing import Any
 
 import pytest
 
-torch = pytest.importorskip("torch")
-mx = pytest.importorskip("mlx.core")
-np = pytest.importorskip("numpy")
+from hip_backend.torch_engine.quant import dequantize, quantized_matmul
+from tests.installed import Later, needs
 
-from hip_backend.torch_engine.quant import dequantize, quantized_matmul  # noqa: E402
-
-MX_TO_TORCH = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
+torch = Later("torch")
+mx = Later("mlx.core")
+np = Later("numpy")
+pytestmark = needs("torch", "mlx", "numpy")
 
 
 def to_torch(a: object, dtype: object) -> object:
@@ -27,7 +27,7 @@ def quantized(
     w = (mx.random.normal(shape) * 0.05).astype(getattr(mx, dtype_name))
     packed, scales, biases = mx.quantize(w, group_size=group, bits=bits)
     ref = mx.dequantize(packed, scales, biases, group_size=group, bits=bits)
-    tdt = MX_TO_TORCH[dtype_name]
+    tdt = getattr(torch, dtype_name)  # MLX names its dtypes as torch does
     t_packed = torch.from_numpy(np.array(packed).view(np.int32))
     return t_packed, to_torch(scales, tdt), to_torch(biases, tdt), to_torch(ref, tdt)
 
@@ -81,7 +81,7 @@ def test_fused_matmul_matches_the_dequantized_weights_without_a_copy(
 
     monkeypatch.setattr(quant, "QMM_CHUNK_ELEMENTS", 256 * 9)  # 9 rows per step, uneven tail
     packed, scales, biases, ref = quantized((100, 256), dtype_name, bits, group, seed=bits)
-    dtype = MX_TO_TORCH[dtype_name]
+    dtype = getattr(torch, dtype_name)
     for rows in (1, 3, 8, 40):
         x = torch.randn(2, rows, 256, generator=torch.Generator().manual_seed(rows)).to(dtype)
         y = quant.quantized_matmul(x, packed, scales, biases, bits, group)

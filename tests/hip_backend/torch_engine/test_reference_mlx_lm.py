@@ -30,19 +30,20 @@ from typing import Any
 
 import pytest
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("mlx_lm")
-
-from hip_backend.model.source import ModelSource, resolve_source  # noqa: E402
-from hip_backend.torch_engine.inflight import InflightQueue, LaggingEvent  # noqa: E402
-from hip_backend.torch_engine.loader import build_model  # noqa: E402
-from tests.hip_backend.mlx_models import (  # noqa: E402
+from hip_backend.model.source import ModelSource, resolve_source
+from hip_backend.torch_engine.inflight import InflightQueue, LaggingEvent
+from hip_backend.torch_engine.loader import build_model
+from tests.hip_backend.mlx_models import (
     LLAMA_CONFIG,
     QWEN3_MOE_CONFIG,
     Reference,
     mlx_lm_reference,
     write_mlx_model,
 )
+from tests.installed import Later, needs
+
+torch = Later("torch")
+pytestmark = needs("torch", "mlx_lm")
 
 PROMPT = [3, 41, 7, 200, 9, 15, 90, 2, 33, 121, 64, 5]
 STEPS = 12

@@ -17,8 +17,10 @@ from hip_backend import start_run
 from hip_backend.model.manifest import plan_from_folder
 from tests.hip_backend.conftest import write_skeleton_file
 from tests.hip_backend.mlx_models import QWEN3_MOE_CONFIG, write_mlx_model
+from tests.installed import Later, needs
 
-torch = pytest.importorskip("torch")
+torch = Later("torch")
+pytestmark = needs("torch")
 
 
 def skeleton_of(src: Path, dest: Path) -> Path:

@@ -18,8 +18,10 @@ from core.measurement.request import MeasureRequest
 from core.measurement.result import MeasuredPeak
 from core.measurement.run import peak_or_failure
 from hip_backend import measure, prepare
+from tests.installed import needs
 
-pytest.importorskip("torch")
+pytestmark = needs("torch")
+
 
 BUDGETS_MIB = (16, 256, 0)
 """The sweep's ends and the bound off: each budget is a child of 4.4 s of processor time

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import pytest
 
-torch = pytest.importorskip("torch")
-F = pytest.importorskip("torch.nn.functional")
+from hip_backend.torch_engine.decoder import MoeMlp, switch_glu
+from hip_backend.torch_engine.inflight import InflightQueue, LaggingEvent
+from hip_backend.torch_engine.weights import Linear
+from tests.installed import Later, needs
 
-from hip_backend.torch_engine.decoder import MoeMlp, switch_glu  # noqa: E402
-from hip_backend.torch_engine.inflight import InflightQueue, LaggingEvent  # noqa: E402
-from hip_backend.torch_engine.weights import Linear  # noqa: E402
+torch = Later("torch")
+F = Later("torch.nn.functional")
+pytestmark = needs("torch")
 
 E, H, INNER = 8, 64, 32
 

@@ -23,13 +23,11 @@ from typing import Any
 import pytest
 
 from core.measurement.history import HistoryStore
-
-pytest.importorskip("mlx.core")
-pytest.importorskip("mlx_lm")
+from tests.installed import needs
 
 # Real engines in child processes, started by `vramscope table` (a helper, which the
 # source scan in tests/conftest.py does not see): tens of seconds.
-pytestmark = [pytest.mark.slow, pytest.mark.child_process]
+pytestmark = [pytest.mark.slow, pytest.mark.child_process, needs("mlx", "mlx_lm")]
 
 ROOT = Path(__file__).resolve().parents[3]
 CONTEXTS = (160, 288)

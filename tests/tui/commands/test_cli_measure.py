@@ -26,6 +26,7 @@ import pytest
 
 from core.measurement.history import HISTORY_FILE, HistoryStore
 from tests.conftest import ESTIMATOR_ENV, HUB_ENV, OWN_FOLDERS, TERMINAL_ENV
+from tests.installed import need
 from tui.cli import main
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -104,7 +105,7 @@ class OnATerminal:
 def terminal_measure(tiny_llama: Path, tmp_path_factory: pytest.TempPathFactory) -> OnATerminal:
     """`measure` as a user types it: stderr on a terminal (the live display), the result
     in text on stdout and kept in the history."""
-    pytest.importorskip("torch")
+    need("torch")
     home = tmp_path_factory.mktemp("terminal-home")
     args = ["measure", str(tiny_llama), *WORKLOAD, "--inflight-mb", "64"]
     return OnATerminal(*run_on_a_terminal(args, env=own_home_env(home)), home)
@@ -113,7 +114,7 @@ def terminal_measure(tiny_llama: Path, tmp_path_factory: pytest.TempPathFactory)
 @pytest.fixture(scope="module")
 def json_measure(tiny_llama: Path, tmp_path_factory: pytest.TempPathFactory) -> Ran:
     """`measure --json --check --no-history` at the default in-flight budget."""
-    pytest.importorskip("torch")
+    need("torch")
     home = tmp_path_factory.mktemp("json-home")
     return run_in_own_home(home, "measure", str(tiny_llama), *RUN, "--json", "--check")
 
@@ -122,7 +123,7 @@ def json_measure(tiny_llama: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 def quiet_json_measure(tiny_llama: Path) -> subprocess.CompletedProcess[str]:
     """`measure --json --quiet --check` with the in-flight budget off: the check's other
     side, and what --quiet leaves of a --json run."""
-    pytest.importorskip("torch")
+    need("torch")
     return vramscope(
         "measure", str(tiny_llama), *RUN, "--json", "--quiet", "--check", "--inflight-mb", "0"
     )
@@ -135,7 +136,7 @@ TABLE += ["--device", "cpu"]
 @pytest.fixture(scope="module")
 def table_run(tiny_llama: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Ran, Path]:
     """`table` of two runs (budgets 16 and 0 MiB at 24 tokens) written to `--out`."""
-    pytest.importorskip("torch")
+    need("torch")
     root = tmp_path_factory.mktemp("table")
     home, out = root / "home", root / "results" / "table.md"
     home.mkdir()

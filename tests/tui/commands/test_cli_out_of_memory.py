@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.installed import need
 from tests.tui.commands.test_cli_calibrate import builtin_csv
 from tests.tui.commands.test_cli_measure import ROOT
 
@@ -138,7 +139,7 @@ def test_calibrate_out_of_memory_names_memory_not_the_model_folder(tmp_path: Pat
 
 @pytest.mark.slow
 def test_torch_that_fails_to_load_is_not_said_to_be_missing(tmp_path: Path) -> None:
-    pytest.importorskip("torch")
+    need("torch")
     done = python(LOAD_TORCH, tmp_path=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("out_of_memory torch is installed but failed to load")

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.hip_backend.test_dies_with_parent import descendants_of, left_after_grace, with_kill
+from tests.installed import need
 from tests.tui.commands.test_cli_measure import ROOT
 
 LONG = ["--device", "cpu", "--prompt-tokens", "64", "--gen-tokens", "4096", "--no-history"]
@@ -57,7 +58,7 @@ def signal_when(process: subprocess.Popen[str], line_start: str, sig: int) -> li
 def test_measure_stops_cleanly_on_the_signal(
     tiny_llama: Path, tmp_path: Path, sig: int, status: int
 ) -> None:
-    pytest.importorskip("torch")
+    need("torch")
     process = start(["measure", str(tiny_llama), *LONG], tmp_path)
     try:
         lines = signal_when(process, "vramscope: decode: started", sig)
@@ -73,7 +74,7 @@ def test_measure_stops_cleanly_on_the_signal(
 
 
 def test_table_stops_at_sigterm_without_running_the_rest(tiny_llama: Path, tmp_path: Path) -> None:
-    pytest.importorskip("torch")
+    need("torch")
     args = ["table", str(tiny_llama), "--contexts", "4160,4224", "--budgets", "64"]
     args += ["--gen-tokens", "4096", "--device", "cpu", "--no-history"]
     process = start(args, tmp_path)

@@ -19,13 +19,11 @@ from typing import Any
 import pytest
 
 from core.calibration.fit import figures
-
-pytest.importorskip("torch")
-pytest.importorskip("mlx_lm")
+from tests.installed import needs
 
 # Real engines in child processes, started by `vramscope table` (a helper, which the
 # source scan in tests/conftest.py does not see): tens of seconds.
-pytestmark = [pytest.mark.slow, pytest.mark.child_process]
+pytestmark = [pytest.mark.slow, pytest.mark.child_process, needs("torch", "mlx_lm")]
 
 ROOT = Path(__file__).resolve().parents[3]
 QWEN2_CONFIG: dict[str, Any] = {

@@ -18,6 +18,7 @@ import pytest
 
 from core.measurement.engine import MEASURING_ENGINES, Engine
 from core.measurement.result import FailureKind
+from tests.installed import need
 from tests.tui.helpers import LLAMA, build_app, settle, wait_for
 from tui.cli import main
 from tui.model.measure_state import PanelKind
@@ -59,7 +60,7 @@ def test_the_refusal_is_per_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without mlx, the torch engine's check still passes."""
     from hip_backend import missing_engine
 
-    pytest.importorskip("torch")
+    need("torch")
     hide(monkeypatch, "mlx", "mlx_lm")
     assert missing_engine(Engine.TORCH) is None
     failure = missing_engine(Engine.MLX)
