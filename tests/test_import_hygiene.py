@@ -139,6 +139,66 @@ def test_torch_is_imported_only_inside_functions_in_hip_backend() -> None:
                 assert not any(n.split(".")[0] == "torch" for n in names), path
 
 
+HEAVY = {"torch", "mlx", "mlx_lm", "transformers"}
+
+
+def _module_level_heavy(tree: ast.Module) -> list[str]:
+    """torch, mlx, mlx-lm or transformers imported by a module's own top-level statements
+    (an import, or a `pytest.importorskip` call, which imports)."""
+    found = []
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.split(".")[0] in HEAVY]
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.level == 0
+            and ((node.module or "").split(".")[0] in HEAVY)
+        ):
+            found.append(node.module or "")
+        for call in ast.walk(node) if not isinstance(node, ast.FunctionDef | ast.ClassDef) else ():
+            if (
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Attribute)
+                and call.func.attr == "importorskip"
+                and call.args
+                and isinstance(call.args[0], ast.Constant)
+                and str(call.args[0].value).split(".")[0] in HEAVY
+            ):
+                found.append(f"importorskip({call.args[0].value})")
+    return found
+
+
+def test_no_test_module_imports_torch_or_mlx_to_be_collected() -> None:
+    # Every worker imports every test module: a top-level import is paid four times
+    # (tests/installed.py). Tests import them inside, or read them through `Later`.
+    offenders = {
+        str(path.relative_to(ROOT)): found
+        for path in (ROOT / "tests").rglob("*.py")
+        if "__snapshots__" not in path.parts
+        and (found := _module_level_heavy(ast.parse(path.read_text(encoding="utf-8"))))
+    }
+    assert offenders == {}
+
+
+def test_a_later_module_is_imported_at_its_first_read_and_a_missing_one_is_found_missing() -> None:
+    code = (
+        "import sys; from tests.installed import Later, installed; later = Later('colorsys')\n"
+        "print('colorsys' in sys.modules, hasattr(later, '_fixture_function_marker'))\n"
+        "print(later.rgb_to_hsv(0, 0, 1) == (2 / 3, 1.0, 1), 'colorsys' in sys.modules)\n"
+        "print(installed('colorsys'), installed('colorsys', 'no_such_package_here'))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    # Not imported by being named, nor by pytest's probe of a private name; then read.
+    assert done.stdout.split("\n")[:3] == ["False False", "True True", "True False"]
+
+
 def test_the_explorers_pure_modules_import_no_textual() -> None:
     """tui.model (state, values, rows, views, chart data, scales, measurements) is pure."""
     offenders = {
