@@ -18,9 +18,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def modules_after(statement: str) -> set[str]:
-    code = f"import sys, json; {statement}; print(json.dumps(sorted(sys.modules)))"
-    out = subprocess.run(
+def printed_by(code: str) -> str:
+    """What `code` prints, run by a fresh interpreter in the checkout."""
+    return subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
         text=True,
@@ -28,7 +28,11 @@ def modules_after(statement: str) -> set[str]:
         cwd=ROOT,
         timeout=120,
     ).stdout
-    return set(json.loads(out))
+
+
+def modules_after(statement: str) -> set[str]:
+    code = f"import sys, json; {statement}; print(json.dumps(sorted(sys.modules)))"
+    return set(json.loads(printed_by(code)))
 
 
 def top_level(mods: set[str]) -> set[str]:
@@ -187,16 +191,8 @@ def test_a_later_module_is_imported_at_its_first_read_and_a_missing_one_is_found
         "print(later.rgb_to_hsv(0, 0, 1) == (2 / 3, 1.0, 1), 'colorsys' in sys.modules)\n"
         "print(installed('colorsys'), installed('colorsys', 'no_such_package_here'))"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-        timeout=60,
-    )
     # Not imported by being named, nor by pytest's probe of a private name; then read.
-    assert done.stdout.split("\n")[:3] == ["False False", "True True", "True False"]
+    assert printed_by(code).split("\n")[:3] == ["False False", "True True", "True False"]
 
 
 def test_the_explorers_pure_modules_import_no_textual() -> None:

@@ -258,9 +258,7 @@ class ExplorerScreen(FocusKeys):
     async def _finish_body(self, body: _Body) -> None:
         """Wait for any control row being mounted (`Controls.rows_in`), start the held
         reads, and let the keys in."""
-        await body.controls.rows_in()
-        if self.loader.snapshot is not None or self.loader.gguf is not None:
-            self._set_model_stops(body)
+        await body.controls.rows_in()  # their stops: `on_controls_rows_mounted`
         self.recompute()
         self.loader.start_held_reads()
         self.body_ready.set()
@@ -272,7 +270,7 @@ class ExplorerScreen(FocusKeys):
             body.memory.set_detected(self._detected_shown)
         if loader.failure is not None:
             body.breakdown.show_error(loader.failure.message)
-        elif loader.snapshot is not None or loader.gguf is not None:
+        elif self._model_read():
             self._set_model_stops(body)
             body.models.set_current(self.state.model)
         else:
@@ -325,9 +323,7 @@ class ExplorerScreen(FocusKeys):
 
     def on_controls_rows_mounted(self, message: Controls.RowsMounted) -> None:
         message.stop()
-        if self._body is not None and (
-            self.loader.snapshot is not None or self.loader.gguf is not None
-        ):
+        if self._body is not None and self._model_read():
             self._set_model_stops(self._body)  # the layers slider arrives with a GGUF
 
     def watch_state(self, old: ExplorerState, new: ExplorerState) -> None:
@@ -452,6 +448,10 @@ class ExplorerScreen(FocusKeys):
             held = format_bytes_short(found.held_bytes)
             title += f" · ▲ {found.load.tokens:,} tokens: {held}"
             chart.show(gguf_chart(found, trained), title)
+
+    def _model_read(self) -> bool:
+        """Whether the model on screen has been read (an MLX folder's or a GGUF's)."""
+        return self.loader.snapshot is not None or self.loader.gguf is not None
 
     def _set_model_stops(self, body: _Body) -> None:
         """The token slider up to the model's trained context; the layers slider over the
